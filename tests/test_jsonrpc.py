@@ -1,0 +1,129 @@
+"""JSON-RPC framing, without an event loop."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trio_mcp.protocol._jsonrpc import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Invalid,
+    Notification,
+    Request,
+    Response,
+    describe_id,
+    encode,
+    parse,
+)
+
+
+def test_request_notification_response_error() -> None:
+    assert parse(b'{"jsonrpc":"2.0","id":1,"method":"ping"}') == Request(1, "ping")
+    assert parse(b'{"jsonrpc":"2.0","id":"a","method":"x","params":{"k":1}}') == Request(
+        "a", "x", {"k": 1}
+    )
+    assert parse(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') == Notification(
+        "notifications/initialized"
+    )
+    assert parse(b'{"jsonrpc":"2.0","id":3,"result":{}}') == Response(3, {})
+    parsed = parse(b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m","data":[1]}}')
+    assert isinstance(parsed, ErrorResponse)
+    assert parsed.error.code == -1 and parsed.error.data == [1] and parsed.error.has_data
+
+
+def test_null_id_is_a_notification_and_ids_keep_their_type() -> None:
+    assert isinstance(parse(b'{"jsonrpc":"2.0","id":null,"method":"m"}'), Notification)
+    one, one_str = (
+        parse(b'{"jsonrpc":"2.0","id":1,"method":"m"}'),
+        parse(b'{"jsonrpc":"2.0","id":"1","method":"m"}'),
+    )
+    assert isinstance(one, Request) and isinstance(one_str, Request)
+    assert one.id == 1 and one_str.id == "1" and one.id != one_str.id
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":true,"method":"m"}',
+        b'{"jsonrpc":"2.0","id":1.5,"method":"m"}',
+        b'{"jsonrpc":"2.0","id":[1],"method":"m"}',
+        b'{"jsonrpc":"1.0","id":1,"method":"m"}',
+        b'{"id":1,"method":"m"}',
+        b'{"jsonrpc":"2.0","id":1,"method":5}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}',
+        b'{"jsonrpc":"2.0","id":1}',
+        b"42",
+    ],
+)
+def test_invalid_requests(raw: bytes) -> None:
+    parsed = parse(raw)
+    assert isinstance(parsed, Invalid)
+    assert parsed.error.code == INVALID_REQUEST
+
+
+def test_invalid_request_keeps_a_readable_id() -> None:
+    parsed = parse(b'{"jsonrpc":"1.0","id":7,"method":"m"}')
+    assert isinstance(parsed, Invalid) and parsed.id == 7
+    parsed = parse(b'{"jsonrpc":"2.0","id":true,"method":"m"}')
+    assert isinstance(parsed, Invalid) and parsed.id is None
+
+
+@pytest.mark.parametrize("raw", [b"{", b"", b"\xff\xfe", b'{"a":}', b"nul"])
+def test_parse_error(raw: bytes) -> None:
+    parsed = parse(raw)
+    assert isinstance(parsed, Invalid)
+    assert parsed.error.code == PARSE_ERROR and parsed.id is None
+    wire = orjson.loads(encode(parsed))
+    assert wire == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": PARSE_ERROR, "message": "Parse error: Invalid JSON"},
+    }
+
+
+def test_batch() -> None:
+    parsed = parse(
+        b'[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}},'
+        b'{"jsonrpc":"2.0","id":2002,"method":"ping"}, 5]'
+    )
+    assert isinstance(parsed, Batch)
+    assert isinstance(parsed.items[0], Notification)
+    assert parsed.items[1] == Request(2002, "ping")
+    assert isinstance(parsed.items[2], Invalid)
+    empty = parse(b"[]")
+    assert isinstance(empty, Invalid) and empty.error.code == INVALID_REQUEST
+
+
+def test_error_data_is_optional_on_the_wire() -> None:
+    without = orjson.loads(encode(ErrorResponse(1, ErrorObject.make(-32601))))
+    assert without["error"] == {"code": -32601, "message": "Method not found"}
+    with_null = orjson.loads(encode(ErrorResponse(1, ErrorObject.make(-32601, "x", None))))
+    assert with_null["error"] == {"code": -32601, "message": "x", "data": None}
+
+
+def test_describe_id_quotes_strings_only() -> None:
+    assert describe_id("req-1") == '"req-1"'
+    assert describe_id(42) == "42"
+
+
+ids = st.one_of(st.integers(-(2**53), 2**53), st.text(max_size=20))
+params = st.dictionaries(
+    st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5), max_size=3
+)
+
+
+@given(ids, st.text(min_size=1, max_size=30), params)
+def test_request_round_trip(rid: int | str, method: str, p: dict[str, object]) -> None:
+    message = Request(rid, method, p)
+    assert parse(encode(message)) == message
+
+
+@given(ids, params)
+def test_response_round_trip(rid: int | str, result: dict[str, object]) -> None:
+    assert parse(encode(Response(rid, result))) == Response(rid, result)

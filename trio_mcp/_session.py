@@ -1,0 +1,578 @@
+"""The engine: one connection, its read loop, its ordered writer and its routing tables.
+
+Every incoming request runs in its own child task of the connection's nursery under its own
+:class:`trio.CancelScope`; ``_in_flight`` maps request ids to those scopes. Every outgoing request
+lives in its caller's task: when the caller is cancelled the peer is told, unless the request never
+reached the wire or its response already arrived. Nothing here knows a method's meaning beyond
+what routing needs (cancellation and progress); the server and client supply a
+:class:`Dispatcher` for the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from ._exceptions import (
+    ConnectionClosed,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+    internal_error,
+    single_error,
+)
+from .protocol._jsonrpc import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    JSONObject,
+    Message,
+    Notification,
+    Parsed,
+    Request,
+    RequestId,
+    Response,
+    describe_id,
+    encode,
+    encode_batch,
+    is_valid_id,
+    parse,
+)
+
+logger = logging.getLogger("trio_mcp")
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+
+class Transport(Protocol):
+    """What the engine needs from a transport: framed messages in and out.
+
+    ``related_request_id`` tells transports that route by request (Streamable HTTP) which
+    incoming request an outgoing message belongs to: a response's own id, or the request a
+    notification or nested request was made for.
+    """
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None: ...
+
+    async def receive(self) -> bytes | Parsed | Batch:
+        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
+        ...
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        """An incoming request ended with no response (it was cancelled)."""
+        ...
+
+
+class Dispatcher(Protocol):
+    """The server's or client's knowledge of methods, used by the engine."""
+
+    def route(self, request: Request, session: Session) -> Route:
+        """Find the handler for a request, or raise :class:`ProtocolError` (synchronously)."""
+        ...
+
+    def on_notification(self, notification: Notification, session: Session) -> None:
+        """Handle a notification other than cancellation and progress (synchronously)."""
+        ...
+
+
+Handler = Callable[["InFlight"], Awaitable[JSONObject]]
+
+
+@attrs.frozen
+class Route:
+    handler: Handler
+    #: Registered requests can be cancelled and are refused while their id is in flight.
+    #: ``initialize`` is never registered.
+    register: bool = True
+
+
+@attrs.define(eq=False)
+class InFlight:
+    """One incoming request while it runs: the handler's view of its own lifecycle."""
+
+    request: Request
+    session: Session
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    cancel_requested: bool = False
+    cancel_reason: str | None = None
+    settled: bool = False
+
+    @property
+    def id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def params(self) -> JSONObject:
+        return self.request.params or {}
+
+    @property
+    def progress_token(self) -> str | int | None:
+        meta = self.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return token if is_valid_id(token) else None
+
+    @property
+    def finished(self) -> bool:
+        """True once nothing more may be sent for this request."""
+        return self.settled or self.cancel_requested
+
+
+@attrs.define(eq=False)
+class _Outgoing:
+    data: bytes
+    related: RequestId | None
+    withdrawn: bool = False
+    taken: bool = False
+
+
+@attrs.define(eq=False)
+class _Pending:
+    """One of our own requests awaiting its answer. The first of response or cancel wins."""
+
+    method: str
+    send: trio.MemorySendChannel[tuple[str, Any]]
+    done: bool = False
+
+
+class _BatchSink:
+    """Collects the responses of one batch and writes them as one array."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._responses: list[Message] = []
+        self._waiting = 0
+        self._sealed = False
+
+    def expect(self) -> Callable[[Message | None], None]:
+        self._waiting += 1
+        return self._deliver
+
+    def add(self, message: Message) -> None:
+        self._responses.append(message)
+
+    def _deliver(self, message: Message | None) -> None:
+        if message is not None:
+            self._responses.append(message)
+        self._waiting -= 1
+        self._flush()
+
+    def seal(self) -> None:
+        self._sealed = True
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._sealed and self._waiting == 0 and self._responses:
+            self._session._enqueue(encode_batch(self._responses), None)
+            self._responses = []
+
+
+def _error(rid: RequestId | None, code: int, message: str | None = None, *data: Any) -> Message:
+    return ErrorResponse(rid, ErrorObject.make(code, message, *data))
+
+
+class Session:
+    """One MCP connection, in either role. Run it with :meth:`run` in a nursery."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        dispatcher: Dispatcher,
+        *,
+        id_prefix: str = "",
+    ) -> None:
+        self.transport = transport
+        self.dispatcher = dispatcher
+        self._in_flight: dict[RequestId, InFlight] = {}
+        self._pending: dict[RequestId, _Pending] = {}
+        self._progress: dict[str | int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._id_prefix = id_prefix
+        self._out_send, self._out_recv = trio.open_memory_channel[_Outgoing](math.inf)
+        self._ordered_send, self._ordered_recv = trio.open_memory_channel[
+            Callable[[], Awaitable[None]]
+        ](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._closed: BaseException | None = None
+        self.closed = trio.Event()
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Read, dispatch and write until the peer goes away or the caller cancels."""
+        why: BaseException = ConnectionClosed("connection closed")
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._ordered_loop)
+                task_status.started(self)
+                try:
+                    why = await self._read_loop()
+                finally:
+                    self._close(why)
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._close(why)
+
+    def _close(self, why: BaseException) -> None:
+        if self._closed is not None:
+            return
+        self._closed = why
+        for pending in list(self._pending.values()):
+            if not pending.done:
+                pending.done = True
+                pending.send.send_nowait(("closed", why))
+        self._pending.clear()
+        self._progress.clear()
+        self.closed.set()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed is not None
+
+    async def _read_loop(self) -> BaseException:
+        while True:
+            try:
+                data = await self.transport.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+                return ConnectionClosed("the peer closed the connection")
+            except ConnectionClosed as exc:
+                return exc
+            parsed = parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
+            self.feed(parsed)
+
+    def feed(self, parsed: Parsed | Batch) -> None:
+        """Act on one parsed frame. Synchronous: routing decisions take no checkpoint."""
+        if isinstance(parsed, Batch):
+            self._feed_batch(parsed)
+        elif isinstance(parsed, Request):
+            self._on_request(parsed, self._write_response)
+        elif isinstance(parsed, Notification):
+            self._on_notification(parsed)
+        elif isinstance(parsed, Response | ErrorResponse):
+            self._on_response(parsed)
+        else:
+            self._enqueue(encode(parsed.response()), None)
+
+    def _feed_batch(self, batch: Batch) -> None:
+        sink = _BatchSink(self)
+        for item in batch.items:
+            if isinstance(item, Request):
+                self._on_request(item, sink.expect())
+            elif isinstance(item, Notification):
+                self._on_notification(item)
+            elif isinstance(item, Response | ErrorResponse):
+                self._on_response(item)
+            else:
+                sink.add(item.response())
+        sink.seal()
+
+    async def _write_loop(self) -> None:
+        async for item in self._out_recv:
+            if item.withdrawn:
+                continue
+            item.taken = True
+            try:
+                await self.transport.send(item.data, related_request_id=item.related)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionClosed) as exc:
+                self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
+                if self._nursery is not None:
+                    self._nursery.cancel_scope.cancel()
+                return
+
+    async def _ordered_loop(self) -> None:
+        async for job in self._ordered_recv:
+            try:
+                await job()
+            except Exception:
+                logger.exception("notification callback failed")
+
+    def run_ordered(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run ``job`` after every job queued before it, off the read loop."""
+        self._ordered_send.send_nowait(job)
+
+    def _enqueue(self, data: bytes, related: RequestId | None) -> _Outgoing:
+        item = _Outgoing(data, related)
+        if self._closed is None:
+            self._out_send.send_nowait(item)
+        return item
+
+    # -- incoming requests ---------------------------------------------------------------------
+
+    def _write_response(self, message: Message | None) -> None:
+        if message is None:
+            return
+        assert isinstance(message, Response | ErrorResponse)
+        try:
+            data = encode(message)
+        except TypeError:
+            logger.exception("the result of request %r cannot be serialized", message.id)
+            data = encode(ErrorResponse(message.id, internal_error()))
+        self._enqueue(data, message.id)
+
+    def _on_request(self, request: Request, sink: Callable[[Message | None], None]) -> None:
+        if request.method.startswith("notifications/"):
+            sink(_error(request.id, METHOD_NOT_FOUND, "Method not found", request.method))
+            return
+        try:
+            route = self.dispatcher.route(request, self)
+        except ProtocolError as exc:
+            sink(ErrorResponse(request.id, exc.to_error()))
+            return
+        record = InFlight(request, self)
+        if route.register:
+            if request.id in self._in_flight:
+                sink(
+                    _error(
+                        request.id,
+                        INVALID_REQUEST,
+                        "Invalid Request",
+                        f"Invalid Request: request id {describe_id(request.id)} is already in "
+                        "flight",
+                    )
+                )
+                return
+            self._in_flight[request.id] = record
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_request, route, record, sink)
+
+    def claim(self, request_id: RequestId) -> bool:
+        """Whether ``request_id`` is free (not in flight); used by transports to refuse early."""
+        return request_id not in self._in_flight
+
+    def in_flight(self, request_id: RequestId) -> InFlight | None:
+        return self._in_flight.get(request_id)
+
+    async def _run_request(
+        self, route: Route, record: InFlight, sink: Callable[[Message | None], None]
+    ) -> None:
+        rid = record.request.id
+        outcome: Message | None = None
+        try:
+            try:
+                with record.scope:
+                    result = await route.handler(record)
+                    outcome = Response(rid, result)
+            except BaseException as exc:
+                outcome = self._error_outcome(record, exc)
+            # Settle exactly once, synchronously: a cancel that arrived first suppresses.
+            if record.cancel_requested:
+                outcome = None
+        finally:
+            record.settled = True
+            if self._in_flight.get(rid) is record:
+                del self._in_flight[rid]
+        sink(outcome)
+        if outcome is None:
+            self.transport.request_suppressed(rid)
+
+    def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
+        """Map a handler's exception to its answer; re-raise what is not the handler's."""
+        only = single_error(exc)
+        if only is None and all_cancelled(exc):
+            raise exc  # the connection itself is going away
+        if isinstance(only, RequestCancelled):
+            if not record.cancel_requested:
+                record.cancel_requested = True
+                record.cancel_reason = only.reason
+            return None
+        if isinstance(only, ProtocolError):
+            return ErrorResponse(record.request.id, only.to_error())
+        if only is not None and not isinstance(only, Exception):
+            raise exc  # Cancelled from an outer scope, KeyboardInterrupt, ...
+        logger.error(
+            "unhandled error in %s (request id %r)",
+            record.request.method,
+            record.request.id,
+            exc_info=exc,
+        )
+        return ErrorResponse(record.request.id, internal_error())
+
+    def cancel_incoming(self, request_id: RequestId, reason: str | None = None) -> bool:
+        """Cancel an incoming request as ``notifications/cancelled`` would."""
+        record = self._in_flight.get(request_id)
+        if record is None or record.settled or record.cancel_requested:
+            return False
+        record.cancel_requested = True
+        record.cancel_reason = reason
+        record.scope.cancel()
+        return True
+
+    # -- notifications -------------------------------------------------------------------------
+
+    def _on_notification(self, note: Notification) -> None:
+        params = note.params or {}
+        if note.method == "notifications/cancelled":
+            rid = params.get("requestId")
+            reason = params.get("reason")
+            if is_valid_id(rid):
+                self.cancel_incoming(rid, reason if isinstance(reason, str) else None)
+            return
+        if note.method == "notifications/progress":
+            token = params.get("progressToken")
+            pending = self._progress.get(token) if is_valid_id(token) else None
+            progress = params.get("progress")
+            if (
+                pending is not None
+                and not pending.done
+                and isinstance(progress, int | float)
+                and not isinstance(progress, bool)
+            ):
+                pending.send.send_nowait(("progress", params))
+            return
+        try:
+            self.dispatcher.on_notification(note, self)
+        except Exception:
+            logger.exception("error handling %s", note.method)
+
+    async def notify(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        related_request_id: RequestId | None = None,
+    ) -> None:
+        """Send a notification (it is queued in order; this never waits for the peer)."""
+        self.notify_nowait(method, params, related_request_id=related_request_id)
+        await trio.lowlevel.checkpoint()
+
+    def notify_nowait(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        related_request_id: RequestId | None = None,
+    ) -> None:
+        if self._closed is not None:
+            raise ConnectionClosed(str(self._closed))
+        self._enqueue(encode(Notification(method, params)), related_request_id)
+
+    # -- outgoing requests ---------------------------------------------------------------------
+
+    def new_request_id(self) -> RequestId:
+        """A fresh id for an outgoing request."""
+        n = next(self._ids)
+        return f"{self._id_prefix}{n}" if self._id_prefix else n
+
+    def cancel(self, request_id: RequestId, reason: str | None = None) -> bool:
+        """Cancel one of our own pending requests by id; its caller gets RequestCancelled."""
+        pending = self._pending.get(request_id)
+        if pending is None or pending.done:
+            return False
+        pending.send.send_nowait(("cancel", reason))
+        return True
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> JSONObject:
+        """Send a request and wait for its result, in the caller's task and scope.
+
+        Cancellation of the caller: if the request was never written, nothing reaches the wire;
+        if it was, ``notifications/cancelled`` follows it; if its response already arrived,
+        nothing more is sent.
+        """
+        if self._closed is not None:
+            raise ConnectionClosed(str(self._closed))
+        rid = self.new_request_id() if request_id is None else request_id
+        if not is_valid_id(rid):
+            raise ValueError("a request id must be a string or an integer")
+        if rid in self._pending:
+            raise ValueError(f"request id {describe_id(rid)} is already in use")
+        send, recv = trio.open_memory_channel[tuple[str, Any]](math.inf)
+        pending = _Pending(method, send)
+        body: JSONObject = dict(params) if params else {}
+        track_progress = on_progress is not None or timeout is not None
+        if track_progress:
+            meta = body.get("_meta")
+            body["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": rid}
+            self._progress[rid] = pending
+        self._pending[rid] = pending
+        item = self._enqueue(encode(Request(rid, method, body or None)), related_request_id)
+        cancel_reason: str | None = None
+        try:
+            with trio.move_on_after(math.inf if max_total is None else max_total):
+                idle = trio.CancelScope()
+                if timeout is not None:
+                    idle.deadline = trio.current_time() + timeout
+                with idle:
+                    async for kind, value in recv:
+                        if kind == "progress":
+                            if timeout is not None:
+                                idle.deadline = trio.current_time() + timeout
+                            if on_progress is not None:
+                                await _call_progress(on_progress, value)
+                            continue
+                        if kind == "response":
+                            return value  # type: ignore[no-any-return]
+                        if kind == "error":
+                            raise ProtocolError.from_error(value)
+                        if kind == "cancel":
+                            cancel_reason = value
+                            raise RequestCancelled(rid, value)
+                        raise value  # "closed"
+            cancel_reason = "Request timed out"
+            raise RequestTimeout(method, timeout, max_total)
+        finally:
+            self._pending.pop(rid, None)
+            if self._progress.get(rid) is pending:
+                del self._progress[rid]
+            if not pending.done:
+                pending.done = True
+                if item.taken:
+                    self._send_cancel(rid, cancel_reason, related_request_id)
+                else:
+                    item.withdrawn = True
+
+    def _send_cancel(self, rid: RequestId, reason: str | None, related: RequestId | None) -> None:
+        params: JSONObject = {"requestId": rid}
+        if reason is not None:
+            params["reason"] = reason
+        self._enqueue(encode(Notification("notifications/cancelled", params)), related)
+
+    def _on_response(self, message: Response | ErrorResponse) -> None:
+        rid = message.id
+        pending = self._pending.get(rid) if rid is not None else None
+        if pending is None or pending.done:
+            logger.debug("ignoring a response for unknown or finished request %r", rid)
+            return
+        pending.done = True
+        if isinstance(message, Response):
+            pending.send.send_nowait(("response", message.result))
+        else:
+            pending.send.send_nowait(("error", message.error))
+
+
+def all_cancelled(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(all_cancelled(e) for e in exc.exceptions)
+    return isinstance(exc, trio.Cancelled)
+
+
+async def _call_progress(callback: ProgressCallback, params: JSONObject) -> None:
+    total = params.get("total")
+    message = params.get("message")
+    maybe = callback(
+        params["progress"],
+        total if isinstance(total, int | float) and not isinstance(total, bool) else None,
+        message if isinstance(message, str) else None,
+    )
+    if maybe is not None:
+        await maybe

@@ -1,0 +1,215 @@
+"""JSON-RPC 2.0 framing: bytes in, typed messages out, and back.
+
+Sans-IO, like h11: nothing here reads a socket or knows about trio. The engine feeds bytes to
+:func:`parse` and writes what :func:`encode` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+import attrs
+import orjson
+
+RequestId: TypeAlias = "int | str"
+JSONObject: TypeAlias = "dict[str, Any]"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# MCP-specific codes.
+REQUEST_TIMEOUT = -32001
+RESOURCE_NOT_FOUND = -32002
+URL_ELICITATION_REQUIRED = -32042
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+STANDARD_MESSAGES: Mapping[int, str] = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+}
+
+
+@attrs.frozen
+class ErrorObject:
+    """The ``error`` member of an error response."""
+
+    code: int
+    message: str
+    data: Any = attrs.field(default=None)
+    has_data: bool = attrs.field(default=False, eq=False, repr=False)
+
+    @classmethod
+    def make(cls, code: int, message: str | None = None, *args: Any) -> ErrorObject:
+        """Build an error; pass ``data`` as a third positional argument to include it."""
+        text = message if message is not None else STANDARD_MESSAGES.get(code, "Error")
+        if args:
+            return cls(code, text, args[0], True)
+        return cls(code, text)
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"code": self.code, "message": self.message}
+        if self.has_data:
+            out["data"] = self.data
+        return out
+
+
+@attrs.frozen
+class Request:
+    id: RequestId
+    method: str
+    params: JSONObject | None = None
+
+
+@attrs.frozen
+class Notification:
+    method: str
+    params: JSONObject | None = None
+
+
+@attrs.frozen
+class Response:
+    id: RequestId
+    result: JSONObject
+
+
+@attrs.frozen
+class ErrorResponse:
+    id: RequestId | None
+    error: ErrorObject
+
+
+Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
+
+
+@attrs.frozen
+class Invalid:
+    """A frame that could not be understood; answer it with :attr:`error` (id may be null)."""
+
+    id: RequestId | None
+    error: ErrorObject
+
+    def response(self) -> ErrorResponse:
+        return ErrorResponse(self.id, self.error)
+
+
+Parsed: TypeAlias = "Message | Invalid"
+
+
+@attrs.frozen
+class Batch:
+    """A JSON-RPC batch (2025-03-26 allows them): its members, each parsed on its own."""
+
+    items: tuple[Parsed, ...]
+
+
+def is_valid_id(value: object) -> bool:
+    """Ids are strings or integers; null, floats and booleans are not ids."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
+    """Turn one framed JSON text into a message, a batch, or an :class:`Invalid` to answer."""
+    try:
+        obj = orjson.loads(data)
+    except (orjson.JSONDecodeError, TypeError):
+        return Invalid(None, ErrorObject.make(PARSE_ERROR, "Parse error: Invalid JSON"))
+    if isinstance(obj, list):
+        if not obj:
+            return Invalid(None, ErrorObject.make(INVALID_REQUEST, "Invalid Request: empty batch"))
+        return Batch(tuple(parse_object(item) for item in obj))
+    return parse_object(obj)
+
+
+def _invalid(obj: Mapping[str, Any], why: str) -> Invalid:
+    rid = obj.get("id")
+    return Invalid(
+        rid if is_valid_id(rid) else None,
+        ErrorObject.make(INVALID_REQUEST, "Invalid Request", why),
+    )
+
+
+def parse_object(obj: object) -> Parsed:
+    """Classify one decoded JSON value as a JSON-RPC message."""
+    if not isinstance(obj, dict):
+        return Invalid(
+            None, ErrorObject.make(INVALID_REQUEST, "Invalid Request", "message must be an object")
+        )
+    if obj.get("jsonrpc") != "2.0":
+        return _invalid(obj, 'the "jsonrpc" member must be "2.0"')
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str) or not method:
+            return _invalid(obj, 'the "method" member must be a non-empty string')
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            return _invalid(obj, 'the "params" member must be an object')
+        if "id" not in obj or obj["id"] is None:
+            return Notification(method, params)
+        rid = obj["id"]
+        if not is_valid_id(rid):
+            return _invalid(obj, 'the "id" member must be a string or an integer')
+        return Request(rid, method, params)
+    rid = obj.get("id")
+    if "result" in obj:
+        result = obj["result"]
+        if not is_valid_id(rid):
+            return _invalid(obj, "a response needs a string or integer id")
+        if not isinstance(result, dict):
+            return _invalid(obj, 'the "result" member must be an object')
+        return Response(rid, result)
+    if "error" in obj:
+        err = obj["error"]
+        if (
+            not isinstance(err, dict)
+            or not isinstance(err.get("code"), int)
+            or isinstance(err.get("code"), bool)
+        ):
+            return _invalid(obj, 'the "error" member must be an object with an integer code')
+        message = err.get("message")
+        error = ErrorObject(
+            err["code"],
+            message if isinstance(message, str) else "",
+            err.get("data"),
+            "data" in err,
+        )
+        return ErrorResponse(rid if is_valid_id(rid) else None, error)
+    return _invalid(obj, "not a request, notification or response")
+
+
+def to_json(message: Message | Invalid) -> JSONObject:
+    """The JSON object for one message."""
+    if isinstance(message, Request):
+        out: JSONObject = {"jsonrpc": "2.0", "id": message.id, "method": message.method}
+        if message.params is not None:
+            out["params"] = message.params
+        return out
+    if isinstance(message, Notification):
+        out = {"jsonrpc": "2.0", "method": message.method}
+        if message.params is not None:
+            out["params"] = message.params
+        return out
+    if isinstance(message, Response):
+        return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
+    return {"jsonrpc": "2.0", "id": message.id, "error": message.error.to_json()}
+
+
+def encode(message: Message | Invalid) -> bytes:
+    """Serialize one message to compact JSON bytes (no trailing newline)."""
+    return orjson.dumps(to_json(message))
+
+
+def encode_batch(messages: list[Message]) -> bytes:
+    return orjson.dumps([to_json(m) for m in messages])
+
+
+def describe_id(rid: RequestId) -> str:
+    """How an id is quoted in messages: strings in double quotes, integers bare."""
+    return orjson.dumps(rid).decode()

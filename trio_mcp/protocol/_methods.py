@@ -1,0 +1,50 @@
+"""Method tables: which methods exist, which server capability gates them, which are cacheable."""
+
+from __future__ import annotations
+
+#: Client-to-server requests a server answers, and the server capability each one needs.
+SERVER_REQUEST_CAPABILITY: dict[str, str | None] = {
+    "initialize": None,
+    "ping": None,
+    "server/discover": None,
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "logging/setLevel": "logging",
+    "completion/complete": "completions",
+}
+
+#: Server-to-client requests a client answers, and the client capability each one needs.
+CLIENT_REQUEST_CAPABILITY: dict[str, str | None] = {
+    "ping": None,
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+#: Methods the 2026-07-28 revision removed.
+MODERN_REMOVED: frozenset[str] = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+
+#: Results that carry cache hints in the modern era.
+CACHEABLE: frozenset[str] = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+
+def is_notification_method(method: str) -> bool:
+    return method.startswith("notifications/")

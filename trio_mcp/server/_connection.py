@@ -1,0 +1,455 @@
+"""``ServerConnection``: one client's view of a server, and the handlers of the standard methods.
+
+It is the engine's :class:`Dispatcher` for the server role: it routes each request to a handler
+synchronously (unknown methods and missing capabilities are refused before the request is
+registered), keeps the per-connection state the handshake era needs (negotiated version, client
+capabilities, log level, subscriptions), and reports every request to the instrumentation hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
+from .._session import InFlight, Route, Session
+from ..protocol._jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    JSONObject,
+    Notification,
+    Request,
+)
+from ..protocol._methods import SERVER_REQUEST_CAPABILITY
+from ..protocol._types import (
+    LOGGING_LEVELS,
+    CallToolResult,
+    ClientCapabilities,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    Implementation,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+    from_wire,
+    to_wire,
+)
+from ..protocol._versions import filter_initialize_result, negotiate
+from ._context import Context
+from ._registry import call_user, page, resource_contents
+from ._schema import ArgumentsError
+from ._server import CustomMethod, RequestRecord, Server
+
+logger = logging.getLogger("trio_mcp.server")
+
+MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
+
+
+class ToolError(Exception):
+    """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
+
+
+def _invalid(message: str, *data: Any) -> ProtocolError:
+    return ProtocolError(INVALID_PARAMS, message, *data)
+
+
+def _require_str(params: JSONObject, key: str, what: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise _invalid(f"Invalid params: {what} needs a string {key!r}")
+    return value
+
+
+class ServerConnection:
+    """The server side of one connection."""
+
+    session: Session
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.initialized = False
+        self.ready = False
+        self.protocol_version = server.protocol_version
+        self.client_info: Implementation | None = None
+        self.client_capabilities = ClientCapabilities()
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+
+    # -- Dispatcher ----------------------------------------------------------------------------
+
+    def route(self, request: Request, session: Session) -> Route:
+        method = request.method
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            custom = self.server.custom_methods.get(method)
+            if custom is None:
+                raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            return Route(self._instrument(_custom_handler(custom)))
+        capability = SERVER_REQUEST_CAPABILITY.get(method)
+        if capability is not None and capability not in self.capabilities():
+            raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+        return Route(self._instrument(handler), register=method != "initialize")
+
+    def on_notification(self, notification: Notification, session: Session) -> None:
+        if notification.method == "notifications/initialized":
+            self.ready = True
+        custom = self.server.custom_methods.get(notification.method)
+        if custom is None:
+            return
+        params = notification.params or {}
+
+        async def job() -> None:
+            await call_user(custom.fn, custom.is_async, {}, args=(params,))
+
+        session.run_ordered(job)
+
+    def _instrument(self, handler: MethodHandler) -> Callable[[InFlight], Awaitable[JSONObject]]:
+        async def run(record: InFlight) -> JSONObject:
+            if self.server.on_request is None:
+                return await handler(self, record)
+            start = time.perf_counter()
+            error_code: int | None = None
+            tool_error = False
+            cancelled_by_handler: RequestCancelled | None = None
+            try:
+                result = await handler(self, record)
+                tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
+                return result
+            except ProtocolError as exc:
+                error_code = exc.code
+                raise
+            except RequestCancelled as exc:
+                cancelled_by_handler = exc
+                raise
+            except Exception as exc:
+                only = single_error(exc)
+                if isinstance(only, ProtocolError):
+                    error_code = only.code
+                elif isinstance(only, RequestCancelled):
+                    cancelled_by_handler = only
+                else:
+                    error_code = INTERNAL_ERROR
+                raise
+            finally:
+                params = record.params
+                name = params.get("name", params.get("uri"))
+                self.server.record(
+                    RequestRecord(
+                        method=record.request.method,
+                        request_id=record.id,
+                        name=name if isinstance(name, str) else None,
+                        duration=time.perf_counter() - start,
+                        cancelled=record.cancel_requested or cancelled_by_handler is not None,
+                        cancel_reason=record.cancel_reason
+                        if record.cancel_requested
+                        else (cancelled_by_handler.reason if cancelled_by_handler else None),
+                        error_code=None if record.cancel_requested else error_code,
+                        tool_error=tool_error,
+                    )
+                )
+
+        return run
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def capabilities(self) -> JSONObject:
+        """Server capabilities, derived from what is registered."""
+        server = self.server
+        caps: JSONObject = {"logging": {}}
+        if server.completion_handler is not None:
+            caps["completions"] = {}
+        if server.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if server.resources or server.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if server.tools:
+            caps["tools"] = {"listChanged": True}
+        return caps
+
+    def wants_log(self, level: str) -> bool:
+        if self.log_level is None:
+            return True
+        return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(self.log_level)
+
+    def _notify(self, method: str, params: JSONObject | None = None) -> None:
+        if not self.initialized or self.session.is_closed:
+            return
+        try:
+            self.session.notify_nowait(method, params)
+        except ConnectionClosed:
+            pass
+
+    def send_list_changed(self, kind: str) -> None:
+        if kind in self.capabilities():
+            self._notify(f"notifications/{kind}/list_changed")
+
+    def send_resource_updated(self, uri: str) -> None:
+        if uri in self.subscriptions:
+            self._notify("notifications/resources/updated", {"uri": uri})
+
+    def context(self, record: InFlight) -> Context:
+        return Context(record, self)
+
+
+# -- handlers of the standard methods ---------------------------------------------------------
+
+
+async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
+    params = record.params
+    if conn.initialized:
+        raise ProtocolError(INVALID_REQUEST, "Invalid Request: Server already initialized")
+    requested = params.get("protocolVersion")
+    capabilities = params.get("capabilities")
+    client_info = params.get("clientInfo")
+    if not isinstance(requested, str):
+        raise _invalid("Invalid params: initialize needs a string 'protocolVersion'")
+    if not isinstance(capabilities, dict):
+        raise _invalid("Invalid params: initialize needs a 'capabilities' object")
+    if (
+        not isinstance(client_info, dict)
+        or not isinstance(client_info.get("name"), str)
+        or not isinstance(client_info.get("version"), str)
+    ):
+        raise _invalid("Invalid params: initialize needs 'clientInfo' with a name and a version")
+    try:
+        info = from_wire(client_info, Implementation)
+        caps = from_wire(capabilities, ClientCapabilities)
+    except ValueError as exc:
+        raise _invalid(f"Invalid params: {exc}") from None
+    # Decided with no checkpoint since the check above: a second initialize cannot slip in.
+    conn.initialized = True
+    conn.client_info = info
+    conn.client_capabilities = caps
+    version = negotiate(requested, conn.server.protocol_version)
+    conn.protocol_version = version
+    result: JSONObject = {
+        "protocolVersion": version,
+        "capabilities": conn.capabilities(),
+        "serverInfo": to_wire(conn.server.info),
+    }
+    if conn.server.instructions is not None:
+        result["instructions"] = conn.server.instructions
+    await trio.lowlevel.checkpoint()
+    return filter_initialize_result(result, version)
+
+
+async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await trio.lowlevel.checkpoint()
+    return {}
+
+
+def _paged(conn: ServerConnection, record: InFlight, key: str, items: list[Any]) -> JSONObject:
+    try:
+        chunk, next_cursor = page(items, record.params.get("cursor"), conn.server.page_size)
+    except ValueError:
+        raise _invalid("Invalid params: invalid cursor") from None
+    result: JSONObject = {key: [to_wire(item) for item in chunk]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await trio.lowlevel.checkpoint()
+    return _paged(conn, record, "tools", [e.tool for e in conn.server.tools.values()])
+
+
+async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
+    params = record.params
+    name = _require_str(params, "name", "tools/call")
+    entry = conn.server.tools.get(name)
+    if entry is None:
+        raise _invalid(f"Unknown tool: {name}")
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise _invalid("Invalid params: 'arguments' must be an object")
+    try:
+        kwargs = entry.signature.convert_arguments(arguments)
+    except ArgumentsError as exc:
+        raise _invalid(f"Invalid arguments for tool {name}: {exc}") from None
+    if entry.signature.context_param is not None:
+        kwargs[entry.signature.context_param] = Context(record, conn)
+    try:
+        value = await call_user(entry.fn, entry.is_async, kwargs, in_thread=entry.in_thread)
+        result = entry.to_result(value)
+    except Exception as exc:
+        only = single_error(exc)
+        if isinstance(only, ProtocolError | RequestCancelled):
+            raise only from None
+        if isinstance(only, ToolError):
+            message = str(only) or f"Tool {name} failed"
+        else:
+            logger.error("tool %r failed", name, exc_info=exc)
+            message = f"Tool {name} failed with an internal error"
+        result = CallToolResult(content=[TextContent(message)], is_error=True)
+    return to_wire(result)  # type: ignore[no-any-return]
+
+
+async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await trio.lowlevel.checkpoint()
+    return _paged(conn, record, "prompts", [e.prompt for e in conn.server.prompts.values()])
+
+
+async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
+    params = record.params
+    name = _require_str(params, "name", "prompts/get")
+    entry = conn.server.prompts.get(name)
+    if entry is None:
+        raise _invalid(f"Unknown prompt: {name}")
+    arguments = params.get("arguments") or {}
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        raise _invalid("Invalid params: prompt arguments must be an object of strings")
+    missing = sorted(entry.required - arguments.keys())
+    if missing:
+        raise _invalid(f"Missing required arguments for prompt {name}: {', '.join(missing)}")
+    unknown = sorted(arguments.keys() - set(entry.arg_names))
+    if unknown:
+        raise _invalid(f"Unknown arguments for prompt {name}: {', '.join(unknown)}")
+    kwargs: dict[str, Any] = dict(arguments)
+    if entry.context_param is not None:
+        kwargs[entry.context_param] = Context(record, conn)
+    value = await call_user(entry.fn, entry.is_async, kwargs, in_thread=entry.in_thread)
+    return to_wire(entry.to_result(value))  # type: ignore[no-any-return]
+
+
+async def _resources_list(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await trio.lowlevel.checkpoint()
+    items = [e.resource for e in conn.server.resources.values()]
+    return _paged(conn, record, "resources", items)
+
+
+async def _templates_list(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await trio.lowlevel.checkpoint()
+    items = [e.template for e in conn.server.templates.values()]
+    return _paged(conn, record, "resourceTemplates", items)
+
+
+async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObject:
+    uri = _require_str(record.params, "uri", "resources/read")
+    server = conn.server
+    kwargs: dict[str, Any]
+    entry = server.resources.get(uri)
+    if entry is not None:
+        fn, is_async, in_thread = entry.fn, entry.is_async, entry.in_thread
+        context_param, mime_type, kwargs = entry.context_param, entry.resource.mime_type, {}
+    else:
+        for template in server.templates.values():
+            variables = template.match(uri)
+            if variables is not None:
+                fn, is_async, in_thread = template.fn, template.is_async, template.in_thread
+                context_param, mime_type = template.context_param, template.template.mime_type
+                kwargs = dict(variables)
+                break
+        else:
+            raise ProtocolError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+    if context_param is not None:
+        kwargs[context_param] = Context(record, conn)
+    value = await call_user(fn, is_async, kwargs, in_thread=in_thread)
+    return {"contents": [to_wire(c) for c in resource_contents(uri, mime_type, value)]}
+
+
+async def _subscribe(conn: ServerConnection, record: InFlight) -> JSONObject:
+    conn.subscriptions.add(_require_str(record.params, "uri", "resources/subscribe"))
+    await trio.lowlevel.checkpoint()
+    return {}
+
+
+async def _unsubscribe(conn: ServerConnection, record: InFlight) -> JSONObject:
+    conn.subscriptions.discard(_require_str(record.params, "uri", "resources/unsubscribe"))
+    await trio.lowlevel.checkpoint()
+    return {}
+
+
+async def _set_level(conn: ServerConnection, record: InFlight) -> JSONObject:
+    level = record.params.get("level")
+    if level not in LOGGING_LEVELS:
+        raise _invalid(f"Invalid params: level must be one of {', '.join(LOGGING_LEVELS)}")
+    conn.log_level = level
+    await trio.lowlevel.checkpoint()
+    return {}
+
+
+async def _complete(conn: ServerConnection, record: InFlight) -> JSONObject:
+    params = record.params
+    handler = conn.server.completion_handler
+    assert handler is not None  # the capability gate refuses the method otherwise
+    ref_raw, arg_raw = params.get("ref"), params.get("argument")
+    if not isinstance(ref_raw, dict) or not isinstance(arg_raw, dict):
+        raise _invalid("Invalid params: completion/complete needs 'ref' and 'argument' objects")
+    ref: PromptReference | ResourceTemplateReference
+    try:
+        if ref_raw.get("type") == "ref/prompt":
+            ref = from_wire(ref_raw, PromptReference)
+            if ref.name not in conn.server.prompts:
+                raise _invalid(f"Unknown prompt: {ref.name}")
+        elif ref_raw.get("type") == "ref/resource":
+            ref = from_wire(ref_raw, ResourceTemplateReference)
+        else:
+            raise _invalid("Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
+        argument = from_wire(arg_raw, CompletionArgument)
+        context_raw = params.get("context")
+        context = from_wire(context_raw, CompletionContext) if context_raw is not None else None
+    except ValueError as exc:
+        raise _invalid(f"Invalid params: {exc}") from None
+    kwargs: dict[str, Any] = {"ref": ref, "argument": argument, "context": context}
+    if handler.context_param is not None:
+        kwargs[handler.context_param] = Context(record, conn)
+    value = await call_user(handler.fn, handler.is_async, kwargs)
+    if isinstance(value, Completion):
+        completion = value
+    else:
+        values = [str(v) for v in value or ()]
+        completion = Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+    return {"completion": to_wire(completion)}
+
+
+def _custom_handler(custom: CustomMethod) -> MethodHandler:
+    async def handler(conn: ServerConnection, record: InFlight) -> JSONObject:
+        kwargs: dict[str, Any] = {}
+        if custom.context_param is not None:
+            kwargs[custom.context_param] = Context(record, conn)
+        value = await call_user(custom.fn, custom.is_async, kwargs, args=(record.params,))
+        if value is None:
+            return {}
+        wire = to_wire(value)
+        if not isinstance(wire, dict):
+            raise TypeError(f"a method handler must return a dict, not {type(value).__name__}")
+        return wire
+
+    return handler
+
+
+_HANDLERS: dict[str, MethodHandler] = {
+    "initialize": _initialize,
+    "ping": _ping,
+    "tools/list": _tools_list,
+    "tools/call": _tools_call,
+    "prompts/list": _prompts_list,
+    "prompts/get": _prompts_get,
+    "resources/list": _resources_list,
+    "resources/templates/list": _templates_list,
+    "resources/read": _resources_read,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "logging/setLevel": _set_level,
+    "completion/complete": _complete,
+}
+
+#: Methods a user cannot redefine with ``@server.method``.
+BUILTIN_METHODS: frozenset[str] = frozenset(
+    {
+        *_HANDLERS,
+        "server/discover",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+    }
+)

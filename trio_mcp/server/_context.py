@@ -1,0 +1,221 @@
+"""``Context``: what a handler can know and do about the request it is serving.
+
+A handler asks for it by annotating a parameter with ``Context``. Everything it starts (progress,
+log messages, nested requests to the client) belongs to the request: a nested request runs in the
+handler's own task and cancel scope, so cancelling the request cancels it and the client is told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._exceptions import MCPError, RequestCancelled
+from .._session import InFlight
+from ..protocol._jsonrpc import RequestId
+from ..protocol._types import (
+    LOGGING_LEVELS,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    Root,
+    SamplingMessage,
+    TextContent,
+    from_wire,
+    to_wire,
+)
+from ._schema import ArgumentsError, schema_for_type, validate
+
+if TYPE_CHECKING:
+    from ._connection import ServerConnection
+
+
+class CapabilityMissing(MCPError):
+    """The client did not declare the capability a nested request needs."""
+
+
+class Context:
+    """The request being served, as its handler sees it."""
+
+    def __init__(self, record: InFlight, connection: ServerConnection) -> None:
+        self._record = record
+        self._connection = connection
+
+    # -- what the request is -------------------------------------------------------------------
+
+    @property
+    def request_id(self) -> RequestId:
+        return self._record.id
+
+    @property
+    def method(self) -> str:
+        return self._record.request.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self._record.params
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta = self._record.params.get("_meta")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled this request (its response will be suppressed)."""
+        return self._record.cancel_requested
+
+    @property
+    def cancel_reason(self) -> str | None:
+        return self._record.cancel_reason
+
+    def raise_if_cancelled(self) -> None:
+        """For cooperative code: end the request now if the client cancelled it."""
+        if self._record.cancel_requested:
+            raise RequestCancelled(self._record.id, self._record.cancel_reason)
+
+    @property
+    def client_info(self) -> Implementation | None:
+        return self._connection.client_info
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        return self._connection.client_capabilities
+
+    @property
+    def protocol_version(self) -> str:
+        return self._connection.protocol_version
+
+    @property
+    def connection(self) -> ServerConnection:
+        return self._connection
+
+    # -- notifications about this request ------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for progress on this request."""
+        token = self._record.progress_token
+        if token is None or self._record.finished:
+            await trio.lowlevel.checkpoint()
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._connection.session.notify(
+            "notifications/progress", params, related_request_id=self._record.id
+        )
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``."""
+        if level not in LOGGING_LEVELS:
+            raise ValueError(f"unknown logging level {level!r}; use one of {LOGGING_LEVELS}")
+        if self._record.finished or not self._connection.wants_log(level):
+            await trio.lowlevel.checkpoint()
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._connection.session.notify(
+            "notifications/message", params, related_request_id=self._record.id
+        )
+
+    async def debug(self, data: Any, logger: str | None = None) -> None:
+        await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> None:
+        await self.log("info", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> None:
+        await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> None:
+        await self.log("error", data, logger)
+
+    # -- nested requests to the client ---------------------------------------------------------
+
+    def _require(self, capability: str, mode: str | None = None) -> None:
+        caps = to_wire(self._connection.client_capabilities)
+        value = caps.get(capability) if isinstance(caps, dict) else None
+        if not isinstance(value, dict):
+            raise CapabilityMissing(f"the client did not declare the {capability!r} capability")
+        # Elicitation: ``{}`` means form mode only (as before 2025-11-25); modes are listed.
+        if mode == "url" and "url" not in value:
+            raise CapabilityMissing("the client did not declare URL-mode elicitation")
+        if mode == "form" and value and "form" not in value:
+            raise CapabilityMissing("the client did not declare form-mode elicitation")
+
+    async def _nested(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._connection.session.request(
+            method, params, related_request_id=self._record.id
+        )
+
+    async def elicit(self, message: str, schema: dict[str, Any] | type[Any]) -> ElicitResult:
+        """Ask the user for structured input (form mode).
+
+        ``schema`` is a flat JSON Schema object, or a class (attrs, dataclass, TypedDict) whose
+        schema is derived. Accepted content is checked against the schema, so a handler never
+        sees content the client was not asked for.
+        """
+        self._require("elicitation", "form")
+        requested = schema if isinstance(schema, dict) else schema_for_type(schema)
+        params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
+        raw = await self._nested("elicitation/create", params)
+        result = from_wire(raw, ElicitResult)
+        if result.action == "accept":
+            try:
+                validate(result.content or {}, requested)
+            except ArgumentsError as exc:
+                raise MCPError(f"the client's elicitation answer is invalid: {exc}") from None
+        return result
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
+        """Ask the user to visit ``url`` (URL-mode elicitation, 2025-11-25)."""
+        self._require("elicitation", "url")
+        params = to_wire(
+            ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
+        )
+        raw = await self._nested("elicitation/create", params)
+        return from_wire(raw, ElicitResult)
+
+    async def sample(
+        self,
+        messages: str | Sequence[SamplingMessage],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        **extra: Any,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        self._require("sampling")
+        if isinstance(messages, str):
+            messages = [SamplingMessage(role="user", content=TextContent(messages))]
+        request = CreateMessageRequestParams(
+            messages=list(messages),
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            temperature=temperature,
+            stop_sequences=stop_sequences,
+        )
+        params = to_wire(request)
+        params.update(extra)
+        raw = await self._nested("sampling/createMessage", params)
+        return from_wire(raw, CreateMessageResult)
+
+    async def list_roots(self) -> list[Root]:
+        """The client's roots (``roots/list``)."""
+        self._require("roots")
+        raw = await self._nested("roots/list", {})
+        return list(from_wire(raw, ListRootsResult).roots)

@@ -1,0 +1,275 @@
+"""What a server offers: registered tools, prompts, resources and templates, ready to call.
+
+Each entry keeps the wire definition (what ``*/list`` returns) next to the Python callable and
+everything worked out once at registration (schemas, converters, the context parameter), so a
+call does no reflection.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from ..protocol._types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceLink,
+    ResourceTemplate,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+from ._schema import FunctionSignature
+
+CONTENT_TYPES: tuple[type, ...] = (
+    TextContent,
+    ImageContent,
+    AudioContent,
+    ResourceLink,
+    EmbeddedResource,
+)
+
+
+def context_param(fn: Callable[..., Any], context_type: type) -> str | None:
+    """The name of the parameter annotated with ``context_type``, if there is one."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        return None
+    for name, hint in hints.items():
+        if name == "return":
+            continue
+        candidates = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
+        if any(isinstance(c, type) and issubclass(c, context_type) for c in candidates):
+            return name
+    return None
+
+
+_UNIONS = (typing.Union, types.UnionType)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+async def call_user(
+    fn: Callable[..., Any],
+    is_async: bool,
+    kwargs: dict[str, Any],
+    *,
+    args: tuple[Any, ...] = (),
+    in_thread: bool = True,
+) -> Any:
+    """Call a user's handler: async ones directly, sync ones in a worker thread.
+
+    The thread is not abandoned on cancellation (nothing outlives the request); it can see the
+    cancel with ``trio.from_thread.check_cancelled()``.
+    """
+    if is_async:
+        return await fn(*args, **kwargs)
+    if not in_thread:
+        await trio.lowlevel.checkpoint()
+        return fn(*args, **kwargs)
+    return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+
+@attrs.define(eq=False)
+class ToolEntry:
+    tool: Tool
+    fn: Callable[..., Any]
+    signature: FunctionSignature
+    is_async: bool
+    in_thread: bool
+
+    def to_result(self, value: Any) -> CallToolResult:
+        """Turn what a tool returned into a ``CallToolResult``."""
+        if isinstance(value, CallToolResult):
+            return value
+        if self.signature.output_schema is not None:
+            structured = self.signature.convert_result(value)
+            text = orjson.dumps(structured).decode()
+            return CallToolResult(content=[TextContent(text)], structured_content=structured)
+        return CallToolResult(content=content_blocks(value))
+
+
+def content_blocks(value: Any) -> list[Any]:
+    """Content blocks for an unstructured return value."""
+    if value is None:
+        return []
+    if isinstance(value, CONTENT_TYPES):
+        return [value]
+    if isinstance(value, str):
+        return [TextContent(value)]
+    if isinstance(value, list | tuple) and all(isinstance(v, CONTENT_TYPES) for v in value):
+        return list(value)
+    return [TextContent(orjson.dumps(value, default=_json_default).decode())]
+
+
+def _json_default(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return attrs.asdict(value)
+    raise TypeError(f"cannot serialize {type(value).__name__}")
+
+
+@attrs.define(eq=False)
+class PromptEntry:
+    prompt: Prompt
+    fn: Callable[..., Any]
+    context_param: str | None
+    arg_names: tuple[str, ...]
+    required: frozenset[str]
+    is_async: bool
+    in_thread: bool
+
+    def to_result(self, value: Any) -> GetPromptResult:
+        if isinstance(value, GetPromptResult):
+            return value
+        if isinstance(value, str):
+            return GetPromptResult(
+                messages=[PromptMessage(role="user", content=TextContent(value))]
+            )
+        if isinstance(value, PromptMessage):
+            return GetPromptResult(messages=[value])
+        if isinstance(value, list | tuple):
+            messages = []
+            for item in value:
+                if isinstance(item, PromptMessage):
+                    messages.append(item)
+                elif isinstance(item, str):
+                    messages.append(PromptMessage(role="user", content=TextContent(item)))
+                elif isinstance(item, CONTENT_TYPES):
+                    messages.append(PromptMessage(role="user", content=item))
+                else:
+                    raise TypeError(f"a prompt cannot return {type(item).__name__} messages")
+            return GetPromptResult(messages=messages)
+        raise TypeError(f"a prompt cannot return {type(value).__name__}")
+
+
+@attrs.define(eq=False)
+class ResourceEntry:
+    resource: Resource
+    fn: Callable[..., Any]
+    context_param: str | None
+    is_async: bool
+    in_thread: bool
+
+
+@attrs.define(eq=False)
+class TemplateEntry:
+    template: ResourceTemplate
+    pattern: re.Pattern[str]
+    variables: tuple[str, ...]
+    fn: Callable[..., Any]
+    context_param: str | None
+    is_async: bool
+    in_thread: bool
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        found = self.pattern.fullmatch(uri)
+        return None if found is None else found.groupdict()
+
+
+_VARIABLE = re.compile(r"\{([+#]?)([A-Za-z0-9_]+)\}")
+
+
+def compile_template(uri_template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """A regex for an RFC 6570 level-1/2 URI template: ``{x}`` stops at ``/``, ``{+x}`` does not."""
+    parts: list[str] = []
+    names: list[str] = []
+    pos = 0
+    for found in _VARIABLE.finditer(uri_template):
+        parts.append(re.escape(uri_template[pos : found.start()]))
+        operator, name = found.groups()
+        if name in names:
+            raise ValueError(f"variable {name!r} appears twice in {uri_template!r}")
+        names.append(name)
+        body = ".+?" if operator else "[^/?#]+"
+        parts.append(f"(?P<{name}>{body})")
+        pos = found.end()
+    parts.append(re.escape(uri_template[pos:]))
+    return re.compile("".join(parts)), tuple(names)
+
+
+def resource_contents(uri: str, mime_type: str | None, value: Any) -> list[Any]:
+    """Contents for what a resource handler returned."""
+    if isinstance(value, ReadResourceResult):
+        return list(value.contents)
+    if isinstance(value, TextResourceContents | BlobResourceContents):
+        return [value]
+    if isinstance(value, str):
+        return [TextResourceContents(uri=uri, text=value, mime_type=mime_type)]
+    if isinstance(value, bytes | bytearray | memoryview):
+        blob = base64.b64encode(bytes(value)).decode("ascii")
+        return [
+            BlobResourceContents(
+                uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream"
+            )
+        ]
+    if isinstance(value, list | tuple):
+        out: list[Any] = []
+        for item in value:
+            out.extend(resource_contents(uri, mime_type, item))
+        return out
+    text = orjson.dumps(value, default=_json_default).decode()
+    return [TextResourceContents(uri=uri, text=text, mime_type=mime_type or "application/json")]
+
+
+Paged = list[Any]
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode("ascii")
+
+
+def decode_cursor(cursor: object) -> int | None:
+    """The offset inside a cursor we issued, or None if it is not one of ours."""
+    if not isinstance(cursor, str):
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+    except (ValueError, UnicodeError):
+        return None
+    prefix, _, number = text.partition(":")
+    if prefix != "offset" or not number.isdigit():
+        return None
+    return int(number)
+
+
+def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
+    """One page of ``items`` after ``cursor``; raises ValueError for a cursor we did not issue."""
+    start = 0
+    if cursor is not None:
+        decoded = decode_cursor(cursor)
+        if decoded is None or decoded > len(items):
+            raise ValueError("Invalid cursor")
+        start = decoded
+    if size is None:
+        return items[start:], None
+    end = start + size
+    return items[start:end], encode_cursor(end) if end < len(items) else None
+
+
+Handler = Callable[..., Awaitable[Any]]
+ArgMap = Mapping[str, Any]

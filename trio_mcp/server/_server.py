@@ -1,0 +1,385 @@
+"""``Server``: what an MCP server offers, declared with decorators, served on any transport."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, overload
+
+import attrs
+import trio
+
+from .._session import Session, Transport
+from ..protocol._types import (
+    CallToolResult,
+    Icon,
+    Implementation,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Tool,
+    ToolAnnotations,
+)
+from ..protocol._versions import check_pin
+from ._context import Context
+from ._registry import (
+    CONTENT_TYPES,
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    compile_template,
+    context_param,
+    is_async_callable,
+)
+from ._schema import explicit_signature, function_signature
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+logger = logging.getLogger("trio_mcp.server")
+
+
+@attrs.frozen
+class RequestRecord:
+    """What the instrumentation hook is told after every request."""
+
+    method: str
+    request_id: str | int
+    #: The tool or prompt name, or the resource URI, when the method has one.
+    name: str | None
+    duration: float
+    cancelled: bool
+    cancel_reason: str | None
+    #: The JSON-RPC error code the request was answered with, if any.
+    error_code: int | None
+    #: True when a tool answered with ``isError: true``.
+    tool_error: bool = False
+
+
+@attrs.define(eq=False)
+class CustomMethod:
+    fn: Callable[..., Any]
+    is_async: bool
+    context_param: str | None
+
+
+class Server:
+    """An MCP server. Register what it offers, then serve it on a transport.
+
+    >>> server = Server("demo", "1.0.0")
+    >>> @server.tool()
+    ... async def add(a: int, b: int) -> int:
+    ...     return a + b
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Iterable[Icon] | None = None,
+        protocol_version: str | None = None,
+        page_size: int | None = 100,
+        on_request: Callable[[RequestRecord], None] | None = None,
+    ) -> None:
+        self.info = Implementation(
+            name=name,
+            version=version,
+            title=title,
+            description=description,
+            website_url=website_url,
+            icons=list(icons) if icons is not None else None,
+        )
+        self.instructions = instructions
+        #: The handshake version offered for clients asking for one we do not speak.
+        self.protocol_version = check_pin(protocol_version)
+        self.pinned = protocol_version is not None
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be a positive integer or None")
+        self.page_size = page_size
+        self.on_request = on_request
+        self.tools: dict[str, ToolEntry] = {}
+        self.prompts: dict[str, PromptEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: dict[str, TemplateEntry] = {}
+        self.completion_handler: CustomMethod | None = None
+        self.custom_methods: dict[str, CustomMethod] = {}
+        self.connections: set[Any] = set()
+
+    # -- registration --------------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Iterable[Icon] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool = True,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Iterable[Icon] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool = True,
+    ) -> F | Callable[[F], F]:
+        """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
+
+        A typed return value (anything but ``str``, ``None`` or content blocks) becomes
+        ``structuredContent`` with an ``outputSchema`` and a JSON text fallback. Sync functions
+        run in a worker thread unless ``in_thread=False``.
+        """
+
+        def register(func: F) -> F:
+            if input_schema is not None:
+                signature = explicit_signature(input_schema, output_schema, func)
+            else:
+                signature = function_signature(
+                    func,
+                    context_type=Context,
+                    skip_output_types=(*CONTENT_TYPES, CallToolResult),
+                )
+            tool = Tool(
+                name=name or func.__name__,
+                title=title,
+                description=description if description is not None else signature.description,
+                input_schema=signature.input_schema,
+                output_schema=output_schema
+                if output_schema is not None
+                else signature.output_schema,
+                annotations=annotations,
+                icons=list(icons) if icons is not None else None,
+                meta=meta,
+            )
+            self.add_tool(ToolEntry(tool, func, signature, is_async_callable(func), in_thread))
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def add_tool(self, entry: ToolEntry) -> None:
+        if entry.tool.name in self.tools:
+            raise ValueError(f"a tool named {entry.tool.name!r} is already registered")
+        self.tools[entry.tool.name] = entry
+        self.notify_list_changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        del self.tools[name]
+        self.notify_list_changed("tools")
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Iterable[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool = True,
+    ) -> Callable[[F], F]:
+        """Register a prompt; its string parameters are the prompt's arguments."""
+
+        def register(func: F) -> F:
+            signature = function_signature(func, context_type=Context)
+            params = inspect.signature(func).parameters
+            props = signature.input_schema.get("properties", {})
+            required = frozenset(signature.input_schema.get("required", ()))
+            arguments = [
+                PromptArgument(
+                    name=arg,
+                    description=props.get(arg, {}).get("description"),
+                    required=arg in required,
+                )
+                for arg in params
+                if arg != signature.context_param
+            ]
+            prompt = Prompt(
+                name=name or func.__name__,
+                title=title,
+                description=description if description is not None else signature.description,
+                arguments=arguments or None,
+                icons=list(icons) if icons is not None else None,
+                meta=meta,
+            )
+            if prompt.name in self.prompts:
+                raise ValueError(f"a prompt named {prompt.name!r} is already registered")
+            self.prompts[prompt.name] = PromptEntry(
+                prompt,
+                func,
+                signature.context_param,
+                tuple(a.name for a in arguments),
+                required,
+                is_async_callable(func),
+                in_thread,
+            )
+            self.notify_list_changed("prompts")
+            return func
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Iterable[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool = True,
+    ) -> Callable[[F], F]:
+        """Register a resource, or a resource template when ``uri`` has ``{variables}``.
+
+        A template's variables are passed to the function as keyword arguments (strings).
+        """
+
+        def register(func: F) -> F:
+            signature = function_signature(func, context_type=Context)
+            desc = description if description is not None else signature.description
+            icon_list = list(icons) if icons is not None else None
+            if "{" in uri:
+                pattern, variables = compile_template(uri)
+                params = set(inspect.signature(func).parameters) - {signature.context_param}
+                if set(variables) != params:
+                    raise TypeError(
+                        f"the parameters of {func.__name__} ({sorted(params)}) must match the "
+                        f"template variables of {uri!r} ({sorted(variables)})"
+                    )
+                template = ResourceTemplate(
+                    uri_template=uri,
+                    name=name or func.__name__,
+                    title=title,
+                    description=desc,
+                    mime_type=mime_type,
+                    icons=icon_list,
+                    meta=meta,
+                )
+                self.templates[uri] = TemplateEntry(
+                    template,
+                    pattern,
+                    variables,
+                    func,
+                    signature.context_param,
+                    is_async_callable(func),
+                    in_thread,
+                )
+            else:
+                resource = Resource(
+                    uri=uri,
+                    name=name or func.__name__,
+                    title=title,
+                    description=desc,
+                    mime_type=mime_type,
+                    icons=icon_list,
+                    meta=meta,
+                )
+                self.resources[uri] = ResourceEntry(
+                    resource, func, signature.context_param, is_async_callable(func), in_thread
+                )
+            self.notify_list_changed("resources")
+            return func
+
+        return register
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the completion handler: ``(ref, argument, context) -> list[str] | Completion``.
+
+        ``ref`` is a ``PromptReference`` or ``ResourceTemplateReference``, ``argument`` a
+        ``CompletionArgument`` and ``context`` a ``CompletionContext`` or None.
+        """
+
+        def register(func: F) -> F:
+            self.completion_handler = CustomMethod(
+                func, is_async_callable(func), _context_param(func)
+            )
+            return func
+
+        return register
+
+    def method(self, name: str) -> Callable[[F], F]:
+        """Register a handler for a custom request or a custom ``notifications/*`` method.
+
+        The handler gets the ``params`` object (a dict) as its first argument, and a ``Context``
+        if it asks for one; a request handler returns a dict (None means ``{}``).
+        """
+        from ._connection import BUILTIN_METHODS
+
+        if name in BUILTIN_METHODS or name in self.custom_methods:
+            raise ValueError(f"method {name!r} is already defined")
+
+        def register(func: F) -> F:
+            self.custom_methods[name] = CustomMethod(
+                func, is_async_callable(func), _context_param(func)
+            )
+            return func
+
+        return register
+
+    # -- notifications to connected clients ----------------------------------------------------
+
+    def notify_list_changed(self, kind: str) -> None:
+        """Queue ``notifications/{kind}/list_changed`` to every initialized client."""
+        for connection in list(self.connections):
+            connection.send_list_changed(kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Queue ``notifications/resources/updated`` to the clients subscribed to ``uri``."""
+        for connection in list(self.connections):
+            connection.send_resource_updated(uri)
+
+    # -- serving -------------------------------------------------------------------------------
+
+    async def serve_transport(
+        self,
+        transport: Transport,
+        *,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one connection until the peer goes away (or the caller cancels)."""
+        from ._connection import ServerConnection
+
+        connection = ServerConnection(self)
+        session = Session(transport, connection)
+        connection.session = session
+        self.connections.add(connection)
+        try:
+            await session.run(task_status=task_status)
+        finally:
+            self.connections.discard(connection)
+
+    def record(self, record: RequestRecord) -> None:
+        if self.on_request is None:
+            return
+        try:
+            self.on_request(record)
+        except Exception:
+            logger.exception("the on_request hook failed")
+
+
+def _context_param(func: Callable[..., Any]) -> str | None:
+    return context_param(func, Context)

@@ -1,0 +1,49 @@
+"""In-memory transport: two trio memory channels carrying encoded frames.
+
+Frames are bytes, as on every other transport, so in-memory tests run the same parser and the
+same engine that stdio and HTTP do; no object is shared between the two sides.
+"""
+
+from __future__ import annotations
+
+import math
+
+import trio
+
+from .._exceptions import ConnectionClosed
+from ..protocol._jsonrpc import RequestId
+
+
+class MemoryTransport:
+    """One end of an in-memory connection."""
+
+    def __init__(
+        self, send: trio.MemorySendChannel[bytes], receive: trio.MemoryReceiveChannel[bytes]
+    ) -> None:
+        self._send = send
+        self._receive = receive
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        try:
+            self._send.send_nowait(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ConnectionClosed("the peer closed the connection") from exc
+        await trio.lowlevel.checkpoint()
+
+    async def receive(self) -> bytes:
+        return await self._receive.receive()
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        """Nothing to finish: a suppressed response simply never arrives."""
+
+    def close(self) -> None:
+        """Tell the peer we are done (it sees end-of-stream) and stop receiving."""
+        self._send.close()
+        self._receive.close()
+
+
+def memory_transport_pair() -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected ends: what one sends, the other receives."""
+    a_send, b_receive = trio.open_memory_channel[bytes](math.inf)
+    b_send, a_receive = trio.open_memory_channel[bytes](math.inf)
+    return MemoryTransport(a_send, a_receive), MemoryTransport(b_send, b_receive)
