@@ -482,13 +482,16 @@ class Session:
         max_total: float | None = None,
         request_id: RequestId | None = None,
         related_request_id: RequestId | None = None,
+        cancellable: bool = True,
     ) -> JSONObject:
         """Send a request and wait for its result, in the caller's task and scope.
 
         Cancellation of the caller: if the request was never written, nothing reaches the wire;
-        if it was, ``notifications/cancelled`` follows it; if its response already arrived,
-        nothing more is sent.
+        if it was, ``notifications/cancelled`` follows it (unless ``cancellable`` is false, as
+        for ``initialize``); if its response already arrived, nothing more is sent.
         """
+        # A caller that is already cancelled must not put anything on the wire.
+        await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
         rid = self.new_request_id() if request_id is None else request_id
@@ -536,7 +539,7 @@ class Session:
                 del self._progress[rid]
             if not pending.done:
                 pending.done = True
-                if item.taken:
+                if item.taken and cancellable:
                     self._send_cancel(rid, cancel_reason, related_request_id)
                 else:
                     item.withdrawn = True

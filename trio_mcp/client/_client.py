@@ -204,11 +204,13 @@ class Client:
             "capabilities": to_wire(self._dispatcher.capabilities()),
             "clientInfo": to_wire(self.client_info),
         }
-        raw = await self.session.request("initialize", params, timeout=timeout)
+        # The spec forbids cancelling initialize: a timeout abandons it without a cancel.
+        raw = await self.session.request("initialize", params, max_total=timeout, cancellable=False)
         offered = raw.get("protocolVersion")
         if offered not in HANDSHAKE_VERSIONS:
             raise InitializeError(
-                f"Server initialization failed: unsupported protocol version {offered!r}"
+                "Server initialization failed: unsupported protocol version "
+                + (f'"{offered}"' if isinstance(offered, str) else repr(offered))
             )
         try:
             self.initialize_result = from_wire(raw, InitializeResult)
@@ -424,7 +426,8 @@ async def open_client(
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and perform the handshake.
 
-    ``target`` is a :class:`~trio_mcp.Server` (served in memory, in this nursery).
+    ``target`` is a :class:`~trio_mcp.Server` (served in memory, in this nursery), or a
+    transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
     """
     version = check_offer(protocol_version)
     dispatcher = ClientDispatcher(
@@ -461,4 +464,7 @@ async def _connect(target: Any, nursery: trio.Nursery) -> tuple[Transport, Calla
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
         return ours, ours.close
-    raise TypeError(f"cannot connect to {target!r}: expected a Server")
+    if callable(getattr(target, "send", None)) and callable(getattr(target, "receive", None)):
+        close = getattr(target, "close", None)
+        return target, close if callable(close) else (lambda: None)
+    raise TypeError(f"cannot connect to {target!r}: expected a Server or a transport")

@@ -109,7 +109,8 @@ class ToolEntry:
             return value
         if self.signature.output_schema is not None:
             structured = self.signature.convert_result(value)
-            text = orjson.dumps(structured).decode()
+            shown = structured["result"] if self.signature.wraps_output else structured
+            text = shown if isinstance(shown, str) else orjson.dumps(shown).decode()
             return CallToolResult(content=[TextContent(text)], structured_content=structured)
         return CallToolResult(content=content_blocks(value))
 
