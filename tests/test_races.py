@@ -25,6 +25,7 @@ class GatedTransport:
         self.open = True
         self._changed = trio.Event()
         self.waiting = 0
+        self.blocked = trio.Event()
 
     def set_open(self, value: bool) -> None:
         self.open = value
@@ -34,6 +35,7 @@ class GatedTransport:
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         while not self.open:
             self.waiting += 1
+            self.blocked.set()
             await self._changed.wait()
             self.waiting -= 1
         await self.inner.send(data, related_request_id=related_request_id)
@@ -150,8 +152,7 @@ async def test_cancel_after_the_result_is_decided_but_before_it_is_written(
     async with gated_wire(race_server(log)) as (peer, gate, connection):
         gate.set_open(False)
         await peer.send(call(1, "instant"))
-        while gate.waiting == 0:  # the response is decided and waits at the gate
-            await trio.sleep(0.1)
+        await gate.blocked.wait()  # the response is decided and waits at the gate
         await peer.send(cancel(1))
         await trio.sleep(1)
         gate.set_open(True)
