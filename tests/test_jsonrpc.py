@@ -44,7 +44,8 @@ def test_null_id_is_a_notification_and_ids_keep_their_type() -> None:
         parse(b'{"jsonrpc":"2.0","id":"1","method":"m"}'),
     )
     assert isinstance(one, Request) and isinstance(one_str, Request)
-    assert one.id == 1 and one_str.id == "1" and one.id != one_str.id
+    assert one.id == 1 and one_str.id == "1"
+    assert one != one_str
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,7 @@ class ClientDispatcher:
         self.on_elicit = on_elicit
         self.roots = roots
         self.on_log = on_log
-        self.on_notification = on_notification
+        self.notification_hook = on_notification
 
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(
@@ -153,8 +153,8 @@ class ClientDispatcher:
 
             session.run_ordered(log_job)
             return
-        if self.on_notification is not None:
-            hook = self.on_notification
+        if self.notification_hook is not None:
+            hook = self.notification_hook
 
             async def job() -> None:
                 await _maybe_await(hook(notification.method, params))

@@ -7,7 +7,7 @@ Sans-IO, like h11: nothing here reads a socket or knows about trio. The engine f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import attrs
 import orjson
@@ -110,7 +110,7 @@ class Batch:
     items: tuple[Parsed, ...]
 
 
-def is_valid_id(value: object) -> bool:
+def is_valid_id(value: object) -> TypeGuard[RequestId]:
     """Ids are strings or integers; null, floats and booleans are not ids."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
