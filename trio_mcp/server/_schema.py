@@ -1,0 +1,1179 @@
+"""Tool schemas from Python signatures, and argument conversion against them.
+
+``@server.tool()`` needs two things from a function: the JSON Schemas MCP clients see
+(``inputSchema`` and ``outputSchema``), and, on every call, a check that the client's JSON
+arguments fit them plus conversion into the Python values the annotations promise (an attrs
+instance, an ``Enum`` member, a ``tuple``...). Both come from one walk over the type hints at
+registration: each annotation becomes a node holding its schema and a converter closure, so a
+call does no reflection.
+
+Decisions worth knowing:
+
+* Conversion is strict, like the schema: no ``"5"`` -> ``5`` coercion. An ``int`` accepts a JSON
+  number with an integral value (``3.0`` -> ``3``), because JSON Schema's ``integer`` does; a
+  ``float`` accepts integers. ``bool`` is never a number.
+* Objects built from classes (attrs, dataclasses, ``TypedDict``) reject unknown keys
+  (``additionalProperties: false``), so a misspelt field is reported rather than ignored.
+* ``set``/``frozenset`` reject duplicate items, matching the ``uniqueItems`` they advertise.
+* ``*args`` and ``**kwargs`` are rejected at registration: tool arguments are passed by name
+  against a closed schema, so there is nothing for them to receive.
+* Schemas are inlined (no ``$ref``), since several MCP clients do not resolve references;
+  recursive types are therefore rejected at registration.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import datetime
+import enum
+import functools
+import inspect
+import re
+import types
+import typing
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
+
+import attrs
+import orjson
+
+from ._jsonschema import (
+    ArgumentsError,
+    Collector,
+    Path,
+    compile_schema,
+    join_or,
+    json_kind,
+    short_repr,
+    validate,
+)
+
+__all__ = [
+    "ArgumentsError",
+    "FunctionSignature",
+    "explicit_signature",
+    "function_signature",
+    "parse_docstring",
+    "schema_for_type",
+    "to_json",
+    "validate",
+]
+
+Convert = Callable[[Any, Path, Collector], Any]
+
+#: Returned by a converter that recorded a problem (callers also compare collector lengths).
+_INVALID: Any = object()
+#: Marks "no default value".
+_NO_DEFAULT: Any = object()
+
+_ALL_KINDS = ("string", "integer", "number", "boolean", "null", "array", "object", "unknown")
+_NUMERIC = frozenset({"integer", "number"})
+
+
+@attrs.frozen
+class _Node:
+    """One annotation, compiled: its JSON Schema and how to convert a JSON value to it."""
+
+    schema: dict[str, Any]
+    convert: Convert
+    #: Worded for messages: "an integer", "a Point object".
+    expected: str
+    #: JSON kinds this node is the natural match for (``None``: any); unions try these first.
+    kinds: frozenset[str] | None
+    #: JSON kinds it can convert at all (``None``: any).
+    accepts: frozenset[str] | None
+
+
+# --- leaf converters ---------------------------------------------------------------------------
+
+
+def _convert_any(value: Any, path: Path, found: Collector) -> Any:
+    return value
+
+
+def _convert_str(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, str):
+        return value
+    found.wrong_type(path, "a string", value)
+    return _INVALID
+
+
+def _convert_int(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    found.wrong_type(path, "an integer", value)
+    return _INVALID
+
+
+def _convert_float(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            found.fail(path, f"number is too large, got {short_repr(value)}")
+            return _INVALID
+    found.wrong_type(path, "a number", value)
+    return _INVALID
+
+
+def _convert_bool(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, bool):
+        return value
+    found.wrong_type(path, "a boolean", value)
+    return _INVALID
+
+
+def _convert_null(value: Any, path: Path, found: Collector) -> Any:
+    if value is None:
+        return None
+    found.wrong_type(path, "null", value)
+    return _INVALID
+
+
+def _string_parser(parse: Callable[[str], Any], expected: str, wording: str) -> Convert:
+    def convert(value: Any, path: Path, found: Collector) -> Any:
+        if not isinstance(value, str):
+            found.wrong_type(path, expected, value)
+            return _INVALID
+        try:
+            return parse(value)
+        except ValueError:
+            found.fail(path, f"expected {wording}, got {short_repr(value)}")
+            return _INVALID
+
+    return convert
+
+
+def _leaf(schema: dict[str, Any], convert: Convert, expected: str, kind: str) -> _Node:
+    kinds = frozenset({kind})
+    accepts = _NUMERIC if kind in _NUMERIC else kinds
+    return _Node(schema, convert, expected, kinds, accepts)
+
+
+_ANY = _Node({}, _convert_any, "any value", None, None)
+_NULL = _leaf({"type": "null"}, _convert_null, "null", "null")
+_LEAVES: dict[Any, _Node] = {
+    str: _leaf({"type": "string"}, _convert_str, "a string", "string"),
+    int: _leaf({"type": "integer"}, _convert_int, "an integer", "integer"),
+    float: _leaf({"type": "number"}, _convert_float, "a number", "number"),
+    bool: _leaf({"type": "boolean"}, _convert_bool, "a boolean", "boolean"),
+    datetime.datetime: _leaf(
+        {"type": "string", "format": "date-time"},
+        _string_parser(
+            datetime.datetime.fromisoformat, "a date-time string", "an ISO 8601 date-time"
+        ),
+        "a date-time string",
+        "string",
+    ),
+    datetime.date: _leaf(
+        {"type": "string", "format": "date"},
+        _string_parser(datetime.date.fromisoformat, "a date string", "an ISO 8601 date"),
+        "a date string",
+        "string",
+    ),
+    datetime.time: _leaf(
+        {"type": "string", "format": "time"},
+        _string_parser(datetime.time.fromisoformat, "a time string", "an ISO 8601 time"),
+        "a time string",
+        "string",
+    ),
+    uuid.UUID: _leaf(
+        {"type": "string", "format": "uuid"},
+        _string_parser(uuid.UUID, "a UUID string", "a UUID"),
+        "a UUID string",
+        "string",
+    ),
+}
+
+_LIST_TYPES: frozenset[Any] = frozenset(
+    {
+        list,
+        collections.abc.Sequence,
+        collections.abc.MutableSequence,
+        collections.abc.Collection,
+        collections.abc.Iterable,
+    }
+)
+_SET_TYPES: dict[Any, Callable[[list[Any]], Any]] = {
+    set: set,
+    collections.abc.MutableSet: set,
+    frozenset: frozenset,
+    collections.abc.Set: frozenset,
+}
+_MAPPING_TYPES: frozenset[Any] = frozenset(
+    {dict, collections.abc.Mapping, collections.abc.MutableMapping}
+)
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+@attrs.frozen
+class _Field:
+    """A property of an object schema: a parameter, or a field of a class."""
+
+    name: str  # the JSON property name
+    arg: str  # the keyword the constructor (or function) takes
+    node: _Node
+    required: bool
+    schema: dict[str, Any]
+
+
+# --- building nodes ----------------------------------------------------------------------------
+
+
+class _Builder:
+    """Turns annotations into nodes; ``output=True`` describes values a tool *returns*.
+
+    The two modes differ only for classes: an input object lists the fields its constructor
+    takes, with defaults; an output object lists every field, all of them present.
+    """
+
+    def __init__(self, *, output: bool = False) -> None:
+        self.output = output
+        self.stack: list[type] = []
+
+    def build(self, tp: Any) -> _Node:
+        if tp is Any or tp is object:
+            return _ANY
+        if tp is None or tp is type(None):
+            return _NULL
+        origin = get_origin(tp)
+        if origin is Annotated:
+            return self._annotated(tp)
+        if origin is Required or origin is NotRequired:
+            return self.build(get_args(tp)[0])
+        if isinstance(tp, typing.NewType):
+            return self.build(tp.__supertype__)
+        if origin is Union or origin is types.UnionType:
+            return self._union(get_args(tp))
+        if origin is Literal:
+            return self._literal(get_args(tp))
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return self._enum(tp)
+        if isinstance(tp, type) and tp in _LEAVES:
+            return _LEAVES[tp]
+        container = origin if origin is not None else tp
+        args = get_args(tp)
+        if container in _LIST_TYPES:
+            return self._array(args[0] if args else Any, list, unique=False)
+        if container is tuple:
+            if not args or (len(args) == 2 and args[1] is Ellipsis):
+                return self._array(args[0] if args else Any, tuple, unique=False)
+            return self._fixed_tuple(args)
+        if container in _SET_TYPES:
+            return self._array(args[0] if args else Any, _SET_TYPES[container], unique=True)
+        if container in _MAPPING_TYPES:
+            return self._mapping(args)
+        if isinstance(tp, type):
+            if attrs.has(tp):
+                return self._class(tp, self._attrs_fields)
+            if dataclasses.is_dataclass(tp):
+                return self._class(tp, self._dataclass_fields)
+            if typing.is_typeddict(tp):
+                return self._class(tp, self._typeddict_fields)
+        raise TypeError(f"unsupported type annotation {_type_name(tp)}")
+
+    # Annotated, unions and literals.
+
+    def _annotated(self, tp: Any) -> _Node:
+        inner_tp, *metadata = get_args(tp)
+        inner = self.build(inner_tp)
+        description: str | None = None
+        constraints: dict[str, Any] = {}
+        for item in metadata:
+            if isinstance(item, str):
+                description = item
+            elif isinstance(item, Mapping):
+                constraints.update(item)
+        schema = {**inner.schema, **constraints}
+        if description is not None:
+            schema["description"] = description
+        if not constraints:
+            return attrs.evolve(inner, schema=schema)
+        check = compile_schema(constraints)  # a malformed constraint fails here, at registration
+        convert_inner = inner.convert
+
+        def convert(value: Any, path: Path, found: Collector) -> Any:
+            before = len(found)
+            result = convert_inner(value, path, found)
+            if len(found) != before:
+                return _INVALID
+            check(value, path, found)  # constraints apply to the JSON value, as clients see them
+            return _INVALID if len(found) != before else result
+
+        return attrs.evolve(inner, schema=schema, convert=convert)
+
+    def _union(self, members: tuple[Any, ...]) -> _Node:
+        options = [self.build(m) for m in members]
+        schema = {"anyOf": [o.schema for o in options]}
+        expected = join_or([o.expected for o in options])
+        # Per JSON kind, the alternatives worth trying: natural matches first (so ``float | int``
+        # keeps ``3`` an int), then any other that might convert it, in declaration order.
+        candidates: dict[str, list[_Node]] = {}
+        for kind in _ALL_KINDS:
+            exact = [o for o in options if o.kinds is not None and kind in o.kinds]
+            rest = [
+                o for o in options if o not in exact and (o.accepts is None or kind in o.accepts)
+            ]
+            candidates[kind] = exact + rest
+
+        def convert(value: Any, path: Path, found: Collector) -> Any:
+            tries = candidates[json_kind(value)]
+            if not tries:
+                found.wrong_type(path, expected, value)
+                return _INVALID
+            if len(tries) == 1:
+                return tries[0].convert(value, path, found)
+            failures = []
+            for option in tries:
+                attempt = Collector()
+                result = option.convert(value, path, attempt)
+                if not attempt.issues:
+                    return result
+                failures.append((option.expected, attempt))
+            found.none_matched(path, value, failures)
+            return _INVALID
+
+        kinds = _union_kinds([o.kinds for o in options])
+        accepts = _union_kinds([o.accepts for o in options])
+        return _Node(schema, convert, expected, kinds, accepts)
+
+    def _literal(self, values: tuple[Any, ...]) -> _Node:
+        json_values = []
+        for value in values:
+            if isinstance(value, enum.Enum):
+                json_values.append(_enum_value(type(value), value))
+            elif isinstance(value, _JSON_SCALARS):
+                json_values.append(value)
+            else:
+                raise TypeError(f"unsupported Literal value {value!r}")
+        return _choice(json_values, list(values))
+
+    def _enum(self, cls: type[enum.Enum]) -> _Node:
+        members = list(cls)
+        if not members:
+            raise TypeError(f"enum {cls.__qualname__} has no members")
+        return _choice([_enum_value(cls, m) for m in members], members)
+
+    # Containers.
+
+    def _array(self, item_tp: Any, build: Callable[[list[Any]], Any], *, unique: bool) -> _Node:
+        item = self.build(item_tp)
+        schema: dict[str, Any] = {"type": "array", "items": item.schema}
+        if unique:
+            schema["uniqueItems"] = True
+        convert_item = item.convert
+
+        def convert(value: Any, path: Path, found: Collector) -> Any:
+            if not isinstance(value, list | tuple):
+                found.wrong_type(path, "an array", value)
+                return _INVALID
+            before = len(found)
+            items = [convert_item(v, (*path, i), found) for i, v in enumerate(value)]
+            if len(found) != before:
+                return _INVALID
+            if unique and not _all_distinct(items, path, found):
+                return _INVALID
+            return build(items)
+
+        return _leaf(schema, convert, "an array", "array")
+
+    def _fixed_tuple(self, members: tuple[Any, ...]) -> _Node:
+        items = [self.build(m) for m in members]
+        count = len(items)
+        schema = {
+            "type": "array",
+            "prefixItems": [i.schema for i in items],
+            "minItems": count,
+            "maxItems": count,
+        }
+        converters = [i.convert for i in items]
+
+        def convert(value: Any, path: Path, found: Collector) -> Any:
+            if not isinstance(value, list | tuple):
+                found.wrong_type(path, "an array", value)
+                return _INVALID
+            if len(value) != count:
+                found.fail(path, f"expected an array of exactly {count} items, got {len(value)}")
+                return _INVALID
+            before = len(found)
+            out = tuple(
+                c(v, (*path, i), found)
+                for i, (c, v) in enumerate(zip(converters, value, strict=True))
+            )
+            return _INVALID if len(found) != before else out
+
+        return _leaf(schema, convert, "an array", "array")
+
+    def _mapping(self, args: tuple[Any, ...]) -> _Node:
+        key_tp, value_tp = args if args else (str, Any)
+        if key_tp is not str and key_tp is not Any:
+            raise TypeError(
+                "dictionary keys must be str (JSON object keys are strings), "
+                f"not {_type_name(key_tp)}"
+            )
+        value = self.build(value_tp)
+        schema: dict[str, Any] = {"type": "object"}
+        if value is not _ANY:
+            schema["additionalProperties"] = value.schema
+        convert_value = value.convert
+
+        def convert(data: Any, path: Path, found: Collector) -> Any:
+            if not isinstance(data, Mapping):
+                found.wrong_type(path, "an object", data)
+                return _INVALID
+            before = len(found)
+            out = {k: convert_value(v, (*path, k), found) for k, v in data.items()}
+            return _INVALID if len(found) != before else out
+
+        return _leaf(schema, convert, "an object", "object")
+
+    # Classes.
+
+    def _class(self, cls: type, fields_of: Callable[[type], list[_Field]]) -> _Node:
+        if cls in self.stack:
+            raise TypeError(
+                f"{cls.__qualname__} refers to itself; recursive types are not supported "
+                "because tool schemas are inlined (no $ref)"
+            )
+        self.stack.append(cls)
+        try:
+            fields = fields_of(cls)
+        finally:
+            self.stack.pop()
+        build = dict if typing.is_typeddict(cls) else cls
+        return _object_node(fields, build, f"a {cls.__qualname__} object", cls.__qualname__)
+
+    def _attrs_fields(self, cls: type) -> list[_Field]:
+        hints = _class_hints(cls)
+        out = []
+        for f in attrs.fields(cls):
+            if not f.init and not self.output:
+                continue
+            node = self._field_node(cls, f.name, hints.get(f.name, Any))
+            name = f.alias or f.name
+            default: Any = _NO_DEFAULT
+            required = True
+            if not self.output and f.default is not attrs.NOTHING:
+                required = False
+                if not isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+                    default = f.default
+            out.append(
+                _make_field(name, name, node, required, f.metadata.get("description"), default)
+            )
+        return out
+
+    def _dataclass_fields(self, cls: type) -> list[_Field]:
+        hints = _class_hints(cls)
+        if any(isinstance(h, dataclasses.InitVar) for h in hints.values()):
+            raise TypeError(f"dataclass {cls.__qualname__} has an InitVar, which is not supported")
+        out = []
+        for f in dataclasses.fields(cls):
+            if not f.init and not self.output:
+                continue
+            node = self._field_node(cls, f.name, hints.get(f.name, Any))
+            default: Any = _NO_DEFAULT
+            required = True
+            if not self.output:
+                if f.default is not dataclasses.MISSING:
+                    required, default = False, f.default
+                elif f.default_factory is not dataclasses.MISSING:
+                    required = False
+            desc = f.metadata.get("description")
+            out.append(_make_field(f.name, f.name, node, required, desc, default))
+        return out
+
+    def _typeddict_fields(self, cls: type) -> list[_Field]:
+        hints = _class_hints(cls)
+        required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+        out = []
+        for key, hint in hints.items():
+            # With string annotations Python 3.11 mis-computes __required_keys__ for explicit
+            # Required/NotRequired, so those wrappers are read here; totality covers the rest.
+            required = key in required_keys
+            while get_origin(hint) is Required or get_origin(hint) is NotRequired:
+                required = get_origin(hint) is Required
+                hint = get_args(hint)[0]
+            node = self._field_node(cls, key, hint)
+            out.append(_make_field(key, key, node, required, None, _NO_DEFAULT))
+        return out
+
+    def _field_node(self, cls: type, name: str, hint: Any) -> _Node:
+        try:
+            return self.build(hint)
+        except TypeError as exc:
+            raise TypeError(f"field {cls.__qualname__}.{name}: {exc}") from None
+
+
+def _union_kinds(sets: list[frozenset[str] | None]) -> frozenset[str] | None:
+    if any(s is None for s in sets):
+        return None
+    return frozenset().union(*(s for s in sets if s is not None))
+
+
+def _enum_value(cls: type[enum.Enum], member: enum.Enum) -> Any:
+    value = member.value
+    if not isinstance(value, _JSON_SCALARS):
+        raise TypeError(
+            f"enum {cls.__qualname__} has a non-JSON value {value!r}; use str, int, float or bool"
+        )
+    return value
+
+
+def _choice(json_values: list[Any], results: list[Any]) -> _Node:
+    """A node for a fixed set of values (``Literal``, ``Enum``)."""
+    kinds = {json_kind(v) for v in json_values}
+    schema: dict[str, Any] = {}
+    if kinds <= _NUMERIC and len(kinds) > 1:
+        schema["type"] = "number"
+    elif len(kinds) == 1:
+        schema["type"] = next(iter(kinds))
+    if len(json_values) == 1:
+        schema["const"] = json_values[0]
+        expected = short_repr(json_values[0])
+    else:
+        schema["enum"] = json_values
+        expected = "one of " + ", ".join(short_repr(v) for v in json_values)
+    table = {_canonical_key(v): r for v, r in zip(json_values, results, strict=True)}
+
+    def convert(value: Any, path: Path, found: Collector) -> Any:
+        key = _canonical_key(value)
+        if key is not None and key in table:
+            return table[key]
+        found.wrong_type(path, expected, value)
+        return _INVALID
+
+    accepts = frozenset(kinds | (_NUMERIC if kinds & _NUMERIC else set()))
+    return _Node(schema, convert, expected, frozenset(kinds), accepts)
+
+
+def _canonical_key(value: Any) -> tuple[str, Any] | None:
+    # 1 and 1.0 are the same JSON number; true is not 1.
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if value is None:
+        return ("z", None)
+    return None
+
+
+def _all_distinct(items: list[Any], path: Path, found: Collector) -> bool:
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        try:
+            earlier = seen.setdefault(item, index)
+        except TypeError:
+            found.fail(path, "items cannot be collected into a set")
+            return False
+        if earlier != index:
+            found.fail(path, f"items must be unique (item {index} repeats item {earlier})")
+            return False
+    return True
+
+
+def _make_field(
+    name: str, arg: str, node: _Node, required: bool, description: Any, default: Any
+) -> _Field:
+    schema = dict(node.schema)
+    if isinstance(description, str) and description and "description" not in schema:
+        schema["description"] = description
+    if default is not _NO_DEFAULT:
+        encoded = _json_default(default)
+        if encoded is not _NO_DEFAULT:
+            schema["default"] = encoded
+    return _Field(name, arg, node, required, schema)
+
+
+def _json_default(value: Any) -> Any:
+    """``value`` as JSON for a schema's ``default``, or ``_NO_DEFAULT`` if it has no JSON form."""
+    try:
+        encoded = to_json(value)
+        orjson.dumps(encoded)
+    except (TypeError, ValueError):
+        return _NO_DEFAULT
+    return encoded
+
+
+def _object_node(
+    fields: list[_Field], build: Callable[..., Any] | None, expected: str, label: str
+) -> _Node:
+    """An object with known properties; ``build(**kwargs)`` makes the result (``None``: kwargs)."""
+    schema: dict[str, Any] = {"type": "object", "properties": {f.name: f.schema for f in fields}}
+    required = [f.name for f in fields if f.required]
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    plan = [(f.name, f.arg, f.node.convert, f.required) for f in fields]
+    known = frozenset(f.name for f in fields)
+
+    def convert(value: Any, path: Path, found: Collector) -> Any:
+        if not isinstance(value, Mapping):
+            found.wrong_type(path, expected, value)
+            return _INVALID
+        before = len(found)
+        kwargs: dict[str, Any] = {}
+        matched = 0
+        for name, arg, convert_field, is_required in plan:
+            if name in value:
+                matched += 1
+                kwargs[arg] = convert_field(value[name], (*path, name), found)
+            elif is_required:
+                found.missing((*path, name))
+        if matched != len(value):
+            for key in value:
+                if key not in known:
+                    found.unexpected((*path, key))
+        if len(found) != before:
+            return _INVALID
+        if build is None:
+            return kwargs
+        try:
+            return build(**kwargs)
+        except (TypeError, ValueError) as exc:
+            # Validators on attrs/dataclass fields speak to the caller through these.
+            found.fail(path, f"invalid {label}: {_cut(str(exc), 200)}")
+            return _INVALID
+
+    return _leaf(schema, convert, expected, "object")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp)
+
+
+def _class_hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}") from None
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+_FIELD_NAMES: weakref.WeakKeyDictionary[type, tuple[tuple[str, str], ...] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _field_names(cls: type) -> tuple[tuple[str, str], ...] | None:
+    """(attribute, JSON name) pairs of an attrs class or dataclass, else ``None`` (cached)."""
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    names: tuple[tuple[str, str], ...] | None = None
+    if attrs.has(cls):
+        names = tuple((f.name, f.alias or f.name) for f in attrs.fields(cls))
+    elif dataclasses.is_dataclass(cls):
+        names = tuple((f.name, f.name) for f in dataclasses.fields(cls))
+    _FIELD_NAMES[cls] = names
+    return names
+
+
+def to_json(value: Any) -> Any:
+    """A Python value as plain JSON data: attrs/dataclass instances and mappings become dicts,
+    enums their values, sequences and sets lists, dates ISO strings, UUIDs strings.
+
+    Values it does not know are returned unchanged, for the JSON encoder to accept or reject.
+    """
+    cls = type(value)
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
+    if isinstance(value, enum.Enum):
+        return to_json(value.value)
+    if isinstance(value, Mapping):
+        return {_json_key(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items = [to_json(v) for v in value]
+        try:
+            items.sort()  # sets have no order; a stable one makes results reproducible
+        except TypeError:
+            pass
+        return items
+    names = _field_names(cls)
+    if names is not None:
+        return {key: to_json(getattr(value, attr)) for attr, key in names}
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str | int | float):
+        return value
+    if isinstance(value, collections.abc.Sequence | collections.abc.Set) and not isinstance(
+        value, bytes | bytearray
+    ):
+        return [to_json(v) for v in value]
+    return value
+
+
+def _json_key(key: Any) -> Any:
+    if isinstance(key, enum.Enum):
+        key = key.value
+    return key if isinstance(key, str) else str(key)
+
+
+# --- docstrings --------------------------------------------------------------------------------
+
+_PARAM_SECTIONS = frozenset(
+    {
+        "args",
+        "arguments",
+        "parameters",
+        "params",
+        "keyword args",
+        "keyword arguments",
+        "other parameters",
+    }
+)
+_SECTIONS = _PARAM_SECTIONS | {
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "exceptions",
+    "examples",
+    "example",
+    "note",
+    "notes",
+    "see also",
+    "warning",
+    "warnings",
+    "warns",
+    "attributes",
+    "todo",
+    "references",
+}
+_UNDERLINE = re.compile(r"\s*-{3,}\s*\Z")
+_REST_FIELD = re.compile(
+    r"\s*:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?|except|"
+    r"exception|yields?|ytype|var|ivar|cvar)\b"
+)
+_REST_PARAM = re.compile(
+    r"(\s*):(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*?\s)?\*{0,2}"
+    r"([A-Za-z_]\w*)\s*:(.*)\Z"
+)
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)\Z")
+_NUMPY_ENTRY = re.compile(r"\*{0,2}([A-Za-z_]\w*)\s*(?::.*)?\Z")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _google_header(line: str, names: frozenset[str]) -> bool:
+    text = line.strip()
+    return text.endswith(":") and text[:-1].strip().lower() in names
+
+
+def _numpy_header(lines: list[str], index: int, names: frozenset[str]) -> bool:
+    return (
+        lines[index].strip().lower() in names
+        and index + 1 < len(lines)
+        and _UNDERLINE.match(lines[index + 1]) is not None
+    )
+
+
+def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """Split a docstring into the tool description and per-parameter descriptions.
+
+    The description is the text before the first section (Google ``Args:``/``Returns:``...,
+    numpy ``Parameters`` + underline, or reST ``:param x:`` fields); parameters are read from
+    any of those three styles.
+    """
+    if not doc:
+        return None, {}
+    lines = inspect.cleandoc(doc).splitlines()
+    end = len(lines)
+    for index, line in enumerate(lines):
+        top_level = _indent(line) == 0
+        if (
+            (top_level and _google_header(line, _SECTIONS))
+            or (top_level and _numpy_header(lines, index, _SECTIONS))
+            or _REST_FIELD.match(line)
+        ):
+            end = index
+            break
+    description = "\n".join(lines[:end]).strip() or None
+    params: dict[str, str] = {}
+    _google_params(lines, params)
+    _numpy_params(lines, params)
+    _rest_params(lines, params)
+    return description, {k: v for k, v in params.items() if v}
+
+
+def _append(params: dict[str, str], name: str, text: str) -> None:
+    params[name] = f"{params[name]} {text}".strip()
+
+
+def _google_params(lines: list[str], params: dict[str, str]) -> None:
+    index = 0
+    while index < len(lines):
+        if not _google_header(lines[index], _PARAM_SECTIONS):
+            index += 1
+            continue
+        base = _indent(lines[index])
+        index += 1
+        entry_indent: int | None = None
+        current: str | None = None
+        while index < len(lines):
+            line = lines[index]
+            if line.strip():
+                indent = _indent(line)
+                if indent <= base:
+                    break
+                if entry_indent is None:
+                    entry_indent = indent
+                if indent <= entry_indent:
+                    match = _GOOGLE_ENTRY.match(line.strip())
+                    current = match[1] if match else None
+                    if match:
+                        params[match[1]] = match[2].strip()
+                elif current is not None:
+                    _append(params, current, line.strip())
+            index += 1
+
+
+def _numpy_params(lines: list[str], params: dict[str, str]) -> None:
+    index = 0
+    while index < len(lines):
+        if not _numpy_header(lines, index, _PARAM_SECTIONS):
+            index += 1
+            continue
+        base = _indent(lines[index])
+        index += 2
+        current: str | None = None
+        while index < len(lines):
+            line = lines[index]
+            if line.strip():
+                if _indent(line) <= base:
+                    if _numpy_header(lines, index, _SECTIONS):
+                        break
+                    match = _NUMPY_ENTRY.match(line.strip())
+                    current = match[1] if match else None
+                    if current is not None:
+                        params[current] = ""
+                elif current is not None:
+                    _append(params, current, line.strip())
+            index += 1
+
+
+def _rest_params(lines: list[str], params: dict[str, str]) -> None:
+    current: str | None = None
+    field_indent = 0
+    for line in lines:
+        match = _REST_PARAM.match(line)
+        if match:
+            current, field_indent = match[2], len(match[1])
+            params[current] = match[3].strip()
+        elif _REST_FIELD.match(line) or (line.strip() and _indent(line) <= field_indent):
+            current = None
+        elif current is not None and line.strip():
+            _append(params, current, line.strip())
+
+
+# --- signatures --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class FunctionSignature:
+    """What a tool's function looks like over MCP: its schemas, and how to call it.
+
+    ``convert_arguments`` turns a ``tools/call`` request's ``arguments`` into keyword arguments
+    (without the context parameter, which the caller adds); ``convert_result`` turns the
+    function's return value into ``structuredContent``.
+    """
+
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    wraps_output: bool
+    description: str | None
+    context_param: str | None
+    _convert: Callable[[Mapping[str, Any]], dict[str, Any]] = attrs.field(repr=False, eq=False)
+
+    def convert_arguments(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Check ``arguments`` and return the function's keyword arguments.
+
+        Raises :class:`ArgumentsError` naming every problem found. Absent arguments are an
+        empty object; optional parameters the client omitted are left out, so the function's
+        own defaults apply.
+        """
+        return self._convert({} if arguments is None else arguments)
+
+    def convert_result(self, value: Any) -> Any:
+        """A return value as JSON-ready structured content (wrapped as ``{"result": ...}`` when
+        ``wraps_output``). The value is not validated against ``output_schema``."""
+        data = to_json(value)
+        return {"result": data} if self.wraps_output else data
+
+
+def _callable_name(fn: Any) -> str:
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
+
+
+def _hint_target(fn: Any) -> Any:
+    """The object whose annotations and docstring describe calling ``fn``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn) or inspect.isclass(fn):
+        return fn
+    return type(fn).__call__  # a callable instance: its class's __call__ has the hints
+
+
+def _function_hints(target: Any, name: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"cannot resolve the type hints of {name}: {exc}") from None
+
+
+def _is_context(hint: Any, context_type: type) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if get_origin(hint) is Union or get_origin(hint) is types.UnionType:
+        members = [m for m in get_args(hint) if m is not type(None)]
+        if len(members) != 1:
+            return False
+        hint = members[0]
+    hint = get_origin(hint) or hint
+    return isinstance(hint, type) and issubclass(hint, context_type)
+
+
+def _mentions(tp: Any, classes: tuple[type, ...]) -> bool:
+    """Whether ``tp`` or any type argument inside it is (a subclass of) one of ``classes``."""
+    base = get_origin(tp) or tp
+    if isinstance(base, type) and issubclass(base, classes):
+        return True
+    return any(_mentions(arg, classes) for arg in get_args(tp) if arg is not tp)
+
+
+def _parameters(
+    fn: Any, name: str, hints: Mapping[str, Any], context_type: type | None, *, allow_var_kw: bool
+) -> tuple[list[inspect.Parameter], str | None, bool]:
+    """The ordinary parameters of ``fn``, its context parameter, and whether it has ``**kw``."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot inspect the signature of {name}: {exc}") from None
+    params: list[inspect.Parameter] = []
+    context_param: str | None = None
+    var_kw = False
+    for p in signature.parameters.values():
+        if p.kind is p.VAR_KEYWORD and allow_var_kw:
+            var_kw = True
+            continue
+        if p.kind is p.VAR_POSITIONAL or p.kind is p.VAR_KEYWORD:
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise TypeError(
+                f"{name}: parameter {star}{p.name} is not supported; tool arguments are passed "
+                "by name, so declare each one as a parameter"
+            )
+        if p.name in ("self", "cls"):
+            raise TypeError(
+                f"{name}: parameter {p.name!r} suggests an unbound method; register the bound "
+                "method (instance.method) or a plain function instead"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(
+                f"{name}: positional-only parameter {p.name!r} is not supported; arguments are "
+                "passed by keyword"
+            )
+        if context_type is not None and _is_context(hints.get(p.name, Any), context_type):
+            if context_param is not None:
+                raise TypeError(
+                    f"{name}: both {context_param!r} and {p.name!r} take the context; keep one"
+                )
+            context_param = p.name
+            continue
+        params.append(p)
+    return params, context_param, var_kw
+
+
+def function_signature(
+    fn: Callable[..., Any],
+    *,
+    context_type: type | None = None,
+    skip_output_types: tuple[type, ...] = (),
+) -> FunctionSignature:
+    """Derive a tool's schemas and argument converter from ``fn``'s type hints and docstring.
+
+    A parameter annotated with ``context_type`` (a subclass, or ``Optional`` of it) is the
+    context parameter, left out of the schema. No output schema is produced for a return
+    annotation that is absent, ``None``, ``Any``, ``str``, one that mentions a type in
+    ``skip_output_types`` (content blocks: unstructured results), or one that cannot be
+    described; object-like returns give their own schema, others are wrapped as ``result``.
+
+    Raises :class:`TypeError` with the offending parameter named when ``fn`` cannot be a tool.
+    """
+    name = _callable_name(fn)
+    target = _hint_target(fn)
+    hints = _function_hints(target, name)
+    description, param_docs = parse_docstring(inspect.getdoc(target))
+    params, context_param, _ = _parameters(fn, name, hints, context_type, allow_var_kw=False)
+    builder = _Builder()
+    fields = []
+    for p in params:
+        try:
+            node = builder.build(hints.get(p.name, Any))
+        except TypeError as exc:
+            raise TypeError(f"{name}: parameter {p.name!r}: {exc}") from None
+        default = _NO_DEFAULT if p.default is p.empty else p.default
+        fields.append(
+            _make_field(
+                p.name, p.name, node, default is _NO_DEFAULT, param_docs.get(p.name), default
+            )
+        )
+    arguments = _object_node(fields, None, "an object", name)
+    convert = arguments.convert
+
+    def convert_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+        found = Collector()
+        result = convert(values, (), found)
+        if found.issues:
+            raise found.error("argument", "arguments")
+        return typing.cast("dict[str, Any]", result)
+
+    output_schema, wraps = _output_schema(hints.get("return", _NO_DEFAULT), skip_output_types)
+    return FunctionSignature(
+        input_schema=arguments.schema,
+        output_schema=output_schema,
+        wraps_output=wraps,
+        description=description,
+        context_param=context_param,
+        convert=convert_arguments,
+    )
+
+
+def _output_schema(hint: Any, skip: tuple[type, ...]) -> tuple[dict[str, Any] | None, bool]:
+    bare = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    if bare is _NO_DEFAULT or bare in (None, type(None), Any, object, str):
+        return None, False
+    if skip and _mentions(bare, skip):
+        return None, False
+    try:
+        node = _Builder(output=True).build(hint)
+    except TypeError:
+        return None, False  # not describable: the server falls back to unstructured content
+    if node.schema.get("type") == "object":
+        return node.schema, False
+    wrapped = {"type": "object", "properties": {"result": node.schema}, "required": ["result"]}
+    return wrapped, True
+
+
+def schema_for_type(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of one annotation (as a tool parameter of that type would have it)."""
+    return _Builder().build(tp).schema
+
+
+def _is_mapping_hint(hint: Any) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return (get_origin(hint) or hint) in _MAPPING_TYPES
+
+
+def _require_object_root(schema: Any, what: str) -> dict[str, Any]:
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise TypeError(f'{what} must be a JSON Schema object with "type": "object" at the root')
+    return dict(schema)
+
+
+def explicit_signature(
+    input_schema: Mapping[str, Any],
+    output_schema: Mapping[str, Any] | None,
+    fn: Callable[..., Any],
+    *,
+    context_type: type | None = None,
+) -> FunctionSignature:
+    """A signature for a tool registered with a hand-written JSON Schema.
+
+    Arguments are validated against ``input_schema`` and then passed as keywords, one per
+    top-level property. The rule for calling ``fn``:
+
+    * If ``fn`` has exactly one parameter (besides the context), annotated ``dict`` or
+      ``Mapping``, and that parameter's name is not a property of the schema, it receives the
+      whole arguments object.
+    * Otherwise each parameter must be a property of the schema (parameters without a default
+      must also be ``required``), and every declared property must be a parameter unless ``fn``
+      takes ``**kwargs``. Arguments the schema allows but ``fn`` cannot take (undeclared extras,
+      when there is no ``**kwargs``) are dropped; with ``**kwargs`` all arguments are passed.
+
+    Mismatches and malformed schemas raise :class:`TypeError` here, at registration.
+    """
+    schema = _require_object_root(input_schema, "input_schema")
+    output = None
+    if output_schema is not None:
+        output = _require_object_root(output_schema, "output_schema")
+    check = compile_schema(schema)
+    name = _callable_name(fn)
+    target = _hint_target(fn)
+    hints = _function_hints(target, name)
+    params, context_param, var_kw = _parameters(fn, name, hints, context_type, allow_var_kw=True)
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    whole: str | None = None
+    if (
+        len(params) == 1
+        and not var_kw
+        and params[0].name not in properties
+        and _is_mapping_hint(hints.get(params[0].name, Any))
+    ):
+        whole = params[0].name
+    else:
+        for p in params:
+            if p.name not in properties:
+                if p.default is p.empty:
+                    raise TypeError(
+                        f"{name}: parameter {p.name!r} is not a property of the input schema"
+                    )
+            elif p.default is p.empty and p.name not in required:
+                raise TypeError(
+                    f"{name}: parameter {p.name!r} has no default, so the input schema must "
+                    "list it in 'required'"
+                )
+        if not var_kw:
+            missing = [k for k in properties if k not in {p.name for p in params}]
+            if missing:
+                raise TypeError(
+                    f"{name}: the input schema's properties {missing} are not parameters of "
+                    "the function"
+                )
+    accepted = frozenset(p.name for p in params)
+
+    def convert_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+        found = Collector()
+        check(values, (), found)
+        if found.issues:
+            raise found.error("argument", "arguments")
+        if whole is not None:
+            return {whole: dict(values)}
+        if var_kw:
+            return dict(values)
+        return {k: v for k, v in values.items() if k in accepted}
+
+    return FunctionSignature(
+        input_schema=schema,
+        output_schema=output,
+        wraps_output=False,
+        description=parse_docstring(inspect.getdoc(target))[0],
+        context_param=context_param,
+        convert=convert_arguments,
+    )
