@@ -187,8 +187,16 @@ class Session:
         dispatcher: Dispatcher,
         *,
         id_prefix: str = "",
+        drain_timeout: float = 2.0,
     ) -> None:
         self.transport = transport
+        #: After the peer stops sending: how long cancelled requests may take to finish and
+        #: already-decided messages may take to flush before the connection is torn down.
+        self.drain_timeout = drain_timeout
+        self._running = 0
+        self._all_done = trio.Event()
+        self._all_done.set()
+        self._writer_done = trio.Event()
         self.dispatcher = dispatcher
         self._in_flight: dict[RequestId, InFlight] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -218,11 +226,22 @@ class Session:
                 task_status.started(self)
                 try:
                     why = await self._read_loop()
+                    await self._drain(why)
                 finally:
                     self._close(why)
                     nursery.cancel_scope.cancel()
         finally:
             self._close(why)
+
+    async def _drain(self, why: BaseException) -> None:
+        """The peer stopped sending: cancel what is in flight, then flush what was decided."""
+        self._close(why)
+        for record in list(self._in_flight.values()):
+            self.cancel_incoming(record.id, "connection closed")
+        with trio.move_on_after(self.drain_timeout):
+            await self._all_done.wait()
+            self._out_send.close()
+            await self._writer_done.wait()
 
     def _close(self, why: BaseException) -> None:
         if self._closed is not None:
@@ -278,17 +297,30 @@ class Session:
         sink.seal()
 
     async def _write_loop(self) -> None:
-        async for item in self._out_recv:
-            if item.withdrawn:
-                continue
-            item.taken = True
-            try:
-                await self.transport.send(item.data, related_request_id=item.related)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionClosed) as exc:
-                self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
-                if self._nursery is not None:
-                    self._nursery.cancel_scope.cancel()
-                return
+        try:
+            async for item in self._out_recv:
+                if item.withdrawn:
+                    continue
+                item.taken = True
+                try:
+                    await self.transport.send(item.data, related_request_id=item.related)
+                except (
+                    trio.BrokenResourceError,
+                    trio.ClosedResourceError,
+                    ConnectionClosed,
+                ) as exc:
+                    self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
+                    if self._nursery is not None:
+                        self._nursery.cancel_scope.cancel()
+                    return
+        finally:
+            self._writer_done.set()
+
+    async def flush(self, timeout: float) -> None:
+        """Stop accepting messages and wait (bounded) until everything queued is written."""
+        self._out_send.close()
+        with trio.move_on_after(timeout):
+            await self._writer_done.wait()
 
     async def _ordered_loop(self) -> None:
         async for job in self._ordered_recv:
@@ -303,8 +335,10 @@ class Session:
 
     def _enqueue(self, data: bytes, related: RequestId | None) -> _Outgoing:
         item = _Outgoing(data, related)
-        if self._closed is None:
+        try:
             self._out_send.send_nowait(item)
+        except trio.ClosedResourceError:
+            item.withdrawn = True  # the connection is shutting down
         return item
 
     # -- incoming requests ---------------------------------------------------------------------
@@ -344,6 +378,9 @@ class Session:
                 return
             self._in_flight[request.id] = record
         assert self._nursery is not None
+        if self._running == 0:
+            self._all_done = trio.Event()
+        self._running += 1
         self._nursery.start_soon(self._run_request, route, record, sink)
 
     def claim(self, request_id: RequestId) -> bool:
@@ -372,6 +409,9 @@ class Session:
             record.settled = True
             if self._in_flight.get(rid) is record:
                 del self._in_flight[rid]
+            self._running -= 1
+            if self._running == 0:
+                self._all_done.set()
         sink(outcome)
         if outcome is None:
             self.transport.request_suppressed(rid)

@@ -9,8 +9,9 @@ stops them.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
@@ -50,6 +51,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
+from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -423,11 +425,24 @@ async def open_client(
     on_notification: Callback | None = None,
     default_timeout: float | None = None,
     initialize_timeout: float | None = 60.0,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    stderr: StderrTarget = "inherit",
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    close_timeout: float = 2.0,
+    terminate_timeout: float = 2.0,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and perform the handshake.
 
-    ``target`` is a :class:`~trio_mcp.Server` (served in memory, in this nursery), or a
-    transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
+    ``target`` is one of:
+
+    - a :class:`~trio_mcp.Server`: served in memory, inside this context;
+    - a command (a list of strings): spawned as a child process in its own process group and
+      spoken to over stdio (``env`` adds to the environment, ``cwd``, ``stderr`` is
+      ``"inherit"``, ``"discard"``, a path or file, or a callable given each line). On exit its
+      stdin is closed, then it is sent SIGTERM after ``close_timeout``, then SIGKILL after
+      ``terminate_timeout``; nothing it started is left behind;
+    - a transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
     """
     version = check_offer(protocol_version)
     dispatcher = ClientDispatcher(
@@ -437,34 +452,63 @@ async def open_client(
         on_log=on_log,
         on_notification=on_notification,
     )
+    process_options: dict[str, Any] = {
+        "env": env,
+        "cwd": cwd,
+        "stderr": stderr,
+        "max_line_bytes": max_line_bytes,
+        "close_timeout": close_timeout,
+        "terminate_timeout": terminate_timeout,
+    }
     with collapse_exception_groups():
         async with trio.open_nursery() as nursery:
-            transport, close = await _connect(target, nursery)
             try:
-                session = Session(transport, dispatcher)
-                await nursery.start(session.run)
-                client = Client(
-                    session,
-                    dispatcher,
-                    client_info=client_info or DEFAULT_CLIENT_INFO,
-                    default_timeout=default_timeout,
-                )
-                await client._initialize(version, initialize_timeout)
-                yield client
+                async with _connect(target, nursery, process_options) as transport:
+                    session = Session(transport, dispatcher)
+                    await nursery.start(session.run)
+                    client = Client(
+                        session,
+                        dispatcher,
+                        client_info=client_info or DEFAULT_CLIENT_INFO,
+                        default_timeout=default_timeout,
+                    )
+                    await client._initialize(version, initialize_timeout)
+                    try:
+                        yield client
+                    finally:
+                        # Write what was already decided (a cancel, say) before hanging up.
+                        with trio.CancelScope(shield=True):
+                            await session.flush(1.0)
             finally:
-                close()
                 nursery.cancel_scope.cancel()
 
 
-async def _connect(target: Any, nursery: trio.Nursery) -> tuple[Transport, Callable[[], None]]:
+@asynccontextmanager
+async def _connect(
+    target: Any, nursery: trio.Nursery, process_options: dict[str, Any]
+) -> AsyncIterator[Transport]:
     from ..server._server import Server
     from ..transports._memory import memory_transport_pair
 
     if isinstance(target, Server):
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
-        return ours, ours.close
-    if callable(getattr(target, "send", None)) and callable(getattr(target, "receive", None)):
-        close = getattr(target, "close", None)
-        return target, close if callable(close) else (lambda: None)
-    raise TypeError(f"cannot connect to {target!r}: expected a Server or a transport")
+        try:
+            yield ours
+        finally:
+            ours.close()
+    elif isinstance(target, list | tuple) and all(isinstance(a, str) for a in target):
+        async with open_process_transport(target, nursery, **process_options) as transport:
+            yield transport
+    elif callable(getattr(target, "send", None)) and callable(getattr(target, "receive", None)):
+        try:
+            yield target
+        finally:
+            close = getattr(target, "close", None)
+            if callable(close):
+                close()
+    else:
+        raise TypeError(
+            f"cannot connect to {target!r}: expected a Server, a command (list of strings) "
+            "or a transport"
+        )

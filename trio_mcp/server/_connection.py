@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 import trio
 
 from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
@@ -43,7 +44,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result, negotiate
-from ._context import Context
+from ._context import Context, NestedRequestError
 from ._registry import call_user, page, resource_contents
 from ._schema import ArgumentsError
 from ._server import CustomMethod, RequestRecord, Server
@@ -112,6 +113,8 @@ class ServerConnection:
         session.run_ordered(job)
 
     def _instrument(self, handler: MethodHandler) -> Callable[[InFlight], Awaitable[JSONObject]]:
+        handler = _internal_on_nested_error(handler)
+
         async def run(record: InFlight) -> JSONObject:
             if self.server.on_request is None:
                 return await handler(self, record)
@@ -202,6 +205,22 @@ class ServerConnection:
 # -- handlers of the standard methods ---------------------------------------------------------
 
 
+def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
+    """Never relay the client's error to a nested request as the answer to this one: -32603."""
+
+    async def guarded(conn: ServerConnection, record: InFlight) -> JSONObject:
+        try:
+            return await handler(conn, record)
+        except Exception as exc:
+            if isinstance(single_error(exc), NestedRequestError):
+                raise RuntimeError(
+                    f"a nested request made by {record.request.method} failed"
+                ) from exc
+            raise
+
+    return guarded
+
+
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
     params = record.params
     if conn.initialized:
@@ -282,7 +301,9 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = entry.to_result(value)
     except Exception as exc:
         only = single_error(exc)
-        if isinstance(only, ProtocolError | RequestCancelled):
+        if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
+            only, NestedRequestError
+        ):
             raise only from None
         if isinstance(only, ToolError):
             message = str(only) or f"Tool {name} failed"
@@ -405,6 +426,13 @@ async def _complete(conn: ServerConnection, record: InFlight) -> JSONObject:
     value = await call_user(handler.fn, handler.is_async, kwargs)
     if isinstance(value, Completion):
         completion = value
+        if len(value.values) > 100:  # the spec caps a response at 100 values
+            completion = attrs.evolve(
+                value,
+                values=value.values[:100],
+                total=value.total if value.total is not None else len(value.values),
+                has_more=True,
+            )
     else:
         values = [str(v) for v in value or ()]
         completion = Completion(values=values[:100], total=len(values), has_more=len(values) > 100)

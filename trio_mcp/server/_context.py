@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._exceptions import MCPError, RequestCancelled
+from .._exceptions import MCPError, ProtocolError, RequestCancelled
 from .._session import InFlight
 from ..protocol._jsonrpc import RequestId
 from ..protocol._types import (
@@ -39,6 +39,14 @@ if TYPE_CHECKING:
 
 class CapabilityMissing(MCPError):
     """The client did not declare the capability a nested request needs."""
+
+
+class NestedRequestError(ProtocolError):
+    """The client answered a nested request (sampling, elicitation, roots) with an error.
+
+    It is about the nested request, not the one being served: left uncaught it fails a tool
+    (``isError``) or any other request (-32603), instead of being relayed as that request's error.
+    """
 
 
 class Context:
@@ -156,9 +164,13 @@ class Context:
             raise CapabilityMissing("the client did not declare form-mode elicitation")
 
     async def _nested(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await self._connection.session.request(
-            method, params, related_request_id=self._record.id
-        )
+        try:
+            return await self._connection.session.request(
+                method, params, related_request_id=self._record.id
+            )
+        except ProtocolError as exc:
+            data = (exc.data,) if exc.has_data else ()
+            raise NestedRequestError(exc.code, exc.message, *data) from None
 
     async def elicit(self, message: str, schema: dict[str, Any] | type[Any]) -> ElicitResult:
         """Ask the user for structured input (form mode).
@@ -168,7 +180,12 @@ class Context:
         sees content the client was not asked for.
         """
         self._require("elicitation", "form")
-        requested = schema if isinstance(schema, dict) else schema_for_type(schema)
+        if isinstance(schema, dict):
+            requested = schema
+        else:
+            # Elicitation schemas are flat objects of primitives; keep only what clients expect.
+            derived = schema_for_type(schema)
+            requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
         raw = await self._nested("elicitation/create", params)
         result = from_wire(raw, ElicitResult)

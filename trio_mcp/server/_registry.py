@@ -84,15 +84,19 @@ async def call_user(
 ) -> Any:
     """Call a user's handler: async ones directly, sync ones in a worker thread.
 
-    The thread is not abandoned on cancellation (nothing outlives the request); it can see the
-    cancel with ``trio.from_thread.check_cancelled()``.
+    A thread cannot be killed, so on cancellation the request ends at once (no response is
+    sent, shutdown is never held hostage by a blocked call) and the thread is left to notice:
+    ``trio.from_thread.check_cancelled()`` and ``ctx.raise_if_cancelled()`` tell it, and
+    whatever it returns is discarded.
     """
     if is_async:
         return await fn(*args, **kwargs)
     if not in_thread:
         await trio.lowlevel.checkpoint()
         return fn(*args, **kwargs)
-    return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    return await trio.to_thread.run_sync(
+        functools.partial(fn, *args, **kwargs), abandon_on_cancel=True
+    )
 
 
 @attrs.define(eq=False)
@@ -160,7 +164,10 @@ class PromptEntry:
                     messages.append(item)
                 elif isinstance(item, str):
                     messages.append(PromptMessage(role="user", content=TextContent(item)))
-                elif isinstance(item, CONTENT_TYPES):
+                elif isinstance(
+                    item,
+                    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource,
+                ):
                     messages.append(PromptMessage(role="user", content=item))
                 else:
                     raise TypeError(f"a prompt cannot return {type(item).__name__} messages")

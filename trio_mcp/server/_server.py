@@ -157,7 +157,9 @@ class Server:
 
         def register(func: F) -> F:
             if input_schema is not None:
-                signature = explicit_signature(input_schema, output_schema, func)
+                signature = explicit_signature(
+                    input_schema, output_schema, func, context_type=Context
+                )
             else:
                 signature = function_signature(
                     func,
@@ -325,7 +327,8 @@ class Server:
         """Register a handler for a custom request or a custom ``notifications/*`` method.
 
         The handler gets the ``params`` object (a dict) as its first argument, and a ``Context``
-        if it asks for one; a request handler returns a dict (None means ``{}``).
+        if it asks for one; a request handler returns a dict (None means ``{}``). A notification
+        is not a request, so its handler cannot take a ``Context``.
         """
         from ._connection import BUILTIN_METHODS
 
@@ -333,9 +336,13 @@ class Server:
             raise ValueError(f"method {name!r} is already defined")
 
         def register(func: F) -> F:
-            self.custom_methods[name] = CustomMethod(
-                func, is_async_callable(func), _context_param(func)
-            )
+            ctx_param = _context_param(func)
+            if ctx_param is not None and name.startswith("notifications/"):
+                raise TypeError(
+                    f"{func.__name__} handles the notification {name!r}, which has no request "
+                    f"to give a Context for; remove the {ctx_param!r} parameter"
+                )
+            self.custom_methods[name] = CustomMethod(func, is_async_callable(func), ctx_param)
             return func
 
         return register
@@ -371,6 +378,20 @@ class Server:
             await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)
+
+    async def serve_stdio(self, *, max_line_bytes: int | None = None) -> None:
+        """Serve on stdin and stdout until stdin ends: ``trio.run(server.serve_stdio)``.
+
+        The protocol uses private copies of fd 0 and 1; fd 1 then points at stderr, so a stray
+        ``print()`` cannot corrupt the stream. On end of input everything in flight is
+        cancelled, what was already decided is written, and this returns.
+        """
+        from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, serve_stdio_transport
+
+        await serve_stdio_transport(
+            self.serve_transport,
+            max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
+        )
 
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:

@@ -1,5 +1,20 @@
 """Transports move framed messages; they never interpret methods."""
 
 from ._memory import MemoryTransport, memory_transport_pair
+from ._stdio import (
+    DEFAULT_MAX_LINE_BYTES,
+    LineTransport,
+    ProcessTransport,
+    open_process_transport,
+    serve_stdio_transport,
+)
 
-__all__ = ["MemoryTransport", "memory_transport_pair"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "LineTransport",
+    "MemoryTransport",
+    "ProcessTransport",
+    "memory_transport_pair",
+    "open_process_transport",
+    "serve_stdio_transport",
+]

@@ -1,0 +1,73 @@
+"""The demo server behind ``trio-mcp demo``: a small server that exercises the protocol's
+everyday paths (tools with progress and cancellation, a prompt, resources, a template).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import trio
+
+from .protocol._types import PromptMessage, TextContent, ToolAnnotations
+from .server import Context, Server
+
+README_TEXT = """trio-mcp demo server.
+
+Tools: echo, add, sleep. Prompt: greeting. Resources: demo://readme, demo://greeting/{name}.
+"""
+
+
+def demo_server() -> Server:
+    """Build the demo server (a fresh one each call, so tests do not share state)."""
+    server = Server(
+        "trio-mcp-demo",
+        "0.1.0",
+        title="trio-mcp demo",
+        instructions="A demo server: echo text, add numbers, or sleep with progress.",
+    )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    async def echo(text: Annotated[str, "The text to send back"]) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    async def add(
+        a: Annotated[float, "First addend"], b: Annotated[float, "Second addend"]
+    ) -> int | float:
+        """Add two numbers."""
+        total = a + b
+        return int(total) if total.is_integer() else total
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def sleep(
+        seconds: Annotated[float, {"minimum": 0, "maximum": 3600, "description": "How long"}],
+        ctx: Context,
+    ) -> str:
+        """Sleep, reporting progress every 100 ms when asked to; cancellable at any moment."""
+        deadline = trio.current_time() + seconds
+        ticks = max(1, round(seconds * 10))
+        for tick in range(1, ticks + 1):
+            await trio.sleep_until(min(deadline, trio.current_time() + 0.1))
+            await ctx.report_progress(
+                min(tick / 10, seconds), seconds, f"slept {min(tick / 10, seconds):.1f}s"
+            )
+        return f"slept {seconds:g}s"
+
+    @server.prompt(description="A friendly greeting for someone")
+    async def greeting(name: str, style: str = "warm") -> list[PromptMessage]:
+        return [
+            PromptMessage(role="user", content=TextContent(f"Write a {style} greeting for {name}."))
+        ]
+
+    @server.resource("demo://readme", mime_type="text/plain", description="About this server")
+    async def readme() -> str:
+        return README_TEXT
+
+    @server.resource(
+        "demo://greeting/{name}", mime_type="text/plain", description="A greeting by name"
+    )
+    async def greeting_resource(name: str) -> str:
+        return f"Hello, {name}!"
+
+    return server

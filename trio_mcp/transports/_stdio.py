@@ -1,0 +1,302 @@
+"""stdio: newline-delimited JSON-RPC over byte streams, for a server on its own stdin/stdout and
+for a client talking to a server it spawned as a child process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import trio
+
+from .._exceptions import ConnectionClosed
+from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, Invalid, RequestId
+
+#: The longest line accepted by default; longer ones are refused, and the stream keeps going.
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+_CHUNK = 65536
+
+
+class LineTransport:
+    """Newline-delimited JSON-RPC over a pair of trio byte streams.
+
+    One message per line. A line longer than ``max_line_bytes`` is skipped up to its newline and
+    answered with -32600, so one oversized message costs nothing else on the connection.
+    """
+
+    def __init__(
+        self,
+        receive_stream: trio.abc.ReceiveStream,
+        send_stream: trio.abc.SendStream,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self._receive_stream = receive_stream
+        self._send_stream = send_stream
+        self.max_line_bytes = max_line_bytes
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._discarding = False
+        self._eof = False
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        try:
+            await self._send_stream.send_all(data + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
+
+    async def receive(self) -> bytes | Invalid:
+        while True:
+            newline = self._buffer.find(b"\n", self._scanned)
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                self._scanned = 0
+                if self._discarding:
+                    self._discarding = False
+                    continue
+                if line.strip():
+                    return line
+                continue
+            self._scanned = len(self._buffer)
+            if not self._discarding and len(self._buffer) > self.max_line_bytes:
+                self._discarding = True
+                self._buffer.clear()
+                self._scanned = 0
+                return self._too_long()
+            if self._discarding:
+                self._buffer.clear()
+                self._scanned = 0
+            if self._eof:
+                if self._buffer.strip() and not self._discarding:
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                    return line
+                raise trio.EndOfChannel
+            chunk = await self._read_chunk()
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
+
+    async def _read_chunk(self) -> bytes:
+        try:
+            return bytes(await self._receive_stream.receive_some(_CHUNK))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return b""
+
+    def _too_long(self) -> Invalid:
+        return Invalid(
+            None,
+            ErrorObject.make(
+                INVALID_REQUEST,
+                "Invalid Request",
+                f"message exceeds the limit of {self.max_line_bytes} bytes",
+            ),
+        )
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        """Nothing to finish on a byte stream: the response simply never comes."""
+
+
+# -- the server side ----------------------------------------------------------------------------
+
+
+class _StdioFiles:
+    """Private copies of fd 0 and 1 for the protocol, with the originals pointed elsewhere.
+
+    fd 1 is pointed at stderr, so a stray ``print()`` or a child process that inherits stdout
+    cannot corrupt the stream; fd 0 reads from the null device, so nothing else can steal input.
+    Everything is put back on exit.
+    """
+
+    def __enter__(self) -> tuple[int, int]:
+        sys.stdout.flush()
+        self._saved = (os.dup(0), os.dup(1))
+        protocol_in, protocol_out = os.dup(0), os.dup(1)
+        os.dup2(2, 1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        return protocol_in, protocol_out
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        saved_in, saved_out = self._saved
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)
+
+
+async def serve_stdio_transport(
+    serve: Callable[[LineTransport], Any],
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> None:
+    """Run ``serve(transport)`` on this process's stdin and stdout until stdin ends."""
+    with _StdioFiles() as (protocol_in, protocol_out):
+        async with (
+            trio.lowlevel.FdStream(protocol_in) as receive,
+            trio.lowlevel.FdStream(protocol_out) as send,
+        ):
+            await serve(LineTransport(receive, send, max_line_bytes=max_line_bytes))
+
+
+# -- the client side ----------------------------------------------------------------------------
+
+StderrTarget = None | str | int | Path | IO[Any] | Callable[[str], Any]
+
+
+class ProcessTransport(LineTransport):
+    """A line transport to a child process; its end says how the child ended."""
+
+    def __init__(self, process: trio.Process, *, max_line_bytes: int) -> None:
+        assert process.stdout is not None and process.stdin is not None
+        super().__init__(process.stdout, process.stdin, max_line_bytes=max_line_bytes)
+        self.process = process
+
+    async def receive(self) -> bytes | Invalid:
+        try:
+            return await super().receive()
+        except trio.EndOfChannel:
+            with trio.move_on_after(0.5):
+                await self.process.wait()
+            code = self.process.returncode
+            if code is None:
+                raise ConnectionClosed("the server process closed its stdout") from None
+            if code < 0:
+                raise ConnectionClosed(f"the server process was killed by signal {-code}") from None
+            raise ConnectionClosed(f"the server process exited with status {code}") from None
+
+
+def _stderr_argument(stderr: StderrTarget) -> tuple[Any, IO[Any] | None]:
+    """What to pass to the child as stderr, and a file we opened (to close afterwards)."""
+    if stderr is None or stderr == "inherit":
+        return None, None
+    if stderr == "discard":
+        return subprocess.DEVNULL, None
+    if isinstance(stderr, str | Path):
+        opened = open(stderr, "ab")  # noqa: SIM115 - closed when the process is stopped
+        return opened, opened
+    if isinstance(stderr, int) or hasattr(stderr, "fileno"):
+        return stderr, None
+    if callable(stderr):
+        return subprocess.PIPE, None
+    raise TypeError(f"unsupported stderr target: {stderr!r}")
+
+
+async def _forward_lines(stream: trio.abc.ReceiveStream, callback: Callable[[str], Any]) -> None:
+    buffer = bytearray()
+    while True:
+        try:
+            chunk = await stream.receive_some(_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            if buffer:
+                callback(buffer.decode(errors="replace"))
+            return
+        buffer += chunk
+        *lines, rest = buffer.split(b"\n")
+        buffer = bytearray(rest)
+        for line in lines:
+            try:
+                callback(line.rstrip(b"\r").decode(errors="replace"))
+            except Exception:  # a logging callback must not take the connection down
+                pass
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def stop_process(
+    process: trio.Process,
+    *,
+    close_timeout: float,
+    terminate_timeout: float,
+    kill_timeout: float,
+) -> None:
+    """Close stdin and wait; then SIGTERM the process group and wait; then SIGKILL it.
+
+    Whatever the server left in its process group is killed at the end, so nothing outlives
+    the client. Each step is bounded; the caller shields this from cancellation.
+    """
+    pgid = process.pid  # the child leads its own session and process group
+    if process.stdin is not None:
+        try:
+            await process.stdin.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+    with trio.move_on_after(close_timeout):
+        await process.wait()
+    if process.returncode is None:
+        _signal_group(pgid, signal.SIGTERM)
+        with trio.move_on_after(terminate_timeout):
+            await process.wait()
+    if process.returncode is None:
+        _signal_group(pgid, signal.SIGKILL)
+        with trio.move_on_after(kill_timeout):
+            await process.wait()
+    _signal_group(pgid, signal.SIGKILL)
+
+
+@asynccontextmanager
+async def open_process_transport(
+    command: Sequence[str],
+    nursery: trio.Nursery,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    stderr: StderrTarget = "inherit",
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    close_timeout: float = 2.0,
+    terminate_timeout: float = 2.0,
+    kill_timeout: float = 2.0,
+) -> AsyncIterator[ProcessTransport]:
+    """Spawn ``command`` in its own process group and talk to it over its stdin/stdout.
+
+    ``env`` adds to (and overrides) this process's environment. ``stderr`` is ``"inherit"``,
+    ``"discard"``, a path or file to append to, or a callable given each line.
+    """
+    if not command:
+        raise ValueError("the command to spawn is empty")
+    child_stderr, opened = _stderr_argument(stderr)
+    environment = {**os.environ, **env} if env is not None else None
+    try:
+        process = await trio.lowlevel.open_process(
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=child_stderr,
+            env=environment,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        if opened is not None:
+            opened.close()
+        raise
+    try:
+        if process.stderr is not None and callable(stderr):
+            nursery.start_soon(_forward_lines, process.stderr, stderr)
+        yield ProcessTransport(process, max_line_bytes=max_line_bytes)
+    finally:
+        with trio.CancelScope(shield=True):
+            await stop_process(
+                process,
+                close_timeout=close_timeout,
+                terminate_timeout=terminate_timeout,
+                kill_timeout=kill_timeout,
+            )
+        if opened is not None:
+            opened.close()
