@@ -61,6 +61,8 @@ class LineTransport:
                 if self._discarding:
                     self._discarding = False
                     continue
+                if len(line) > self.max_line_bytes:
+                    return self._too_long()
                 if line.strip():
                     return line
                 continue

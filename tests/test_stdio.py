@@ -1,0 +1,305 @@
+"""stdio for real: child processes, the server on its own fds, the trio-mcp command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+from trio_mcp import ConnectionClosed, open_client
+from trio_mcp.transports import LineTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = Path(__file__).resolve().parent / "servers"
+DEMO = [sys.executable, "-m", "trio_mcp", "demo"]
+#: A hang guard for anything that spawns a process, never a performance assertion.
+GUARD = 60
+
+
+class RawProcess:
+    """A server child process spoken to with exact newline-delimited frames."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self.lines = LineTransport(process.stdout, process.stdin)
+
+    async def send(self, message: Any) -> None:
+        await self.lines.send(orjson.dumps(message))
+
+    async def send_raw(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send_all(data)
+
+    async def recv(self) -> Any:
+        frame = await self.lines.receive()
+        assert isinstance(frame, bytes), frame
+        return orjson.loads(frame)
+
+    async def initialize(self) -> None:
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
+        assert (await self.recv())["id"] == "init"
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+@asynccontextmanager
+async def raw_process(command: list[str]) -> AsyncIterator[RawProcess]:
+    process = await trio.lowlevel.open_process(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        yield RawProcess(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+async def test_our_client_drives_the_demo_over_stdio() -> None:
+    with trio.fail_after(GUARD):
+        async with open_client(DEMO, stderr="discard") as client:
+            assert client.server_info.name == "trio-mcp-demo"
+            assert {t.name for t in await client.list_tools()} == {"echo", "add", "sleep"}
+            echoed = await client.call_tool("echo", {"text": "héllo\nworld"})
+            assert echoed.content[0].text == "héllo\nworld"  # type: ignore[union-attr]
+            added = await client.call_tool("add", {"a": 2, "b": 40})
+            assert added.structured_content == {"result": 42}
+            prompt = await client.get_prompt("greeting", {"name": "Ada"})
+            assert "Ada" in prompt.messages[0].content.text  # type: ignore[union-attr]
+            readme = await client.read_resource("demo://readme")
+            assert "demo server" in readme.contents[0].text  # type: ignore[union-attr]
+            templated = await client.read_resource("demo://greeting/Bob")
+            assert templated.contents[0].text == "Hello, Bob!"  # type: ignore[union-attr]
+
+            progress: list[float] = []
+            slept = await client.call_tool(
+                "sleep", {"seconds": 0.3}, on_progress=lambda p, t, m: progress.append(p)
+            )
+            assert slept.content[0].text == "slept 0.3s"  # type: ignore[union-attr]
+            assert progress == sorted(progress) and progress[-1] == pytest.approx(0.3)
+
+            # Cancel a long sleep once it has reported progress; the connection goes on.
+            with trio.CancelScope() as scope:
+
+                def first_progress(p: float, t: float | None, m: str | None) -> None:
+                    scope.cancel()
+
+                await client.call_tool("sleep", {"seconds": 600}, on_progress=first_progress)
+            assert scope.cancelled_caught
+            again = await client.call_tool("echo", {"text": "still here"})
+            assert again.content[0].text == "still here"  # type: ignore[union-attr]
+
+
+async def test_print_inside_a_tool_does_not_reach_the_protocol_stream() -> None:
+    lines: list[str] = []
+    with trio.fail_after(GUARD):
+        async with open_client(
+            [sys.executable, str(SERVERS / "noisy_server.py")], stderr=lines.append
+        ) as client:
+            result = await client.call_tool("noisy", {})
+            assert result.content[0].text == "quiet result"  # type: ignore[union-attr]
+            assert not result.is_error
+            # A second call proves the stream is still in sync.
+            assert (await client.call_tool("noisy", {})).content[0].text == "quiet result"  # type: ignore[union-attr]
+    assert lines.count("print() from a tool") == 2
+    assert lines.count("output of a child process") == 2
+
+
+async def test_stderr_to_a_file(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with trio.fail_after(GUARD):
+        async with open_client(
+            [sys.executable, str(SERVERS / "noisy_server.py")], stderr=log
+        ) as client:
+            await client.call_tool("noisy", {})
+    assert "print() from a tool" in log.read_text()
+
+
+async def test_a_killed_child_fails_the_pending_call_with_its_exit_status() -> None:
+    errors: list[ConnectionClosed] = []
+    with trio.fail_after(GUARD):
+        async with open_client(DEMO, stderr="discard") as client:
+            transport: Any = client.session.transport
+            started, failed = trio.Event(), trio.Event()
+
+            async def call() -> None:
+                try:
+                    await client.call_tool(
+                        "sleep", {"seconds": 600}, on_progress=lambda *a: started.set()
+                    )
+                except ConnectionClosed as exc:
+                    errors.append(exc)
+                    failed.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                await started.wait()
+                transport.process.kill()
+                # The pending call fails promptly; the bound only stops a hang.
+                with trio.fail_after(5):
+                    await failed.wait()
+            assert "killed by signal 9" in str(errors[0])
+            with pytest.raises(ConnectionClosed):
+                await client.ping()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+async def test_closing_leaves_no_process_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    with trio.fail_after(GUARD):
+        async with open_client(
+            [sys.executable, str(SERVERS / "stubborn_server.py")],
+            env={"STUBBORN_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
+            stderr="discard",
+            close_timeout=0.5,
+            terminate_timeout=0.5,
+        ) as client:
+            assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
+            child, grandchild = (int(p) for p in pidfile.read_text().split())
+            assert not _gone(child) and not _gone(grandchild)
+        # SIGKILL is immediate, but reaping an orphan by init may take a moment.
+        while not (_gone(child) and _gone(grandchild)):  # noqa: ASYNC110 - /proc has no event
+            await trio.sleep(0.05)
+
+
+async def test_oversized_lines_and_bad_json_lose_nothing() -> None:
+    with trio.fail_after(GUARD):
+        async with raw_process([sys.executable, str(SERVERS / "limited_server.py")]) as raw:
+            await raw.initialize()
+            await raw.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": 0.5}},
+                }
+            )
+            await raw.send_raw(
+                b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"' + b"y" * 5000 + b'"}}\n'
+            )
+            too_long = await raw.recv()
+            assert too_long["id"] is None and too_long["error"]["code"] == -32600
+            assert "1024 bytes" in too_long["error"]["data"]
+            await raw.send_raw(b"this is not json\n")
+            assert (await raw.recv())["error"]["code"] == -32700
+            await raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+            assert await raw.recv() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+            done = await raw.recv()
+            assert done["id"] == 1 and done["result"]["content"][0]["text"] == "slept 0.5s"
+
+
+async def test_end_of_input_cancels_in_flight_work_and_exits_zero() -> None:
+    with trio.fail_after(GUARD):
+        async with raw_process(DEMO) as raw:
+            await raw.initialize()
+            await raw.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "sleep", "arguments": {"seconds": 600}},
+                }
+            )
+            await raw.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            assert (await raw.recv())["id"] == 2  # the sleep is running
+            assert raw.process.stdin is not None
+            await raw.process.stdin.aclose()
+            assert await raw.process.wait() == 0
+            with pytest.raises(trio.EndOfChannel):
+                await raw.lines.receive()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trio_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+DEMO_LINE = f"{sys.executable} -m trio_mcp demo"
+
+
+def test_cli_lists_tools() -> None:
+    done = run_cli("tools", DEMO_LINE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "echo(text)  Return the text unchanged."
+    assert [line.split("(")[0] for line in done.stdout.splitlines()] == ["echo", "add", "sleep"]
+    as_json = run_cli("tools", DEMO_LINE, "--json")
+    assert [t["name"] for t in orjson.loads(as_json.stdout)] == ["echo", "add", "sleep"]
+
+
+def test_cli_calls_a_tool() -> None:
+    done = run_cli("call", DEMO_LINE, "add", '{"a": 2, "b": 3}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "5\n"
+    as_json = run_cli("call", DEMO_LINE, "echo", '{"text": "x"}', "--json")
+    assert orjson.loads(as_json.stdout) == {"content": [{"type": "text", "text": "x"}]}
+    bad = run_cli("call", DEMO_LINE, "add", '{"a": "two"}')
+    assert bad.returncode == 1
+    assert "expected a number" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_cli_serves_a_server_object() -> None:
+    done = run_cli(
+        "call", f"{sys.executable} -m trio_mcp serve tests.servers.noisy_server:server", "noisy"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "quiet result\n"
+
+
+async def test_ctrl_c_cancels_the_call_and_exits() -> None:
+    with trio.fail_after(GUARD):
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "trio_mcp", "call", DEMO_LINE, "sleep", '{"seconds": 600}'],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        assert process.stderr is not None
+        seen = b""
+        while b"progress" not in seen:
+            chunk = await process.stderr.receive_some(4096)
+            assert chunk, "the CLI ended before reporting progress"
+            seen += chunk
+        os.kill(process.pid, signal.SIGINT)
+        while chunk := await process.stderr.receive_some(4096):
+            seen += chunk
+        assert await process.wait() == 130
+        assert b"cancelled" in seen
+        assert b"Traceback" not in seen
