@@ -209,6 +209,12 @@ class Server:
             signature = function_signature(func, context_type=Context)
             params = inspect.signature(func).parameters
             props = signature.input_schema.get("properties", {})
+            for arg, schema in props.items():
+                if not _is_string_schema(schema):
+                    raise TypeError(
+                        f"prompt argument {arg!r} of {func.__name__} must be a str: MCP prompt "
+                        "arguments are always strings"
+                    )
             required = frozenset(signature.input_schema.get("required", ()))
             arguments = [
                 PromptArgument(
@@ -261,6 +267,8 @@ class Server:
         """
 
         def register(func: F) -> F:
+            if uri in self.resources or uri in self.templates:
+                raise ValueError(f"a resource {uri!r} is already registered")
             signature = function_signature(func, context_type=Context)
             desc = description if description is not None else signature.description
             icon_list = list(icons) if icons is not None else None
@@ -400,6 +408,19 @@ class Server:
             self.on_request(record)
         except Exception:
             logger.exception("the on_request hook failed")
+
+
+def _is_string_schema(schema: dict[str, Any]) -> bool:
+    """Whether a parameter's schema admits exactly strings (optionally null, or anything)."""
+    kinds = {k for k in schema if k not in ("description", "default", "title")}
+    if not kinds:
+        return True  # unannotated or Any
+    if schema.get("type") == "string":
+        return True
+    options = schema.get("anyOf")
+    return isinstance(options, list) and all(
+        o.get("type") in ("string", "null") for o in options if isinstance(o, dict)
+    )
 
 
 def _context_param(func: Callable[..., Any]) -> str | None:
