@@ -97,6 +97,11 @@ async def test_registering_a_tool_after_initialize_sends_list_changed() -> None:
 
 async def test_list_changed_exact_frames_and_only_after_initialize(autojump_clock: Any) -> None:
     server = tools_server()
+
+    @server.prompt()
+    async def p0() -> str:
+        return ""
+
     async with wire_to(server, initialize=False) as peer:
 
         @server.tool()
@@ -111,8 +116,13 @@ async def test_list_changed_exact_frames_and_only_after_initialize(autojump_cloc
         async def p() -> str:
             return ""
 
+        # Resources were not announced to this client, so their changes are not pushed.
         @server.resource("test://r")
         async def r() -> str:
+            return ""
+
+        @server.tool()
+        async def late() -> str:
             return ""
 
         assert await peer.recv() == {
@@ -121,7 +131,7 @@ async def test_list_changed_exact_frames_and_only_after_initialize(autojump_cloc
         }
         assert await peer.recv() == {
             "jsonrpc": "2.0",
-            "method": "notifications/resources/list_changed",
+            "method": "notifications/tools/list_changed",
         }
         assert await peer.recv_within(5) is None
 

@@ -24,7 +24,9 @@ class WirePeer:
         await self.transport.send(data)
 
     async def recv(self) -> Any:
-        return orjson.loads(await self.transport.receive())
+        # A hang guard: with an autojump clock a missing frame fails at once instead of hanging.
+        with trio.fail_after(60):
+            return orjson.loads(await self.transport.receive())
 
     async def recv_within(self, seconds: float) -> Any | None:
         """The next frame, or None if nothing arrives in time (use with an autojump clock)."""

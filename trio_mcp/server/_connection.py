@@ -83,6 +83,8 @@ class ServerConnection:
         self.client_capabilities = ClientCapabilities()
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
+        #: The capabilities this client was told of at initialize.
+        self.announced: JSONObject = {}
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -191,7 +193,8 @@ class ServerConnection:
             pass
 
     def send_list_changed(self, kind: str) -> None:
-        if kind in self.capabilities():
+        """Only for a capability the client was told of: it ignores the others anyway."""
+        if kind in self.announced:
             self._notify(f"notifications/{kind}/list_changed")
 
     def send_resource_updated(self, uri: str) -> None:
@@ -248,10 +251,11 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
     conn.client_info = info
     conn.client_capabilities = caps
     version = negotiate(requested, conn.server.protocol_version)
+    conn.announced = conn.capabilities()
     conn.protocol_version = version
     result: JSONObject = {
         "protocolVersion": version,
-        "capabilities": conn.capabilities(),
+        "capabilities": conn.announced,
         "serverInfo": to_wire(conn.server.info),
     }
     if conn.server.instructions is not None:
