@@ -10,6 +10,7 @@ what routing needs (cancellation and progress); the server and client supply a
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import math
@@ -55,19 +56,17 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] |
 class Transport(Protocol):
     """What the engine needs from a transport: framed messages in and out.
 
-    ``related_request_id`` tells transports that route by request (Streamable HTTP) which
+    Two optional refinements, used when present: ``send`` may accept a keyword
+    ``related_request_id`` (transports that route by request, like Streamable HTTP, learn which
     incoming request an outgoing message belongs to: a response's own id, or the request a
-    notification or nested request was made for.
+    notification or nested request was made for), and ``request_suppressed(request_id)`` is
+    called when an incoming request ends with no response because it was cancelled.
     """
 
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None: ...
+    async def send(self, data: bytes) -> None: ...
 
     async def receive(self) -> bytes | Parsed | Batch:
         """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
-        ...
-
-    def request_suppressed(self, request_id: RequestId) -> None:
-        """An incoming request ended with no response (it was cancelled)."""
         ...
 
 
@@ -190,6 +189,9 @@ class Session:
         drain_timeout: float = 2.0,
     ) -> None:
         self.transport = transport
+        # A minimal transport may take just the bytes, and may not care about suppression.
+        self._send_related = _accepts_keyword(transport.send, "related_request_id")
+        self._suppressed = getattr(transport, "request_suppressed", None)
         #: After the peer stops sending: how long cancelled requests may take to finish and
         #: already-decided messages may take to flush before the connection is torn down.
         self.drain_timeout = drain_timeout
@@ -303,7 +305,11 @@ class Session:
                     continue
                 item.taken = True
                 try:
-                    await self.transport.send(item.data, related_request_id=item.related)
+                    if self._send_related:
+                        send: Any = self.transport.send
+                        await send(item.data, related_request_id=item.related)
+                    else:
+                        await self.transport.send(item.data)
                 except (
                     trio.BrokenResourceError,
                     trio.ClosedResourceError,
@@ -413,8 +419,8 @@ class Session:
             if self._running == 0:
                 self._all_done.set()
         sink(outcome)
-        if outcome is None:
-            self.transport.request_suppressed(rid)
+        if outcome is None and self._suppressed is not None:
+            self._suppressed(rid)
 
     def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
         """Map a handler's exception to its answer; re-raise what is not the handler's."""
@@ -601,6 +607,14 @@ class Session:
             pending.send.send_nowait(("response", message.result))
         else:
             pending.send.send_nowait(("error", message.error))
+
+
+def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def all_cancelled(exc: BaseException) -> bool:

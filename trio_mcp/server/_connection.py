@@ -58,6 +58,15 @@ class ToolError(Exception):
     """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
 
 
+MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
+def _has_envelope(request: Request) -> bool:
+    """A modern-era request: its ``_meta`` carries a protocol version."""
+    meta = (request.params or {}).get("_meta")
+    return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
+
+
 def _invalid(message: str, *data: Any) -> ProtocolError:
     return ProtocolError(INVALID_PARAMS, message, *data)
 
@@ -90,6 +99,13 @@ class ServerConnection:
 
     def route(self, request: Request, session: Session) -> Route:
         method = request.method
+        if self.initialized and _has_envelope(request):
+            raise ProtocolError(
+                INVALID_REQUEST,
+                "Invalid Request: the session already negotiated the legacy lifecycle via "
+                "`initialize`; a request with a per-request protocol version does not belong "
+                "on it",
+            )
         handler = _HANDLERS.get(method)
         if handler is None:
             custom = self.server.custom_methods.get(method)
