@@ -25,7 +25,9 @@ class Recording:
         self.sent: list[tuple[dict[str, Any], RequestId | None]] = []
         self.suppressed: list[RequestId] = []
 
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         self.sent.append((orjson.loads(data), related_request_id))
         await self.inner.send(data)
 

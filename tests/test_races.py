@@ -32,7 +32,9 @@ class GatedTransport:
         self._changed.set()
         self._changed = trio.Event()
 
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         while not self.open:
             self.waiting += 1
             self.blocked.set()

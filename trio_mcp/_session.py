@@ -57,10 +57,10 @@ class Transport(Protocol):
     """What the engine needs from a transport: framed messages in and out.
 
     Two optional refinements, used when present: ``send`` may accept a keyword
-    ``related_request_id`` (transports that route by request, like Streamable HTTP, learn which
-    incoming request an outgoing message belongs to: a response's own id, or the request a
-    notification or nested request was made for), and ``request_suppressed(request_id)`` is
-    called when an incoming request ends with no response because it was cancelled.
+    ``related_request_id`` and ``final`` (transports that route by request, like Streamable
+    HTTP, learn which incoming request an outgoing message belongs to: a response's own id, with
+    ``final`` true, or the request a notification or nested request was made for), and
+    ``request_suppressed(request_id)`` is called when an incoming request ends with no response because it was cancelled.
     """
 
     async def send(self, data: bytes) -> None: ...
@@ -128,6 +128,7 @@ class InFlight:
 class _Outgoing:
     data: bytes
     related: RequestId | None
+    final: bool = False
     withdrawn: bool = False
     taken: bool = False
 
@@ -307,7 +308,7 @@ class Session:
                 try:
                     if self._send_related:
                         send: Any = self.transport.send
-                        await send(item.data, related_request_id=item.related)
+                        await send(item.data, related_request_id=item.related, final=item.final)
                     else:
                         await self.transport.send(item.data)
                 except (
@@ -339,8 +340,8 @@ class Session:
         """Run ``job`` after every job queued before it, off the read loop."""
         self._ordered_send.send_nowait(job)
 
-    def _enqueue(self, data: bytes, related: RequestId | None) -> _Outgoing:
-        item = _Outgoing(data, related)
+    def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
+        item = _Outgoing(data, related, final)
         try:
             self._out_send.send_nowait(item)
         except trio.ClosedResourceError:
@@ -358,7 +359,7 @@ class Session:
         except TypeError:
             logger.exception("the result of request %r cannot be serialized", message.id)
             data = encode(ErrorResponse(message.id, internal_error()))
-        self._enqueue(data, message.id)
+        self._enqueue(data, message.id, final=True)
 
     def _on_request(self, request: Request, sink: Callable[[Message | None], None]) -> None:
         if request.method.startswith("notifications/"):

@@ -23,7 +23,9 @@ class MemoryTransport:
         self._send = send
         self._receive = receive
 
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         try:
             self._send.send_nowait(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:

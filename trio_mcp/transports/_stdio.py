@@ -45,7 +45,9 @@ class LineTransport:
         self._discarding = False
         self._eof = False
 
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         try:
             await self._send_stream.send_all(data + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
