@@ -60,7 +60,8 @@ class Transport(Protocol):
     ``related_request_id`` and ``final`` (transports that route by request, like Streamable
     HTTP, learn which incoming request an outgoing message belongs to: a response's own id, with
     ``final`` true, or the request a notification or nested request was made for), and
-    ``request_suppressed(request_id)`` is called when an incoming request ends with no response because it was cancelled.
+    ``request_suppressed(request_id)`` is called when an incoming request ends with no response
+    because it was cancelled.
     """
 
     async def send(self, data: bytes) -> None: ...
