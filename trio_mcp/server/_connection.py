@@ -92,6 +92,8 @@ class ServerConnection:
         self.client_capabilities = ClientCapabilities()
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
+        #: False where the server cannot send requests to the client (stateless HTTP).
+        self.back_channel = True
         #: The capabilities this client was told of at initialize.
         self.announced: JSONObject = {}
 

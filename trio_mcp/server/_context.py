@@ -153,6 +153,10 @@ class Context:
     # -- nested requests to the client ---------------------------------------------------------
 
     def _require(self, capability: str, mode: str | None = None) -> None:
+        if not self._connection.back_channel:
+            raise CapabilityMissing(
+                "this connection cannot carry requests to the client (stateless HTTP)"
+            )
         caps = to_wire(self._connection.client_capabilities)
         value = caps.get(capability) if isinstance(caps, dict) else None
         if not isinstance(value, dict):

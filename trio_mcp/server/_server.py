@@ -401,6 +401,17 @@ class Server:
             max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
         )
 
+    def http_app(self, **options: Any) -> Any:
+        """The Streamable HTTP endpoint as an ASGI app, for ``hypercorn --worker-class trio``.
+
+        Options are those of :class:`trio_mcp.transports.HttpOptions` (``path="/mcp"``,
+        ``json_response``, ``stateless``, ``session_idle_timeout``, ``max_sessions``,
+        ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``cors_origins``, ...).
+        """
+        from ..transports._http_server import HttpOptions, McpHttpApp
+
+        return McpHttpApp(self, HttpOptions(**options))
+
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:
             return

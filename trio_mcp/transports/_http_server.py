@@ -1,0 +1,730 @@
+"""Streamable HTTP, handshake era: a plain ASGI application for ``hypercorn --worker-class trio``.
+
+The ASGI lifespan opens the nursery that owns every session, so nothing escapes structured
+concurrency: a session is a child task whose deadline moves forward whenever it goes idle, and
+shutdown cancels them all with a grace period. A POST is fed to the session's engine
+synchronously, after its stream is registered, so the engine's routing decisions and the HTTP
+layer's (409 for an id in flight) can never disagree.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from .._session import Session
+from ..protocol._jsonrpc import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Batch,
+    Invalid,
+    Request,
+    RequestId,
+    parse,
+)
+from ..protocol._versions import HANDSHAKE_VERSIONS, KNOWN_VERSIONS, V2025_11_25, is_at_least
+from ..server._connection import ServerConnection
+from ..server._server import Server
+from ._events import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
+
+logger = logging.getLogger("trio_mcp.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+@attrs.define
+class HttpOptions:
+    """Settings of the Streamable HTTP endpoint (see :meth:`Server.http_app`)."""
+
+    path: str = "/mcp"
+    json_response: bool = False
+    stateless: bool = False
+    session_idle_timeout: float = 1800.0
+    max_sessions: int = 10_000
+    #: Host header values accepted (``host`` or ``host:port``); None: loopback names when the
+    #: server is bound to a loopback address, anything otherwise.
+    allowed_hosts: list[str] | None = None
+    #: Origin header values accepted; None: loopback origins when bound to loopback.
+    allowed_origins: list[str] | None = None
+    max_body_bytes: int = 4 * 1024 * 1024
+    #: Origins allowed by CORS (``["*"]`` for any); None disables CORS headers.
+    cors_origins: list[str] | None = None
+    keepalive_interval: float = 15.0
+    retry_ms: int = 1000
+    shutdown_grace: float = 5.0
+    event_store: EventStore | None = None
+
+
+class HttpError(Exception):
+    """An HTTP-level refusal, answered with a JSON-RPC error body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = INVALID_REQUEST,
+        request_id: RequestId | None = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.request_id = request_id
+        self.headers = list(headers)
+
+
+class _SessionTransport:
+    """The engine's transport inside one HTTP session: routes outgoing messages to streams."""
+
+    def __init__(self, session: HttpSession) -> None:
+        self._session = session
+        self._closed = trio.Event()
+
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        self._session.route(data, related_request_id, final)
+
+    async def receive(self) -> bytes:
+        await self._closed.wait()
+        raise trio.EndOfChannel
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        stream = self._session.request_streams.get(request_id)
+        if stream is not None:
+            stream.finish(responded=False)
+            self._session.forget_stream(stream)
+
+    def close(self) -> None:
+        self._closed.set()
+
+
+class HttpSession:
+    """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
+
+    def __init__(self, app: McpHttpApp, session_id: str, *, back_channel: bool = True) -> None:
+        self.app = app
+        self.id = session_id
+        self.connection = ServerConnection(app.server)
+        self.connection.back_channel = back_channel
+        self.transport = _SessionTransport(self)
+        self.engine = Session(
+            self.transport, self.connection, drain_timeout=app.options.shutdown_grace
+        )
+        self.connection.session = self.engine
+        self.store = app.store
+        self.standalone = EventStream(session_id, "0", self.store)
+        self.request_streams: dict[RequestId, EventStream] = {}
+        self._stream_numbers = 0
+        self.active = 0
+        self.scope = trio.CancelScope()
+        self.ended = trio.Event()
+
+    # -- routing the engine's output ---------------------------------------------------------
+
+    def route(self, data: bytes, related: RequestId | None, final: bool) -> None:
+        stream = self.request_streams.get(related) if related is not None else None
+        if stream is None or stream.finished:
+            self.standalone.push(data)
+            return
+        if self.app.options.json_response and not final:
+            # A JSON response carries one message: the rest goes on the standalone stream.
+            self.standalone.push(data)
+            return
+        stream.push(data)
+        if final:
+            stream.finish(responded=True)
+            self.forget_stream(stream)
+
+    def new_request_stream(self, request_id: RequestId) -> EventStream:
+        self._stream_numbers += 1
+        stream = EventStream(self.id, f"r{self._stream_numbers}", self.store, request_id=request_id)
+        self.request_streams[request_id] = stream
+        return stream
+
+    def forget_stream(self, stream: EventStream) -> None:
+        """Removal by identity: a stream registered later under the same id stays."""
+        if stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
+            del self.request_streams[stream.request_id]
+
+    def stream_for_key(self, key: str) -> EventStream | None:
+        if key == "0":
+            return self.standalone
+        for stream in self.request_streams.values():
+            if stream.key == key:
+                return stream
+        return None
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def busy(self) -> None:
+        self.active += 1
+        self.scope.deadline = math.inf
+
+    def idle(self) -> None:
+        self.active -= 1
+        self.touch()
+
+    def touch(self) -> None:
+        if self.active == 0 and not self.engine._in_flight:
+            self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self.engine.run)
+                    task_status.started()
+        finally:
+            self.close_streams()
+            self.app.forget(self)
+            self.ended.set()
+
+    def close(self) -> None:
+        """End the session: its requests are cancelled, its streams end."""
+        self.transport.close()
+        self.close_streams()
+
+    def close_streams(self) -> None:
+        for stream in list(self.request_streams.values()):
+            stream.finish(responded=False)
+        self.request_streams.clear()
+        self.standalone.finish(responded=False)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _media_types(value: str | None) -> set[str]:
+    if not value:
+        return set()
+    return {part.split(";")[0].strip().lower() for part in value.split(",")}
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _split_host(value: str) -> str:
+    """The host part of a Host header (``[::1]:8000`` -> ``::1``)."""
+    if value.startswith("["):
+        return value[1 : value.find("]")]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class McpHttpApp:
+    """The ASGI application. Build it with :meth:`Server.http_app`."""
+
+    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+        self.server = server
+        self.options = options or HttpOptions()
+        self.store: EventStore = self.options.event_store or MemoryEventStore()
+        self.sessions: dict[str, HttpSession] = {}
+        self._nursery: trio.Nursery | None = None
+        self._shutting_down = False
+        path = self.options.path.rstrip("/") or "/"
+        self._paths = {path, path + "/"} if path != "/" else {"/"}
+
+    # -- lifespan ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[McpHttpApp]:
+        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._shutting_down = False
+            try:
+                yield self
+            finally:
+                await self._shutdown()
+                self._nursery = None
+                nursery.cancel_scope.cancel()
+
+    async def _shutdown(self) -> None:
+        self._shutting_down = True
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            session.close()
+        with trio.move_on_after(self.options.shutdown_grace):
+            for session in sessions:
+                await session.ended.wait()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with self.running():
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+        await send({"type": "lifespan.shutdown.complete"})
+
+    def forget(self, session: HttpSession) -> None:
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+
+    # -- ASGI entry ----------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
+        try:
+            await self._http(scope, receive, send)
+        except HttpError as error:
+            await self._error(scope, send, error)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] not in self._paths:
+            raise HttpError(404, "Not Found: the MCP endpoint is " + self.options.path)
+        self._check_host_and_origin(scope)
+        method = scope["method"]
+        if method == "OPTIONS" and self.options.cors_origins is not None:
+            await self._preflight(scope, send)
+            return
+        if self._nursery is None:
+            raise HttpError(
+                500,
+                "Internal error: the app's lifespan did not run; serve it with an ASGI server "
+                "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
+                code=-32603,
+            )
+        if self._shutting_down:
+            raise HttpError(503, "Service Unavailable: the server is shutting down")
+        if method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, POST, DELETE")])
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def _check_host_and_origin(self, scope: Scope) -> None:
+        server_addr = scope.get("server") or ("", None)
+        bound_loopback = _is_loopback(str(server_addr[0] or ""))
+        host = _header(scope, b"host") or ""
+        allowed_hosts = self.options.allowed_hosts
+        if allowed_hosts is not None:
+            if host not in allowed_hosts and _split_host(host) not in allowed_hosts:
+                raise HttpError(
+                    403,
+                    f"Forbidden: Host {host!r} is not allowed; add it to allowed_hosts",
+                )
+        elif bound_loopback and not _is_loopback(_split_host(host)):
+            raise HttpError(
+                403,
+                f"Forbidden: Host {host!r} is not a loopback name; this server is bound to "
+                "loopback, so pass allowed_hosts=[...] to http_app() to accept other names",
+            )
+        origin = _header(scope, b"origin")
+        if origin is None:
+            return
+        allowed_origins = self.options.allowed_origins
+        if allowed_origins is not None:
+            if origin not in allowed_origins and "*" not in allowed_origins:
+                raise HttpError(
+                    403, f"Forbidden: Origin {origin!r} is not allowed; add it to allowed_origins"
+                )
+            return
+        origin_host = origin.split("://", 1)[-1].split("/")[0]
+        if bound_loopback and not _is_loopback(_split_host(origin_host)):
+            raise HttpError(
+                403,
+                f"Forbidden: Origin {origin!r} is not a loopback origin; pass "
+                "allowed_origins=[...] to http_app() to accept it",
+            )
+
+    def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+        origins = self.options.cors_origins
+        origin = _header(scope, b"origin")
+        if origins is None or origin is None:
+            return []
+        if "*" not in origins and origin not in origins:
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode()),
+            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+            (b"vary", b"origin"),
+        ]
+
+    async def _preflight(self, scope: Scope, send: Send) -> None:
+        headers = self._cors_headers(scope)
+        if headers:
+            headers += [
+                (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+                (b"access-control-allow-headers", MCP_HEADERS.encode()),
+                (b"access-control-max-age", b"600"),
+            ]
+        await send({"type": "http.response.start", "status": 204, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+    def _session_for(self, scope: Scope) -> HttpSession:
+        session_id = _header(scope, b"mcp-session-id")
+        if not session_id:
+            raise HttpError(400, "Bad Request: Missing session ID")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise HttpError(404, "Session not found")
+        return session
+
+    def _check_version(self, scope: Scope) -> None:
+        version = _header(scope, b"mcp-protocol-version")
+        if version is None:
+            return  # assumed 2025-03-26
+        if version not in KNOWN_VERSIONS:
+            raise HttpError(
+                400,
+                f"Bad Request: Unsupported protocol version: {version}. Supported versions: "
+                + ", ".join(reversed(HANDSHAKE_VERSIONS)),
+            )
+
+    # -- responses -----------------------------------------------------------------------------
+
+    async def _error(self, scope: Scope, send: Send, error: HttpError) -> None:
+        body = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": error.request_id,
+                "error": {"code": error.code, "message": error.message},
+            }
+        )
+        await self._respond(scope, send, error.status, body, error.headers)
+
+    async def _respond(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes = b"application/json",
+    ) -> None:
+        all_headers = [*headers, *self._cors_headers(scope)]
+        if body:
+            all_headers.append((b"content-type", content_type))
+        all_headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": all_headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _read_body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise HttpError(400, "Bad Request: the client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.options.max_body_bytes:
+                raise HttpError(
+                    413, f"Payload Too Large: the limit is {self.options.max_body_bytes} bytes"
+                )
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    # -- POST ----------------------------------------------------------------------------------
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        accept = _media_types(_header(scope, b"accept"))
+        needs = (
+            {"application/json"}
+            if self.options.json_response
+            else {
+                "application/json",
+                "text/event-stream",
+            }
+        )
+        if not needs <= accept and "*/*" not in accept:
+            raise HttpError(
+                406,
+                "Not Acceptable: the client must accept " + " and ".join(sorted(needs)),
+            )
+        content_type = _media_types(_header(scope, b"content-type"))
+        if "application/json" not in content_type:
+            raise HttpError(415, "Unsupported Media Type: the body must be application/json")
+        body = await self._read_body(receive)
+        parsed = parse(body)
+        if isinstance(parsed, Invalid) and parsed.error.code == PARSE_ERROR:
+            raise HttpError(400, "Parse error: Invalid JSON", code=PARSE_ERROR)
+        if isinstance(parsed, Batch):
+            raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
+        if isinstance(parsed, Invalid):
+            raise HttpError(400, parsed.error.message, request_id=parsed.id)
+        if self.options.stateless:
+            await self._post_stateless(scope, send, parsed)
+            return
+        if isinstance(parsed, Request) and parsed.method == "initialize":
+            if _header(scope, b"mcp-session-id"):
+                raise HttpError(
+                    400,
+                    "Invalid Request: Server already initialized",
+                    request_id=parsed.id,
+                )
+            await self._initialize(scope, send, parsed)
+            return
+        session = self._session_for(scope)
+        self._check_version(scope)
+        if isinstance(parsed, Request):
+            await self._request(scope, send, session, parsed)
+            return
+        # A notification, or the client's response to one of our requests.
+        session.engine.feed(parsed)
+        session.touch()
+        await self._respond(scope, send, 202)
+
+    async def _initialize(self, scope: Scope, send: Send, request: Request) -> None:
+        if len(self.sessions) >= self.options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its session limit",
+                headers=[(b"retry-after", b"5")],
+            )
+        assert self._nursery is not None
+        session = HttpSession(self, secrets.token_hex(16))
+        await self._nursery.start(session.run)
+        stream = session.new_request_stream(request.id)
+        session.busy()
+        try:
+            session.engine.feed(request)
+            await stream.done.wait()
+        finally:
+            session.idle()
+        events = stream.attach()
+        items = _drain_now(events)
+        if not session.connection.initialized:
+            # Refused (bad params): no session is kept.
+            session.close()
+            data = items[-1][1] if items else b""
+            await self._respond(scope, send, 200, data)
+            return
+        self.sessions[session.id] = session
+        headers = [(b"mcp-session-id", session.id.encode())]
+        if self.options.json_response:
+            await self._respond(scope, send, 200, items[-1][1], headers)
+            return
+        await self._sse(scope, send, items, headers)
+
+    async def _request(
+        self, scope: Scope, send: Send, session: HttpSession, request: Request
+    ) -> None:
+        if request.id in session.request_streams or session.engine.in_flight(request.id):
+            raise HttpError(409, "Conflict: Request id is already in flight for this session")
+        stream = session.new_request_stream(request.id)
+        session.busy()
+        try:
+            events = stream.attach()
+            session.engine.feed(request)
+            if self.options.json_response:
+                await stream.done.wait()
+                items = _drain_now(events)
+                if not stream.responded or not items:
+                    await self._respond(scope, send, 202)
+                    return
+                await self._respond(scope, send, 200, items[-1][1])
+                return
+            prime = self._priming(session, stream)
+            await self._stream(scope, send, session, stream, events, prime)
+        finally:
+            stream.detach(events)
+            session.idle()
+
+    def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
+        """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
+        if is_at_least(session.connection.protocol_version, V2025_11_25):
+            return f"{session.id}.{stream.key}.{stream.seq}"
+        return None
+
+    async def _post_stateless(self, scope: Scope, send: Send, message: Any) -> None:
+        """No sessions: each POST gets its own engine, served inside this POST's task."""
+        session = HttpSession(self, "stateless", back_channel=False)
+        session.connection.initialized = isinstance(message, Request) and (
+            message.method != "initialize"
+        )
+        if not isinstance(message, Request):
+            await self._respond(scope, send, 202)
+            return
+        stream = session.new_request_stream(message.id)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.engine.run)
+            events = stream.attach()
+            session.engine.feed(message)
+            try:
+                if self.options.json_response:
+                    await stream.done.wait()
+                    items = _drain_now(events)
+                    if not stream.responded or not items:
+                        await self._respond(scope, send, 202)
+                    else:
+                        await self._respond(scope, send, 200, items[-1][1])
+                else:
+                    await self._stream(scope, send, session, stream, events, None)
+            finally:
+                session.transport.close()
+                nursery.cancel_scope.cancel()
+
+    # -- SSE -----------------------------------------------------------------------------------
+
+    async def _sse_start(
+        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream"),
+                    (b"cache-control", b"no-cache"),
+                    (b"x-accel-buffering", b"no"),
+                    *headers,
+                    *self._cors_headers(scope),
+                ],
+            }
+        )
+
+    async def _sse(
+        self,
+        scope: Scope,
+        send: Send,
+        items: list[tuple[str, bytes]],
+        headers: Iterable[tuple[bytes, bytes]],
+    ) -> None:
+        """A complete SSE response whose events are already known."""
+        await self._sse_start(scope, send, headers)
+        for event, data in items:
+            await send(
+                {"type": "http.response.body", "body": _event(event, data), "more_body": True}
+            )
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _stream(
+        self,
+        scope: Scope,
+        send: Send,
+        session: HttpSession,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+        prime: str | None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        """Relay a stream's events until it ends (or its listener is replaced)."""
+        await self._sse_start(scope, send, headers)
+        if prime is not None:
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": f"id: {prime}\nretry: {self.options.retry_ms}\ndata: \n\n".encode(),
+                    "more_body": True,
+                }
+            )
+        interval = self.options.keepalive_interval
+        try:
+            while True:
+                with trio.move_on_after(interval):
+                    item = await events.receive()
+                    if item is None:
+                        break
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": _event(item[0], item[1]),
+                            "more_body": True,
+                        }
+                    )
+                    continue
+                await send(
+                    {"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True}
+                )
+        except OSError:
+            return  # the client went away; the stream waits for a resume
+        await send({"type": "http.response.body", "body": b""})
+
+    # -- GET and DELETE ------------------------------------------------------------------------
+
+    async def _get(self, scope: Scope, send: Send) -> None:
+        if self.options.stateless:
+            raise HttpError(
+                405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
+            )
+        if "text/event-stream" not in _media_types(_header(scope, b"accept")):
+            raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
+        session = self._session_for(scope)
+        self._check_version(scope)
+        last_event = _header(scope, b"last-event-id")
+        stream: EventStream | None = session.standalone
+        after: int | None = None
+        if last_event:
+            parsed = parse_event_id(last_event)
+            if parsed is None or parsed[0] != session.id:
+                raise HttpError(400, "Bad Request: unknown Last-Event-ID")
+            _, key, after = parsed
+            stream = session.stream_for_key(key)
+            if stream is None:
+                stream = EventStream(session.id, key, session.store)
+                stream.finish(responded=False)  # gone: replay whatever the store still has
+        assert stream is not None
+        events = stream.attach(replay_after=after)
+        session.busy()
+        try:
+            await self._stream(scope, send, session, stream, events, None)
+        finally:
+            stream.detach(events)
+            session.idle()
+
+    async def _delete(self, scope: Scope, send: Send) -> None:
+        if self.options.stateless:
+            raise HttpError(
+                405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
+            )
+        session = self._session_for(scope)
+        self.forget(session)
+        session.close()
+        await self._respond(scope, send, 200)
+
+
+def _event(event_id: str, data: bytes) -> bytes:
+    return b"event: message\nid: " + event_id.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:
+    out: list[tuple[str, bytes]] = []
+    while True:
+        try:
+            item = events.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return out
+        if item is None:
+            return out
+        out.append(item)
