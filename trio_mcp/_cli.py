@@ -141,9 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trio-mcp", description="Serve or drive Model Context Protocol servers."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="serve the built-in demo server over stdio")
-    serve = commands.add_parser("serve", help="serve a Server object over stdio")
+    demo = commands.add_parser("demo", help="serve the built-in demo server")
+    serve = commands.add_parser("serve", help="serve a Server object")
     serve.add_argument("server", help="module:attribute naming a trio_mcp.Server")
+    for served in (demo, serve):
+        served.add_argument(
+            "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+        )
+        served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
+        served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
     tools = commands.add_parser("tools", help="list the tools of a server")
     tools.add_argument("target", help="the server's command line, as one quoted string")
     tools.add_argument("--json", action="store_true", help="print JSON")
@@ -157,13 +163,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        from ._demo import demo_server
+    if args.command in ("demo", "serve"):
+        if args.command == "demo":
+            from ._demo import demo_server
 
-        trio.run(demo_server().serve_stdio)
-        return 0
-    if args.command == "serve":
-        trio.run(load_server(args.server).serve_stdio)
+            server = demo_server()
+        else:
+            server = load_server(args.server)
+        if args.transport == "stdio":
+            trio.run(server.serve_stdio)
+            return 0
+        from ._http_serve import serve_http
+
+        def ready(binds: list[str]) -> None:
+            sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
+            sys.stderr.flush()
+
+        trio.run(lambda: serve_http(server, host=args.host, port=args.port, on_ready=ready))
         return 0
     try:
         return trio.run(_drive, _target(args.target), args.command, args)
