@@ -303,3 +303,17 @@ async def test_ctrl_c_cancels_the_call_and_exits() -> None:
         assert await process.wait() == 130
         assert b"cancelled" in seen
         assert b"Traceback" not in seen
+
+
+def test_the_console_script_works_from_the_environment() -> None:
+    script = Path(sys.executable).parent / "trio-mcp"
+    assert script.exists(), "the trio-mcp console script is not installed"
+    done = subprocess.run(
+        [str(script), "call", f"{script} demo", "echo", '{"text": "from the script"}'],
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "from the script\n"
