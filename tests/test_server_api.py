@@ -1344,3 +1344,28 @@ def test_a_resource_cannot_be_registered_twice() -> None:
         @server.resource("test://one")
         def again() -> str:
             return "2"  # pragma: no cover
+
+
+async def test_the_context_is_chosen_by_annotation_not_by_name() -> None:
+    """A parameter merely named like a context is an ordinary argument; an annotated one, under
+    any name and even optional, receives the Context and stays out of the schema."""
+    server = Server("opt-in")
+
+    @server.tool()
+    async def plain(ctx: str) -> str:
+        return f"argument {ctx}"
+
+    @server.tool()
+    async def annotated(anything: Context | None = None) -> str:
+        assert anything is not None
+        return f"context for {anything.method}"
+
+    assert server.tools["plain"].tool.input_schema["required"] == ["ctx"]
+    assert (
+        "properties" not in server.tools["annotated"].tool.input_schema
+        or not (server.tools["annotated"].tool.input_schema["properties"])
+    )
+    async with open_client(server) as client:
+        assert (await client.call_tool("plain", {"ctx": "x"})).content[0].text == "argument x"  # type: ignore[union-attr]
+        got = await client.call_tool("annotated", {})
+        assert got.content[0].text == "context for tools/call"  # type: ignore[union-attr]
