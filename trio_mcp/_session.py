@@ -104,6 +104,8 @@ class InFlight:
     cancel_requested: bool = False
     cancel_reason: str | None = None
     settled: bool = False
+    #: What the dispatcher learned about the request itself (the modern era's envelope).
+    envelope: Any = None
 
     @property
     def id(self) -> RequestId:

@@ -18,6 +18,14 @@ import trio
 
 from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
 from .._session import InFlight, Route, Session
+from ..protocol._envelope import (
+    PROTOCOL_VERSION_KEY,
+    EnvelopeError,
+    discover_result,
+    has_envelope,
+    read_envelope,
+    stamp_result,
+)
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -28,7 +36,7 @@ from ..protocol._jsonrpc import (
     Notification,
     Request,
 )
-from ..protocol._methods import SERVER_REQUEST_CAPABILITY
+from ..protocol._methods import CACHEABLE, MODERN_REMOVED, SERVER_REQUEST_CAPABILITY
 from ..protocol._types import (
     LOGGING_LEVELS,
     CallToolResult,
@@ -56,15 +64,6 @@ MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
 
 class ToolError(Exception):
     """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
-
-
-MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
-
-
-def _has_envelope(request: Request) -> bool:
-    """A modern-era request: its ``_meta`` carries a protocol version."""
-    meta = (request.params or {}).get("_meta")
-    return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
 
 
 def _invalid(message: str, *data: Any) -> ProtocolError:
@@ -96,28 +95,77 @@ class ServerConnection:
         self.back_channel = True
         #: The capabilities this client was told of at initialize.
         self.announced: JSONObject = {}
+        #: Set by the first successful modern request: the handshake is then refused.
+        self.modern_locked = False
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
     def route(self, request: Request, session: Session) -> Route:
         method = request.method
-        if self.initialized and _has_envelope(request):
+        if has_envelope(request.params):
+            return self._route_modern(request)
+        if self.modern_locked:
+            if method == "initialize":
+                raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`: this "
+                "connection speaks the modern protocol",
+            )
+        handler = self._handler(method)
+        if method in CACHEABLE and self.server.cache_hints.explicit:
+            handler = _with_cache_hints(handler)
+        return Route(self._instrument(handler), register=method != "initialize")
+
+    @property
+    def server_info_wire(self) -> JSONObject:
+        return self.server.info_wire
+
+    def _handler(self, method: str) -> MethodHandler:
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            custom = self.server.custom_methods.get(method)
+            if custom is None:
+                raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            return _custom_handler(custom)
+        capability = SERVER_REQUEST_CAPABILITY.get(method)
+        if capability is not None and capability not in self.capabilities():
+            raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+        return handler
+
+    def _route_modern(self, request: Request) -> Route:
+        """A request carrying its own version and capabilities (2026-07-28)."""
+        if self.initialized:
             raise ProtocolError(
                 INVALID_REQUEST,
                 "Invalid Request: the session already negotiated the legacy lifecycle via "
                 "`initialize`; a request with a per-request protocol version does not belong "
                 "on it",
             )
-        handler = _HANDLERS.get(method)
-        if handler is None:
-            custom = self.server.custom_methods.get(method)
-            if custom is None:
-                raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-            return Route(self._instrument(_custom_handler(custom)))
-        capability = SERVER_REQUEST_CAPABILITY.get(method)
-        if capability is not None and capability not in self.capabilities():
-            raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-        return Route(self._instrument(handler), register=method != "initialize")
+        try:
+            envelope = read_envelope(request.params)
+        except EnvelopeError as exc:
+            if exc.data is not None:
+                raise ProtocolError(exc.code, exc.message, exc.data) from None
+            raise ProtocolError(exc.code, exc.message) from None
+        if request.method in MODERN_REMOVED:
+            raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
+        handler = self._handler(request.method)
+
+        async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
+            record.envelope = envelope
+            result = await handler(conn, record)
+            # The first era-distinctive request that succeeds decides the connection's era.
+            conn.modern_locked = True
+            return stamp_result(
+                result,
+                record.request.method,
+                modern=True,
+                hints=conn.server.cache_hints,
+                server_info=conn.server_info_wire,
+            )
+
+        return Route(self._instrument(modern))
 
     def on_notification(self, notification: Notification, session: Session) -> None:
         if notification.method == "notifications/initialized":
@@ -280,6 +328,17 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
         result["instructions"] = conn.server.instructions
     await trio.lowlevel.checkpoint()
     return filter_initialize_result(result, version)
+
+
+async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
+    """Answered in both eras, with no handshake; it never initializes the connection."""
+    await trio.lowlevel.checkpoint()
+    return discover_result(
+        capabilities=conn.capabilities(),
+        server_info=conn.server_info_wire,
+        instructions=conn.server.instructions,
+        hints=conn.server.cache_hints,
+    )
 
 
 async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -461,6 +520,18 @@ async def _complete(conn: ServerConnection, record: InFlight) -> JSONObject:
     return {"completion": to_wire(completion)}
 
 
+def _with_cache_hints(handler: MethodHandler) -> MethodHandler:
+    """Handshake-era results carry cache hints only where the server configured them."""
+
+    async def hinted(conn: ServerConnection, record: InFlight) -> JSONObject:
+        result = await handler(conn, record)
+        return stamp_result(
+            result, record.request.method, modern=False, hints=conn.server.cache_hints
+        )
+
+    return hinted
+
+
 def _custom_handler(custom: CustomMethod) -> MethodHandler:
     async def handler(conn: ServerConnection, record: InFlight) -> JSONObject:
         kwargs: dict[str, Any] = {}
@@ -479,6 +550,7 @@ def _custom_handler(custom: CustomMethod) -> MethodHandler:
 
 _HANDLERS: dict[str, MethodHandler] = {
     "initialize": _initialize,
+    "server/discover": _discover,
     "ping": _ping,
     "tools/list": _tools_list,
     "tools/call": _tools_call,

@@ -8,7 +8,7 @@ handler's own task and cancel scope, so cancelling the request cancels it and th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -35,6 +35,17 @@ from ._schema import ArgumentsError, schema_for_type, validate
 
 if TYPE_CHECKING:
     from ._connection import ServerConnection
+
+T = TypeVar("T")
+
+
+def _lenient(value: Any, cls: type[T]) -> T | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        return from_wire(value, cls)
+    except ValueError:
+        return None
 
 
 class CapabilityMissing(MCPError):
@@ -91,15 +102,42 @@ class Context:
 
     @property
     def client_info(self) -> Implementation | None:
+        envelope = self._record.envelope
+        if envelope is not None:
+            return _lenient(envelope.client_info, Implementation)
         return self._connection.client_info
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
+        """In the modern era, what this request declared; never inferred from earlier ones."""
+        envelope = self._record.envelope
+        if envelope is not None:
+            return _lenient(envelope.client_capabilities, ClientCapabilities) or (
+                ClientCapabilities()
+            )
         return self._connection.client_capabilities
 
     @property
     def protocol_version(self) -> str:
+        envelope = self._record.envelope
+        if envelope is not None:
+            return str(envelope.protocol_version)
         return self._connection.protocol_version
+
+    @property
+    def modern(self) -> bool:
+        """True for a request of the modern era (it carried its own protocol version)."""
+        return self._record.envelope is not None
+
+    def _wants_log(self, level: str) -> bool:
+        envelope = self._record.envelope
+        if envelope is None:
+            return self._connection.wants_log(level)
+        # Modern: only when this request asked, at the level it asked for.
+        asked = envelope.log_level
+        if asked not in LOGGING_LEVELS:
+            return False
+        return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(asked)
 
     @property
     def connection(self) -> ServerConnection:
@@ -128,7 +166,7 @@ class Context:
         """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}; use one of {LOGGING_LEVELS}")
-        if self._record.finished or not self._connection.wants_log(level):
+        if self._record.finished or not self._wants_log(level):
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}

@@ -11,6 +11,7 @@ import attrs
 import trio
 
 from .._session import Session, Transport
+from ..protocol._envelope import CacheHints
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -21,6 +22,7 @@ from ..protocol._types import (
     ResourceTemplate,
     Tool,
     ToolAnnotations,
+    to_wire,
 )
 from ..protocol._versions import check_pin
 from ._context import Context
@@ -87,6 +89,8 @@ class Server:
         protocol_version: str | None = None,
         page_size: int | None = 100,
         on_request: Callable[[RequestRecord], None] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -96,7 +100,11 @@ class Server:
             website_url=website_url,
             icons=list(icons) if icons is not None else None,
         )
+        self.info_wire: dict[str, Any] = to_wire(self.info)
         self.instructions = instructions
+        #: Cache hints for cacheable results: always sent in the modern era (default 0 and
+        #: private); in the handshake era only when configured here.
+        self.cache_hints = CacheHints.configure(ttl_ms, cache_scope)
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
         self.pinned = protocol_version is not None
