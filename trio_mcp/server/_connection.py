@@ -53,6 +53,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import filter_initialize_result, negotiate
 from ._context import Context, NestedRequestError
+from ._input import INPUT_METHODS, InputRequired, ModernRequest, gather, input_required_result
 from ._registry import call_user, page, resource_contents
 from ._schema import ArgumentsError
 from ._server import CustomMethod, RequestRecord, Server
@@ -151,10 +152,27 @@ class ServerConnection:
         if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         handler = self._handler(request.method)
+        params = request.params or {}
+        incoming = ModernRequest(envelope)
+        sealer = self.server.state_sealer
+        if request.method in INPUT_METHODS and not gather(incoming, request.method, params, sealer):
+            raise ProtocolError(
+                INVALID_PARAMS,
+                "Invalid params: requestState is not valid here (altered, expired, or issued "
+                "for another request)",
+            )
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
-            record.envelope = envelope
-            result = await handler(conn, record)
+            record.envelope = incoming
+            try:
+                result = await handler(conn, record)
+            except Exception as exc:
+                asked = single_error(exc)
+                if not isinstance(asked, InputRequired):
+                    raise
+                result = input_required_result(
+                    incoming, asked, record.request.method, params, sealer
+                )
             # The first era-distinctive request that succeeds decides the connection's era.
             conn.modern_locked = True
             return stamp_result(
@@ -382,6 +400,8 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = entry.to_result(value)
     except Exception as exc:
         only = single_error(exc)
+        if isinstance(only, InputRequired):
+            raise only from None  # ends a modern request with an InputRequiredResult
         if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
             only, NestedRequestError
         ):

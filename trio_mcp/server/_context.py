@@ -14,7 +14,7 @@ import trio
 
 from .._exceptions import MCPError, ProtocolError, RequestCancelled
 from .._session import InFlight
-from ..protocol._jsonrpc import RequestId
+from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
 from ..protocol._types import (
     LOGGING_LEVELS,
     ClientCapabilities,
@@ -31,6 +31,7 @@ from ..protocol._types import (
     from_wire,
     to_wire,
 )
+from ._input import INPUT_METHODS, InputRequired, ModernRequest
 from ._schema import ArgumentsError, schema_for_type, validate
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class Context:
     def __init__(self, record: InFlight, connection: ServerConnection) -> None:
         self._record = record
         self._connection = connection
+        self._local_state: dict[str, Any] | None = None
 
     # -- what the request is -------------------------------------------------------------------
 
@@ -191,13 +193,24 @@ class Context:
     # -- nested requests to the client ---------------------------------------------------------
 
     def _require(self, capability: str, mode: str | None = None) -> None:
-        if not self._connection.back_channel:
+        modern = self._record.envelope
+        if modern is None and not self._connection.back_channel:
             raise CapabilityMissing(
                 "this connection cannot carry requests to the client (stateless HTTP)"
             )
-        caps = to_wire(self._connection.client_capabilities)
+        caps = (
+            modern.client_capabilities
+            if modern is not None
+            else to_wire(self._connection.client_capabilities)
+        )
         value = caps.get(capability) if isinstance(caps, dict) else None
         if not isinstance(value, dict):
+            if modern is not None:
+                raise ProtocolError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "Missing required client capability",
+                    {"requiredCapabilities": {capability: {mode: {}} if mode else {}}},
+                )
             raise CapabilityMissing(f"the client did not declare the {capability!r} capability")
         # Elicitation: ``{}`` means form mode only (as before 2025-11-25); modes are listed.
         if mode == "url" and "url" not in value:
@@ -206,6 +219,9 @@ class Context:
             raise CapabilityMissing("the client did not declare form-mode elicitation")
 
     async def _nested(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        modern = self._record.envelope
+        if modern is not None:
+            return await self._input(modern, method, params)
         try:
             return await self._connection.session.request(
                 method, params, related_request_id=self._record.id
@@ -213,6 +229,33 @@ class Context:
         except ProtocolError as exc:
             data = (exc.data,) if exc.has_data else ()
             raise NestedRequestError(exc.code, exc.message, *data) from None
+
+    async def _input(
+        self, modern: ModernRequest, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Modern era: the answer gathered for this question, or end the request to ask it."""
+        if self.method not in INPUT_METHODS:
+            raise CapabilityMissing(
+                f"in the modern era only {', '.join(sorted(INPUT_METHODS))} can ask for input"
+            )
+        await trio.lowlevel.checkpoint()
+        key = modern.next_key(method)
+        answer = modern.answers.get(key)
+        if isinstance(answer, dict):
+            return answer
+        raise InputRequired(key, {"method": method, "params": params})
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Data of the handler's own, kept from round to round of a modern multi round-trip
+        request (sealed in its ``requestState``); a plain per-request dict otherwise."""
+        modern = self._record.envelope
+        if modern is not None:
+            data: dict[str, Any] = modern.data
+            return data
+        if self._local_state is None:
+            self._local_state = {}
+        return self._local_state
 
     async def elicit(self, message: str, schema: dict[str, Any] | type[Any]) -> ElicitResult:
         """Ask the user for structured input (form mode).

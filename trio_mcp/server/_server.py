@@ -26,6 +26,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ._context import Context
+from ._input import StateSealer
 from ._registry import (
     CONTENT_TYPES,
     PromptEntry,
@@ -91,6 +92,7 @@ class Server:
         on_request: Callable[[RequestRecord], None] | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        state_key: bytes | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -105,6 +107,9 @@ class Server:
         #: Cache hints for cacheable results: always sent in the modern era (default 0 and
         #: private); in the handshake era only when configured here.
         self.cache_hints = CacheHints.configure(ttl_ms, cache_scope)
+        #: Seals the requestState of multi round-trip requests. Give every replica behind a
+        #: load balancer the same ``state_key``; by default each process makes its own.
+        self.state_sealer = StateSealer(state_key)
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
         self.pinned = protocol_version is not None

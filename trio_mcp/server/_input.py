@@ -1,0 +1,166 @@
+"""Multi round-trip requests (2026-07-28): input a handler needs, asked for by ending the request.
+
+In the modern era a server never sends requests. A handler's ``await ctx.elicit(...)`` instead
+ends the request with an ``InputRequiredResult``; the client fulfils it and retries with
+``inputResponses`` and the ``requestState`` it was given, and on the retry the handler runs again
+and the same ``await`` returns the answer. The state is sealed with an HMAC, so a client cannot
+forge answers for questions it was never asked, replay a state for another tool, or keep one
+forever.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from typing import Any
+
+import attrs
+import orjson
+
+from .._exceptions import MCPError
+from ..protocol._envelope import Envelope
+
+#: Methods whose result may be an InputRequiredResult.
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+class InputRequired(MCPError):
+    """Raised by a context method to end a modern request with an InputRequiredResult."""
+
+    def __init__(self, key: str, request: dict[str, Any]) -> None:
+        super().__init__(f"input required: {key}")
+        self.key = key
+        self.request = request
+
+
+@attrs.define(eq=False)
+class ModernRequest:
+    """A modern request as its handler sees it: its envelope, and the input gathered so far."""
+
+    envelope: Envelope
+    #: Answers to input requests, from earlier rounds and this retry, by key.
+    answers: dict[str, Any] = attrs.field(factory=dict)
+    #: The handler's own data, carried (sealed) from round to round.
+    data: dict[str, Any] = attrs.field(factory=dict)
+    asked: int = 0
+
+    @property
+    def protocol_version(self) -> str:
+        return self.envelope.protocol_version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.envelope.client_capabilities
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        return self.envelope.client_info
+
+    @property
+    def log_level(self) -> str | None:
+        return self.envelope.log_level
+
+    def next_key(self, method: str) -> str:
+        """Keys follow the order of the handler's questions, so a rerun asks the same ones."""
+        self.asked += 1
+        return f"{method.split('/')[0]}-{self.asked}"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class StateSealer:
+    """Seals ``requestState`` with HMAC-SHA256 under a server key, with an expiry.
+
+    The state is bound to the method and its target (tool, prompt or resource), so it cannot be
+    replayed elsewhere.
+    """
+
+    def __init__(self, key: bytes | None = None, *, ttl: float = 600.0) -> None:
+        self.key = key if key is not None else secrets.token_bytes(32)
+        self.ttl = ttl
+
+    def seal(self, method: str, target: str, payload: dict[str, Any]) -> str:
+        body = orjson.dumps({"m": method, "t": target, "exp": time.time() + self.ttl, "p": payload})
+        mac = hmac.new(self.key, body, hashlib.sha256).digest()
+        return f"{_b64(body)}.{_b64(mac)}"
+
+    def open(self, method: str, target: str, token: object) -> dict[str, Any] | None:
+        """The payload of a state we sealed for this method and target, or None."""
+        if not isinstance(token, str) or token.count(".") != 1:
+            return None
+        body_text, mac_text = token.split(".")
+        try:
+            body, mac = _unb64(body_text), _unb64(mac_text)
+        except (ValueError, UnicodeError):
+            return None
+        expected = hmac.new(self.key, body, hashlib.sha256).digest()
+        if not hmac.compare_digest(mac, expected):
+            return None
+        try:
+            state = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(state, dict) or state.get("m") != method or state.get("t") != target:
+            return None
+        expiry = state.get("exp")
+        if not isinstance(expiry, int | float) or expiry < time.time():
+            return None
+        payload = state.get("p")
+        return payload if isinstance(payload, dict) else None
+
+
+def target_of(method: str, params: dict[str, Any]) -> str:
+    value = params.get("uri") if method == "resources/read" else params.get("name")
+    return value if isinstance(value, str) else ""
+
+
+def gather(
+    request: ModernRequest, method: str, params: dict[str, Any], sealer: StateSealer
+) -> bool:
+    """Fill ``request`` from a retry's sealed state and input responses.
+
+    Returns False when a state was sent but is not one of ours (tampered, expired, foreign).
+    Responses are taken only for keys the state says were asked; extra ones are ignored.
+    """
+    token = params.get("requestState")
+    if token is None:
+        return True
+    payload = sealer.open(method, target_of(method, params), token)
+    if payload is None:
+        return False
+    answers = payload.get("answers")
+    request.answers = dict(answers) if isinstance(answers, dict) else {}
+    data = payload.get("data")
+    request.data = dict(data) if isinstance(data, dict) else {}
+    asked = payload.get("asked")
+    responses = params.get("inputResponses")
+    if isinstance(asked, list) and isinstance(responses, dict):
+        for key in asked:
+            if isinstance(key, str) and key in responses:
+                request.answers[key] = responses[key]
+    return True
+
+
+def input_required_result(
+    request: ModernRequest,
+    exc: InputRequired,
+    method: str,
+    params: dict[str, Any],
+    sealer: StateSealer,
+) -> dict[str, Any]:
+    """The InputRequiredResult that asks for ``exc``'s input and remembers everything else."""
+    payload = {"answers": request.answers, "data": request.data, "asked": [exc.key]}
+    return {
+        "resultType": "input_required",
+        "inputRequests": {exc.key: exc.request},
+        "requestState": sealer.seal(method, target_of(method, params), payload),
+    }
