@@ -107,7 +107,13 @@ async def test_discover_without_a_handshake_and_without_initializing() -> None:
         discovered = (await peer.request(1, "server/discover"))["result"]
         assert discovered == {
             "supportedVersions": ["2026-07-28"],
-            "capabilities": {"logging": {}, "prompts": {}, "resources": {}, "tools": {}},
+            # listChanged and subscribe stay: subscriptions/listen serves them on every transport.
+            "capabilities": {
+                "logging": {},
+                "prompts": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+                "tools": {"listChanged": True},
+            },
             "instructions": "Modern or not.",
             "_meta": {SERVER_INFO_KEY: {"name": "era", "version": "1.0.0"}},
             "ttlMs": 0,
@@ -255,3 +261,72 @@ async def test_modern_log_messages_only_when_the_request_asks() -> None:
         assert frames[0]["method"] == "notifications/message"
         assert frames[0]["params"]["data"] == "warning line"
         assert frames[1]["id"] == 2
+
+
+def listen_params(rid: Any, **wanted: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "subscriptions/listen",
+        "params": modern({"notifications": wanted}),
+    }
+
+
+async def test_listen_acknowledges_then_delivers_tagged_notifications() -> None:
+    server = era_server()
+    async with wire_to(server, initialize=False) as peer:
+        await peer.send(
+            listen_params(
+                "sub-1",
+                toolsListChanged=True,
+                resourceSubscriptions=["test://doc"],
+                unknownFilter=True,
+            )
+        )
+        ack = await peer.recv()
+        assert ack == {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "notifications": {
+                    "toolsListChanged": True,
+                    "resourceSubscriptions": ["test://doc"],
+                },
+                "_meta": {"io.modelcontextprotocol/subscriptionId": "sub-1"},
+            },
+        }
+        # Prompts were not asked for: not delivered. Tools and the resource were.
+        server.notify_list_changed("prompts")
+        server.notify_list_changed("tools")
+        server.notify_resource_updated("test://other")
+        server.notify_resource_updated("test://doc")
+        tagged = {"io.modelcontextprotocol/subscriptionId": "sub-1"}
+        assert await peer.recv() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": tagged},
+        }
+        assert await peer.recv() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "test://doc", "_meta": tagged},
+        }
+        # Cancelling ends the subscription with a final result naming it.
+        await peer.cancel("sub-1")
+        final = await peer.recv()
+        assert final["id"] == "sub-1"
+        assert final["result"]["resultType"] == "complete"
+        assert final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+        (connection,) = server.connections
+        assert connection.listeners == {}
+        server.notify_list_changed("tools")
+        assert (await peer.request(9, "tools/list", modern()))["id"] == 9
+
+
+async def test_listen_is_modern_only_and_needs_a_filter() -> None:
+    async with wire_to(era_server()) as peer:
+        legacy = await peer.request(1, "subscriptions/listen", {"notifications": {}})
+        assert legacy["error"]["code"] == -32601
+    async with wire_to(era_server(), initialize=False) as peer:
+        bad = await peer.request(2, "subscriptions/listen", modern())
+        assert bad["error"]["code"] == -32602

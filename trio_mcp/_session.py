@@ -92,6 +92,9 @@ class Route:
     #: Registered requests can be cancelled and are refused while their id is in flight.
     #: ``initialize`` is never registered.
     register: bool = True
+    #: For the one request that is answered when cancelled (a modern ``subscriptions/listen``
+    #: ends with a final result): builds that result. Everything else is suppressed.
+    on_cancel: Callable[[InFlight], JSONObject] | None = None
 
 
 @attrs.define(eq=False)
@@ -414,7 +417,9 @@ class Session:
                 outcome = self._error_outcome(record, exc)
             # Settle exactly once, synchronously: a cancel that arrived first suppresses.
             if record.cancel_requested:
-                outcome = None
+                outcome = (
+                    None if route.on_cancel is None else Response(rid, route.on_cancel(record))
+                )
         finally:
             record.settled = True
             if self._in_flight.get(rid) is record:

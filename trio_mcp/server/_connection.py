@@ -20,6 +20,8 @@ from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, sin
 from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
     PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
     EnvelopeError,
     discover_result,
     has_envelope,
@@ -35,6 +37,7 @@ from ..protocol._jsonrpc import (
     JSONObject,
     Notification,
     Request,
+    RequestId,
 )
 from ..protocol._methods import CACHEABLE, MODERN_REMOVED, SERVER_REQUEST_CAPABILITY
 from ..protocol._types import (
@@ -98,6 +101,8 @@ class ServerConnection:
         self.announced: JSONObject = {}
         #: Set by the first successful modern request: the handshake is then refused.
         self.modern_locked = False
+        #: Modern ``subscriptions/listen`` requests in flight, by request id.
+        self.listeners: dict[RequestId, Listener] = {}
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -121,6 +126,13 @@ class ServerConnection:
     @property
     def server_info_wire(self) -> JSONObject:
         return self.server.info_wire
+
+    def _listen_ended(self, record: InFlight) -> JSONObject:
+        """A listen ends, when the client cancels it, with a final result naming it."""
+        return {
+            "resultType": "complete",
+            "_meta": {SUBSCRIPTION_ID_KEY: record.id, SERVER_INFO_KEY: self.server_info_wire},
+        }
 
     def _handler(self, method: str) -> MethodHandler:
         handler = _HANDLERS.get(method)
@@ -151,6 +163,8 @@ class ServerConnection:
             raise ProtocolError(exc.code, exc.message) from None
         if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
+        if request.method == "subscriptions/listen":
+            return Route(self._instrument(_listen), on_cancel=self._listen_ended)
         handler = self._handler(request.method)
         params = request.params or {}
         incoming = ModernRequest(envelope)
@@ -268,22 +282,42 @@ class ServerConnection:
             return True
         return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(self.log_level)
 
-    def _notify(self, method: str, params: JSONObject | None = None) -> None:
-        if not self.initialized or self.session.is_closed:
+    def _notify(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        related: RequestId | None = None,
+    ) -> None:
+        if self.session.is_closed:
             return
         try:
-            self.session.notify_nowait(method, params)
+            self.session.notify_nowait(method, params, related_request_id=related)
         except ConnectionClosed:
             pass
 
     def send_list_changed(self, kind: str) -> None:
-        """Only for a capability the client was told of: it ignores the others anyway."""
-        if kind in self.announced:
+        """To a handshake-era client told of the capability, and to the modern listeners that
+        asked for this kind (tagged with their subscription, on their listen stream)."""
+        if self.initialized and kind in self.announced:
             self._notify(f"notifications/{kind}/list_changed")
+        for listener in list(self.listeners.values()):
+            if kind in listener.kinds:
+                self._notify(
+                    f"notifications/{kind}/list_changed",
+                    {"_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
+                    listener.id,
+                )
 
     def send_resource_updated(self, uri: str) -> None:
-        if uri in self.subscriptions:
+        if self.initialized and uri in self.subscriptions:
             self._notify("notifications/resources/updated", {"uri": uri})
+        for listener in list(self.listeners.values()):
+            if uri in listener.uris:
+                self._notify(
+                    "notifications/resources/updated",
+                    {"uri": uri, "_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
+                    listener.id,
+                )
 
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
@@ -356,7 +390,53 @@ async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
         server_info=conn.server_info_wire,
         instructions=conn.server.instructions,
         hints=conn.server.cache_hints,
+        listen=True,
     )
+
+
+@attrs.frozen(eq=False)
+class Listener:
+    """One ``subscriptions/listen``: what it asked for, as the server honours it."""
+
+    id: RequestId
+    kinds: frozenset[str]
+    uris: frozenset[str]
+
+
+async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
+    """Acknowledge first, with the filter as honoured; then deliver until cancelled."""
+    wanted = record.params.get("notifications")
+    if not isinstance(wanted, dict):
+        raise _invalid("Invalid params: subscriptions/listen needs a 'notifications' object")
+    caps = conn.capabilities()
+    honoured: JSONObject = {}
+    kinds = set()
+    for flag, kind in (
+        ("toolsListChanged", "tools"),
+        ("promptsListChanged", "prompts"),
+        ("resourcesListChanged", "resources"),
+    ):
+        if wanted.get(flag) is True and kind in caps:
+            honoured[flag] = True
+            kinds.add(kind)
+    uris = wanted.get("resourceSubscriptions")
+    subscribed: frozenset[str] = frozenset()
+    if isinstance(uris, list) and "resources" in caps:
+        subscribed = frozenset(u for u in uris if isinstance(u, str))
+        honoured["resourceSubscriptions"] = sorted(subscribed)
+    listener = Listener(record.id, frozenset(kinds), subscribed)
+    conn.listeners[record.id] = listener
+    try:
+        await conn.session.notify(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: record.id}},
+            related_request_id=record.id,
+        )
+        await trio.sleep_forever()
+    finally:
+        if conn.listeners.get(record.id) is listener:
+            del conn.listeners[record.id]
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -590,6 +670,7 @@ BUILTIN_METHODS: frozenset[str] = frozenset(
     {
         *_HANDLERS,
         "server/discover",
+        "subscriptions/listen",
         "notifications/initialized",
         "notifications/cancelled",
         "notifications/progress",
