@@ -1,0 +1,488 @@
+"""The fixture server for the official MCP conformance suite's server scenarios.
+
+The suite calls fixed names (``test_simple_text``, ``test://static-text``, ``test_simple_prompt``,
+...) and checks what comes back; this server offers each of them, written from the scenarios'
+expectations. ``python tests/conformance/server.py --port 0`` serves it over Streamable HTTP on
+127.0.0.1 with hypercorn's trio worker, prints ``http://127.0.0.1:PORT/mcp`` once it accepts
+connections, and runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import struct
+import wave
+import zlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+import trio
+
+from trio_mcp import (
+    AudioContent,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    Context,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    PromptReference,
+    ResourceTemplateReference,
+    Server,
+    TextContent,
+    TextResourceContents,
+    ToolError,
+)
+from trio_mcp._http_serve import serve_http
+
+# -- media, made here rather than pasted in -----------------------------------------------------
+
+
+def _png_pixel() -> bytes:
+    """A 1x1 red PNG: the smallest image every client can decode."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, then one red pixel
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def _wav_silence() -> bytes:
+    """A 10 ms mono 8 kHz WAV of silence (the audio scenario checks for ``audio/wav``)."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x00\x00" * 80)
+    return buffer.getvalue()
+
+
+PNG = _png_pixel()
+PNG_BASE64 = base64.b64encode(PNG).decode("ascii")
+WAV_BASE64 = base64.b64encode(_wav_silence()).decode("ascii")
+
+# -- the HTTP app, with a stream cut for test_reconnection --------------------------------------
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class ReconnectionCut:
+    """ASGI middleware: end the response of a ``test_reconnection`` call after its priming event.
+
+    SEP-1699 lets a server close a request's SSE connection and have the client resume with
+    ``Last-Event-ID``. trio_mcp has no call for a handler to do that, so the fixture does it
+    here, where it looks to trio_mcp exactly like a client that went away: the request keeps
+    running and its events wait in the event store for the resume.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        read: list[Message] = []
+        body = b""
+        while True:
+            message = await receive()
+            read.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return read.pop(0) if read else await receive()
+
+        if not _is_reconnection_call(body):
+            await self.app(scope, replay, send)
+            return
+        cut = False
+
+        async def cutting_send(message: Message) -> None:
+            nonlocal cut
+            if cut:
+                raise OSError("the fixture closed this SSE stream")
+            await send(message)
+            priming = b"\ndata: \n\n" in message.get("body", b"")
+            if message["type"] == "http.response.body" and priming:
+                await send({"type": "http.response.body", "body": b""})
+                cut = True
+
+        await self.app(scope, replay, cutting_send)
+
+
+def _is_reconnection_call(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and isinstance(message.get("params"), dict)
+        and message["params"].get("name") == "test_reconnection"
+    )
+
+
+class FixtureServer(Server):
+    """The server, with its HTTP app behind :class:`ReconnectionCut`."""
+
+    def http_app(self, **options: Any) -> Any:
+        return ReconnectionCut(super().http_app(**options))
+
+
+server = FixtureServer("trio-mcp-conformance-fixture", "1.0.0")
+
+
+# -- tools --------------------------------------------------------------------------------------
+
+
+@server.tool()
+async def test_simple_text() -> str:
+    """Answer with one text block."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+async def test_image_content() -> ImageContent:
+    """Answer with a PNG image."""
+    return ImageContent(PNG_BASE64, "image/png")
+
+
+@server.tool()
+async def test_audio_content() -> AudioContent:
+    """Answer with a WAV clip."""
+    return AudioContent(WAV_BASE64, "audio/wav")
+
+
+@server.tool()
+async def test_embedded_resource() -> EmbeddedResource:
+    """Answer with a resource carried inline."""
+    return EmbeddedResource(
+        TextResourceContents(
+            uri="test://embedded-resource",
+            text="This is an embedded resource content.",
+            mime_type="text/plain",
+        )
+    )
+
+
+@server.tool()
+async def test_multiple_content_types() -> list[TextContent | ImageContent | EmbeddedResource]:
+    """Answer with text, an image and an embedded resource together."""
+    return [
+        TextContent("Multiple content types test:"),
+        ImageContent(PNG_BASE64, "image/png"),
+        EmbeddedResource(
+            TextResourceContents(
+                uri="test://mixed-content-resource",
+                text=json.dumps({"test": "data", "value": 123}),
+                mime_type="application/json",
+            )
+        ),
+    ]
+
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Send three log messages while running, 50 ms apart."""
+    await ctx.info("Tool execution started")
+    await trio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await trio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_error_handling() -> str:
+    """Always fail, as an ``isError`` result the model would see."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Report progress 0, 50 and 100 of 100, 50 ms apart."""
+    for step, progress in enumerate((0, 50, 100)):
+        if step:
+            await trio.sleep(0.05)
+        await ctx.report_progress(progress, 100, f"Completed step {progress} of 100")
+    return "Tool with progress executed successfully"
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Ask the client's model to answer ``prompt`` and relay what it said."""
+    result = await ctx.sample(prompt, max_tokens=100)
+    content = result.content[0] if isinstance(result.content, list) else result.content
+    text = content.text if isinstance(content, TextContent) else f"<{content.type} content>"
+    return f"LLM response: {text}"
+
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Ask the user for a username and an email address."""
+    result = await ctx.elicit(
+        message,
+        {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        },
+    )
+    return f"User response: action={result.action}, content={_json(result.content)}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicit one field of each primitive type, each with a default (SEP-1034)."""
+    result = await ctx.elicit(
+        "Please review your profile",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Your name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "Your age", "default": 30},
+                "score": {"type": "number", "description": "Your score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "Account status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {
+                    "type": "boolean",
+                    "description": "Whether the account is verified",
+                    "default": True,
+                },
+            },
+        },
+    )
+    return f"Elicitation completed: action={result.action}, content={_json(result.content)}"
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicit with each of the five enum shapes of SEP-1330."""
+    result = await ctx.elicit(
+        "Please choose from each list",
+        {
+            "type": "object",
+            "properties": {
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Single choice, plain values",
+                    "enum": ["option1", "option2", "option3"],
+                },
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Single choice, titled values",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ],
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Single choice, titled the pre-SEP-1330 way",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Several choices, plain values",
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Several choices, titled values",
+                    "items": {
+                        "anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"},
+                        ]
+                    },
+                },
+            },
+        },
+    )
+    return f"Elicitation completed: action={result.action}, content={_json(result.content)}"
+
+
+#: The schema the ``json-schema-2020-12`` scenario expects to find unchanged in ``tools/list``.
+JSON_SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@server.tool(
+    name="json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+async def json_schema_2020_12_tool(**arguments: Any) -> str:
+    return f"Received: {_json(arguments)}"
+
+
+@server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Outlive the SSE stream of its own POST, so the client must resume it (SEP-1699).
+
+    :class:`ReconnectionCut` closes the POST's response right after the priming event; the
+    log message and the result then reach the client only through a ``Last-Event-ID`` resume.
+    """
+    await ctx.info("Before disconnect")
+    await trio.sleep(0.2)
+    await ctx.info("After reconnect")
+    return "Reconnection test completed"
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value if value is not None else {}).decode()
+
+
+# -- resources ----------------------------------------------------------------------------------
+
+
+@server.resource("test://static-text", mime_type="text/plain")
+async def static_text() -> str:
+    """A fixed text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", mime_type="image/png")
+async def static_binary() -> bytes:
+    """A fixed binary resource (a PNG image)."""
+    return PNG
+
+
+@server.resource("test://template/{id}/data", mime_type="application/json")
+async def template_data(id: str) -> str:
+    """Data for any id, the id substituted into the content."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+async def watched_resource() -> str:
+    """A resource clients subscribe to."""
+    return "Watched resource content"
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+
+@server.prompt()
+async def test_simple_prompt() -> str:
+    """A prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt()
+async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt that substitutes two required arguments.
+
+    :param arg1: First test argument
+    :param arg2: Second test argument
+    """
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:
+    """A prompt carrying a resource inline.
+
+    :param resourceUri: URI of the resource to embed
+    """
+    resource = TextResourceContents(
+        uri=resourceUri, text="Embedded resource content for testing.", mime_type="text/plain"
+    )
+    return [
+        PromptMessage(role="user", content=EmbeddedResource(resource)),
+        PromptMessage(
+            role="user", content=TextContent("Please process the embedded resource above.")
+        ),
+    ]
+
+
+@server.prompt()
+async def test_prompt_with_image() -> list[PromptMessage]:
+    """A prompt carrying an image."""
+    return [
+        PromptMessage(role="user", content=ImageContent(PNG_BASE64, "image/png")),
+        PromptMessage(role="user", content=TextContent("Please analyze the image above.")),
+    ]
+
+
+# -- completion ---------------------------------------------------------------------------------
+
+SUGGESTIONS = {"arg1": ["paris", "park", "party", "test", "testing"], "arg2": ["world", "wide"]}
+
+
+@server.completion()
+async def complete(
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion:
+    """Suggest values of ``test_prompt_with_arguments``'s arguments that start as typed."""
+    candidates = SUGGESTIONS.get(argument.name, []) if isinstance(ref, PromptReference) else []
+    values = [v for v in candidates if v.startswith(argument.value)]
+    return Completion(values=values, total=len(values), has_more=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    args = parser.parse_args()
+
+    def ready(binds: list[str]) -> None:
+        for bind in binds:
+            print(f"{bind}/mcp", flush=True)
+
+    trio.run(lambda: serve_http(server, host="127.0.0.1", port=args.port, on_ready=ready))
+
+
+if __name__ == "__main__":
+    main()
