@@ -5,7 +5,8 @@
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [JSON]       call a tool (Ctrl-C cancels it on the wire)
 
-TARGET is the command line of a server to spawn, as one shell-quoted string.
+TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
+Streamable HTTP endpoint (http:// or https://).
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def load_server(spec: str) -> Server:
     return value
 
 
-def _target(text: str) -> list[str]:
+def _target(text: str) -> list[str] | str:
+    if text.strip().lower().startswith(("http://", "https://")):
+        return text.strip()
     command = shlex.split(text)
     if not command:
         raise SystemExit("trio-mcp: TARGET is empty")
@@ -96,7 +99,7 @@ async def _call_tool(client: Client, tool: str, arguments: dict[str, Any], as_js
     return 1 if result.is_error else 0
 
 
-async def _drive(command: list[str], action: str, args: argparse.Namespace) -> int:
+async def _drive(command: list[str] | str, action: str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
     interrupted = False
     code = 0
@@ -151,10 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
     tools = commands.add_parser("tools", help="list the tools of a server")
-    tools.add_argument("target", help="the server's command line, as one quoted string")
+    tools.add_argument("target", help="the server's command line (one quoted string) or URL")
     tools.add_argument("--json", action="store_true", help="print JSON")
     call = commands.add_parser("call", help="call a tool")
-    call.add_argument("target", help="the server's command line, as one quoted string")
+    call.add_argument("target", help="the server's command line (one quoted string) or URL")
     call.add_argument("tool", help="the tool's name")
     call.add_argument("arguments", nargs="?", default="{}", type=_arguments, help="JSON object")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")

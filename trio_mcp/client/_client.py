@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -52,6 +52,9 @@ from ..protocol._types import (
 )
 from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -431,6 +434,8 @@ async def open_client(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     close_timeout: float = 2.0,
     terminate_timeout: float = 2.0,
+    headers: Mapping[str, str] | None = None,
+    http_client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and perform the handshake.
 
@@ -442,6 +447,11 @@ async def open_client(
       ``"inherit"``, ``"discard"``, a path or file, or a callable given each line). On exit its
       stdin is closed, then it is sent SIGTERM after ``close_timeout``, then SIGKILL after
       ``terminate_timeout``; nothing it started is left behind;
+    - an ``http://`` or ``https://`` URL: Streamable HTTP. ``headers`` are sent with every
+      HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
+      the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
+      the session (HTTP 404), a new one is started and safe requests are repeated; others
+      fail with ``ProtocolError`` code -32001 ("Session expired: ...");
     - a transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
     """
     version = check_offer(protocol_version)
@@ -460,10 +470,11 @@ async def open_client(
         "close_timeout": close_timeout,
         "terminate_timeout": terminate_timeout,
     }
+    http_options: dict[str, Any] = {"headers": headers, "http_client": http_client}
     with collapse_exception_groups():
         async with trio.open_nursery() as nursery:
             try:
-                async with _connect(target, nursery, process_options) as transport:
+                async with _connect(target, nursery, process_options, http_options) as transport:
                     session = Session(transport, dispatcher)
                     await nursery.start(session.run)
                     client = Client(
@@ -485,12 +496,29 @@ async def open_client(
 
 @asynccontextmanager
 async def _connect(
-    target: Any, nursery: trio.Nursery, process_options: dict[str, Any]
+    target: Any,
+    nursery: trio.Nursery,
+    process_options: dict[str, Any],
+    http_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Transport]:
     from ..server._server import Server
     from ..transports._memory import memory_transport_pair
 
-    if isinstance(target, Server):
+    http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
+    is_url = isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+    if http_options and not is_url:
+        raise TypeError("headers= and http_client= apply only to an http(s) URL target")
+    if is_url:
+        from ..transports._http_client import open_http_transport
+
+        async with open_http_transport(
+            target,
+            nursery,
+            close_timeout=process_options.get("close_timeout", 2.0),
+            **http_options,
+        ) as http_transport:
+            yield http_transport
+    elif isinstance(target, Server):
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
         try:
@@ -509,6 +537,6 @@ async def _connect(
                 close()
     else:
         raise TypeError(
-            f"cannot connect to {target!r}: expected a Server, a command (list of strings) "
-            "or a transport"
+            f"cannot connect to {target!r}: expected a Server, a command (list of strings), "
+            "an http(s) URL or a transport"
         )

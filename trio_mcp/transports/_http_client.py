@@ -1,0 +1,876 @@
+"""Streamable HTTP, client side (handshake era), on httpx.
+
+Each outgoing message is its own POST in its own task, so a long SSE response never holds up
+another send. Whatever arrives on any response stream (a POST's SSE or JSON body, a resumed
+stream, the standalone GET stream) goes into one queue that the engine reads. The transport
+knows methods only where HTTP forces it to: the session id and protocol version learned from
+``initialize``, keeping a cancel behind its request, and which requests may be repeated after
+the server forgets the session.
+
+Errors are turned into answers, never into hangs: an HTTP error or a lost connection on a
+request POST becomes a JSON-RPC error response for that request id (the caller gets
+``ProtocolError``); only a failed ``initialize``, or a session that cannot be re-established,
+ends the whole connection.
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+import math
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
+import httpx
+import trio
+
+from .._exceptions import ConnectionClosed
+from ..protocol._jsonrpc import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    JSONObject,
+    Notification,
+    Parsed,
+    Request,
+    RequestId,
+    Response,
+    encode,
+    is_valid_id,
+    parse,
+)
+
+logger = logging.getLogger("trio_mcp.http.client")
+
+#: The JSON-RPC code of the error a request gets when the server forgot the session and the
+#: request was not repeated (``tools/call``, or a list continuation with a cursor).
+SESSION_EXPIRED = -32001
+
+#: Requests that may be sent again on a new session: they change nothing on the server, or
+#: setting them twice is the same as once.
+SAFE_TO_REPEAT = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
+
+#: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
+#: cancel does not reach the server first (the server would ignore it and run the request).
+CANCEL_ORDER_TIMEOUT = 5.0
+#: The reconnection delay when the server sent no ``retry`` field (SSE default).
+DEFAULT_RETRY = 1.0
+#: Upper bound on any reconnection delay, whatever the server asks for.
+MAX_RETRY_DELAY = 60.0
+#: A request's broken stream is resumed this many times in a row without getting anything.
+MAX_RESUME_ATTEMPTS = 3
+#: The standalone stream gives up after this many failed connections in a row.
+MAX_LISTEN_FAILURES = 5
+#: The largest JSON body or SSE event accepted; a bigger one is a broken stream.
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+#: How much of an error response's body is read to look for a JSON-RPC error.
+MAX_ERROR_BODY = 64 * 1024
+#: After a request's response arrived, how long its stream may take to end cleanly (so the
+#: connection goes back to the pool) before we hang up.
+LINGER_AFTER_RESPONSE = 1.0
+
+_SESSION_ID = re.compile(r"[\x21-\x7e]+")
+#: Headers the transport manages; a user's value for them would break the protocol.
+_MANAGED = ("mcp-session-id", "mcp-protocol-version", "last-event-id")
+
+
+class SessionExpired(ConnectionClosed):
+    """The server ended our session (HTTP 404) and a new one could not be established.
+
+    When the new session *is* established the connection goes on: safe requests are repeated
+    transparently, and a request that was not repeated fails alone with a JSON-RPC error of
+    code :data:`SESSION_EXPIRED` (-32001, message "Session expired: ..."), which the caller sees
+    as ``ProtocolError``.
+    """
+
+
+# -- Server-Sent Events --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ServerSentEvent:
+    """One dispatched SSE event; ``id`` is the stream's last event id when it was dispatched."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SSEError(ValueError):
+    """The event stream broke a limit (an event larger than allowed)."""
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+class SSEParser:
+    """An incremental parser of ``text/event-stream`` (the WHATWG rules), fed raw chunks.
+
+    Lines end in CRLF, LF or CR, even when a chunk ends between the CR and the LF. Comments
+    (``:``) and unknown fields are ignored, ``data`` lines are joined with ``\\n``, an event
+    with no data line is not dispatched, and an unfinished event at the end is dropped by never
+    being dispatched. ``last_event_id`` and ``retry`` (milliseconds) persist across events, and
+    a parser for a reconnection starts from the previous one's ``last_event_id``.
+    """
+
+    def __init__(
+        self, *, last_event_id: str | None = None, max_event_bytes: int = MAX_MESSAGE_BYTES
+    ) -> None:
+        self.last_event_id = last_event_id
+        self.retry: int | None = None
+        self.max_event_bytes = max_event_bytes
+        self._buffer = bytearray()
+        self._skip_lf = False
+        self._first_line = True
+        self._data: list[str] = []
+        self._event_type = ""
+        self._id_buffer = last_event_id
+        self._event_bytes = 0
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Parse a chunk; return the events it completed, in order."""
+        if self._skip_lf and chunk:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        self._buffer += chunk
+        events: list[ServerSentEvent] = []
+        start = 0
+        while True:
+            end = _LINE_END.search(self._buffer, start)
+            if end is None:
+                break
+            event = self._line(bytes(self._buffer[start : end.start()]))
+            if event is not None:
+                events.append(event)
+            start = end.end()
+            if end.group() == b"\r" and start == len(self._buffer):
+                self._skip_lf = True  # the LF of a CRLF may come in the next chunk
+        del self._buffer[:start]
+        if len(self._buffer) + self._event_bytes > self.max_event_bytes:
+            raise SSEError(f"an event exceeds the limit of {self.max_event_bytes} bytes")
+        return events
+
+    def _line(self, raw: bytes) -> ServerSentEvent | None:
+        line = raw.decode("utf-8", "replace")
+        if self._first_line:
+            self._first_line = False
+            line = line.removeprefix("\ufeff")
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._event_bytes += len(raw)
+            if self._event_bytes > self.max_event_bytes:
+                raise SSEError(f"an event exceeds the limit of {self.max_event_bytes} bytes")
+        elif name == "event":
+            self._event_type = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id_buffer = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self.retry = int(value)
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        self.last_event_id = self._id_buffer
+        data, event_type = self._data, self._event_type
+        self._data, self._event_type, self._event_bytes = [], "", 0
+        if not data:
+            return None
+        return ServerSentEvent("\n".join(data), event_type or "message", self.last_event_id)
+
+
+# -- the transport -------------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Post:
+    """One outgoing message and, for a request, what is known about its answer."""
+
+    data: bytes
+    request_id: RequestId | None = None
+    method: str | None = None
+    params: JSONObject | None = None
+    #: Set once the POST got its response headers, or failed: a cancel waits for this.
+    sent: trio.Event = attrs.field(factory=trio.Event)
+    #: For a ``notifications/cancelled``: the request POST it must not overtake.
+    cancels: _Post | None = None
+    answered: bool = False
+    cancelled: bool = False
+    retried: bool = False
+    #: Covers the reading of the request's response stream, which its cancel ends.
+    reading: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+@attrs.define
+class _StreamState:
+    """Where a stream is, across its reconnections."""
+
+    last_event_id: str | None = None
+    retry: float = DEFAULT_RETRY
+    delivered: int = 0
+
+
+class _Unavailable(Exception):
+    """The session cannot be used any more; carries the reason."""
+
+
+def _media_type(response: httpx.Response) -> str:
+    value: str = response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
+
+
+def _reason(response: httpx.Response) -> str:
+    if response.reason_phrase:
+        return response.reason_phrase
+    try:
+        return http.HTTPStatus(response.status_code).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _error_response(rid: RequestId, code: int, message: str, data: Any = None) -> ErrorResponse:
+    if data is None:
+        return ErrorResponse(rid, ErrorObject.make(code, message))
+    return ErrorResponse(rid, ErrorObject.make(code, message, data))
+
+
+async def _read_limited(response: httpx.Response, limit: int) -> bytes | None:
+    """The body, or None if it is larger than ``limit``."""
+    chunks = bytearray()
+    async for chunk in response.aiter_bytes():
+        chunks += chunk
+        if len(chunks) > limit:
+            return None
+    return bytes(chunks)
+
+
+class StreamableHttpTransport:
+    """The client end of a Streamable HTTP connection; an engine transport.
+
+    Build it with :func:`open_http_transport`. ``session_id`` and ``protocol_version`` are
+    learned from the ``initialize`` exchange and sent on every later request.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        client: httpx.AsyncClient,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.url = url
+        self._client = client
+        self._nursery: trio.Nursery | None = None
+        self._stopped = trio.Event()
+        user = httpx.Headers(headers or {})
+        for name in _MANAGED:
+            user.pop(name, None)
+        self._user_headers = user
+        # The client's own connect/write/pool limits, but no read limit: an SSE stream may be
+        # idle for as long as a tool runs. The engine's call timeouts bound the waits.
+        base = client.timeout
+        self._timeout = httpx.Timeout(
+            connect=base.connect, read=None, write=base.write, pool=base.pool
+        )
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._init_id: RequestId | None = None
+        self._init_params: JSONObject | None = None
+        self._posts: dict[RequestId, _Post] = {}
+        # Parsed is a forward-referenced alias, so the channel's type is given by annotation.
+        self._in_send: trio.MemorySendChannel[Parsed | Batch | BaseException]
+        self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | BaseException]
+        self._in_send, self._in_receive = trio.open_memory_channel(math.inf)
+        self._reinit_lock = trio.Lock()
+        self._reinits = 0
+        self._listener: trio.CancelScope | None = None
+        self._closed = False
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the tasks of the POSTs and streams until :meth:`aclose`."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._closed = True
+            self._stopped.set()
+
+    def _start(self, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+        if self._nursery is None:
+            raise ConnectionClosed("the HTTP transport is not running")
+        self._nursery.start_soon(job, *args)
+
+    # -- the engine's side -----------------------------------------------------------------------
+
+    async def send(self, data: bytes) -> None:
+        """Start the POST of one message and return; its answer arrives through receive()."""
+        if self._closed:
+            raise ConnectionClosed("the HTTP transport is closed")
+        message = parse(data)
+        post = _Post(data)
+        if isinstance(message, Request):
+            post.request_id, post.method, post.params = message.id, message.method, message.params
+            self._posts[message.id] = post
+            if message.method == "initialize":
+                self._init_id, self._init_params = message.id, message.params
+        elif isinstance(message, Notification):
+            post.method = message.method
+            if message.method == "notifications/cancelled":
+                target = (message.params or {}).get("requestId")
+                request = self._posts.get(target) if is_valid_id(target) else None
+                if request is not None:
+                    request.cancelled = True
+                    post.cancels = request
+        self._start(self._run_post, post)
+        await trio.lowlevel.checkpoint()
+
+    async def receive(self) -> Parsed | Batch:
+        item = await self._in_receive.receive()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def _put(self, item: Parsed | Batch | BaseException) -> None:
+        try:
+            self._in_send.send_nowait(item)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # closing: nobody reads any more
+
+    def _fail(self, why: ConnectionClosed) -> None:
+        """End the connection: the engine's next receive() raises ``why``."""
+        self._put(why)
+
+    def _deliver(self, data: bytes | str) -> None:
+        """Hand one message (or batch) from the server to the engine, noting responses."""
+        parsed = parse(data)
+        items = parsed.items if isinstance(parsed, Batch) else (parsed,)
+        for item in items:
+            if isinstance(item, Response | ErrorResponse) and item.id is not None:
+                self._on_response(item)
+        self._put(parsed)
+
+    def _on_response(self, message: Response | ErrorResponse) -> None:
+        if message.id == self._init_id and self._init_id is not None:
+            self._init_id = None
+            if isinstance(message, Response):
+                version = message.result.get("protocolVersion")
+                if isinstance(version, str):
+                    self.protocol_version = version
+        post = self._posts.get(message.id) if message.id is not None else None
+        if post is not None:
+            post.answered = True
+
+    def _answer(self, post: _Post, code: int, message: str, data: Any = None) -> None:
+        """Fail one request (not the connection) with a JSON-RPC error the caller will see."""
+        if post.request_id is None or post.answered:
+            return
+        post.answered = True
+        self._put(_error_response(post.request_id, code, message, data))
+
+    # -- headers ---------------------------------------------------------------------------------
+
+    def _headers(
+        self,
+        accept: str,
+        *,
+        session_id: str | None,
+        json_body: bool = False,
+        last_event_id: str | None = None,
+    ) -> httpx.Headers:
+        headers = self._user_headers.copy()
+        headers["accept"] = accept
+        if json_body:
+            headers["content-type"] = "application/json"
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if last_event_id:
+            headers["last-event-id"] = last_event_id
+        return headers
+
+    def _stream(
+        self, method: str, headers: httpx.Headers, content: bytes | None = None
+    ) -> AbstractAsyncContextManager[httpx.Response]:
+        # Never follow a redirect: nothing is sent to any address but the one we were given.
+        return self._client.stream(
+            method,
+            self.url,
+            content=content,
+            headers=headers,
+            timeout=self._timeout,
+            follow_redirects=False,
+        )
+
+    # -- POST ------------------------------------------------------------------------------------
+
+    async def _run_post(self, post: _Post) -> None:
+        try:
+            if post.cancels is not None:
+                with trio.move_on_after(CANCEL_ORDER_TIMEOUT):
+                    await post.cancels.sent.wait()
+            await self._post(post)
+        finally:
+            post.sent.set()
+            if post.request_id is not None and self._posts.get(post.request_id) is post:
+                del self._posts[post.request_id]
+            if post.cancels is not None:
+                # The cancel went out: the cancelled request's stream is of no more use.
+                post.cancels.reading.cancel()
+
+    async def _post(self, post: _Post) -> None:
+        session_id = self.session_id
+        expired = False
+        try:
+            async with self._stream(
+                "POST",
+                self._headers(
+                    "application/json, text/event-stream", session_id=session_id, json_body=True
+                ),
+                post.data,
+            ) as response:
+                post.sent.set()
+                if post.method == "initialize" and response.is_success:
+                    sid = response.headers.get("mcp-session-id")
+                    if sid is not None and not _SESSION_ID.fullmatch(sid):
+                        self._answer(post, INTERNAL_ERROR, "the server sent an invalid session id")
+                        return
+                    self.session_id = sid
+                if (
+                    response.status_code == 404
+                    and session_id is not None
+                    and post.request_id is not None
+                    and post.method != "initialize"
+                ):
+                    # A 404 means the session is gone, unless its JSON-RPC body says the
+                    # method is unknown (how a 2026-07-28 server answers one).
+                    body = await _read_limited(response, MAX_ERROR_BODY)
+                    refusal = parse(body) if body else None
+                    if (
+                        isinstance(refusal, ErrorResponse)
+                        and refusal.error.code == METHOD_NOT_FOUND
+                    ):
+                        self._answer_http_error(post, response, body)
+                    else:
+                        expired = True
+                else:
+                    await self._on_post_response(post, response)
+        except httpx.HTTPError as exc:
+            post.sent.set()
+            if post.request_id is None:
+                logger.debug("POST of a message failed: %r", exc)
+                return
+            if post.method == "initialize":
+                self._fail(ConnectionClosed(f"cannot reach {self.url}: {exc!r}"))
+                return
+            self._answer(
+                post,
+                INTERNAL_ERROR,
+                f"HTTP request failed: {type(exc).__name__}: {exc}",
+            )
+            return
+        if expired:
+            await self._session_expired(post, session_id)
+
+    async def _on_post_response(self, post: _Post, response: httpx.Response) -> None:
+        status = response.status_code
+        if not response.is_success:
+            body = await _read_limited(response, MAX_ERROR_BODY)
+            if post.request_id is None:
+                logger.debug("the server refused a message: HTTP %s", status)
+                if post.method == "notifications/initialized":
+                    logger.warning("the server refused notifications/initialized: HTTP %s", status)
+                return
+            self._answer_http_error(post, response, body)
+            return
+        if post.request_id is None:
+            await _read_limited(response, MAX_ERROR_BODY)
+            if post.method == "notifications/initialized":
+                self._start_listener()
+            return
+        if status == 202:
+            return  # accepted with no body: the answer, if any, comes another way
+        media = _media_type(response)
+        if media == "text/event-stream":
+            with post.reading:
+                await self._request_stream(post, response)
+        elif media == "application/json":
+            body = await _read_limited(response, MAX_MESSAGE_BYTES)
+            if body is None:
+                self._answer(post, INTERNAL_ERROR, "the server's response is too large")
+                return
+            self._deliver(body)
+            if not post.answered:
+                self._answer(post, INTERNAL_ERROR, "the server's reply held no response")
+        else:
+            self._answer(
+                post,
+                INTERNAL_ERROR,
+                f"the server replied with unexpected content type {media or 'none'!r}",
+            )
+
+    def _answer_http_error(self, post: _Post, response: httpx.Response, body: bytes | None) -> None:
+        assert post.request_id is not None
+        if body:
+            parsed = parse(body)
+            if isinstance(parsed, ErrorResponse):
+                post.answered = True
+                self._put(ErrorResponse(post.request_id, parsed.error))
+                return
+        status = response.status_code
+        self._answer(
+            post,
+            INTERNAL_ERROR,
+            f"HTTP {status}: {_reason(response)}",
+            {"httpStatus": status},
+        )
+
+    # -- SSE streams -----------------------------------------------------------------------------
+
+    async def _pump(
+        self,
+        response: httpx.Response,
+        state: _StreamState,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Deliver a stream's events until it ends or breaks (a break is not an error here)."""
+        parser = SSEParser(last_event_id=state.last_event_id)
+        linger: trio.CancelScope | None = None
+        try:
+            with trio.CancelScope() as linger:
+                async for chunk in response.aiter_bytes():
+                    for event in parser.feed(chunk):
+                        state.last_event_id = parser.last_event_id
+                        if event.data and event.event == "message":
+                            state.delivered += 1
+                            self._deliver(event.data)
+                    if parser.retry is not None:
+                        state.retry = min(parser.retry / 1000, MAX_RETRY_DELAY)
+                    if stop() and linger.deadline == math.inf:
+                        linger.deadline = trio.current_time() + LINGER_AFTER_RESPONSE
+        except (httpx.HTTPError, SSEError) as exc:
+            logger.debug("an event stream broke: %r", exc)
+        state.last_event_id = parser.last_event_id
+        if parser.retry is not None:
+            state.retry = min(parser.retry / 1000, MAX_RETRY_DELAY)
+
+    async def _request_stream(self, post: _Post, response: httpx.Response) -> None:
+        """Read a request's SSE response; if it breaks before the answer, resume it."""
+        state = _StreamState()
+        done: Callable[[], bool] = lambda: post.answered  # noqa: E731
+        await self._pump(response, state, done)
+        failures = 0
+        while not post.answered and not post.cancelled and not self._closed:
+            if not state.last_event_id:
+                self._answer(
+                    post,
+                    INTERNAL_ERROR,
+                    "the response stream ended before the response, and cannot be resumed",
+                )
+                return
+            if failures >= MAX_RESUME_ATTEMPTS:
+                self._answer(
+                    post,
+                    INTERNAL_ERROR,
+                    f"the response stream broke and could not be resumed "
+                    f"({MAX_RESUME_ATTEMPTS} attempts)",
+                )
+                return
+            failures += 1
+            await trio.sleep(state.retry)
+            try:
+                async with self._stream(
+                    "GET",
+                    self._headers(
+                        "text/event-stream",
+                        session_id=self.session_id,
+                        last_event_id=state.last_event_id,
+                    ),
+                ) as resumed:
+                    status = resumed.status_code
+                    if status == 404 and self.session_id is not None:
+                        self._answer(
+                            post,
+                            SESSION_EXPIRED,
+                            "Session expired: the server ended the session while "
+                            f"{post.method} was in flight",
+                        )
+                        return
+                    if status == 200 and _media_type(resumed) == "text/event-stream":
+                        before = state.delivered
+                        await self._pump(resumed, state, done)
+                        if state.delivered > before:
+                            failures = 0
+                    elif status < 500 and status not in (408, 409, 429):
+                        self._answer(
+                            post,
+                            INTERNAL_ERROR,
+                            f"the response stream broke and the server refused to resume it "
+                            f"(HTTP {status}: {_reason(resumed)})",
+                            {"httpStatus": status},
+                        )
+                        return
+            except httpx.HTTPError as exc:
+                logger.debug("resuming a response stream failed: %r", exc)
+
+    # -- the standalone GET stream ---------------------------------------------------------------
+
+    def _start_listener(self) -> None:
+        """Listen for server messages not tied to a request, once the session is known."""
+        if self.session_id is None or self._closed:
+            return  # no session: nothing could tell the server's streams apart
+        if self._listener is not None:
+            self._listener.cancel()
+        scope = trio.CancelScope()
+        self._listener = scope
+        self._start(self._listen, scope, self.session_id)
+
+    async def _listen(self, scope: trio.CancelScope, session_id: str) -> None:
+        state = _StreamState()
+        failures = 0
+        with scope:
+            while self.session_id == session_id and not self._closed:
+                connected = False
+                try:
+                    async with self._stream(
+                        "GET",
+                        self._headers(
+                            "text/event-stream",
+                            session_id=session_id,
+                            last_event_id=state.last_event_id,
+                        ),
+                    ) as response:
+                        status = response.status_code
+                        if status == 405:
+                            return  # the server offers no standalone stream
+                        if status == 404:
+                            return  # the session is gone; a new one starts a new listener
+                        if status == 200 and _media_type(response) == "text/event-stream":
+                            connected = True
+                            failures = 0
+                            await self._pump(response, state)
+                except httpx.HTTPError as exc:
+                    logger.debug("the standalone stream failed: %r", exc)
+                if not connected:
+                    failures += 1
+                    if failures >= MAX_LISTEN_FAILURES:
+                        logger.warning(
+                            "giving up on the standalone event stream after %d failures", failures
+                        )
+                        return
+                delay = state.retry * (2 ** (failures - 1) if failures else 1)
+                await trio.sleep(min(delay, MAX_RETRY_DELAY))
+
+    # -- session expiry --------------------------------------------------------------------------
+
+    async def _session_expired(self, post: _Post, stale: str | None) -> None:
+        """HTTP 404 for our session: start a new one, then repeat the request if that is safe."""
+        assert post.request_id is not None and post.method is not None
+        renewed = await self._reinitialize(stale)
+        if not renewed or post.cancelled:
+            return
+        cursor = (post.params or {}).get("cursor")
+        if post.method in SAFE_TO_REPEAT and cursor is None and not post.retried:
+            post.retried = True
+            await self._post(post)
+            return
+        if post.retried:
+            why = "the server ended the session again before the request could be repeated"
+        elif cursor is not None:
+            why = f"the {post.method} cursor belonged to the old session; list again"
+        else:
+            why = (
+                f"a new session was started, but {post.method} was not sent again because "
+                "repeating it may not be safe; the server did not run it"
+            )
+        self._answer(post, SESSION_EXPIRED, f"Session expired: {why}")
+
+    async def _reinitialize(self, stale: str | None) -> bool:
+        """Open a new session with the original ``initialize`` params, once for all waiters."""
+        async with self._reinit_lock:
+            if self.session_id != stale:
+                return self.session_id is not None  # someone else renewed it already
+            if self._init_params is None or self.protocol_version is None:
+                self._fail(SessionExpired("the server ended the session before it was set up"))
+                return False
+            try:
+                await self._renew_session()
+            except _Unavailable as exc:
+                self._fail(
+                    SessionExpired(f"the server ended the session and a new one failed: {exc}")
+                )
+                return False
+            return True
+
+    async def _renew_session(self) -> None:
+        assert self._init_params is not None
+        self._reinits += 1
+        rid = f"trio-mcp-reinitialize-{self._reinits}"
+        result: JSONObject | None = None
+        new_session: str | None = None
+        try:
+            async with self._stream(
+                "POST",
+                self._headers(
+                    "application/json, text/event-stream", session_id=None, json_body=True
+                ),
+                encode(Request(rid, "initialize", self._init_params)),
+            ) as response:
+                if not response.is_success:
+                    raise _Unavailable(f"HTTP {response.status_code}: {_reason(response)}")
+                new_session = response.headers.get("mcp-session-id")
+                if new_session is not None and not _SESSION_ID.fullmatch(new_session):
+                    raise _Unavailable("the server sent an invalid session id")
+                result = await self._initialize_result(response, rid)
+        except httpx.HTTPError as exc:
+            raise _Unavailable(f"{type(exc).__name__}: {exc}") from None
+        version = result.get("protocolVersion")
+        if version != self.protocol_version:
+            raise _Unavailable(f"the new session speaks {version!r}, not {self.protocol_version!r}")
+        self.session_id = new_session
+        try:
+            async with self._stream(
+                "POST",
+                self._headers(
+                    "application/json, text/event-stream", session_id=new_session, json_body=True
+                ),
+                encode(Notification("notifications/initialized")),
+            ) as response:
+                await _read_limited(response, MAX_ERROR_BODY)
+                if not response.is_success:
+                    raise _Unavailable(f"notifications/initialized got HTTP {response.status_code}")
+        except httpx.HTTPError as exc:
+            raise _Unavailable(f"{type(exc).__name__}: {exc}") from None
+        logger.info("the server ended the session; a new one was started")
+        self._start_listener()
+
+    async def _initialize_result(self, response: httpx.Response, rid: str) -> JSONObject:
+        """The result of our own re-initialize, from a JSON or SSE reply."""
+        found: list[Parsed] = []
+
+        def take(data: bytes | str) -> None:
+            parsed = parse(data)
+            for item in parsed.items if isinstance(parsed, Batch) else (parsed,):
+                if isinstance(item, Response | ErrorResponse) and item.id == rid:
+                    found.append(item)
+                elif isinstance(item, Notification):
+                    self._put(item)  # a log message, say: the engine may want it
+
+        media = _media_type(response)
+        if media == "application/json":
+            body = await _read_limited(response, MAX_MESSAGE_BYTES)
+            if body is not None:
+                take(body)
+        elif media == "text/event-stream":
+            parser = SSEParser()
+            try:
+                async for chunk in response.aiter_bytes():
+                    for event in parser.feed(chunk):
+                        if event.data and event.event == "message":
+                            take(event.data)
+                    if found:
+                        break
+            except (httpx.HTTPError, SSEError) as exc:
+                raise _Unavailable(f"the initialize stream broke: {exc!r}") from None
+        if not found:
+            raise _Unavailable("no initialize result")
+        answer = found[0]
+        if isinstance(answer, ErrorResponse):
+            raise _Unavailable(f"initialize was refused: {answer.error.message}")
+        assert isinstance(answer, Response)
+        return answer.result
+
+    # -- closing ---------------------------------------------------------------------------------
+
+    async def terminate(self) -> None:
+        """End the session on the server (DELETE); a server that refuses (405) is fine."""
+        if self.session_id is None:
+            return
+        try:
+            async with self._stream(
+                "DELETE", self._headers("application/json", session_id=self.session_id)
+            ) as response:
+                await _read_limited(response, MAX_ERROR_BODY)
+                if response.status_code not in (200, 202, 204, 404, 405):
+                    logger.debug("DELETE of the session got HTTP %s", response.status_code)
+        except httpx.HTTPError as exc:
+            logger.debug("DELETE of the session failed: %r", exc)
+        self.session_id = None
+
+    async def aclose(self, timeout: float) -> None:
+        """Stop every task, then end the session on the server; bounded by ``timeout`` each.
+
+        The engine sees the end of the connection. The caller shields this from cancellation.
+        """
+        self._closed = True
+        self._in_send.close()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+            with trio.move_on_after(timeout):
+                await self._stopped.wait()
+        with trio.move_on_after(timeout):
+            await self.terminate()
+
+
+@asynccontextmanager
+async def open_http_transport(
+    url: str,
+    nursery: trio.Nursery,
+    *,
+    headers: Mapping[str, str] | None = None,
+    http_client: httpx.AsyncClient | None = None,
+    close_timeout: float = 2.0,
+) -> AsyncIterator[StreamableHttpTransport]:
+    """A Streamable HTTP transport to ``url`` whose tasks run in ``nursery``.
+
+    ``headers`` go on every request (authorization, say). ``http_client`` is an
+    ``httpx.AsyncClient`` to reuse, and is left open; without it one is made and closed here.
+    On exit the session is ended with a DELETE; each closing step is bounded by
+    ``close_timeout``.
+    """
+    if not url.lower().startswith(("http://", "https://")):
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    owned = http_client is None
+    client = http_client or httpx.AsyncClient(
+        timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
+    )
+    transport = StreamableHttpTransport(url, client, headers=headers)
+    try:
+        await nursery.start(transport.run)
+        yield transport
+    finally:
+        with trio.CancelScope(shield=True):
+            await transport.aclose(close_timeout)
+            if owned:
+                with trio.move_on_after(close_timeout):
+                    await client.aclose()
