@@ -94,7 +94,7 @@ async def test_a_modern_version_is_refused_before_anything_starts() -> None:
 
     server.serve_transport = spy  # type: ignore[method-assign]
     with pytest.raises(ValueError, match="cannot be negotiated through the legacy `initialize`"):
-        async with open_client(server, protocol_version="2026-07-28"):
+        async with open_client(server, protocol_version="2026-07-28", mode="legacy"):
             pass  # pragma: no cover
     assert served == []
     with pytest.raises(ValueError, match="unknown protocol version"):

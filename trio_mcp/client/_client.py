@@ -9,16 +9,27 @@ stops them.
 from __future__ import annotations
 
 import logging
+import math
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import trio
 
-from .._exceptions import MCPError, ProtocolError, collapse_exception_groups
+from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session, Transport
-from ..protocol._jsonrpc import METHOD_NOT_FOUND, JSONObject, Notification, Request, RequestId
+from ..protocol._envelope import SERVER_INFO_KEY, make_envelope
+from ..protocol._jsonrpc import (
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JSONObject,
+    Notification,
+    Request,
+    RequestId,
+)
 from ..protocol._types import (
     LOGGING_LEVELS,
     CallToolResult,
@@ -50,7 +61,12 @@ from ..protocol._types import (
     from_wire,
     to_wire,
 )
-from ..protocol._versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
+from ..protocol._versions import (
+    HANDSHAKE_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+    MODERN_VERSIONS,
+)
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
 
 if TYPE_CHECKING:
@@ -67,6 +83,58 @@ DEFAULT_CLIENT_INFO = Implementation(name="trio-mcp", version="0.1.0")
 
 class InitializeError(MCPError):
     """The handshake failed; the client is not connected."""
+
+
+@attrs.frozen
+class DiscoverInfo:
+    """What ``server/discover`` told a modern client."""
+
+    protocol_version: str
+    supported_versions: tuple[str, ...]
+    capabilities: ServerCapabilities
+    server_info: Implementation
+    instructions: str | None
+    ttl_ms: int | None
+    cache_scope: str | None
+
+    @classmethod
+    def from_result(cls, raw: JSONObject, version: str) -> DiscoverInfo | None:
+        """None when the server does not speak ``version``."""
+        supported = raw.get("supportedVersions")
+        if not isinstance(supported, list) or version not in supported:
+            return None
+        meta = raw.get("_meta")
+        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        if not isinstance(info, dict):
+            info = raw.get("serverInfo")
+        try:
+            server_info = from_wire(info if isinstance(info, dict) else {}, Implementation)
+            capabilities = from_wire(raw.get("capabilities") or {}, ServerCapabilities)
+        except ValueError:
+            server_info = Implementation(name="unknown", version="unknown")
+            capabilities = ServerCapabilities()
+        instructions = raw.get("instructions")
+        ttl, scope = raw.get("ttlMs"), raw.get("cacheScope")
+        return cls(
+            version,
+            tuple(v for v in supported if isinstance(v, str)),
+            capabilities,
+            server_info,
+            instructions if isinstance(instructions, str) else None,
+            ttl if isinstance(ttl, int) else None,
+            scope if isinstance(scope, str) else None,
+        )
+
+
+def _shared_modern_version(exc: ProtocolError) -> str | None:
+    """From a -32022 error, the newest modern version both sides speak."""
+    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
+        return None
+    supported = exc.data.get("supported")
+    if not isinstance(supported, list):
+        return None
+    shared = [v for v in MODERN_VERSIONS if v in supported]
+    return shared[-1] if shared else None
 
 
 class PaginationError(MCPError):
@@ -108,40 +176,43 @@ class ClientDispatcher:
         method = request.method
         if method == "ping":
             return Route(self._ping)
+        if self.can_fulfil(method):
+
+            async def answer(record: InFlight) -> JSONObject:
+                return await self.fulfil(method, record.params)
+
+            return Route(answer)
+        raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+
+    def can_fulfil(self, method: str) -> bool:
+        return (
+            (method == "sampling/createMessage" and self.on_sample is not None)
+            or (method == "elicitation/create" and self.on_elicit is not None)
+            or (method == "roots/list" and self.roots is not None)
+        )
+
+    async def fulfil(self, method: str, params: JSONObject) -> JSONObject:
+        """Answer a server's question with the user's callback, in either era: a handshake-era
+        request, or an input request of a modern InputRequiredResult."""
         if method == "sampling/createMessage" and self.on_sample is not None:
-            return Route(self._sample)
+            sample = _structure_params(params, CreateMessageRequestParams)
+            return _result_wire(await _maybe_await(self.on_sample(sample)), CreateMessageResult)
         if method == "elicitation/create" and self.on_elicit is not None:
-            return Route(self._elicit)
+            cls: type[Any] = (
+                ElicitRequestURLParams if params.get("mode") == "url" else ElicitRequestFormParams
+            )
+            elicit = _structure_params(params, cls)
+            return _result_wire(await _maybe_await(self.on_elicit(elicit)), ElicitResult)
         if method == "roots/list" and self.roots is not None:
-            return Route(self._roots)
+            roots = self.roots
+            listed = await _maybe_await(roots()) if callable(roots) else roots
+            await trio.lowlevel.checkpoint()
+            return {"roots": [to_wire(root) for root in listed or ()]}
         raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
 
     async def _ping(self, record: InFlight) -> JSONObject:
         await trio.lowlevel.checkpoint()
         return {}
-
-    async def _sample(self, record: InFlight) -> JSONObject:
-        assert self.on_sample is not None
-        params = _structure_params(record.params, CreateMessageRequestParams)
-        result = await _maybe_await(self.on_sample(params))
-        return _result_wire(result, CreateMessageResult)
-
-    async def _elicit(self, record: InFlight) -> JSONObject:
-        assert self.on_elicit is not None
-        cls: type[Any] = (
-            ElicitRequestURLParams
-            if record.params.get("mode") == "url"
-            else ElicitRequestFormParams
-        )
-        params = _structure_params(record.params, cls)
-        result = await _maybe_await(self.on_elicit(params))
-        return _result_wire(result, ElicitResult)
-
-    async def _roots(self, record: InFlight) -> JSONObject:
-        roots = self.roots
-        listed = await _maybe_await(roots()) if callable(roots) else roots
-        await trio.lowlevel.checkpoint()
-        return {"roots": [to_wire(root) for root in listed or ()]}
 
     def on_notification(self, notification: Notification, session: Session) -> None:
         params = notification.params or {}
@@ -200,6 +271,13 @@ class Client:
         self.client_info = client_info
         self.default_timeout = default_timeout
         self.initialize_result: InitializeResult | None = None
+        #: "legacy" after an initialize handshake, "modern" after server/discover.
+        self.mode = "legacy"
+        self.discovered: DiscoverInfo | None = None
+        #: How many InputRequiredResults one modern call may answer before giving up.
+        self.max_input_rounds = 10
+        #: The modern era's per-request log level (sent in the envelope when set).
+        self.log_level: str | None = None
 
     # -- handshake -----------------------------------------------------------------------------
 
@@ -223,26 +301,104 @@ class Client:
             raise InitializeError(f"Server initialization failed: {exc}") from None
         await self.session.notify("notifications/initialized")
 
+    async def _connect(
+        self, mode: str, version: str, timeout: float | None, probe_timeout: float
+    ) -> None:
+        if mode == "legacy":
+            await self._initialize(version, timeout)
+            return
+        caps = self._dispatcher.capabilities()
+        if mode == "modern":
+            await self._discover(version, timeout, fallback=False)
+        elif not await self._discover(version, probe_timeout, fallback=True):
+            await self._initialize(LATEST_HANDSHAKE_VERSION, timeout)
+            return
+        if caps.roots is not None or caps.sampling is not None:
+            warnings.warn(
+                "roots and sampling are deprecated in the modern protocol (2026-07-28); the "
+                "server may still ask for them, but new code should not rely on them",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+
+    async def _discover(self, version: str, timeout: float | None, *, fallback: bool) -> bool:
+        """Connect in the modern era with ``server/discover``.
+
+        With ``fallback`` (auto mode), any failure but a modern one means "speak the handshake
+        instead" and returns False; -32022 naming a version we share is retried with it.
+        """
+        for _ in range(2):
+            params = {"_meta": self._envelope(version)}
+            try:
+                raw = await self.session.request("server/discover", params, max_total=timeout)
+            except ProtocolError as exc:
+                shared = _shared_modern_version(exc)
+                if shared is not None and shared != version:
+                    version = shared
+                    continue
+                if fallback:
+                    return False
+                raise InitializeError(f"server/discover failed: {exc.message}") from None
+            except RequestTimeout:
+                if fallback:
+                    return False
+                raise InitializeError("server/discover got no answer") from None
+            info = DiscoverInfo.from_result(raw, version)
+            if info is None:
+                if fallback:
+                    return False
+                raise InitializeError(
+                    f"no mutually supported modern protocol version (we speak {version})"
+                )
+            self.discovered = info
+            self.mode = "modern"
+            return True
+        if fallback:
+            return False
+        raise InitializeError("no mutually supported modern protocol version")
+
+    def _envelope(self, version: str | None = None) -> JSONObject:
+        caps = to_wire(self._dispatcher.capabilities())
+        return make_envelope(
+            version or (self.discovered.protocol_version if self.discovered else "2026-07-28"),
+            caps,
+            to_wire(self.client_info),
+            self.log_level,
+        )
+
     def _result(self) -> InitializeResult:
         if self.initialize_result is None:
             raise MCPError("the client is not connected")
         return self.initialize_result
 
     @property
+    def modern(self) -> bool:
+        """True when connected in the modern era (2026-07-28)."""
+        return self.mode == "modern"
+
+    @property
     def protocol_version(self) -> str:
-        """The negotiated protocol version (the server's counter-offer, if it made one)."""
+        """The protocol version in use (after a handshake, the server's counter-offer if any)."""
+        if self.discovered is not None:
+            return self.discovered.protocol_version
         return self._result().protocol_version
 
     @property
     def server_info(self) -> Implementation:
+        if self.discovered is not None:
+            return self.discovered.server_info
         return self._result().server_info
 
     @property
     def server_capabilities(self) -> ServerCapabilities:
+        if self.discovered is not None:
+            return self.discovered.capabilities
         return self._result().capabilities
 
     @property
     def instructions(self) -> str | None:
+        if self.discovered is not None:
+            return self.discovered.instructions
         return self._result().instructions
 
     # -- requests ------------------------------------------------------------------------------
@@ -275,17 +431,91 @@ class Client:
         body = dict(params or {})
         if meta:
             body["_meta"] = {**body.get("_meta", {}), **meta}
+        timeout = self.default_timeout if timeout is None else timeout
+        if self.mode == "modern":
+            return await self._modern_request(
+                method, body, on_progress, timeout, max_total, request_id
+            )
         return await self.session.request(
             method,
             body,
             on_progress=on_progress,
-            timeout=self.default_timeout if timeout is None else timeout,
+            timeout=timeout,
             max_total=max_total,
             request_id=request_id,
         )
 
+    async def _modern_request(
+        self,
+        method: str,
+        body: JSONObject,
+        on_progress: ProgressCallback | None,
+        timeout: float | None,
+        max_total: float | None,
+        request_id: RequestId | None,
+    ) -> JSONObject:
+        """One modern call: the envelope on every round, and the input-required loop.
+
+        Each InputRequiredResult is fulfilled through the same callbacks the handshake era
+        uses (concurrently, in the caller's scope, so cancelling the caller cancels them), then
+        retried with a new id, the answers, and the requestState echoed untouched.
+        """
+        deadline = math.inf if max_total is None else trio.current_time() + max_total
+        envelope = self._envelope()
+        retry: JSONObject = {}
+        for round_number in range(self.max_input_rounds + 1):
+            user_meta = body.get("_meta")
+            meta = {**(user_meta if isinstance(user_meta, dict) else {}), **envelope}
+            remaining = None if deadline == math.inf else max(0.0, deadline - trio.current_time())
+            result = await self.session.request(
+                method,
+                {**body, **retry, "_meta": meta},
+                on_progress=on_progress,
+                timeout=timeout,
+                max_total=remaining,
+                request_id=request_id if round_number == 0 else None,
+            )
+            kind = result.get("resultType", "complete")
+            if kind == "complete":
+                return result
+            if kind != "input_required":
+                raise MCPError(f"the server answered {method} with an unknown resultType {kind!r}")
+            requests = result.get("inputRequests") or {}
+            if not isinstance(requests, dict):
+                raise MCPError("the server sent malformed inputRequests")
+            retry = {}
+            if requests:
+                retry["inputResponses"] = await self._fulfil_all(requests)
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+        raise MCPError(
+            f"{method} still needed input after {self.max_input_rounds} rounds; giving up"
+        )
+
+    async def _fulfil_all(self, requests: dict[str, Any]) -> JSONObject:
+        answers: JSONObject = {}
+        for request in requests.values():
+            method = request.get("method") if isinstance(request, dict) else None
+            if not isinstance(method, str) or not self._dispatcher.can_fulfil(method):
+                raise MCPError(
+                    f"the server needs input ({method!r}) that no callback of this client gives"
+                )
+
+        async def one(key: str, request: dict[str, Any]) -> None:
+            params = request.get("params")
+            answers[key] = await self._dispatcher.fulfil(
+                request["method"], params if isinstance(params, dict) else {}
+            )
+
+        with collapse_exception_groups():
+            async with trio.open_nursery() as nursery:
+                for key, request in requests.items():
+                    nursery.start_soon(one, key, request)
+        return answers
+
     async def ping(self, **options: Any) -> None:
-        await self.request("ping", None, **options)
+        """``ping``; the modern era removed it, so there a ``server/discover`` stands in."""
+        await self.request("server/discover" if self.modern else "ping", None, **options)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **options: Any
@@ -315,8 +545,12 @@ class Client:
         await self.request("resources/unsubscribe", {"uri": uri}, **options)
 
     async def set_logging_level(self, level: str, **options: Any) -> None:
+        """``logging/setLevel``; in the modern era the level travels with every request."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"level must be one of {LOGGING_LEVELS}")
+        if self.modern:
+            self.log_level = level
+            return
         await self.request("logging/setLevel", {"level": level}, **options)
 
     async def complete(
@@ -415,12 +649,44 @@ def check_offer(protocol_version: str | None) -> str:
     return protocol_version
 
 
+MODES = ("auto", "legacy", "modern")
+
+
+def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, str]:
+    """The connect mode and the version to offer; bad combinations fail before anything starts.
+
+    No mode: an explicit modern version means modern (it never falls back to the handshake),
+    anything else the handshake. ``auto`` probes ``server/discover`` and falls back.
+    """
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if protocol_version in MODERN_VERSIONS:
+        if mode == "legacy":
+            check_offer(protocol_version)  # raises: a modern version has no handshake
+        return "modern", protocol_version
+    if mode == "modern":
+        if protocol_version is not None:
+            raise ValueError(
+                f"protocol version {protocol_version!r} is a handshake version; modern mode "
+                f"speaks {', '.join(MODERN_VERSIONS)}"
+            )
+        return "modern", LATEST_MODERN_VERSION
+    if mode == "auto":
+        if protocol_version is not None:
+            check_offer(protocol_version)
+            return "legacy", protocol_version  # an explicit handshake version: no probe
+        return "auto", LATEST_MODERN_VERSION
+    return "legacy", check_offer(protocol_version)
+
+
 @asynccontextmanager
 async def open_client(
     target: Any,
     *,
     client_info: Implementation | None = None,
     protocol_version: str | None = None,
+    mode: str | None = None,
+    probe_timeout: float = 5.0,
     on_sample: Callback | None = None,
     on_elicit: Callback | None = None,
     roots: RootsSource | None = None,
@@ -454,7 +720,7 @@ async def open_client(
       fail with ``ProtocolError`` code -32001 ("Session expired: ...");
     - a transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
     """
-    version = check_offer(protocol_version)
+    mode, version = resolve_mode(mode, protocol_version)
     dispatcher = ClientDispatcher(
         on_sample=on_sample,
         on_elicit=on_elicit,
@@ -483,7 +749,7 @@ async def open_client(
                         client_info=client_info or DEFAULT_CLIENT_INFO,
                         default_timeout=default_timeout,
                     )
-                    await client._initialize(version, initialize_timeout)
+                    await client._connect(mode, version, initialize_timeout, probe_timeout)
                     try:
                         yield client
                     finally:
