@@ -92,6 +92,21 @@ def is_progress_for(message: Any, token: Any) -> bool:
     )
 
 
+def modern_on_the_wire(records: list[dict[str, Any]]) -> str:
+    """The modern version a client reached without a handshake: its server/discover was
+    answered, no initialize was sent, and every other request carried the envelope."""
+    sent = [m for m in frames(records, CLIENT_TO_SERVER) if isinstance(m, dict)]
+    assert not [m for m in sent if m.get("method") == "initialize"]
+    (probe, *_) = [m for m in sent if m.get("method") == "server/discover"]
+    (answer,) = [m for m in frames(records, SERVER_TO_CLIENT) if is_response_to(m, probe["id"])]
+    assert "2026-07-28" in answer["result"]["supportedVersions"]
+    version_key = "io.modelcontextprotocol/protocolVersion"
+    for message in sent:
+        if "id" in message and "method" in message:
+            assert message["params"]["_meta"][version_key] == "2026-07-28", message
+    return "2026-07-28"
+
+
 def negotiated_version(records: list[dict[str, Any]]) -> str:
     """The protocol version the server answered ``initialize`` with."""
     requests = [

@@ -19,6 +19,7 @@ from ._support import (
     DEMO,
     HERE,
     check_cancelled_call,
+    modern_on_the_wire,
     negotiated_version,
     node,
     progress_of_call,
@@ -70,7 +71,10 @@ async def test_the_official_python_client_drives_the_demo(tmp_path: Path, mode: 
         [sys.executable, str(HERE / "py_client.py"), mode, "--", *recorded(log, DEMO)]
     )
 
-    assert out["protocol_version"] == "2025-11-25"
+    # In its default (auto) mode the official client probes server/discover and reaches our
+    # server in the modern era; in legacy mode it speaks the handshake.
+    expected_version = "2026-07-28" if mode == "auto" else "2025-11-25"
+    assert out["protocol_version"] == expected_version
     assert out["server_name"] == "trio-mcp-demo"
     assert out["tools"] == TOOLS
     assert text_of(out["echo"]) == "hello from mcp"
@@ -97,7 +101,10 @@ async def test_the_official_python_client_drives_the_demo(tmp_path: Path, mode: 
     assert text_of(out["echo_after_cancel"]) == "still here"
 
     records = read_records(log)
-    assert negotiated_version(records) == "2025-11-25"
+    if mode == "auto":
+        assert modern_on_the_wire(records) == expected_version
+    else:
+        assert negotiated_version(records) == expected_version
     assert progress_of_call(records, "sleep", {"seconds": 0.3}) == SLEEP_PROGRESS
     check_cancelled_call(records, "sleep")
 
