@@ -35,8 +35,13 @@ def text_of(result: object) -> str:
     return text
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize(("peer", "scheme"), [("python", "py"), ("typescript", "ts")])
-async def test_our_client_drives_an_official_server(tmp_path: Path, peer: str, scheme: str) -> None:
+async def test_our_client_drives_an_official_server(
+    tmp_path: Path, peer: str, scheme: str, mode: str
+) -> None:
+    """In auto mode our client reaches the (dual-era) Python SDK server in the modern era and
+    falls back to the handshake with the (handshake-only) TypeScript SDK server."""
     log = tmp_path / "wire.jsonl"
     markers: list[str] = []
     handler_cancelled = trio.Event()
@@ -47,8 +52,12 @@ async def test_our_client_drives_an_official_server(tmp_path: Path, peer: str, s
             handler_cancelled.set()
 
     with trio.fail_after(HANG_GUARD):
-        async with open_client(recorded(log, server_command(peer)), stderr=on_stderr) as client:
-            assert client.protocol_version == "2025-11-25"
+        async with open_client(
+            recorded(log, server_command(peer)), stderr=on_stderr, mode=mode
+        ) as client:
+            modern = mode == "auto" and peer == "python"
+            assert client.modern is modern
+            assert client.protocol_version == ("2026-07-28" if modern else "2025-11-25")
             assert client.server_info.name == f"{scheme}-interop-server"
             assert sorted(tool.name for tool in await client.list_tools()) == [
                 "add",
