@@ -1,0 +1,61 @@
+"""The era matrix: our client in each mode against our server in each configuration, over
+each transport; the same calls (a tool, a question to the user, a cancel) work in every cell."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp import ElicitResult, open_client
+
+from .servers.era_server import era_server
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+
+MODES = ["legacy", "auto", "modern"]
+CONFIGS = ["default", "pinned"]
+TRANSPORTS = ["memory", "stdio"]
+
+
+def target(transport: str, config: str) -> Any:
+    pinned = config == "pinned"
+    if transport == "memory":
+        return era_server(pinned)
+    return [sys.executable, str(SERVERS / "era_server.py"), *(["pinned"] if pinned else [])]
+
+
+async def answer(params: Any) -> ElicitResult:
+    return ElicitResult(action="accept", content={"answer": "42"})
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_cell(mode: str, config: str, transport: str) -> None:
+    modern = mode in ("auto", "modern")
+    with trio.fail_after(60):
+        async with open_client(
+            target(transport, config), mode=mode, on_elicit=answer, stderr="discard"
+        ) as client:
+            assert client.modern is modern
+            expected = (
+                "2026-07-28" if modern else ("2025-06-18" if config == "pinned" else "2025-11-25")
+            )
+            # A client in legacy mode offers 2025-11-25; a pinned server echoes what it is
+            # asked for when it speaks it, so the pin only shows for unknown offers.
+            if not modern:
+                expected = "2025-11-25"
+            assert client.protocol_version == expected
+            echoed = await client.call_tool("echo", {"text": "hi"})
+            assert echoed.content[0].text == f"hi ({'modern' if modern else 'handshake'})"  # type: ignore[union-attr]
+            asked = await client.call_tool("ask")
+            assert asked.content[0].text == "answer: 42"  # type: ignore[union-attr]
+            with trio.CancelScope() as scope:
+                await client.call_tool("slow", on_progress=lambda *_: scope.cancel())
+            assert scope.cancelled_caught
+            again = await client.call_tool("echo", {"text": "after"})
+            assert again.content[0].text.startswith("after")  # type: ignore[union-attr]
