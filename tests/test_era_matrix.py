@@ -42,13 +42,9 @@ async def test_every_cell(mode: str, config: str, transport: str) -> None:
             target(transport, config), mode=mode, on_elicit=answer, stderr="discard"
         ) as client:
             assert client.modern is modern
-            expected = (
-                "2026-07-28" if modern else ("2025-06-18" if config == "pinned" else "2025-11-25")
-            )
-            # A client in legacy mode offers 2025-11-25; a pinned server echoes what it is
-            # asked for when it speaks it, so the pin only shows for unknown offers.
-            if not modern:
-                expected = "2025-11-25"
+            # The client offers 2025-11-25, which a pinned server echoes (a pin only answers
+            # offers the server does not speak); the modern era has no negotiation at all.
+            expected = "2026-07-28" if modern else "2025-11-25"
             assert client.protocol_version == expected
             echoed = await client.call_tool("echo", {"text": "hi"})
             assert echoed.content[0].text == f"hi ({'modern' if modern else 'handshake'})"  # type: ignore[union-attr]
