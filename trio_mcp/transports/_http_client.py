@@ -15,6 +15,7 @@ ends the whole connection.
 
 from __future__ import annotations
 
+import base64
 import http
 import logging
 import math
@@ -28,6 +29,7 @@ import httpx
 import trio
 
 from .._exceptions import ConnectionClosed
+from ..protocol._envelope import PROTOCOL_VERSION_KEY
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -203,6 +205,39 @@ class SSEParser:
         if not data:
             return None
         return ServerSentEvent("\n".join(data), event_type or "message", self.last_event_id)
+
+
+# -- the modern era's headers -------------------------------------------------------------------
+
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def header_value(value: str) -> str:
+    """A value as a header may carry it; anything unsafe goes as ``=?base64?...?=``."""
+    safe = (
+        value.isascii()
+        and value == value.strip()
+        and all(0x20 <= ord(c) < 0x7F for c in value)
+        and not (value.startswith("=?") and value.endswith("?="))
+    )
+    if safe:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
+
+
+def modern_headers(method: str | None, params: JSONObject | None) -> dict[str, str]:
+    """A modern request repeats its version, method and name in headers (2026-07-28), so that
+    intermediaries can route it without reading the body."""
+    meta = params.get("_meta") if params else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if not isinstance(version, str) or method is None:
+        return {}
+    headers = {"mcp-protocol-version": version, "mcp-method": method}
+    key = _NAMED.get(method)
+    name = params.get(key) if params and key else None
+    if isinstance(name, str):
+        headers["mcp-name"] = header_value(name)
+    return headers
 
 
 # -- the transport -------------------------------------------------------------------------------
@@ -452,13 +487,11 @@ class StreamableHttpTransport:
         session_id = self.session_id
         expired = False
         try:
-            async with self._stream(
-                "POST",
-                self._headers(
-                    "application/json, text/event-stream", session_id=session_id, json_body=True
-                ),
-                post.data,
-            ) as response:
+            headers = self._headers(
+                "application/json, text/event-stream", session_id=session_id, json_body=True
+            )
+            headers.update(modern_headers(post.method, post.params))
+            async with self._stream("POST", headers, post.data) as response:
                 post.sent.set()
                 if post.method == "initialize" and response.is_success:
                     sid = response.headers.get("mcp-session-id")
