@@ -60,14 +60,12 @@ class MemoryEventStore:
 
     def append(self, stream_id: str, seq: int, data: bytes) -> None:
         now = self._clock()
-        entry = self._streams.get(stream_id)
-        if entry is None:
-            self._expire(now)
-            events: collections.deque[tuple[int, bytes]] = collections.deque(
-                maxlen=self.max_events_per_stream
-            )
-        else:
-            events = entry[1]
+        self._expire(now)
+        # Re-inserted at the end, so the dict stays in order of last activity.
+        entry = self._streams.pop(stream_id, None)
+        events = (
+            entry[1] if entry is not None else collections.deque(maxlen=self.max_events_per_stream)
+        )
         events.append((seq, data))
         self._streams[stream_id] = (now, events)
 
@@ -87,10 +85,12 @@ class MemoryEventStore:
         return len(self._streams)
 
     def _expire(self, now: float) -> None:
-        # Streams are appended in time order of creation; scan the oldest few each time.
-        for stream_id in list(self._streams)[:8]:
-            if now - self._streams[stream_id][0] > self.ttl:
-                del self._streams[stream_id]
+        # Oldest activity first: stop at the first stream still alive (amortized O(1)).
+        while self._streams:
+            stream_id = next(iter(self._streams))
+            if now - self._streams[stream_id][0] <= self.ttl:
+                return
+            del self._streams[stream_id]
 
 
 #: What a listener is sent: an event (id, data), a keep-alive nudge, or the end of the stream.

@@ -26,6 +26,7 @@ from ..protocol._jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
     Batch,
+    ErrorObject,
     Invalid,
     Request,
     RequestId,
@@ -81,6 +82,7 @@ class HttpError(Exception):
         code: int = INVALID_REQUEST,
         request_id: RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
+        error: ErrorObject | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -88,6 +90,8 @@ class HttpError(Exception):
         self.code = code
         self.request_id = request_id
         self.headers = list(headers)
+        #: The JSON-RPC error to send, when it has more than a code and a message.
+        self.error = error if error is not None else ErrorObject.make(code, message)
 
 
 class _SessionTransport:
@@ -111,6 +115,7 @@ class _SessionTransport:
         if stream is not None:
             stream.finish(responded=False)
             self._session.forget_stream(stream)
+        self._session.touch()
 
     def close(self) -> None:
         self._closed.set()
@@ -119,7 +124,14 @@ class _SessionTransport:
 class HttpSession:
     """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
 
-    def __init__(self, app: McpHttpApp, session_id: str, *, back_channel: bool = True) -> None:
+    def __init__(
+        self,
+        app: McpHttpApp,
+        session_id: str,
+        *,
+        back_channel: bool = True,
+        store: EventStore | None = None,
+    ) -> None:
         self.app = app
         self.id = session_id
         self.connection = ServerConnection(app.server)
@@ -129,7 +141,7 @@ class HttpSession:
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace
         )
         self.connection.session = self.engine
-        self.store = app.store
+        self.store = app.store if store is None else store
         self.standalone = EventStream(session_id, "0", self.store)
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
@@ -152,6 +164,7 @@ class HttpSession:
         if final:
             stream.finish(responded=True)
             self.forget_stream(stream)
+            self.touch()  # its client may be gone: the session can go idle now
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
         self._stream_numbers += 1
@@ -187,13 +200,17 @@ class HttpSession:
             self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        # Registered with the server so that notify_list_changed() reaches this client.
+        self.app.server.connections.add(self.connection)
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self.engine.run)
                     task_status.started()
         finally:
+            self.app.server.connections.discard(self.connection)
             self.close_streams()
+            self.forget_events()
             self.app.forget(self)
             self.ended.set()
 
@@ -207,6 +224,12 @@ class HttpSession:
             stream.finish(responded=False)
         self.request_streams.clear()
         self.standalone.finish(responded=False)
+
+    def forget_events(self) -> None:
+        """Nobody can resume a stream of an ended session: drop its events from the store."""
+        self.store.forget(self.standalone.stream_id)
+        for number in range(1, self._stream_numbers + 1):
+            self.store.forget(f"{self.id}.r{number}")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -323,7 +346,7 @@ class McpHttpApp:
         if method == "POST":
             await self._post(scope, receive, send)
         elif method == "GET":
-            await self._get(scope, send)
+            await self._get(scope, receive, send)
         elif method == "DELETE":
             await self._delete(scope, send)
         else:
@@ -351,6 +374,8 @@ class McpHttpApp:
         origin = _header(scope, b"origin")
         if origin is None:
             return
+        if origin in (self.options.cors_origins or ()):
+            return  # an origin explicitly allowed to call us from a browser
         allowed_origins = self.options.allowed_origins
         if allowed_origins is not None:
             if origin not in allowed_origins and "*" not in allowed_origins:
@@ -414,11 +439,7 @@ class McpHttpApp:
 
     async def _error(self, scope: Scope, send: Send, error: HttpError) -> None:
         body = orjson.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": error.request_id,
-                "error": {"code": error.code, "message": error.message},
-            }
+            {"jsonrpc": "2.0", "id": error.request_id, "error": error.error.to_json()}
         )
         await self._respond(scope, send, error.status, body, error.headers)
 
@@ -482,9 +503,9 @@ class McpHttpApp:
         if isinstance(parsed, Batch):
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):
-            raise HttpError(400, parsed.error.message, request_id=parsed.id)
+            raise HttpError(400, parsed.error.message, request_id=parsed.id, error=parsed.error)
         if self.options.stateless:
-            await self._post_stateless(scope, send, parsed)
+            await self._post_stateless(scope, receive, send, parsed)
             return
         if isinstance(parsed, Request) and parsed.method == "initialize":
             if _header(scope, b"mcp-session-id"):
@@ -498,7 +519,7 @@ class McpHttpApp:
         session = self._session_for(scope)
         self._check_version(scope)
         if isinstance(parsed, Request):
-            await self._request(scope, send, session, parsed)
+            await self._request(scope, receive, send, session, parsed)
             return
         # A notification, or the client's response to one of our requests.
         session.engine.feed(parsed)
@@ -538,7 +559,7 @@ class McpHttpApp:
         await self._sse(scope, send, items, headers)
 
     async def _request(
-        self, scope: Scope, send: Send, session: HttpSession, request: Request
+        self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
     ) -> None:
         if request.id in session.request_streams or session.engine.in_flight(request.id):
             raise HttpError(409, "Conflict: Request id is already in flight for this session")
@@ -556,7 +577,7 @@ class McpHttpApp:
                 await self._respond(scope, send, 200, items[-1][1])
                 return
             prime = self._priming(session, stream)
-            await self._stream(scope, send, session, stream, events, prime)
+            await self._stream(scope, receive, send, events, prime)
         finally:
             stream.detach(events)
             session.idle()
@@ -567,9 +588,15 @@ class McpHttpApp:
             return f"{session.id}.{stream.key}.{stream.seq}"
         return None
 
-    async def _post_stateless(self, scope: Scope, send: Send, message: Any) -> None:
-        """No sessions: each POST gets its own engine, served inside this POST's task."""
-        session = HttpSession(self, "stateless", back_channel=False)
+    async def _post_stateless(
+        self, scope: Scope, receive: Receive, send: Send, message: Any
+    ) -> None:
+        """No sessions: each POST gets its own engine, served inside this POST's task.
+
+        Nothing can resume or cancel it from elsewhere, so its events are not stored, and the
+        client going away cancels it.
+        """
+        session = HttpSession(self, "stateless", back_channel=False, store=_NO_STORE)
         session.connection.initialized = isinstance(message, Request) and (
             message.method != "initialize"
         )
@@ -578,6 +605,7 @@ class McpHttpApp:
             return
         stream = session.new_request_stream(message.id)
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             await nursery.start(session.engine.run)
             events = stream.attach()
             session.engine.feed(message)
@@ -590,7 +618,7 @@ class McpHttpApp:
                     else:
                         await self._respond(scope, send, 200, items[-1][1])
                 else:
-                    await self._stream(scope, send, session, stream, events, None)
+                    await self._stream(scope, None, send, events, None)
             finally:
                 session.transport.close()
                 nursery.cancel_scope.cancel()
@@ -632,14 +660,17 @@ class McpHttpApp:
     async def _stream(
         self,
         scope: Scope,
+        receive: Receive | None,
         send: Send,
-        session: HttpSession,
-        stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
-        """Relay a stream's events until it ends (or its listener is replaced)."""
+        """Relay a stream's events until it ends, its listener is replaced, or the client goes.
+
+        The stream itself outlives a client that goes away: it waits for a resume. With
+        ``receive`` None the caller watches for the disconnect itself.
+        """
         await self._sse_start(scope, send, headers)
         if prime is not None:
             await send(
@@ -649,7 +680,15 @@ class McpHttpApp:
                     "more_body": True,
                 }
             )
+        async with trio.open_nursery() as nursery:
+            if receive is not None:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            await self._relay(send, events)
+            nursery.cancel_scope.cancel()
+
+    async def _relay(self, send: Send, events: trio.MemoryReceiveChannel[StreamItem]) -> None:
         interval = self.options.keepalive_interval
+        ended = False
         try:
             while True:
                 with trio.move_on_after(interval):
@@ -667,13 +706,25 @@ class McpHttpApp:
                 await send(
                     {"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True}
                 )
+            ended = True
+            await send({"type": "http.response.body", "body": b""})
         except OSError:
             return  # the client went away; the stream waits for a resume
-        await send({"type": "http.response.body", "body": b""})
+        except trio.Cancelled:
+            if not ended:
+                # The server is shutting down (or the client left): end the response properly
+                # if the connection is still there, so the client sees an end, not a cut.
+                with trio.move_on_after(1) as cleanup:
+                    cleanup.shield = True
+                    try:
+                        await send({"type": "http.response.body", "body": b""})
+                    except OSError:
+                        pass
+            raise
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
-    async def _get(self, scope: Scope, send: Send) -> None:
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.options.stateless:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
@@ -692,13 +743,16 @@ class McpHttpApp:
             _, key, after = parsed
             stream = session.stream_for_key(key)
             if stream is None:
+                # Finished: replay what the store still has, if it knows the stream at all.
                 stream = EventStream(session.id, key, session.store)
-                stream.finish(responded=False)  # gone: replay whatever the store still has
+                if session.store.replay(stream.stream_id, after) is None:
+                    raise HttpError(400, "Bad Request: unknown Last-Event-ID")
+                stream.finish(responded=False)
         assert stream is not None
         events = stream.attach(replay_after=after)
         session.busy()
         try:
-            await self._stream(scope, send, session, stream, events, None)
+            await self._stream(scope, receive, send, events, None)
         finally:
             stream.detach(events)
             session.idle()
@@ -712,6 +766,29 @@ class McpHttpApp:
         self.forget(session)
         session.close()
         await self._respond(scope, send, 200)
+
+
+class _NoStore:
+    """The event store of a stream nobody can resume (stateless mode)."""
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        pass
+
+    def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
+        return None
+
+    def forget(self, stream_id: str) -> None:
+        pass
+
+
+_NO_STORE = _NoStore()
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the client has gone away (its request body was already read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
 
 
 def _event(event_id: str, data: bytes) -> bytes:

@@ -1,0 +1,844 @@
+"""Streamable HTTP through a real hypercorn trio worker: every status code, headers, CORS.
+
+The server runs in this test's own Trio run, so tools can share ``trio.Event`` objects with the
+test: a request is "in flight" exactly when the test says so, never after a sleep. The client is a
+plain ``httpx.AsyncClient`` and SSE is parsed here, so the tests see the exact wire.
+This module also holds the harness the other ``test_http_*`` modules use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
+import httpx
+import orjson
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from trio_mcp import Server
+from trio_mcp._demo import demo_server
+from trio_mcp.server import Context
+from trio_mcp.transports import McpHttpApp
+
+#: A hang guard, never a performance assertion.
+GUARD = 30
+VERSION = "2025-11-25"
+BOTH = "application/json, text/event-stream"
+
+# -- SSE -------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SseEvent:
+    id: str | None
+    event: str | None
+    data: str
+    retry: int | None
+
+    def json(self) -> Any:
+        return orjson.loads(self.data)
+
+
+@attrs.frozen
+class SseComment:
+    text: str
+
+
+class SseParser:
+    """Line-by-line SSE parsing (the subset servers emit: id, event, data, retry, comments)."""
+
+    def __init__(self) -> None:
+        self._fields: dict[str, str] = {}
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> SseEvent | SseComment | None:
+        if line.startswith(":"):
+            return SseComment(line[1:].strip())
+        if line == "":
+            if not self._fields and not self._data:
+                return None
+            retry = self._fields.get("retry")
+            event = SseEvent(
+                id=self._fields.get("id"),
+                event=self._fields.get("event"),
+                data="\n".join(self._data),
+                retry=int(retry) if retry is not None else None,
+            )
+            self._fields, self._data = {}, []
+            return event
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        else:
+            self._fields[name] = value
+        return None
+
+
+def parse_sse(text: str) -> list[SseEvent]:
+    parser = SseParser()
+    items = [parser.feed(line) for line in text.splitlines()]
+    items.append(parser.feed(""))
+    return [item for item in items if isinstance(item, SseEvent)]
+
+
+class SseReader:
+    """Reads a streaming httpx response as SSE, one item at a time."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.aiter_lines()
+        self._parser = SseParser()
+        self.comments: list[str] = []
+
+    async def item(self) -> SseEvent | SseComment | None:
+        """The next event or comment; None when the stream has ended."""
+        while True:
+            try:
+                line = await anext(self._lines)
+            except StopAsyncIteration:
+                return None
+            item = self._parser.feed(line)
+            if item is not None:
+                return item
+
+    async def next(self) -> SseEvent | None:
+        """The next event (comments are collected in ``comments``); None at the end."""
+        while True:
+            item = await self.item()
+            if isinstance(item, SseComment):
+                self.comments.append(item.text)
+                continue
+            return item
+
+    async def message(self) -> Any:
+        """The next JSON-RPC message (events with empty data, such as priming, are skipped)."""
+        while True:
+            event = await self.next()
+            assert event is not None, "the stream ended"
+            if event.data:
+                return event.json()
+
+    async def rest(self) -> list[SseEvent]:
+        """Every remaining event, until the server ends the stream."""
+        events = []
+        while (event := await self.next()) is not None:
+            events.append(event)
+        return events
+
+
+# -- messages --------------------------------------------------------------------------------------
+
+
+def initialize_body(
+    version: str = VERSION, capabilities: dict[str, Any] | None = None, rid: Any = "init"
+) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw-http", "version": "0"},
+        },
+    }
+
+
+def call_body(rid: Any, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``tools/call`` that asks for progress (the token is the request id)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments or {}, "_meta": {"progressToken": rid}},
+    }
+
+
+def request_body(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        body["params"] = params
+    return body
+
+
+def cancel_body(rid: Any, reason: str = "test") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": rid, "reason": reason},
+    }
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC error body of an HTTP refusal (checking it is one)."""
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["jsonrpc"] == "2.0"
+    assert "result" not in body
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+# -- the server ------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Served:
+    """A running app, its URL and a client, with helpers that speak exact HTTP."""
+
+    app: McpHttpApp
+    base: str
+    client: httpx.AsyncClient
+    shutdown: trio.Event
+    stopped: trio.Event
+    errors: list[BaseException]
+    path: str = "/mcp"
+
+    @property
+    def url(self) -> str:
+        return self.base + self.path
+
+    def headers(
+        self,
+        session: str | None = None,
+        *,
+        version: str | None = VERSION,
+        accept: str = BOTH,
+        **extra: str,
+    ) -> dict[str, str]:
+        headers = {"accept": accept, "content-type": "application/json"}
+        if session is not None:
+            headers["mcp-session-id"] = session
+        if version is not None:
+            headers["mcp-protocol-version"] = version
+        headers.update({k.replace("_", "-"): v for k, v in extra.items()})
+        return headers
+
+    async def post(
+        self,
+        body: Any,
+        session: str | None = None,
+        *,
+        version: str | None = VERSION,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        return await self.client.post(
+            self.url,
+            content=body if isinstance(body, bytes) else orjson.dumps(body),
+            headers=headers if headers is not None else self.headers(session, version=version),
+        )
+
+    async def initialize(
+        self, version: str = VERSION, capabilities: dict[str, Any] | None = None
+    ) -> str:
+        """A new session, fully initialized; returns its id."""
+        response = await self.post(initialize_body(version, capabilities), version=None)
+        assert response.status_code == 200, response.text
+        session = response.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await self.post(note, session, version=version)).status_code == 202
+        return session
+
+    async def call(self, session: str, body: Any, *, version: str = VERSION) -> Any:
+        """POST a request and return its JSON-RPC response, from SSE or JSON."""
+        response = await self.post(body, session, version=version)
+        assert response.status_code == 200, response.text
+        if response.headers["content-type"] == "application/json":
+            return response.json()
+        messages = [e.json() for e in parse_sse(response.text) if e.data]
+        return messages[-1]
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        body: Any = None,
+        *,
+        headers: dict[str, str],
+    ) -> AsyncIterator[SseReader]:
+        content = orjson.dumps(body) if body is not None else None
+        async with self.client.stream(method, self.url, content=content, headers=headers) as r:
+            yield SseReader(r)
+
+    def stream_post(
+        self, body: Any, session: str | None = None, *, version: str = VERSION
+    ) -> AbstractAsyncContextManager[SseReader]:
+        return self.stream("POST", body, headers=self.headers(session, version=version))
+
+    def stream_get(
+        self, session: str, *, last_event_id: str | None = None, version: str = VERSION
+    ) -> AbstractAsyncContextManager[SseReader]:
+        headers = self.headers(session, version=version, accept="text/event-stream")
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        return self.stream("GET", headers=headers)
+
+
+def _recording(app: McpHttpApp, errors: list[BaseException], lifespan: bool) -> Any:
+    """The app as hypercorn sees it: exceptions escaping it are recorded (hypercorn would only
+    log them and answer 500); with ``lifespan`` false the test runs ``app.running()`` itself."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan" and not lifespan:
+            await receive()
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:
+            errors.append(exc)
+            raise
+
+    return asgi
+
+
+async def _serve(
+    app: Any,
+    config: Config,
+    shutdown: trio.Event,
+    stopped: trio.Event,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    try:
+        await serve(app, config, shutdown_trigger=shutdown.wait, task_status=task_status)
+    finally:
+        stopped.set()
+
+
+@asynccontextmanager
+async def serving(
+    server: Server,
+    *,
+    guard: float = GUARD,
+    graceful_timeout: float = 2.0,
+    lifespan: bool = True,
+    **options: Any,
+) -> AsyncIterator[Served]:
+    """Serve ``server.http_app(**options)`` on 127.0.0.1 (port 0) with hypercorn's trio worker."""
+    app = server.http_app(**options)
+    assert isinstance(app, McpHttpApp)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.graceful_timeout = graceful_timeout
+    config.accesslog = None
+    shutdown, stopped = trio.Event(), trio.Event()
+    errors: list[BaseException] = []
+    with trio.fail_after(guard):
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(
+                functools.partial(
+                    _serve, _recording(app, errors, lifespan), config, shutdown, stopped
+                )
+            )
+            async with httpx.AsyncClient(timeout=guard) as client:
+                yield Served(app, binds[0], client, shutdown, stopped, errors)
+            shutdown.set()
+    assert not errors, errors
+
+
+async def eventually(predicate: Callable[[], bool], interval: float = 0.02) -> None:
+    """Poll until ``predicate`` holds; the caller's hang guard bounds it."""
+    while not predicate():  # noqa: ASYNC110 - the state polled has no event to wait on
+        await trio.sleep(interval)
+
+
+class Park:
+    """A tool that reports progress, then waits for the test: a request in flight on demand."""
+
+    def __init__(self, server: Server, name: str = "park") -> None:
+        self.entered = trio.Event()
+        self.release = trio.Event()
+        self.finished = trio.Event()
+        self.cancelled = False
+
+        async def park(ctx: Context) -> str:
+            try:
+                await ctx.report_progress(1, message="first-frame")
+                self.entered.set()
+                await self.release.wait()
+                await ctx.report_progress(2, message="second-frame")
+                return "done"
+            except trio.Cancelled:
+                self.cancelled = True
+                raise
+            finally:
+                self.finished.set()
+
+        server.tool(name=name)(park)
+
+
+def progress_messages(events: list[SseEvent]) -> list[str]:
+    return [
+        e.json()["params"]["message"]
+        for e in events
+        if e.data and e.json().get("method") == "notifications/progress"
+    ]
+
+
+# -- 200 -------------------------------------------------------------------------------------------
+
+
+async def test_initialize_answers_sse_with_a_session_id() -> None:
+    async with serving(demo_server()) as served:
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["cache-control"] == "no-cache"
+        assert response.headers["x-accel-buffering"] == "no"
+        session = response.headers["mcp-session-id"]
+        assert session and all(0x21 <= ord(c) <= 0x7E for c in session)
+        (event,) = parse_sse(response.text)
+        assert event.event == "message"
+        message = event.json()
+        assert message["id"] == "init"
+        assert message["result"]["protocolVersion"] == VERSION
+        assert list(served.app.sessions) == [session]
+
+
+async def test_json_mode_answers_application_json() -> None:
+    """JSON mode: one JSON body per request, and a client may accept only application/json."""
+    async with serving(demo_server(), json_response=True) as served:
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["result"]["protocolVersion"] == VERSION
+        session = response.headers["mcp-session-id"]
+        headers = served.headers(session, accept="application/json")
+        response = await served.post(call_body(1, "echo", {"text": "hi"}), headers=headers)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert response.json() == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "hi"}]},
+        }
+
+
+async def test_request_sse_stream_is_primed_then_answered() -> None:
+    """2025-11-25: a priming event (id, retry, empty data) first, so the stream is resumable."""
+    async with serving(demo_server(), retry_ms=1234) as served:
+        session = await served.initialize()
+        response = await served.post(call_body(7, "echo", {"text": "hi"}), session)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        prime, answer = parse_sse(response.text)
+        assert prime.data == "" and prime.retry == 1234
+        assert prime.id is not None and prime.id.startswith(session + ".")
+        assert answer.json()["result"]["content"][0]["text"] == "hi"
+        assert answer.id is not None and answer.id.startswith(session + ".")
+
+
+async def test_notification_method_with_an_id_is_a_request_answered_method_not_found() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "id": "123"}
+        response = await served.post(body, session)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        messages = [e.json() for e in parse_sse(response.text) if e.data]
+        assert len(messages) == 1
+        assert messages[0]["id"] == "123"
+        assert messages[0]["error"]["code"] == -32601
+        assert "result" not in messages[0]
+
+
+# -- 202 -------------------------------------------------------------------------------------------
+
+
+async def test_notifications_and_client_responses_get_202_with_no_body() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+        stray = {"jsonrpc": "2.0", "id": 99, "result": {}}
+        for body in (note, stray):
+            response = await served.post(body, session)
+            assert response.status_code == 202
+            assert response.content == b""
+            assert "content-type" not in response.headers
+
+
+# -- 400 -------------------------------------------------------------------------------------------
+
+
+BAD_REQUESTS: list[tuple[str, bytes, int, str]] = [
+    ("batch", b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600, "single request object"),
+    ("string", b'"hello"', -32600, "Invalid Request"),
+    ("number", b"42", -32600, "Invalid Request"),
+    ("parse error", b'{"jsonrpc": "2.0", "id": 1, "meth', -32700, "Parse error"),
+    ("no jsonrpc", b'{"id": 1, "method": "ping"}', -32600, "Invalid Request"),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [case[1:] for case in BAD_REQUESTS],
+    ids=[case[0] for case in BAD_REQUESTS],
+)
+async def test_malformed_bodies_get_400(body: bytes, code: int, message: str) -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        response = await served.post(body, session)
+        assert response.status_code == 400
+        error = error_of(response)
+        assert error["code"] == code
+        assert message in error["message"]
+
+
+async def test_invalid_request_object_gets_400_with_its_id_and_the_detail() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        response = await served.post(b'{"jsonrpc": "1.0", "id": 5, "method": "ping"}', session)
+        assert response.status_code == 400
+        assert response.json() == {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "error": {
+                "code": -32600,
+                "message": "Invalid Request",
+                "data": 'the "jsonrpc" member must be "2.0"',
+            },
+        }
+
+
+async def test_missing_session_id_gets_400() -> None:
+    async with serving(demo_server()) as served:
+        await served.initialize()
+        for body in (request_body(1, "ping"), cancel_body(1)):
+            response = await served.post(body)
+            assert response.status_code == 400
+            assert error_of(response) == {
+                "code": -32600,
+                "message": "Bad Request: Missing session ID",
+            }
+
+
+async def test_unsupported_protocol_version_header_gets_400() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for value in ("1999-01-01", "not-a-version", ""):
+            response = await served.post(request_body(1, "ping"), session, version=value)
+            assert response.status_code == 400, value
+            error = error_of(response)
+            assert error["code"] == -32600
+            assert error["message"].startswith(
+                f"Bad Request: Unsupported protocol version: {value}."
+            )
+            assert VERSION in error["message"]
+
+
+async def test_second_initialize_on_a_session_gets_400_carrying_the_id() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        response = await served.post(initialize_body(rid="again"), session)
+        assert response.status_code == 400
+        assert response.json() == {
+            "jsonrpc": "2.0",
+            "id": "again",
+            "error": {"code": -32600, "message": "Invalid Request: Server already initialized"},
+        }
+        assert list(served.app.sessions) == [session]
+
+
+# -- protocol version header -----------------------------------------------------------------------
+
+
+async def test_protocol_version_header_missing_supported_or_modern_on_a_legacy_session() -> None:
+    """No header: 2025-03-26 assumed. The session decides: a 2026-07-28 header is tolerated on a
+    session that negotiated a handshake version, and the answer stays legacy."""
+    async with serving(demo_server()) as served:
+        session = await served.initialize("2026-07-28")
+        for version in (None, "2025-03-26", "2025-06-18", VERSION, "2026-07-28"):
+            response = await served.post(
+                request_body("list", "tools/list"), session, version=version
+            )
+            assert response.status_code == 200, (version, response.text)
+            message = [e.json() for e in parse_sse(response.text) if e.data][-1]
+            assert message["result"]["tools"]
+            assert "resultType" not in message["result"]
+
+
+async def test_initialize_counter_offers_a_modern_version() -> None:
+    async with serving(demo_server()) as served:
+        headers = served.headers(version="2026-07-28")
+        response = await served.post(initialize_body("2026-07-28"), headers=headers)
+        assert response.status_code == 200
+        assert "mcp-session-id" in response.headers
+        assert parse_sse(response.text)[0].json()["result"]["protocolVersion"] == VERSION
+
+
+# -- 403 -------------------------------------------------------------------------------------------
+
+
+async def test_host_not_loopback_gets_403_naming_the_setting() -> None:
+    async with serving(demo_server()) as served:
+        headers = served.headers(version=None, host="evil.example")
+        response = await served.post(initialize_body(), headers=headers)
+        assert response.status_code == 403
+        error = error_of(response)
+        assert "evil.example" in error["message"]
+        assert "allowed_hosts" in error["message"]
+        assert not served.app.sessions
+        # Loopback names pass, with or without a port.
+        for host in ("localhost", "127.0.0.1:9", "[::1]:80"):
+            headers = served.headers(version=None, host=host)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code == 200, host
+
+
+async def test_allowed_hosts_replace_the_loopback_rule() -> None:
+    async with serving(demo_server(), allowed_hosts=["mcp.example"]) as served:
+        ok = await served.post(initialize_body(), headers=served.headers(host="mcp.example"))
+        assert ok.status_code == 200
+        refused = await served.post(initialize_body(), headers=served.headers())
+        assert refused.status_code == 403
+        assert "allowed_hosts" in error_of(refused)["message"]
+
+
+async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        headers = served.headers(session, origin="http://evil.example")
+        response = await served.post(request_body(1, "ping"), headers=headers)
+        assert response.status_code == 403
+        error = error_of(response)
+        assert "http://evil.example" in error["message"]
+        assert "allowed_origins" in error["message"]
+        headers = served.headers(session, origin="http://localhost:5173")
+        assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
+    async with serving(demo_server(), allowed_origins=["https://app.example"]) as served:
+        headers = served.headers(version=None, origin="https://app.example")
+        assert (await served.post(initialize_body(), headers=headers)).status_code == 200
+        headers = served.headers(version=None, origin="http://localhost")
+        response = await served.post(initialize_body(), headers=headers)
+        assert response.status_code == 403
+        assert "allowed_origins" in error_of(response)["message"]
+
+
+# -- 404, 405, 406, 413, 415 ---------------------------------------------------------------------
+
+
+async def test_unknown_session_and_wrong_path_get_404() -> None:
+    async with serving(demo_server()) as served:
+        response = await served.post(request_body(1, "ping"), "no-such-session")
+        assert response.status_code == 404
+        assert error_of(response)["message"] == "Session not found"
+        response = await served.client.post(
+            served.base + "/other",
+            content=orjson.dumps(initialize_body()),
+            headers=served.headers(),
+        )
+        assert response.status_code == 404
+        assert "/mcp" in error_of(response)["message"]
+
+
+async def test_trailing_slash_is_served_not_redirected() -> None:
+    async with serving(demo_server()) as served:
+        served.path = "/mcp/"
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 200
+        assert "location" not in response.headers
+        session = response.headers["mcp-session-id"]
+        assert (await served.call(session, request_body(1, "ping")))["result"] == {}
+
+
+async def test_other_methods_get_405() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for method in ("PUT", "PATCH", "OPTIONS"):
+            response = await served.client.request(
+                method, served.url, content=b"{}", headers=served.headers(session)
+            )
+            assert response.status_code == 405, method
+            assert set(response.headers["allow"].replace(" ", "").split(",")) == {
+                "GET",
+                "POST",
+                "DELETE",
+            }
+
+
+async def test_bad_accept_gets_406() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for accept in ("text/html", "application/json", "text/event-stream", ""):
+            headers = served.headers(session, accept=accept)
+            response = await served.post(request_body(1, "ping"), headers=headers)
+            assert response.status_code == 406, accept
+            assert "application/json and text/event-stream" in error_of(response)["message"]
+        for accept in ("application/json", "text/html"):
+            headers = served.headers(session, accept=accept)
+            response = await served.client.get(served.url, headers=headers)
+            assert response.status_code == 406, accept
+            assert "text/event-stream" in error_of(response)["message"]
+        # Parameters and other types alongside are fine.
+        headers = served.headers(session, accept="text/event-stream;q=0.9, application/json")
+        assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
+
+
+async def test_body_over_the_limit_gets_413() -> None:
+    async with serving(demo_server(), max_body_bytes=1024) as served:
+        session = await served.initialize()
+        body = call_body(1, "echo", {"text": "x" * 4096})
+        response = await served.post(body, session)
+        assert response.status_code == 413
+        assert "1024" in error_of(response)["message"]
+        small = call_body(2, "echo", {"text": "x" * 100})
+        assert (await served.call(session, small))["result"]["content"][0]["text"] == "x" * 100
+
+
+async def test_wrong_content_type_gets_415() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for content_type in ("text/plain", "application/x-www-form-urlencoded", ""):
+            headers = served.headers(session, content_type=content_type)
+            response = await served.post(request_body(1, "ping"), headers=headers)
+            assert response.status_code == 415, content_type
+            assert "application/json" in error_of(response)["message"]
+        headers = served.headers(session, content_type="application/json; charset=utf-8")
+        assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
+
+
+# -- 503 -------------------------------------------------------------------------------------------
+
+
+async def test_session_cap_gets_503_with_retry_after() -> None:
+    async with serving(demo_server(), max_sessions=2) as served:
+        first = await served.initialize()
+        await served.initialize()
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 503
+        assert int(response.headers["retry-after"]) > 0
+        assert error_of(response)["code"] == -32600
+        assert len(served.app.sessions) == 2
+        # Existing sessions still work; ending one makes room.
+        assert (await served.call(first, request_body(1, "ping")))["result"] == {}
+        response = await served.client.delete(served.url, headers=served.headers(first))
+        assert response.status_code == 200
+        await served.initialize()
+
+
+async def test_503_while_the_app_shuts_down() -> None:
+    """Between the start of the app's shutdown and its end, new requests are refused."""
+    server = demo_server()
+    entered, stuck, let_go = trio.Event(), trio.Event(), trio.Event()
+
+    @server.tool()
+    async def stubborn() -> str:
+        try:
+            entered.set()
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                stuck.set()
+                await let_go.wait()
+        return "unreachable"
+
+    async with serving(server, lifespan=False, shutdown_grace=GUARD) as served:
+        stop, stopped = trio.Event(), trio.Event()
+
+        async def run_app(*, task_status: trio.TaskStatus[None]) -> None:
+            async with served.app.running():
+                task_status.started()
+                await stop.wait()
+            stopped.set()
+
+        async def call_stubborn(session: str) -> None:
+            async with served.stream_post(call_body(1, "stubborn"), session) as reader:
+                await reader.rest()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_app)
+            session = await served.initialize()
+            nursery.start_soon(call_stubborn, session)
+            await entered.wait()
+            stop.set()
+            await stuck.wait()
+            for request in (
+                served.post(initialize_body(), version=None),
+                served.post(request_body(1, "ping"), session),
+                served.client.get(served.url, headers=served.headers(session)),
+            ):
+                response = await request
+                assert response.status_code == 503
+                assert "shutting down" in error_of(response)["message"]
+            assert not stopped.is_set()
+            let_go.set()
+            await stopped.wait()
+        assert not served.app.sessions
+
+
+# -- CORS ------------------------------------------------------------------------------------------
+
+
+async def test_cors_preflight_and_exposed_headers() -> None:
+    async with serving(demo_server(), cors_origins=["http://app.example"]) as served:
+        preflight = await served.client.options(
+            served.url,
+            headers={
+                "origin": "http://app.example",
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type, mcp-session-id",
+            },
+        )
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == "http://app.example"
+        methods = preflight.headers["access-control-allow-methods"]
+        assert {"GET", "POST", "DELETE"} <= {m.strip() for m in methods.split(",")}
+        allowed = {h.strip() for h in preflight.headers["access-control-allow-headers"].split(",")}
+        assert {"content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id"} <= (
+            allowed
+        )
+        headers = served.headers(version=None, origin="http://app.example")
+        response = await served.post(initialize_body(), headers=headers)
+        assert response.status_code == 200
+        assert response.headers["access-control-allow-origin"] == "http://app.example"
+        exposed = response.headers["access-control-expose-headers"]
+        assert "mcp-session-id" in {h.strip() for h in exposed.split(",")}
+        # Errors carry the CORS headers too, so a browser can read them.
+        headers = served.headers("nope", origin="http://app.example")
+        response = await served.post(request_body(1, "ping"), headers=headers)
+        assert response.status_code == 404
+        assert response.headers["access-control-allow-origin"] == "http://app.example"
+        # Another origin gets no CORS headers (and, on loopback, no service).
+        headers = served.headers(version=None, origin="http://other.example")
+        response = await served.post(initialize_body(), headers=headers)
+        assert response.status_code == 403
+        assert "access-control-allow-origin" not in response.headers
+
+
+# -- no internals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_no_internal_exception_text_reaches_the_client(json_response: bool) -> None:
+    server = demo_server()
+
+    @server.tool()
+    async def boom() -> str:
+        raise RuntimeError("secret")
+
+    @server.method("custom/boom")
+    async def custom_boom(params: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("secret")
+
+    async with serving(server, json_response=json_response) as served:
+        session = await served.initialize()
+        response = await served.post(call_body(1, "boom"), session)
+        assert response.status_code == 200
+        assert "secret" not in response.text
+        result = (await served.call(session, call_body(2, "boom")))["result"]
+        assert result["isError"] is True
+        response = await served.post(request_body(3, "custom/boom"), session)
+        assert response.status_code == 200
+        assert "secret" not in response.text
+        error = (await served.call(session, request_body(4, "custom/boom")))["error"]
+        assert error["code"] == -32603
