@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import trio
 
 from trio_mcp import Server
@@ -204,13 +203,9 @@ async def test_nested_request_arrives_on_the_tool_stream_and_its_answer_gets_202
         assert outcome == ["answered"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (_session.py): request_suppressed() is called before the writer has "
-    "sent the nested request's notifications/cancelled, so the parent's stream ends first and "
-    "the cancel is routed to the GET stream",
-)
 async def test_cancelling_the_parent_cancels_the_nested_request_on_the_parent_stream() -> None:
+    """Seed (a) 14-15: the nested request's cancel goes out on the parent's stream, which
+    ends only after it (the engine tells the transport of the suppression in write order)."""
     server, finished, outcome = sampling_server()
     async with serving(server) as served:
         session = await served.initialize(capabilities={"sampling": {}})
@@ -232,7 +227,7 @@ async def test_cancelling_the_parent_cancels_the_nested_request_on_the_parent_st
 
 
 async def test_cancelling_the_parent_tells_the_client_about_the_nested_request() -> None:
-    """Whichever stream carries it (see the xfail above), the client is told; the parent gets
+    """With a GET stream open too, the client is told once; the parent gets
     no response, and a late answer to the nested request is harmless."""
     server, finished, outcome = sampling_server()
     async with serving(server) as served:

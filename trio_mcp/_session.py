@@ -136,6 +136,8 @@ class _Outgoing:
     related: RequestId | None
     final: bool = False
     withdrawn: bool = False
+    #: Not a message: tells the transport, in order, that this request ended unanswered.
+    suppressed: bool = False
     taken: bool = False
 
 
@@ -310,6 +312,12 @@ class Session:
             async for item in self._out_recv:
                 if item.withdrawn:
                     continue
+                if item.suppressed:
+                    # After everything queued before it (a nested request's cancel, say), so
+                    # a transport ends the request's stream only once those are on it.
+                    assert self._suppressed is not None and item.related is not None
+                    self._suppressed(item.related)
+                    continue
                 item.taken = True
                 try:
                     if self._send_related:
@@ -429,7 +437,7 @@ class Session:
                 self._all_done.set()
         sink(outcome)
         if outcome is None and self._suppressed is not None:
-            self._suppressed(rid)
+            self._enqueue(b"", rid).suppressed = True
 
     def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
         """Map a handler's exception to its answer; re-raise what is not the handler's."""
