@@ -14,6 +14,7 @@ from trio_mcp._demo import demo_server
 from trio_mcp.server import Context
 
 from .test_http_server import (
+    VERSION,
     Park,
     Served,
     call_body,
@@ -324,3 +325,30 @@ async def test_shutdown_with_requests_in_flight() -> None:
         assert park.cancelled
         assert sorted(ended) == ["get", "post"]
         assert served.app.sessions == {}
+
+
+async def test_an_initialize_without_an_id_gets_202_and_no_session() -> None:
+    """Seed (e) 6: a notification named initialize asks for nothing and mints nothing."""
+    async with serving(Server("idless")) as served:
+        body = initialize_body(VERSION)
+        del body["id"]
+        response = await served.post(body, version=None)
+        assert response.status_code == 202
+        assert "mcp-session-id" not in response.headers
+        assert response.content == b""
+        assert served.app.sessions == {}
+
+
+async def test_concurrent_initializes_cannot_overshoot_the_session_cap() -> None:
+    async with serving(Server("capped"), max_sessions=1) as served:
+        statuses: list[int] = []
+
+        async def initialize() -> None:
+            response = await served.post(initialize_body(VERSION), version=None)
+            statuses.append(response.status_code)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(initialize)
+        assert sorted(statuses) == [200, 503, 503, 503]
+        assert len(served.app.sessions) == 1

@@ -626,7 +626,23 @@ class Session:
             pending.send.send_nowait(("error", message.error))
 
 
+_ACCEPTS: dict[tuple[type, str], bool] = {}
+
+
 def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` takes keyword ``name``; cached per class for bound methods, since
+    a session is built per request on stateless HTTP."""
+    owner = type(getattr(function, "__self__", None))
+    key = (owner, f"{getattr(function, '__name__', '')}:{name}")
+    if owner is not type(None) and key in _ACCEPTS:
+        return _ACCEPTS[key]
+    result = _inspect_keyword(function, name)
+    if owner is not type(None):
+        _ACCEPTS[key] = result
+    return result
+
+
+def _inspect_keyword(function: Callable[..., Any], name: str) -> bool:
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):

@@ -28,6 +28,7 @@ from ..protocol._jsonrpc import (
     Batch,
     ErrorObject,
     Invalid,
+    Notification,
     Request,
     RequestId,
     parse,
@@ -272,6 +273,7 @@ class McpHttpApp:
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
+        self._initializing = 0
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
 
@@ -507,6 +509,10 @@ class McpHttpApp:
         if self.options.stateless:
             await self._post_stateless(scope, receive, send, parsed)
             return
+        if isinstance(parsed, Notification) and parsed.method == "initialize":
+            # An initialize without an id asks for nothing: accepted, and no session is kept.
+            await self._respond(scope, send, 202)
+            return
         if isinstance(parsed, Request) and parsed.method == "initialize":
             if _header(scope, b"mcp-session-id"):
                 raise HttpError(
@@ -527,22 +533,27 @@ class McpHttpApp:
         await self._respond(scope, send, 202)
 
     async def _initialize(self, scope: Scope, send: Send, request: Request) -> None:
-        if len(self.sessions) >= self.options.max_sessions:
+        # Sessions still initializing count too, so a burst cannot overshoot the cap.
+        if len(self.sessions) + self._initializing >= self.options.max_sessions:
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
                 headers=[(b"retry-after", b"5")],
             )
         assert self._nursery is not None
-        session = HttpSession(self, secrets.token_hex(16))
-        await self._nursery.start(session.run)
-        stream = session.new_request_stream(request.id)
-        session.busy()
+        self._initializing += 1
         try:
-            session.engine.feed(request)
-            await stream.done.wait()
+            session = HttpSession(self, secrets.token_hex(16))
+            await self._nursery.start(session.run)
+            stream = session.new_request_stream(request.id)
+            session.busy()
+            try:
+                session.engine.feed(request)
+                await stream.done.wait()
+            finally:
+                session.idle()
         finally:
-            session.idle()
+            self._initializing -= 1
         events = stream.attach()
         items = _drain_now(events)
         if not session.connection.initialized:
