@@ -13,12 +13,13 @@ import trio
 from trio_mcp import ElicitResult, open_client
 
 from .servers.era_server import era_server
+from .test_http_server import serving
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 
 MODES = ["legacy", "auto", "modern"]
 CONFIGS = ["default", "pinned"]
-TRANSPORTS = ["memory", "stdio"]
+TRANSPORTS = ["memory", "stdio", "http"]
 
 
 def target(transport: str, config: str) -> Any:
@@ -36,11 +37,18 @@ async def answer(params: Any) -> ElicitResult:
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_cell(mode: str, config: str, transport: str) -> None:
+    if transport == "http":
+        async with serving(era_server(config == "pinned")) as served:
+            await check_cell(served.url, mode, config)
+    else:
+        await check_cell(target(transport, config), mode, config)
+
+
+async def check_cell(where: Any, mode: str, config: str) -> None:
     modern = mode in ("auto", "modern")
+    options: dict[str, Any] = {} if isinstance(where, str) else {"stderr": "discard"}
     with trio.fail_after(60):
-        async with open_client(
-            target(transport, config), mode=mode, on_elicit=answer, stderr="discard"
-        ) as client:
+        async with open_client(where, mode=mode, on_elicit=answer, **options) as client:
             assert client.modern is modern
             # The client offers 2025-11-25, which a pinned server echoes (a pin only answers
             # offers the server does not speak); the modern era has no negotiation at all.

@@ -523,17 +523,25 @@ async def test_missing_session_id_gets_400() -> None:
 
 
 async def test_unsupported_protocol_version_header_gets_400() -> None:
+    """Seed (e) 12: an unknown header version is answered by the modern path with -32022 and
+    the versions it does speak; an empty one is a plain bad request (-32600)."""
     async with serving(demo_server()) as served:
         session = await served.initialize()
-        for value in ("1999-01-01", "not-a-version", ""):
+        for value in ("1999-01-01", "not-a-version"):
             response = await served.post(request_body(1, "ping"), session, version=value)
             assert response.status_code == 400, value
             error = error_of(response)
-            assert error["code"] == -32600
-            assert error["message"].startswith(
-                f"Bad Request: Unsupported protocol version: {value}."
-            )
-            assert VERSION in error["message"]
+            assert error == {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": value},
+            }
+        response = await served.post(request_body(1, "ping"), session, version="")
+        assert response.status_code == 400
+        error = error_of(response)
+        assert error["code"] == -32600
+        assert error["message"].startswith("Bad Request: Unsupported protocol version: .")
+        assert VERSION in error["message"]
 
 
 async def test_second_initialize_on_a_session_gets_400_carrying_the_id() -> None:

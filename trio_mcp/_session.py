@@ -664,5 +664,5 @@ async def _call_progress(callback: ProgressCallback, params: JSONObject) -> None
         total if isinstance(total, int | float) and not isinstance(total, bool) else None,
         message if isinstance(message, str) else None,
     )
-    if maybe is not None:
+    if inspect.isawaitable(maybe):
         await maybe

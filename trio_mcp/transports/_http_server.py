@@ -22,21 +22,32 @@ import orjson
 import trio
 
 from .._session import Session
+from ..protocol._envelope import has_envelope
 from ..protocol._jsonrpc import (
+    HEADER_MISMATCH,
     INVALID_REQUEST,
     PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     Batch,
     ErrorObject,
+    ErrorResponse,
     Invalid,
     Notification,
     Request,
     RequestId,
     parse,
 )
-from ..protocol._versions import HANDSHAKE_VERSIONS, KNOWN_VERSIONS, V2025_11_25, is_at_least
+from ..protocol._versions import (
+    HANDSHAKE_VERSIONS,
+    KNOWN_VERSIONS,
+    MODERN_VERSIONS,
+    V2025_11_25,
+    is_at_least,
+)
 from ..server._connection import ServerConnection
 from ..server._server import Server
 from ._events import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
+from ._http_modern import HeaderProblem, check_request, is_modern, status_for
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -506,6 +517,16 @@ class McpHttpApp:
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):
             raise HttpError(400, parsed.error.message, request_id=parsed.id, error=parsed.error)
+        plain_initialize = (
+            isinstance(parsed, Request)
+            and parsed.method == "initialize"
+            and not has_envelope(parsed.params)
+        )
+        if is_modern(
+            _header(scope, b"mcp-protocol-version"), self._has_session(scope), plain_initialize
+        ):
+            await self._post_modern(scope, receive, send, parsed)
+            return
         if self.options.stateless:
             await self._post_stateless(scope, receive, send, parsed)
             return
@@ -572,6 +593,22 @@ class McpHttpApp:
     async def _request(
         self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
     ) -> None:
+        if has_envelope(request.params):
+            if _header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
+                raise HttpError(
+                    400,
+                    "Invalid Request: this session negotiated the legacy lifecycle via "
+                    "`initialize`; a request with a per-request protocol version does not "
+                    "belong on it",
+                    request_id=request.id,
+                )
+            raise HttpError(
+                400,
+                "Header mismatch: the body carries a modern protocol version but the "
+                "MCP-Protocol-Version header does not",
+                code=HEADER_MISMATCH,
+                request_id=request.id,
+            )
         if request.id in session.request_streams or session.engine.in_flight(request.id):
             raise HttpError(409, "Conflict: Request id is already in flight for this session")
         stream = session.new_request_stream(request.id)
@@ -633,6 +670,92 @@ class McpHttpApp:
             finally:
                 session.transport.close()
                 nursery.cancel_scope.cancel()
+
+    async def _post_modern(self, scope: Scope, receive: Receive, send: Send, message: Any) -> None:
+        """A modern request: checked against its headers, then served inside this POST's own
+        task, so the client closing the stream is the cancel (2026-07-28)."""
+        version = _header(scope, b"mcp-protocol-version") or ""
+        if version not in MODERN_VERSIONS:
+            supported = {"supported": list(MODERN_VERSIONS), "requested": version}
+            raise HttpError(
+                400,
+                "Unsupported protocol version",
+                code=UNSUPPORTED_PROTOCOL_VERSION,
+                request_id=getattr(message, "id", None),
+                error=ErrorObject.make(
+                    UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", supported
+                ),
+            )
+        if _header(scope, b"mcp-session-id") is not None:
+            raise HttpError(
+                400,
+                "Invalid Request: a modern request belongs to no session; drop Mcp-Session-Id",
+                request_id=getattr(message, "id", None),
+            )
+        if not isinstance(message, Request):
+            if isinstance(message, Notification):
+                await self._respond(scope, send, 202)
+                return
+            raise HttpError(400, "Invalid Request: a modern client sends no responses")
+        headers = {
+            bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1")
+            for k, v in scope.get("headers", ())
+        }
+        schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
+        try:
+            check_request(message, headers, schemas)
+        except HeaderProblem as problem:
+            error = ErrorObject.make(problem.code, problem.message, problem.data)
+            if problem.data is None:
+                error = ErrorObject.make(problem.code, problem.message)
+            raise HttpError(
+                status_for(problem.code),
+                problem.message,
+                code=problem.code,
+                request_id=message.id,
+                error=error,
+            ) from None
+        session = HttpSession(self, "modern", store=_NO_STORE)
+        stream = session.new_request_stream(message.id)
+        self.server.connections.add(session.connection)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+                await nursery.start(session.engine.run)
+                events = stream.attach()
+                session.engine.feed(message)
+                try:
+                    await self._answer_modern(scope, send, stream, events)
+                finally:
+                    session.transport.close()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.server.connections.discard(session.connection)
+
+    async def _answer_modern(
+        self,
+        scope: Scope,
+        send: Send,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+    ) -> None:
+        """One JSON object when the response is all there is; SSE when notifications (progress,
+        log messages) come first. The status follows the error code."""
+        first = await events.receive()
+        if first is None:
+            return  # cancelled: the client went away
+        if stream.finished:
+            rest = _drain_now(events)
+            if not rest:
+                code = _error_code(first[1])
+                await self._respond(scope, send, status_for(code), first[1])
+                return
+            items = [first, *rest]
+            await self._sse(scope, send, items, ())
+            return
+        await self._sse_start(scope, send)
+        await send({"type": "http.response.body", "body": _event(*first), "more_body": True})
+        await self._relay(send, events)
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -735,7 +858,23 @@ class McpHttpApp:
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
+    def _has_session(self, scope: Scope) -> bool:
+        """Whether the request names a live session: only then does a modern header stay on
+        the session's (handshake-era) path."""
+        session_id = _header(scope, b"mcp-session-id")
+        return session_id is not None and session_id in self.sessions
+
+    def _refuse_modern(self, scope: Scope) -> None:
+        """The modern era has one endpoint and POST only: GET and DELETE are 405 there."""
+        if is_modern(_header(scope, b"mcp-protocol-version"), self._has_session(scope), False):
+            raise HttpError(
+                405,
+                "Method Not Allowed: the modern protocol uses POST only",
+                headers=[(b"allow", b"POST")],
+            )
+
     async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._refuse_modern(scope)
         if self.options.stateless:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
@@ -769,6 +908,7 @@ class McpHttpApp:
             session.idle()
 
     async def _delete(self, scope: Scope, send: Send) -> None:
+        self._refuse_modern(scope)
         if self.options.stateless:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
@@ -800,6 +940,11 @@ async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> No
     while (await receive())["type"] != "http.disconnect":
         pass
     scope.cancel()
+
+
+def _error_code(data: bytes) -> int | None:
+    parsed = parse(data)
+    return parsed.error.code if isinstance(parsed, ErrorResponse) else None
 
 
 def _event(event_id: str, data: bytes) -> bytes:
