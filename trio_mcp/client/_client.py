@@ -21,14 +21,16 @@ import trio
 
 from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session, Transport
-from ..protocol._envelope import SERVER_INFO_KEY, make_envelope
+from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._jsonrpc import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
     Notification,
     Request,
     RequestId,
+    is_valid_id,
 )
 from ..protocol._types import (
     LOGGING_LEVELS,
@@ -68,6 +70,7 @@ from ..protocol._versions import (
     MODERN_VERSIONS,
 )
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+from ._cache import ResultCache, invalidates
 
 if TYPE_CHECKING:
     import httpx
@@ -126,6 +129,46 @@ class DiscoverInfo:
         )
 
 
+class Subscription:
+    """The notifications of one ``subscriptions/listen``, as an async iterator."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[Notification](math.inf)
+        #: The filter as the server honours it, once it has acknowledged.
+        self.acknowledged: JSONObject | None = None
+        self._acknowledged = trio.Event()
+
+    def deliver(self, note: Notification) -> None:
+        """Called by the dispatcher, synchronously, for each notification tagged for us."""
+        if note.method == "notifications/subscriptions/acknowledged":
+            honoured = (note.params or {}).get("notifications")
+            self.acknowledged = honoured if isinstance(honoured, dict) else {}
+            self._acknowledged.set()
+            return
+        try:
+            self._send.send_nowait(note)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def wait_acknowledged(self) -> JSONObject:
+        """The honoured filter, once the server has acknowledged the subscription."""
+        await self._acknowledged.wait()
+        assert self.acknowledged is not None
+        return self.acknowledged
+
+    def close(self) -> None:
+        self._send.close()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Notification:
+        try:
+            return await self._receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+
 def _shared_modern_version(exc: ProtocolError) -> str | None:
     """From a -32022 error, the newest modern version both sides speak."""
     if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
@@ -164,6 +207,9 @@ class ClientDispatcher:
         self.roots = roots
         self.on_log = on_log
         self.notification_hook = on_notification
+        self.cache: ResultCache | None = None
+        #: Live subscriptions (modern ``subscriptions/listen``), by the listen request's id.
+        self.listeners: dict[RequestId, Subscription] = {}
 
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(
@@ -216,6 +262,14 @@ class ClientDispatcher:
 
     def on_notification(self, notification: Notification, session: Session) -> None:
         params = notification.params or {}
+        if self.cache is not None and invalidates(notification.method):
+            self.cache.invalidate(notification.method, params)
+        meta = params.get("_meta")
+        subscription = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        listener = self.listeners.get(subscription) if is_valid_id(subscription) else None
+        if listener is not None:
+            listener.deliver(notification)
+            return
         if notification.method == "notifications/message" and self.on_log is not None:
             on_log = self.on_log
             try:
@@ -432,18 +486,28 @@ class Client:
         if meta:
             body["_meta"] = {**body.get("_meta", {}), **meta}
         timeout = self.default_timeout if timeout is None else timeout
+        cache = self._dispatcher.cache
+        if cache is not None:
+            cached = cache.get(method, body)
+            if cached is not None:
+                await trio.lowlevel.checkpoint()
+                return cached
         if self.mode == "modern":
-            return await self._modern_request(
+            result = await self._modern_request(
                 method, body, on_progress, timeout, max_total, request_id
             )
-        return await self.session.request(
-            method,
-            body,
-            on_progress=on_progress,
-            timeout=timeout,
-            max_total=max_total,
-            request_id=request_id,
-        )
+        else:
+            result = await self.session.request(
+                method,
+                body,
+                on_progress=on_progress,
+                timeout=timeout,
+                max_total=max_total,
+                request_id=request_id,
+            )
+        if cache is not None:
+            cache.put(method, body, result)
+        return result
 
     async def _modern_request(
         self,
@@ -568,6 +632,65 @@ class Client:
         raw = await self.request("completion/complete", params, **options)
         return from_wire(raw, CompleteResult).completion
 
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        max_relistens: int = 5,
+    ) -> AsyncIterator[Subscription]:
+        """Subscribe to change notifications (modern ``subscriptions/listen``).
+
+        Iterate the subscription for its notifications; leaving the block ends it (the listen
+        request is cancelled, which is how the protocol ends one). If the server drops it, it
+        is re-sent, up to ``max_relistens`` times in a row.
+        """
+        if not self.modern:
+            raise MCPError(
+                "subscriptions/listen is a modern-era method; in the handshake era use "
+                "on_notification= and subscribe_resource()"
+            )
+        wanted: JSONObject = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        subscription = Subscription()
+
+        async def run() -> None:
+            failures = 0
+            while True:
+                rid = self.new_request_id()
+                self._dispatcher.listeners[rid] = subscription
+                try:
+                    await self.request(
+                        "subscriptions/listen", {"notifications": wanted}, request_id=rid
+                    )
+                    return  # the server ended the subscription
+                except ProtocolError as exc:
+                    if exc.code != INTERNAL_ERROR or failures >= max_relistens:
+                        raise
+                    failures += 1
+                    await trio.sleep(min(2.0**failures / 10, 5.0))
+                finally:
+                    self._dispatcher.listeners.pop(rid, None)
+
+        with collapse_exception_groups():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                try:
+                    yield subscription
+                finally:
+                    nursery.cancel_scope.cancel()
+                    subscription.close()
+
     async def notify_roots_list_changed(self) -> None:
         await self.session.notify("notifications/roots/list_changed")
 
@@ -687,6 +810,7 @@ async def open_client(
     protocol_version: str | None = None,
     mode: str | None = None,
     probe_timeout: float = 5.0,
+    cache: bool = False,
     on_sample: Callback | None = None,
     on_elicit: Callback | None = None,
     roots: RootsSource | None = None,
@@ -728,6 +852,8 @@ async def open_client(
         on_log=on_log,
         on_notification=on_notification,
     )
+    if cache:
+        dispatcher.cache = ResultCache()
     process_options: dict[str, Any] = {
         "env": env,
         "cwd": cwd,
