@@ -308,23 +308,27 @@ class Session:
         sink.seal()
 
     async def _write_loop(self) -> None:
+        """The one writer: messages reach the wire in the order they were decided.
+
+        Whatever is queued when the writer wakes goes out together (one write on a byte
+        stream, for transports with ``send_many``): under load that saves a system call and a
+        checkpoint per message.
+        """
+        send_many = getattr(self.transport, "send_many", None)
         try:
             async for item in self._out_recv:
-                if item.withdrawn:
-                    continue
-                if item.suppressed:
-                    # After everything queued before it (a nested request's cancel, say), so
-                    # a transport ends the request's stream only once those are on it.
-                    assert self._suppressed is not None and item.related is not None
-                    self._suppressed(item.related)
-                    continue
-                item.taken = True
+                batch = [item]
+                while True:
+                    try:
+                        batch.append(self._out_recv.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
                 try:
-                    if self._send_related:
-                        send: Any = self.transport.send
-                        await send(item.data, related_request_id=item.related, final=item.final)
+                    if send_many is not None:
+                        await self._write_batch(batch, send_many)
                     else:
-                        await self.transport.send(item.data)
+                        for queued in batch:
+                            await self._write_one(queued)
                 except (
                     trio.BrokenResourceError,
                     trio.ClosedResourceError,
@@ -336,6 +340,40 @@ class Session:
                     return
         finally:
             self._writer_done.set()
+
+    async def _write_one(self, item: _Outgoing) -> None:
+        if item.withdrawn:
+            return
+        if item.suppressed:
+            # After everything queued before it (a nested request's cancel, say), so a
+            # transport ends the request's stream only once those are on it.
+            assert self._suppressed is not None and item.related is not None
+            self._suppressed(item.related)
+            return
+        item.taken = True
+        if self._send_related:
+            send: Any = self.transport.send
+            await send(item.data, related_request_id=item.related, final=item.final)
+        else:
+            await self.transport.send(item.data)
+
+    async def _write_batch(
+        self, batch: list[_Outgoing], send_many: Callable[[list[bytes]], Awaitable[None]]
+    ) -> None:
+        pending: list[bytes] = []
+        for item in batch:
+            if item.withdrawn:
+                continue
+            if item.suppressed:
+                if pending:
+                    await send_many(pending)
+                    pending = []
+                await self._write_one(item)
+                continue
+            item.taken = True
+            pending.append(item.data)
+        if pending:
+            await send_many(pending)
 
     async def flush(self, timeout: float) -> None:
         """Stop accepting messages and wait (bounded) until everything queued is written."""

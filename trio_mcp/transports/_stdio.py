@@ -53,6 +53,13 @@ class LineTransport:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
 
+    async def send_many(self, messages: list[bytes]) -> None:
+        """Several messages in one write (the engine's writer batches what is queued)."""
+        try:
+            await self._send_stream.send_all(b"\n".join(messages) + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
+
     async def receive(self) -> bytes | Invalid:
         while True:
             newline = self._buffer.find(b"\n", self._scanned)
