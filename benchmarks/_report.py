@@ -1,0 +1,599 @@
+"""The report that ``run.py`` writes: markdown tables and the PNG chart, from its summary.
+
+The summary holds, per job (``"ts->trio"``: the TypeScript client driving trio_mcp's server;
+``"cancel raw->floor"``; ``"scale trio"``; ``"inprocess"``) and per metric, the median, min and
+max over the runs; and the same for every ratio, each computed within one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Display names of the implementations.
+NAMES = {
+    "trio": "trio_mcp",
+    "ts": "TypeScript SDK",
+    "py": "Python SDK",
+    "floor": "bare-Trio floor",
+    "raw": "raw driver",
+}
+SERVERS = ("trio", "ts", "py")
+CLIENTS = ("trio", "ts", "py")
+DASH = "\u2013"  # an en dash, for ranges
+
+Stat = dict[str, float]
+
+
+def fmt(value: float, digits: int = 0) -> str:
+    if value != value:  # NaN
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def cell(stat: Stat | None, digits: int = 0, unit: str = "") -> str:
+    """``median (min to max)``, or just the median when there was one run."""
+    if stat is None:
+        return "n/a"
+    median = fmt(stat["median"], digits)
+    if stat["n"] < 2:
+        return f"{median}{unit}"
+    return f"{median}{unit} ({fmt(stat['min'], digits)}{DASH}{fmt(stat['max'], digits)})"
+
+
+class Goal:
+    """One goal of the benchmark issue, read against a ratio or a figure."""
+
+    def __init__(
+        self,
+        text: str,
+        source: tuple[str, str],
+        *,
+        at_least: float | None = None,
+        at_most: float | None = None,
+        digits: int = 2,
+        unit: str = "x",
+        context: Callable[[Report], str] = lambda _: "",
+    ) -> None:
+        self.text = text
+        self.source = source
+        self.at_least = at_least
+        self.at_most = at_most
+        self.digits = digits
+        self.unit = unit
+        self.context = context
+
+    def row(self, report: Report) -> list[str]:
+        kind, name = self.source
+        if kind == "ratio":
+            stat = report.ratio(name)
+        else:
+            job, metric = name.split(":")
+            stat = report.stat(job, metric)
+        if stat is None:
+            verdict = "not measured"
+        else:
+            value = stat["median"]
+            ok = (self.at_least is None or value >= self.at_least) and (
+                self.at_most is None or value <= self.at_most
+            )
+            verdict = "**met**" if ok else "**missed**"
+        text = self.text.format(parked=f"{report.p['parked']:,}")
+        return [text, cell(stat, self.digits, self.unit), verdict, self.context(report)]
+
+
+GOALS = [
+    Goal(
+        "server throughput ≥ 1.5x the TypeScript server, sequential",
+        ("ratio", "server_vs_ts_seq"),
+        at_least=1.5,
+        context=lambda r: (
+            f"ours {cell(r.stat('ts->trio', 'seq_cps'))}, "
+            f"TS {cell(r.stat('ts->ts', 'seq_cps'))} calls/s"
+        ),
+    ),
+    Goal(
+        "server throughput ≥ 1.5x the TypeScript server, concurrent",
+        ("ratio", "server_vs_ts_con"),
+        at_least=1.5,
+        context=lambda r: (
+            f"ours {cell(r.stat('ts->trio', 'con_cps'))}, "
+            f"TS {cell(r.stat('ts->ts', 'con_cps'))} calls/s"
+        ),
+    ),
+    Goal(
+        "server throughput ≥ 4x the Python SDK server, sequential",
+        ("ratio", "server_vs_py_seq"),
+        at_least=4,
+        context=lambda r: f"Python SDK {cell(r.stat('ts->py', 'seq_cps'))} calls/s",
+    ),
+    Goal(
+        "server throughput ≥ 4x the Python SDK server, concurrent",
+        ("ratio", "server_vs_py_con"),
+        at_least=4,
+        context=lambda r: f"Python SDK {cell(r.stat('ts->py', 'con_cps'))} calls/s",
+    ),
+    Goal(
+        "client throughput ≥ 1x the TypeScript client, sequential",
+        ("ratio", "client_vs_ts_seq"),
+        at_least=1,
+        context=lambda r: (
+            f"ours {cell(r.stat('trio->ts', 'seq_cps'))}, "
+            f"TS {cell(r.stat('ts->ts', 'seq_cps'))} calls/s"
+        ),
+    ),
+    Goal(
+        "client throughput ≥ 1x the TypeScript client, concurrent",
+        ("ratio", "client_vs_ts_con"),
+        at_least=1,
+        context=lambda r: (
+            f"ours {cell(r.stat('trio->ts', 'con_cps'))}, "
+            f"TS {cell(r.stat('ts->ts', 'con_cps'))} calls/s"
+        ),
+    ),
+    Goal(
+        "client throughput ≥ 3x the Python SDK client, sequential",
+        ("ratio", "client_vs_py_seq"),
+        at_least=3,
+        context=lambda r: f"Python SDK {cell(r.stat('py->ts', 'seq_cps'))} calls/s",
+    ),
+    Goal(
+        "client throughput ≥ 3x the Python SDK client, concurrent",
+        ("ratio", "client_vs_py_con"),
+        at_least=3,
+        context=lambda r: f"Python SDK {cell(r.stat('py->ts', 'con_cps'))} calls/s",
+    ),
+    Goal(
+        "server-observed cancel latency ≤ 0.25x the best peer server's (p50)",
+        ("ratio", "cancel_server_vs_best_peer"),
+        at_most=0.25,
+        context=lambda r: (
+            f"TS {cell(r.stat('cancel ts->ts', 'server_p50'))} µs, Python SDK "
+            f"{cell(r.stat('cancel ts->py', 'server_p50'))} µs"
+        ),
+    ),
+    Goal(
+        "server-observed cancel latency p50 < 300 µs",
+        ("figure", "cancel ts->trio:server_p50"),
+        at_most=300,
+        digits=0,
+        unit=" µs",
+        context=lambda r: (
+            "bare-Trio floor (raw driver): "
+            f"{cell(r.stat('cancel raw->floor', 'server_p50'))} µs; trio_mcp (raw driver): "
+            f"{cell(r.stat('cancel raw->trio', 'server_p50'))} µs"
+        ),
+    ),
+    Goal(
+        "memory per parked in-flight request ≤ 4 KiB (server RSS)",
+        ("figure", "scale trio:bytes_per_request"),
+        at_most=4096,
+        digits=0,
+        unit=" B",
+        context=lambda r: (
+            "in-process (tracemalloc): trio_mcp "
+            f"{cell(r.stat('inprocess', 'parked_bytes'))} B; a bare Trio task with a cancel scope "
+            f"in `trio.sleep`: {cell(r.stat('inprocess', 'parked_bytes_floor'))} B"
+        ),
+    ),
+    Goal(
+        "no throughput loss with {parked} in flight (loaded/idle ≥ 0.95), sequential",
+        ("figure", "scale trio:seq_ratio"),
+        at_least=0.95,
+        context=lambda r: (
+            "TS server "
+            f"{cell(r.stat('scale ts', 'seq_ratio'), 2, 'x')}, Python SDK "
+            f"{cell(r.stat('scale py', 'seq_ratio'), 2, 'x')}; in-process engine with "
+            f"{r.p['parked_inprocess']:,} parked: {cell(r.ratio('engine_loaded'), 2, 'x')}"
+        ),
+    ),
+    Goal(
+        "no throughput loss with {parked} in flight (loaded/idle ≥ 0.95), concurrent",
+        ("figure", "scale trio:con_ratio"),
+        at_least=0.95,
+        context=lambda r: (
+            "TS server "
+            f"{cell(r.stat('scale ts', 'con_ratio'), 2, 'x')}, Python SDK "
+            f"{cell(r.stat('scale py', 'con_ratio'), 2, 'x')}"
+        ),
+    ),
+    Goal(
+        "within 1.5x of the bare-Trio floor (floor/ours, raw driver), sequential",
+        ("ratio", "floor_raw_seq"),
+        at_most=1.5,
+        context=lambda r: (
+            f"floor {cell(r.stat('raw->floor', 'seq_cps'))}, ours "
+            f"{cell(r.stat('raw->trio', 'seq_cps'))} calls/s"
+        ),
+    ),
+    Goal(
+        "within 1.5x of the bare-Trio floor (floor/ours, raw driver), concurrent",
+        ("ratio", "floor_raw_con"),
+        at_most=1.5,
+        context=lambda r: (
+            f"floor {cell(r.stat('raw->floor', 'con_cps'))}, ours "
+            f"{cell(r.stat('raw->trio', 'con_cps'))} calls/s"
+        ),
+    ),
+]
+
+
+class Report:
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.s = summary
+        self.p: dict[str, int] = summary["profile"]
+        self.jobs: dict[str, dict[str, Stat]] = summary["jobs"]
+        self.ratios: dict[str, Stat] = summary["ratios"]
+        self.lines: list[str] = []
+
+    def stat(self, job: str, metric: str) -> Stat | None:
+        return self.jobs.get(job, {}).get(metric)
+
+    def ratio(self, name: str) -> Stat | None:
+        return self.ratios.get(name)
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        self.add("| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|")
+        self.add(*("| " + " | ".join(row) + " |" for row in rows))
+        self.add("")
+
+    def throughput_table(self, jobs: Sequence[tuple[str, str]]) -> None:
+        header = ["", "sequential calls/s", "p50", "p90", "p99"]
+        header += [f"{self.p['k']} concurrent callers, calls/s", "p50", "p90", "p99"]
+        rows = []
+        for label, job in jobs:
+            if job in self.jobs:
+                row = [label]
+                for mode in ("seq", "con"):
+                    row.append(cell(self.stat(job, f"{mode}_cps")))
+                    row += [cell(self.stat(job, f"{mode}_{q}")) for q in ("p50", "p90", "p99")]
+                rows.append(row)
+        self.table(header, rows)
+
+    def ratio_table(self, rows: Sequence[tuple[str, str]]) -> None:
+        self.table(
+            ["", "sequential", "concurrent"],
+            [
+                [
+                    label,
+                    cell(self.ratio(f"{name}_seq"), 2, "x"),
+                    cell(self.ratio(f"{name}_con"), 2, "x"),
+                ]
+                for label, name in rows
+            ],
+        )
+
+    def build(self) -> str:
+        s, p = self.s, self.p
+        self.add(
+            "# trio_mcp benchmark report",
+            "",
+            f"Written by `python3 benchmarks/run.py{s['argv']}` on {s['date']} "
+            f"({s['profile_name']} profile: {p['runs']} runs in {s['elapsed_min']:.1f} minutes). "
+            f"Every figure is the **median over the runs, with the range (min{DASH}max) in "
+            "brackets**; every ratio is computed within each run, pair by pair, then summarised "
+            "the same way. Latencies are in microseconds (µs). What each benchmark does and how "
+            "to read it: `docs/benchmarks.md`.",
+            "",
+            "![chart](chart.png)",
+            "",
+            "## Machine",
+            "",
+        )
+        self.table(["", ""], [[k, v] for k, v in s["machine"].items()])
+        if any(job in self.jobs for job in ("ts->trio", "raw->trio", "scale trio")):
+            self.add("## Goals", "", "Each goal is judged on the median over the runs.", "")
+            self.table(["goal", "measured", "verdict", "for context"], [g.row(self) for g in GOALS])
+        self.throughput()
+        self.floor()
+        self.cancel()
+        self.scale()
+        self.inprocess()
+        self.clock()
+        self.method()
+        return "\n".join(self.lines) + "\n"
+
+    def throughput(self) -> None:
+        if not any(j in self.jobs for j in ("ts->trio", "trio->ts")):
+            return
+        self.add(
+            "## 1. Round-trip throughput", "", "### Servers, driven by the TypeScript client", ""
+        )
+        self.throughput_table([(NAMES[s], f"ts->{s}") for s in SERVERS])
+        self.add("### Clients, driving the TypeScript server", "")
+        self.throughput_table([(NAMES[c], f"{c}->ts") for c in CLIENTS])
+        self.add("### Ratios: trio_mcp over the peer, within each run", "")
+        self.ratio_table(
+            [
+                ("server / TypeScript server", "server_vs_ts"),
+                ("server / Python SDK server", "server_vs_py"),
+                ("client / TypeScript client", "client_vs_ts"),
+                ("client / Python SDK client", "client_vs_py"),
+            ]
+        )
+
+    def floor(self) -> None:
+        if "raw->floor" not in self.jobs:
+            return
+        self.add(
+            "## 2. The floor: bare Trio, no MCP",
+            "",
+            "The raw driver (Node, no SDK) sends the same bytes to every server, so the server is "
+            "all that differs; the TypeScript client rows are for reference.",
+            "",
+        )
+        self.throughput_table(
+            [
+                ("bare-Trio floor, raw driver", "raw->floor"),
+                ("trio_mcp, raw driver", "raw->trio"),
+                ("TypeScript SDK, raw driver", "raw->ts"),
+                ("bare-Trio floor, TypeScript client", "ts->floor"),
+                ("trio_mcp, TypeScript client", "ts->trio"),
+            ]
+        )
+        self.add(
+            "Overhead: the floor's throughput over the server's, within each run (1 = none).", ""
+        )
+        self.ratio_table(
+            [
+                ("floor / trio_mcp, raw driver", "floor_raw"),
+                ("floor / trio_mcp, TypeScript client", "floor_ts"),
+                ("floor / TypeScript server, raw driver", "ts_floor_raw"),
+            ]
+        )
+
+    def cancel(self) -> None:
+        if not any(j.startswith("cancel ") for j in self.jobs):
+            return
+        self.add(
+            "## 3. Cancel latency",
+            "",
+            "From the client issuing the cancel to (a) the call returning to its caller and (b) "
+            "the server handler's `finally` running; then the latency of the next call. The raw "
+            "driver writes `notifications/cancelled` itself, so its (a) is just that write.",
+            "",
+        )
+        header = ["client → server", "(a) returned p50", "p90", "(b) server observed p50", "p90"]
+        header += ["next call p50", "p90"]
+        metrics = ("return_p50", "return_p90", "server_p50", "server_p90", "next_p50", "next_p90")
+        pairs = [("ts", s) for s in SERVERS] + [(c, "ts") for c in CLIENTS if c != "ts"]
+        pairs += [("raw", s) for s in ("floor", "trio", "ts")]
+        rows = []
+        for client, server in pairs:
+            job = f"cancel {client}->{server}"
+            if job in self.jobs:
+                label = f"{NAMES[client]} → {NAMES[server]}"
+                rows.append([label] + [cell(self.stat(job, m)) for m in metrics])
+        self.table(header, rows)
+        self.add(
+            "Ratios within each run: trio_mcp server's (b) p50 over the best peer server's "
+            f"(TypeScript client): {cell(self.ratio('cancel_server_vs_best_peer'), 2, 'x')}; "
+            "trio_mcp client's (a) p50 over the best peer client's (TypeScript server): "
+            f"{cell(self.ratio('cancel_client_vs_best_peer'), 2, 'x')}; trio_mcp server's (b) p50 "
+            "over the bare-Trio floor's (raw driver): "
+            f"{cell(self.ratio('cancel_server_vs_floor'), 2, 'x')}.",
+            "",
+        )
+
+    def scale(self) -> None:
+        if not any(j.startswith("scale ") for j in self.jobs):
+            return
+        parked = f"{self.p['parked']:,}"
+        self.add(
+            f"## 4. Scale: {parked} parked requests on one connection",
+            "",
+            "Driven by the TypeScript client. Throughput runs the workload with "
+            f"{self.p['scale_n']} calls, alternately with every call parked (loaded) and after "
+            "cancelling them all (idle), twice each; each column is the mean of its two.",
+            "",
+        )
+        header = ["server", "bytes per parked request", "RSS before (MiB)", "RSS after (MiB)"]
+        header += ["sequential calls/s idle", f"with {parked} in flight", "ratio"]
+        header += ["concurrent calls/s idle", f"with {parked} in flight", "ratio"]
+        rows = []
+        for server in SERVERS:
+            job = f"scale {server}"
+            if job not in self.jobs:
+                continue
+            row = [NAMES[server], cell(self.stat(job, "bytes_per_request"))]
+            row += [cell(self.stat(job, m), 1) for m in ("rss_before_mib", "rss_after_mib")]
+            for mode in ("seq", "con"):
+                row += [cell(self.stat(job, f"idle_{mode}_cps"))]
+                row += [cell(self.stat(job, f"loaded_{mode}_cps"))]
+                row += [cell(self.stat(job, f"{mode}_ratio"), 2, "x")]
+            rows.append(row)
+        self.table(header, rows)
+
+    def inprocess(self) -> None:
+        if "inprocess" not in self.jobs:
+            return
+
+        def row(label: str, metric: str, unit: str) -> list[str]:
+            return [label, cell(self.stat("inprocess", metric)), unit]
+
+        self.add("## 5. In-process parsing and dispatch (no I/O)", "")
+        rows = [
+            row("`parse()` of a `tools/call echo` request", "parse", "messages/s"),
+            row(
+                "the floor's work per line (orjson decode, reply, encode)", "floor_work", "lines/s"
+            ),
+            row("server engine, one message per checkpoint", "engine", "requests/s"),
+            row("server engine, 10 messages per checkpoint", "engine_batched", "requests/s"),
+            row(
+                f"server engine, one per checkpoint, {self.p['parked_inprocess']:,} parked",
+                "engine_loaded",
+                "requests/s",
+            ),
+            row("trio_mcp client → server in memory, sequential", "memory_roundtrip", "calls/s"),
+            row("memory per parked `sleep` request, trio_mcp engine", "parked_bytes", "bytes"),
+            row(
+                "memory per parked task: bare Trio, cancel scope, `trio.sleep`",
+                "parked_bytes_floor",
+                "bytes",
+            ),
+        ]
+        self.table([f"path ({self.p['messages']:,} messages)", "figure", "unit"], rows)
+        self.add(
+            "Engine throughput with parked requests over without, within each run: "
+            f"{cell(self.ratio('engine_loaded'), 2, 'x')}.",
+            "",
+        )
+
+    def clock(self) -> None:
+        clock = self.s.get("clock")
+        if not clock:
+            return
+        inside, rounds = clock["inside"], clock["rounds"]
+        self.add(
+            "## Clock check",
+            "",
+            f"Node {clock['node']} (libuv {clock['libuv']}) `process.hrtime` against Python "
+            f"`time.clock_gettime_ns`: {rounds} pipe round trips, median bracket "
+            f"{clock['bracket_us_median']:.0f} µs. Python's CLOCK_MONOTONIC fell inside Node's "
+            f"bracket {inside['monotonic']}/{rounds} times, CLOCK_REALTIME "
+            f"{inside['realtime']}/{rounds} (CLOCK_BOOTTIME, {inside['boottime']}/{rounds}, "
+            "equals CLOCK_MONOTONIC on a machine that never suspended). libuv's `uv_hrtime` "
+            "reads CLOCK_MONOTONIC on Linux: stamps from the two runtimes compare directly.",
+            "",
+        )
+
+    def method(self) -> None:
+        p = self.p
+        self.add(
+            "## Method in brief",
+            "",
+            f"- Throughput: after {p['warmup']} sequential and {p['warmup']} concurrent warm-up "
+            f"calls, {p['n']} sequential "
+            f"`tools/call echo` calls, then {p['k']} concurrent callers making "
+            f"{-(-p['n'] // p['k'])} calls each; calls per second over each batch, latency per "
+            "call as its caller sees it. Every server is driven by the official TypeScript "
+            "client; every client drives the official TypeScript server.",
+            "- Floor: `benchmarks/peers/floor_server.py`, one Trio task answering each line with "
+            "orjson, no MCP (a task and a cancel scope only for `sleep`).",
+            f"- Cancel: {p['cancels']} cancels per run (after {p['warmup_cancels']} unrecorded), "
+            "each on a `sleep` call at its first progress notification, with the SDK's own "
+            "mechanism (AbortSignal, cancel scope); CLOCK_MONOTONIC stamps in both processes.",
+            f"- Scale: {p['parked']:,} concurrent `sleep(3600)` calls parked on one connection; "
+            "server VmRSS from `/proc/<pid>/status` before and after.",
+            "- In-process: `benchmarks/inprocess.py`, a fresh process per run.",
+            "",
+        )
+
+
+def build_report(summary: dict[str, Any]) -> str:
+    return Report(summary).build()
+
+
+def draw_chart(summary: dict[str, Any], path: Path) -> None:
+    """Six panels of medians with min-to-max error bars, drawn with matplotlib (headless)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    jobs: dict[str, dict[str, Stat]] = summary["jobs"]
+    colours = {"trio": "#3b7dd8", "ts": "#e0a030", "py": "#5aa05a", "floor": "#888888"}
+    Where = Callable[[str], tuple[str, str]]
+
+    def bars(
+        ax: Any, title: str, unit: str, groups: Sequence[str], series: Sequence[tuple[str, Where]]
+    ) -> None:
+        width = 0.8 / max(1, len(series))
+        for i, (impl, where) in enumerate(series):
+            xs, medians, lows, highs = [], [], [], []
+            for g, group in enumerate(groups):
+                stat = jobs.get(where(group)[0], {}).get(where(group)[1])
+                if stat is not None:
+                    xs.append(g + (i - (len(series) - 1) / 2) * width)
+                    medians.append(stat["median"])
+                    lows.append(stat["median"] - stat["min"])
+                    highs.append(stat["max"] - stat["median"])
+            if xs:
+                ax.bar(
+                    xs,
+                    medians,
+                    width,
+                    yerr=[lows, highs],
+                    capsize=3,
+                    label=NAMES[impl],
+                    color=colours[impl],
+                )
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(unit)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+
+    modes = ["sequential", "concurrent"]
+    short = {"sequential": "seq", "concurrent": "con"}
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    bars(
+        axes[0][0],
+        "Servers, driven by the TypeScript client",
+        "calls/s",
+        modes,
+        [(s, lambda g, s=s: (f"ts->{s}", f"{short[g]}_cps")) for s in SERVERS],
+    )
+    bars(
+        axes[0][1],
+        "Clients, driving the TypeScript server",
+        "calls/s",
+        modes,
+        [(c, lambda g, c=c: (f"{c}->ts", f"{short[g]}_cps")) for c in CLIENTS],
+    )
+    bars(
+        axes[0][2],
+        "Servers and the bare-Trio floor, raw driver",
+        "calls/s",
+        modes,
+        [(s, lambda g, s=s: (f"raw->{s}", f"{short[g]}_cps")) for s in ("floor", "trio", "ts")],
+    )
+    server_side = "server observed\n(TS client drives)"
+    bars(
+        axes[1][0],
+        "Cancel latency p50 (lower is better)",
+        "µs",
+        [server_side, "returned to caller\n(TS server serves)", "server observed\n(raw driver)"],
+        [
+            (
+                i,
+                lambda g, i=i: (
+                    (f"cancel ts->{i}", "server_p50")
+                    if g == server_side
+                    else (f"cancel {i}->ts", "return_p50")
+                    if g.startswith("returned")
+                    else (f"cancel raw->{i}", "server_p50")
+                ),
+            )
+            for i in ("trio", "ts", "py", "floor")
+        ],
+    )
+    bars(
+        axes[1][1],
+        "Memory per parked request, server RSS (lower is better)",
+        "bytes",
+        ["RSS growth / parked"],
+        [(s, lambda _g, s=s: (f"scale {s}", "bytes_per_request")) for s in SERVERS],
+    )
+    axes[1][1].axhline(4096, color="red", linestyle="--", linewidth=1, label="4 KiB goal")
+    bars(
+        axes[1][2],
+        f"Throughput with {summary['profile']['parked']:,} in flight / idle",
+        "ratio",
+        modes,
+        [(s, lambda g, s=s: (f"scale {s}", f"{short[g]}_ratio")) for s in SERVERS],
+    )
+    axes[1][2].axhline(1.0, color="red", linestyle="--", linewidth=1)
+    fig.suptitle(
+        f"trio_mcp benchmarks, {summary['date']}: medians over {summary['profile']['runs']} runs, "
+        f"error bars min{DASH}max",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,245 @@
+"""In-process cost of parsing and dispatch (no I/O), to guide optimisation.
+
+    python inprocess.py SPEC_JSON
+
+Prints one JSON object of messages (or calls) per second:
+
+- ``parse``: ``trio_mcp.protocol._jsonrpc.parse`` on pre-encoded ``tools/call echo`` requests.
+- ``floor_work``: what the bare-Trio floor does per line (orjson decode, build the reply,
+  encode), the same function as ``peers/floor_server.py``.
+- ``engine``: the whole server engine with a transport that does no I/O: pre-encoded requests
+  go in through ``receive()`` (one checkpoint per message, as a stream read would take) and
+  responses are counted in ``send()``. Parse, route, one task and cancel scope per request, the
+  ``echo`` handler, encode, the ordered writer.
+- ``engine_batched``: the same, ``batch`` messages per checkpoint, as when one read from the pipe
+  brings several lines (concurrent callers).
+- ``engine_loaded``: ``engine`` with ``parked`` ``sleep(3600)`` requests in flight on the same
+  connection all along: routing must stay O(1), so this should equal ``engine``.
+- ``memory_roundtrip``: trio_mcp's client calling ``echo`` on trio_mcp's server over the
+  in-memory transport, one call at a time: both engines plus the client's typed results.
+- ``parked_bytes``: Python memory (tracemalloc) per parked request: ``parked`` concurrent
+  ``sleep(3600)`` calls fed to the server engine, until every task is blocked.
+- ``parked_bytes_floor``: the same for the least a Trio design with one task and one cancel scope
+  per request can hold: a bare task entering a ``CancelScope`` and calling ``trio.sleep``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+import trio.testing
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+
+from floor_server import answer
+from trio_server import build
+
+from trio_mcp import open_client
+from trio_mcp.protocol._jsonrpc import parse
+
+INITIALIZE = orjson.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "inprocess", "version": "0"},
+        },
+    }
+)
+INITIALIZED = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def echo_requests(n: int) -> list[bytes]:
+    return [
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"hello {i}"}},
+            }
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def per_second(count: int, start: float) -> float:
+    return count / (time.perf_counter() - start)
+
+
+def bench_parse(lines: list[bytes]) -> float:
+    start = time.perf_counter()
+    for line in lines:
+        parse(line)
+    return per_second(len(lines), start)
+
+
+def bench_floor_work(lines: list[bytes]) -> float:
+    start = time.perf_counter()
+    for line in lines:
+        answer(orjson.loads(line))
+    return per_second(len(lines), start)
+
+
+class FeedTransport:
+    """Hands the engine pre-encoded frames and counts the responses; no I/O at all."""
+
+    def __init__(
+        self,
+        lines: list[bytes],
+        batch: int,
+        gate: trio.Event | None = None,
+        parked: list[bytes] | None = None,
+    ) -> None:
+        parked = parked or []
+        self.lines = [INITIALIZE, INITIALIZED, *parked, *lines]
+        self.first = 2 + len(parked)  # the clock starts with the first of ``lines``
+        self.expected = len(lines) + 1  # the initialize response too; parked ones never answer
+        self.batch = batch
+        self.gate = gate
+        self.index = 0
+        self.sent = 0
+        self.started = 0.0
+        self.finished = 0.0
+        self.done = trio.Event()
+        self.idle = trio.Event()
+
+    async def send(self, data: bytes) -> None:
+        self.sent += 1
+        if self.sent == self.expected:
+            self.finished = time.perf_counter()
+            self.done.set()
+        await trio.lowlevel.checkpoint()
+
+    async def receive(self) -> bytes:
+        if self.index >= len(self.lines):
+            await self.idle.wait()  # hold the connection open until the benchmark ends
+            raise trio.EndOfChannel
+        if self.index == 2 and self.gate is not None:
+            await self.gate.wait()
+        if self.index == self.first:
+            await trio.testing.wait_all_tasks_blocked()  # every parked request is parked
+            self.started = time.perf_counter()
+        if self.index % self.batch == 0:
+            await trio.lowlevel.checkpoint()
+        line = self.lines[self.index]
+        self.index += 1
+        return line
+
+
+async def bench_engine(lines: list[bytes], batch: int, parked: int = 0) -> float:
+    transport = FeedTransport(lines, batch, parked=sleep_requests(parked, first_id=-parked))
+    server = build(None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve_transport, transport)
+        await transport.done.wait()
+        nursery.cancel_scope.cancel()
+    return len(lines) / (transport.finished - transport.started)
+
+
+async def bench_memory_roundtrip(n: int) -> float:
+    server = build(None)
+    async with open_client(server) as client:
+        for i in range(min(n, 100)):  # warm up
+            await client.call_tool("echo", {"text": f"warm {i}"})
+        start = time.perf_counter()
+        for i in range(n):
+            await client.call_tool("echo", {"text": f"hello {i}"})
+        return per_second(n, start)
+
+
+def sleep_requests(n: int, first_id: int = 1) -> list[bytes]:
+    return [
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 3600}},
+            }
+        )
+        for i in range(first_id, first_id + n)
+    ]
+
+
+def traced_bytes(before: tracemalloc.Snapshot) -> int:
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+
+
+async def bench_parked(n: int) -> float:
+    gate = trio.Event()
+    transport = FeedTransport([], 1, gate, parked=sleep_requests(n))
+    server = build(None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve_transport, transport)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        grown = traced_bytes(before)
+        tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+    return grown / n
+
+
+async def bench_parked_floor(n: int) -> float:
+    async def parked(params: dict[str, Any]) -> None:
+        with trio.CancelScope():
+            await trio.sleep(params["arguments"]["seconds"])
+
+    async with trio.open_nursery() as nursery:
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        for line in sleep_requests(n):
+            nursery.start_soon(parked, orjson.loads(line)["params"])
+        await trio.testing.wait_all_tasks_blocked()
+        grown = traced_bytes(before)
+        tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+    return grown / n
+
+
+def main(argv: list[str]) -> int:
+    spec: dict[str, Any] = json.loads(argv[0]) if argv else {}
+    n = int(spec.get("messages", 20000))
+    batch = int(spec.get("batch", 10))
+    parked = int(spec.get("parked", 5000))
+    lines = echo_requests(n)
+    warm = echo_requests(min(n, 500))
+    bench_parse(warm)
+    bench_floor_work(warm)
+    trio.run(bench_engine, warm, 1)
+    out = {
+        "messages": n,
+        "batch": batch,
+        "parse": bench_parse(lines),
+        "floor_work": bench_floor_work(lines),
+        "engine": trio.run(bench_engine, lines, 1),
+        "engine_batched": trio.run(bench_engine, lines, batch),
+        "engine_loaded": trio.run(bench_engine, lines, 1, parked),
+        "memory_roundtrip": trio.run(bench_memory_roundtrip, max(1, n // 4)),
+        "parked_bytes": trio.run(bench_parked, parked),
+        "parked_bytes_floor": trio.run(bench_parked_floor, parked),
+    }
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

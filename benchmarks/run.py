@@ -1,0 +1,592 @@
+"""Run every trio_mcp benchmark against the official SDKs and write the report.
+
+    python3 benchmarks/run.py            # the full run: about 8 minutes on 2 cores
+    python3 benchmarks/run.py --quick    # fewer, shorter runs, for a look while iterating
+    python3 benchmarks/run.py --smoke --only cancel --out /tmp/x   # what the smoke test runs
+
+What is missing is installed first: the Python extras (``pip install -e '.[interop,bench]'``, into
+the running interpreter) and the TypeScript SDK (``npm ci``, when ``node_modules`` has no SDK).
+The report (``report.md``), the chart (``chart.png``) and every figure per run
+(``results.json``) go to ``benchmarks/results/`` unless ``--out`` says otherwise.
+
+Every figure is measured once per run, in a shuffled order, and reported as the median and the
+range (min-max) over the runs; every ratio is computed within one run (both sides measured
+minutes apart at most, on the same machine load) and then summarised the same way. See
+``docs/benchmarks.md`` for what each benchmark measures and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import io
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from _report import build_report, draw_chart
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = Path("benchmarks") / "peers"  # relative to ROOT, so no absolute path reaches a report
+DEFAULT_OUT = ROOT / "benchmarks" / "results"
+
+PROFILES: dict[str, dict[str, int]] = {
+    "full": {
+        "runs": 5,
+        "n": 3000,
+        "k": 10,
+        "warmup": 1000,
+        "cancels": 20,
+        "cancel_warmup": 50,
+        "warmup_cancels": 3,
+        "parked": 10000,
+        "settle_ms": 500,
+        "scale_n": 1000,
+        "messages": 20000,
+        "parked_inprocess": 5000,
+        "clock_rounds": 500,
+    },
+    "quick": {
+        "runs": 2,
+        "n": 500,
+        "k": 10,
+        "warmup": 300,
+        "cancels": 8,
+        "cancel_warmup": 20,
+        "warmup_cancels": 2,
+        "parked": 2000,
+        "settle_ms": 300,
+        "scale_n": 300,
+        "messages": 5000,
+        "parked_inprocess": 1000,
+        "clock_rounds": 100,
+    },
+    "smoke": {
+        "runs": 1,
+        "n": 20,
+        "k": 4,
+        "warmup": 5,
+        "cancels": 2,
+        "cancel_warmup": 2,
+        "warmup_cancels": 0,
+        "parked": 50,
+        "settle_ms": 50,
+        "scale_n": 20,
+        "messages": 200,
+        "parked_inprocess": 50,
+        "clock_rounds": 10,
+    },
+}
+SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess")
+
+SERVERS = ("trio", "ts", "py")
+CLIENTS = ("trio", "ts", "py")
+
+#: A bound on one benchmark process, only so that a hang fails instead of blocking forever.
+JOB_TIMEOUT = 600
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def node() -> str:
+    path = shutil.which("node")
+    if path is None:
+        raise SystemExit("run.py: node is not on PATH; the TypeScript peers need Node.js 20+")
+    return path
+
+
+#: How to run Python: this interpreter, behind ``env PYTHONPATH=...`` when ``--commit`` exported
+#: a snapshot of trio_mcp (the TypeScript client passes servers only a minimal environment, so
+#: the variable has to be on the command line).
+PYTHON: list[str] = [sys.executable]
+
+
+def use_snapshot(commit: str, scratch: Path) -> str:
+    """Export ``trio_mcp/`` at ``commit`` into ``scratch`` and run every Python peer on it."""
+    short = _first_line(["git", "rev-parse", "--short", f"{commit}^{{commit}}"])
+    if short == "?":
+        raise SystemExit(f"run.py: {commit!r} is not a commit of this repository")
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", short, "trio_mcp"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(scratch, filter="data")
+    env = shutil.which("env") or "/usr/bin/env"
+    PYTHON[:] = [env, f"PYTHONPATH={scratch}", sys.executable]
+    return short
+
+
+def server_command(name: str, stamps: str | None = None) -> list[str]:
+    program = {
+        "trio": [*PYTHON, str(PEERS / "trio_server.py")],
+        "py": [*PYTHON, str(PEERS / "py_server.py")],
+        "ts": [node(), str(PEERS / "ts_server.mjs")],
+        "floor": [*PYTHON, str(PEERS / "floor_server.py")],
+    }[name]
+    return [*program, "--stamps", stamps] if stamps else program
+
+
+def client_command(name: str, spec: dict[str, Any], server: list[str]) -> list[str]:
+    program = {
+        "trio": [*PYTHON, str(PEERS / "trio_client.py")],
+        "py": [*PYTHON, str(PEERS / "py_client.py")],
+        "ts": [node(), str(PEERS / "ts_client.mjs")],
+        "raw": [node(), str(PEERS / "raw_driver.mjs")],
+    }[name]
+    return [*program, json.dumps(spec), "--", *server]
+
+
+def run_json(command: Sequence[str], log: Path) -> Any:
+    """Run one benchmark process from the repository root; return the JSON it printed last."""
+    with log.open("ab") as err:
+        err.write(f"\n--- {' '.join(Path(c).name for c in command[:2])}\n".encode())
+        err.flush()
+        done = subprocess.run(
+            list(command),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            timeout=JOB_TIMEOUT,
+            check=False,
+        )
+    lines = done.stdout.decode(errors="replace").strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{command[:2]!r} exited with {done.returncode}; stderr:\n{tail}")
+    return json.loads(lines[-1])
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank on the sorted values."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def summarise_calls(part: dict[str, Any]) -> dict[str, float]:
+    latencies = part["latencies_us"]
+    return {
+        "cps": len(latencies) / part["elapsed"],
+        "p50": percentile(latencies, 50),
+        "p90": percentile(latencies, 90),
+        "p99": percentile(latencies, 99),
+    }
+
+
+def throughput_metrics(raw: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for mode, short in (("sequential", "seq"), ("concurrent", "con")):
+        for key, value in summarise_calls(raw[mode]).items():
+            out[f"{short}_{key}"] = value
+    return out
+
+
+def cancel_metrics(raw: dict[str, Any], stamps: list[int]) -> dict[str, float]:
+    issued = [int(s) for s in raw["issued_ns"]]
+    returned = [int(s) for s in raw["returned_ns"]]
+    if len(stamps) != len(issued):
+        raise RuntimeError(
+            f"{len(issued)} cancels issued but the server stamped {len(stamps)} cancellations"
+        )
+    to_return = [(r - i) / 1000 for i, r in zip(issued, returned, strict=True)]
+    to_server = [(s - i) / 1000 for i, s in zip(issued, stamps, strict=True)]
+    if any(value < 0 for value in to_server):
+        raise RuntimeError("a server stamp precedes its cancel: the clocks are not shared")
+    return {
+        "return_p50": percentile(to_return, 50),
+        "return_p90": percentile(to_return, 90),
+        "server_p50": percentile(to_server, 50),
+        "server_p90": percentile(to_server, 90),
+        "next_p50": percentile(raw["next_us"], 50),
+        "next_p90": percentile(raw["next_us"], 90),
+    }
+
+
+def scale_metrics(raw: dict[str, Any]) -> dict[str, float]:
+    idle = [throughput_metrics(part) for part in raw["idle"]]
+    loaded = [throughput_metrics(part) for part in raw["loaded"]]
+    grown = raw["rss_after_kib"] - raw["rss_before_kib"]
+    out = {
+        "bytes_per_request": grown * 1024 / raw["parked"],
+        "rss_before_mib": raw["rss_before_kib"] / 1024,
+        "rss_after_mib": raw["rss_after_kib"] / 1024,
+    }
+    for mode in ("seq", "con"):
+        out[f"idle_{mode}_cps"] = statistics.mean(m[f"{mode}_cps"] for m in idle)
+        out[f"loaded_{mode}_cps"] = statistics.mean(m[f"{mode}_cps"] for m in loaded)
+        out[f"{mode}_ratio"] = out[f"loaded_{mode}_cps"] / out[f"idle_{mode}_cps"]
+    return out
+
+
+Run = dict[str, dict[str, float]]
+
+
+def ratios_for(run: Run) -> dict[str, float]:
+    """Every ratio of the report, from figures of this one run only."""
+    out: dict[str, float] = {}
+
+    def ratio(name: str, top: tuple[str, str], bottom: tuple[str, str]) -> None:
+        a, b = run.get(top[0], {}).get(top[1]), run.get(bottom[0], {}).get(bottom[1])
+        if a is not None and b:
+            out[name] = a / b
+
+    for mode in ("seq", "con"):
+        ratio(f"server_vs_ts_{mode}", ("ts->trio", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
+        ratio(f"server_vs_py_{mode}", ("ts->trio", f"{mode}_cps"), ("ts->py", f"{mode}_cps"))
+        ratio(f"client_vs_ts_{mode}", ("trio->ts", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
+        ratio(f"client_vs_py_{mode}", ("trio->ts", f"{mode}_cps"), ("py->ts", f"{mode}_cps"))
+        ratio(f"floor_raw_{mode}", ("raw->floor", f"{mode}_cps"), ("raw->trio", f"{mode}_cps"))
+        ratio(f"floor_ts_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->trio", f"{mode}_cps"))
+        ratio(f"ts_floor_raw_{mode}", ("raw->floor", f"{mode}_cps"), ("raw->ts", f"{mode}_cps"))
+    for metric in ("server_p50", "return_p50"):
+        side = "server" if metric == "server_p50" else "client"
+        ours = "cancel ts->trio" if side == "server" else "cancel trio->ts"
+        peers = ("cancel ts->ts", "cancel ts->py" if side == "server" else "cancel py->ts")
+        values = [run[p][metric] for p in peers if p in run]
+        if ours in run and values and min(values) > 0:
+            out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
+    ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
+    ratio(
+        "cancel_server_vs_floor",
+        ("cancel raw->trio", "server_p50"),
+        ("cancel raw->floor", "server_p50"),
+    )
+    return out
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def aggregate(runs: list[Run]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per job and metric: the median and range over the runs that measured it."""
+    collected: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        for job, metrics in run.items():
+            for metric, value in metrics.items():
+                collected.setdefault(job, {}).setdefault(metric, []).append(value)
+    return {
+        job: {metric: spread(values) for metric, values in metrics.items()}
+        for job, metrics in collected.items()
+    }
+
+
+# -- the benchmarks -----------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, profile: dict[str, int], scratch: Path, log: Path) -> None:
+        self.p = profile
+        self.scratch = scratch
+        self.log = log
+
+    def throughput_spec(self, n: int | None = None) -> dict[str, Any]:
+        p = self.p
+        return {"workload": "throughput", "n": n or p["n"], "k": p["k"], "warmup": p["warmup"]}
+
+    def pair(self, client: str, server: str) -> dict[str, float]:
+        raw = run_json(
+            client_command(client, self.throughput_spec(), server_command(server)), self.log
+        )
+        return throughput_metrics(raw)
+
+    def cancel(self, client: str, server: str) -> dict[str, float]:
+        stamps = self.scratch / f"stamps-{client}-{server}-{time.monotonic_ns()}"
+        stamps.write_text("")
+        spec = {
+            "workload": "cancel",
+            "cancels": self.p["cancels"],
+            "warmup": self.p["cancel_warmup"],
+            "warmup_cancels": self.p["warmup_cancels"],
+        }
+        raw = run_json(client_command(client, spec, server_command(server, str(stamps))), self.log)
+        stamped = [int(line) for line in stamps.read_text().split()]
+        return cancel_metrics(raw, stamped[self.p["warmup_cancels"] :])
+
+    def scale(self, server: str) -> dict[str, float]:
+        spec = {**self.throughput_spec(self.p["scale_n"]), "workload": "scale"}
+        spec.update(parked=self.p["parked"], settle_ms=self.p["settle_ms"])
+        return scale_metrics(run_json(client_command("ts", spec, server_command(server)), self.log))
+
+    def inprocess(self) -> dict[str, float]:
+        spec = {"messages": self.p["messages"], "batch": 10, "parked": self.p["parked_inprocess"]}
+        command = [*PYTHON, str(Path("benchmarks") / "inprocess.py"), json.dumps(spec)]
+        raw = run_json(command, self.log)
+        return {k: float(v) for k, v in raw.items() if k not in ("messages", "batch", "parked")}
+
+    def jobs(self, sections: Sequence[str]) -> list[tuple[str, Callable[[], dict[str, float]]]]:
+        jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
+
+        def add(name: str, fn: Callable[[], dict[str, float]]) -> None:
+            if name not in (j[0] for j in jobs):
+                jobs.append((name, fn))
+
+        if "throughput" in sections:
+            for server in SERVERS:
+                add(f"ts->{server}", lambda s=server: self.pair("ts", s))
+            for client in CLIENTS:
+                add(f"{client}->ts", lambda c=client: self.pair(c, "ts"))
+        if "floor" in sections:
+            for server in ("floor", "trio", "ts"):
+                add(f"raw->{server}", lambda s=server: self.pair("raw", s))
+            add("ts->floor", lambda: self.pair("ts", "floor"))
+            add("ts->trio", lambda: self.pair("ts", "trio"))
+        if "cancel" in sections:
+            for server in SERVERS:
+                add(f"cancel ts->{server}", lambda s=server: self.cancel("ts", s))
+            for client in CLIENTS:
+                add(f"cancel {client}->ts", lambda c=client: self.cancel(c, "ts"))
+            for server in ("floor", "trio", "ts"):
+                add(f"cancel raw->{server}", lambda s=server: self.cancel("raw", s))
+        if "scale" in sections:
+            for server in SERVERS:
+                add(f"scale {server}", lambda s=server: self.scale(s))
+        if "inprocess" in sections:
+            add("inprocess", self.inprocess)
+        return jobs
+
+
+def check_clock(rounds: int, log: Path) -> dict[str, Any]:
+    command = [node(), str(PEERS / "clock_check.mjs"), str(rounds), "--", sys.executable]
+    result: dict[str, Any] = run_json(command, log)
+    return result
+
+
+# -- environment --------------------------------------------------------------------------------
+
+
+def ensure_installed(*, install: bool, chart: bool) -> None:
+    wanted = ["trio_mcp", "mcp"] + (["matplotlib"] if chart else [])
+    missing = [m for m in wanted if importlib.util.find_spec(m) is None]
+    if missing:
+        if not install:
+            raise SystemExit(f"run.py: missing {missing}; run: pip install -e '.[interop,bench]'")
+        print(f"installing the Python extras (missing: {', '.join(missing)})", flush=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "-e", ".[interop,bench]"],
+            cwd=ROOT,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(
+                "run.py: pip could not install into this interpreter; use a virtual "
+                "environment: python3 -m venv .venv && .venv/bin/python benchmarks/run.py"
+            )
+        importlib.invalidate_caches()
+    node()
+    if not (ROOT / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").exists():
+        if not install:
+            raise SystemExit("run.py: the TypeScript SDK is missing; run: npm ci")
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("run.py: npm is not on PATH; it installs the TypeScript SDK")
+        print("installing the TypeScript SDK (npm ci)", flush=True)
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True)
+
+
+def _first_line(command: Sequence[str]) -> str:
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, cwd=ROOT, check=False)
+    except OSError:
+        return "?"
+    lines = done.stdout.strip().splitlines()
+    return lines[0] if lines else "?"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def source_description(snapshot: str | None) -> str:
+    version = _version("trio-mcp")
+    if snapshot is not None:
+        return f"{version}, commit {snapshot} (exported with `--commit`)"
+    head = _first_line(["git", "rev-parse", "--short", "HEAD"])
+    changed = _first_line(["git", "status", "--porcelain", "--", "trio_mcp"])
+    suffix = " plus uncommitted changes in trio_mcp/" if changed != "?" else ""
+    return f"{version}, working tree at commit {head}{suffix}"
+
+
+def machine(snapshot: str | None) -> dict[str, str]:
+    cpu = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    memory = "?"
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal"):
+            memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    os_name = "?"
+    release = Path("/etc/os-release")
+    if release.exists():
+        for line in release.read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    sdk = json.loads(
+        (ROOT / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").read_text()
+    )["version"]
+    load = os.getloadavg()
+    return {
+        "CPU": f"{cpu}, {os.cpu_count()} logical cores",
+        "memory": memory,
+        "OS": f"{os_name}, Linux {platform.release()}",
+        "Python": f"{platform.python_implementation()} {platform.python_version()}",
+        "Node.js": _first_line([node(), "--version"]),
+        "trio_mcp": source_description(snapshot),
+        "trio": _version("trio"),
+        "orjson": _version("orjson"),
+        "mcp (Python SDK)": _version("mcp"),
+        "@modelcontextprotocol/sdk": sdk,
+        "load average at start": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+    }
+
+
+def write_report(summary: dict[str, Any], out: Path, *, chart: bool) -> None:
+    (out / "report.md").write_text(build_report(summary))
+    if chart:
+        draw_chart(summary, out / "chart.png")
+
+
+def measure(run: Run, name: str, job: Callable[[], dict[str, float]], label: str) -> None:
+    began = time.monotonic()
+    run[name] = job()
+    print(f"{label}: {name:<18} {time.monotonic() - began:5.1f} s", flush=True)
+
+
+def shown_arguments(argv: Sequence[str]) -> str:
+    """The command line as the report shows it: without ``--out`` (a path of this machine)."""
+    shown: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out="):
+            shown.append(arg)
+    return "".join(f" {a}" for a in shown)
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    profile_group = parser.add_mutually_exclusive_group()
+    profile_group.add_argument("--quick", action="store_true", help="fewer, shorter runs")
+    profile_group.add_argument("--smoke", action="store_true", help="tiny N, one run")
+    parser.add_argument("--runs", type=int, help="override the number of runs")
+    parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--no-install", action="store_true", help="never pip install / npm ci")
+    parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib)")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="only write report.md and chart.png again from the results.json in --out",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N benchmark processes at once: faster, but the figures are worthless (smoke)",
+    )
+    parser.add_argument(
+        "--commit",
+        help="benchmark trio_mcp as committed at COMMIT (git archive), not the working tree",
+    )
+    args = parser.parse_args(argv)
+    profile_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    profile = dict(PROFILES[profile_name])
+    if args.runs:
+        profile["runs"] = args.runs
+    sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(","))
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
+
+    out: Path = args.out.resolve()
+    if args.render:
+        summary = json.loads((out / "results.json").read_text())
+        write_report(summary, out, chart=not args.no_chart)
+        return 0
+    ensure_installed(install=not args.no_install, chart=not args.no_chart)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    runs: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="trio-mcp-bench-") as scratch:
+        log = Path(scratch) / "stderr.log"  # the children's stderr, shown when one fails
+        snapshot = None
+        if args.commit:
+            snapshot = use_snapshot(args.commit, Path(scratch) / "snapshot")
+        summary: dict[str, Any] = {
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "profile_name": profile_name,
+            "profile": profile,
+            "sections": list(sections),
+            "machine": machine(snapshot),
+            "argv": shown_arguments(argv if argv is not None else sys.argv[1:]),
+        }
+        summary["clock"] = check_clock(profile["clock_rounds"], log)
+        bench = Bench(profile, Path(scratch), log)
+        for index in range(profile["runs"]):
+            jobs = bench.jobs(sections)
+            random.Random(index).shuffle(jobs)
+            run: Run = {}
+            label = f"run {index + 1}/{profile['runs']}"
+            if args.parallel > 1:  # only where figures do not matter: the smoke test
+                with ThreadPoolExecutor(args.parallel) as pool:
+                    futures = [pool.submit(measure, run, n, job, label) for n, job in jobs]
+                    for future in futures:
+                        future.result()
+            else:
+                for name, job in jobs:
+                    measure(run, name, job, label)
+            runs.append({name: run[name] for name, _ in jobs})
+    summary["elapsed_min"] = (time.monotonic() - started) / 60
+    summary["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    summary["runs"] = [{"figures": run, "ratios": ratios_for(run)} for run in runs]
+    summary["jobs"] = aggregate(runs)
+    summary["ratios"] = aggregate([{"ratios": ratios_for(run)} for run in runs]).get("ratios", {})
+    (out / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_report(summary, out, chart=not args.no_chart)
+    print(f"report written to {out / 'report.md'} in {summary['elapsed_min']:.1f} minutes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
