@@ -612,6 +612,10 @@ class Session:
         item = self._enqueue(encode(Request(rid, method, body or None)), related_request_id)
         cancel_reason: str | None = None
         try:
+            if timeout is None and max_total is None and on_progress is None:
+                # The common case needs no timer scopes: just the answer.
+                kind, value = await recv.receive()
+                return self._outcome(rid, kind, value)
             with trio.move_on_after(math.inf if max_total is None else max_total):
                 idle = trio.CancelScope()
                 if timeout is not None:
@@ -624,16 +628,12 @@ class Session:
                             if on_progress is not None:
                                 await _call_progress(on_progress, value)
                             continue
-                        if kind == "response":
-                            return value  # type: ignore[no-any-return]
-                        if kind == "error":
-                            raise ProtocolError.from_error(value)
-                        if kind == "cancel":
-                            cancel_reason = value
-                            raise RequestCancelled(rid, value)
-                        raise value  # "closed"
+                        return self._outcome(rid, kind, value)
             cancel_reason = "Request timed out"
             raise RequestTimeout(method, timeout, max_total)
+        except RequestCancelled as exc:
+            cancel_reason = exc.reason
+            raise
         finally:
             self._pending.pop(rid, None)
             if self._progress.get(rid) is pending:
@@ -644,6 +644,17 @@ class Session:
                     self._send_cancel(rid, cancel_reason, related_request_id)
                 else:
                     item.withdrawn = True
+
+    @staticmethod
+    def _outcome(rid: RequestId, kind: str, value: Any) -> JSONObject:
+        """What the caller of a request gets for what came back for it."""
+        if kind == "response":
+            return value  # type: ignore[no-any-return]
+        if kind == "error":
+            raise ProtocolError.from_error(value)
+        if kind == "cancel":
+            raise RequestCancelled(rid, value)
+        raise value  # "closed"
 
     def _send_cancel(self, rid: RequestId, reason: str | None, related: RequestId | None) -> None:
         params: JSONObject = {"requestId": rid}

@@ -101,6 +101,7 @@ class ServerConnection:
         self.announced: JSONObject = {}
         #: Set by the first successful modern request: the handshake is then refused.
         self.modern_locked = False
+        self._routes: dict[str, Route] = {}
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
 
@@ -118,10 +119,16 @@ class ServerConnection:
                 f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`: this "
                 "connection speaks the modern protocol",
             )
-        handler = self._handler(method)
-        if method in CACHEABLE and self.server.cache_hints.explicit:
-            handler = _with_cache_hints(handler)
-        return Route(self._instrument(handler), register=method != "initialize")
+        route = self._routes.get(method)
+        if route is None:
+            handler = self._handler(method)
+            if method in CACHEABLE and self.server.cache_hints.explicit:
+                handler = _with_cache_hints(handler)
+            route = Route(self._instrument(handler), register=method != "initialize")
+            # Built once per method and connection: the per-message path stays lean. What is
+            # registered decides routes, so a registration change clears them.
+            self._routes[method] = route
+        return route
 
     @property
     def server_info_wire(self) -> JSONObject:
@@ -298,6 +305,7 @@ class ServerConnection:
     def send_list_changed(self, kind: str) -> None:
         """To a handshake-era client told of the capability, and to the modern listeners that
         asked for this kind (tagged with their subscription, on their listen stream)."""
+        self._routes.clear()
         if self.initialized and kind in self.announced:
             self._notify(f"notifications/{kind}/list_changed")
         for listener in list(self.listeners.values()):
