@@ -264,3 +264,82 @@ async def test_cancelling_the_caller_cancels_a_running_callback(autojump_clock: 
             await client.call_tool("plan", {})
         assert scope.cancelled_caught
         assert started.is_set() and stopped.is_set()
+
+
+async def test_a_minus_32022_naming_the_version_sent_is_retried_once() -> None:
+    """An instance behind the same address may be older: the version it names is tried again."""
+    refusals: list[str] = []
+
+    def answer(message: Any) -> Any:
+        asked = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+        if len(refusals) < 1:
+            refusals.append(asked)
+            return {
+                "error": {
+                    "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": asked},
+                }
+            }
+        return {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {}}}
+
+    async with scripted(answer, mode="modern") as (client, seen):
+        assert client.modern and refusals == ["2026-07-28"]
+        assert [m["method"] for m in seen] == ["server/discover", "server/discover"]
+
+    def always(message: Any) -> Any:
+        refusals.append("again")
+        return {
+            "error": {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"},
+            }
+        }
+
+    with pytest.raises(InitializeError, match="Unsupported protocol version"):
+        async with scripted(always, mode="modern"):
+            pass  # pragma: no cover
+    assert refusals.count("again") == 2
+
+
+DEFAULTS_FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "verified": {"type": "boolean", "default": True},
+        "nickname": {"type": "string"},
+    },
+}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+async def test_an_accepted_form_gets_the_defaults_the_answer_leaves_out(mode: str) -> None:
+    """SEP-1034: the user saw the defaults filled in; the server gets them with the answer."""
+    server = Server("forms")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Who?", DEFAULTS_FORM)
+        return f"{answer.action} {answer.content}"
+
+    answers = iter(
+        [
+            ElicitResult(action="accept", content={"name": "Ada"}),
+            ElicitResult(action="accept"),
+            ElicitResult(action="decline"),
+        ]
+    )
+
+    async def on_form(params: Any) -> ElicitResult:
+        await trio.lowlevel.checkpoint()
+        return next(answers)
+
+    async with open_client(server, mode=mode, on_elicit=on_form) as client:
+        texts = [(await client.call_tool("ask", {})).content[0] for _ in range(3)]
+    assert [t.text for t in texts if isinstance(t, TextContent)] == [
+        "accept {'name': 'Ada', 'age': 30, 'verified': True}",
+        "accept {'name': 'John Doe', 'age': 30, 'verified': True}",
+        "decline None",
+    ]

@@ -23,6 +23,7 @@ from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exce
 from .._session import InFlight, ProgressCallback, Route, Session, Transport
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._jsonrpc import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -248,7 +249,10 @@ class ClientDispatcher:
                 ElicitRequestURLParams if params.get("mode") == "url" else ElicitRequestFormParams
             )
             elicit = _structure_params(params, cls)
-            return _result_wire(await _maybe_await(self.on_elicit(elicit)), ElicitResult)
+            answer = _result_wire(await _maybe_await(self.on_elicit(elicit)), ElicitResult)
+            if isinstance(elicit, ElicitRequestFormParams):
+                answer = _with_defaults(answer, elicit.requested_schema)
+            return answer
         if method == "roots/list" and self.roots is not None:
             roots = self.roots
             listed = await _maybe_await(roots()) if callable(roots) else roots
@@ -297,6 +301,43 @@ def _structure_params(params: JSONObject, cls: type[T]) -> T:
         return from_wire(params, cls)
     except ValueError as exc:
         raise ProtocolError(-32602, f"Invalid params: {exc}") from None
+
+
+def _with_defaults(answer: JSONObject, schema: dict[str, Any]) -> JSONObject:
+    """An accepted form, with the schema's ``default`` for each field the answer leaves out
+    (SEP-1034): the user saw those values filled in and accepted them, so the server gets
+    them too, whatever the UI returned."""
+    properties = schema.get("properties")
+    if answer.get("action") != "accept" or not isinstance(properties, dict):
+        return answer
+    content = answer.get("content")
+    filled = dict(content) if isinstance(content, dict) else {}
+    for name, field in properties.items():
+        if name not in filled and isinstance(field, dict) and "default" in field:
+            filled[name] = field["default"]
+    if content is None and not filled:
+        return answer
+    return {**answer, "content": filled}
+
+
+def _without_unusable_tools(result: JSONObject) -> JSONObject:
+    """A ``tools/list`` result minus the tools whose ``x-mcp-header`` declarations are invalid:
+    the spec has clients drop them (their headers cannot be sent), and keep the others."""
+    from ..transports._http_client import tool_param_headers  # httpx only when needed
+
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        return result
+    kept = []
+    for tool in tools:
+        schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+        try:
+            tool_param_headers(schema)
+        except ValueError as exc:
+            logger.warning("ignoring the tool %r of the server: %s", tool.get("name"), exc)
+            continue
+        kept.append(tool)
+    return result if len(kept) == len(tools) else {**result, "tools": kept}
 
 
 def _result_wire(result: Any, cls: type[Any]) -> JSONObject:
@@ -381,13 +422,15 @@ class Client:
         With ``fallback`` (auto mode), any failure but a modern one means "speak the handshake
         instead" and returns False; -32022 naming a version we share is retried with it.
         """
-        for _ in range(2):
+        for attempt in range(2):
             params = {"_meta": self._envelope(version)}
             try:
                 raw = await self.session.request("server/discover", params, max_total=timeout)
             except ProtocolError as exc:
+                # Retried once, even with the version just refused if the server names it as
+                # supported (an instance behind the same URL may have been older).
                 shared = _shared_modern_version(exc)
-                if shared is not None and shared != version:
+                if shared is not None and attempt == 0:
                     version = shared
                     continue
                 if fallback:
@@ -505,6 +548,8 @@ class Client:
                 max_total=max_total,
                 request_id=request_id,
             )
+        if method == "tools/list" and self.mode == "modern":
+            result = _without_unusable_tools(result)
         if cache is not None:
             cache.put(method, body, result)
         return result
@@ -584,11 +629,26 @@ class Client:
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **options: Any
     ) -> CallToolResult:
-        """Call a tool. A tool's own failure is a result with ``is_error`` set, not an error."""
+        """Call a tool. A tool's own failure is a result with ``is_error`` set, not an error.
+
+        In the modern era a refusal for mismatched headers (-32020) usually means the tool's
+        ``x-mcp-header`` declarations are unknown or stale: the tools are listed again and the
+        call is made once more (the server refused it before running it).
+        """
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return from_wire(await self.request("tools/call", params, **options), CallToolResult)
+        try:
+            raw = await self.request("tools/call", params, **options)
+        except ProtocolError as exc:
+            if exc.code != HEADER_MISMATCH or not self.modern:
+                raise
+            if self._dispatcher.cache is not None:
+                self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
+            await self.list_tools()
+            options.pop("request_id", None)
+            raw = await self.request("tools/call", params, **options)
+        return from_wire(raw, CallToolResult)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, **options: Any

@@ -1,0 +1,174 @@
+"""The client the official MCP conformance suite's client scenarios drive.
+
+``python tests/conformance/client.py <server-url>``: the suite starts a scenario server, then runs
+this with ``MCP_CONFORMANCE_SCENARIO`` (what to do), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (a
+handshake version connects with ``initialize``, a modern one with ``server/discover``) and, for
+some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON data to use). Each scenario is what an
+application would do with trio_mcp: list, call, answer a form. The behaviour the suite checks
+(headers, envelopes, retries, defaults) is the library's, never this file's. Exit status 0 means
+the client did its part; the suite judges the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from trio_mcp import Client, ElicitResult, Tool, open_client
+
+Context = dict[str, Any]
+Run = Callable[[Client, Context], Awaitable[None]]
+ElicitAnswer = Callable[[Client], Callable[[Any], Awaitable[ElicitResult]]]
+
+
+@attrs.frozen
+class Scenario:
+    run: Run
+    #: Builds the form-answering callback (given the client, for callbacks that call back).
+    on_elicit: ElicitAnswer | None = None
+
+
+def _find(tools: list[Tool], name: str) -> Tool:
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    raise LookupError(f"the server lists no tool {name!r} (it lists {[t.name for t in tools]})")
+
+
+def _example_arguments(tool: Tool) -> dict[str, Any]:
+    """Plausible values for a tool's required arguments, as a user would fill them in."""
+    examples = {"string": "example", "integer": 1, "number": 1.5, "boolean": True}
+    properties = tool.input_schema.get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for name in tool.input_schema.get("required") or ():
+        schema = properties.get(name)
+        kind = schema.get("type") if isinstance(schema, dict) else None
+        arguments[name] = examples.get(kind, "example") if isinstance(kind, str) else "example"
+    return arguments
+
+
+async def list_tools(client: Client, context: Context) -> None:
+    await client.list_tools()
+
+
+async def add_numbers(client: Client, context: Context) -> None:
+    _find(await client.list_tools(), "add_numbers")
+    result = await client.call_tool("add_numbers", {"a": 5, "b": 3})
+    assert not result.is_error, result
+
+
+async def call_every_tool(client: Client, context: Context) -> None:
+    """Each tool the client accepted, with example arguments: what a tool-picking agent does."""
+    for tool in await client.list_tools():
+        await client.call_tool(tool.name, _example_arguments(tool))
+
+
+async def use_everything(client: Client, context: Context) -> None:
+    caps = client.server_capabilities
+    if caps.tools is not None:
+        await call_every_tool(client, context)
+    if caps.resources is not None:
+        for resource in await client.list_resources():
+            await client.read_resource(resource.uri)
+    if caps.prompts is not None:
+        for prompt in await client.list_prompts():
+            await client.get_prompt(prompt.name)
+
+
+async def context_tool_calls(client: Client, context: Context) -> None:
+    """The calls the scenario asks for, with its arguments, after listing the tools."""
+    tools = await client.list_tools()
+    for call in context.get("toolCalls", ()):
+        _find(tools, call["name"])
+        await client.call_tool(call["name"], call.get("arguments"))
+
+
+async def echo_schema(client: Client, context: Context) -> None:
+    """Hand the schema the client holds for one tool back to the server, untouched."""
+    tools = await client.list_tools()
+    focal = _find(tools, "json_schema_2020_12_tool")
+    _find(tools, "json_schema_echo")
+    await client.call_tool("json_schema_echo", {"schema": focal.input_schema})
+
+
+async def multi_round_trip(client: Client, context: Context) -> None:
+    for name in ("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"):
+        result = await client.call_tool(name, {})
+        assert not result.is_error, result
+
+
+def accept_untouched(client: Client) -> Callable[[Any], Awaitable[ElicitResult]]:
+    """The user submits the form without filling anything in: the schema's defaults apply."""
+
+    async def answer(params: Any) -> ElicitResult:
+        await trio.lowlevel.checkpoint()
+        return ElicitResult(action="accept", content={})
+
+    return answer
+
+
+def confirm_meanwhile(client: Client) -> Callable[[Any], Awaitable[ElicitResult]]:
+    """Confirm, after using another tool while the first call waits for the answer."""
+
+    async def answer(params: Any) -> ElicitResult:
+        await client.call_tool("test_mrtr_unrelated", {})
+        return ElicitResult(action="accept", content={"confirmed": True})
+
+    return answer
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "initialize": Scenario(list_tools),
+    "tools_call": Scenario(add_numbers),
+    "elicitation-sep1034-client-defaults": Scenario(call_every_tool, accept_untouched),
+    "sse-retry": Scenario(call_every_tool),
+    "request-metadata": Scenario(list_tools, accept_untouched),
+    "sep-2322-client-request-state": Scenario(multi_round_trip, confirm_meanwhile),
+    "http-standard-headers": Scenario(use_everything),
+    "http-custom-headers": Scenario(context_tool_calls),
+    "http-invalid-tool-headers": Scenario(call_every_tool),
+    "json-schema-ref-no-deref": Scenario(list_tools),
+    "json-schema-2020-12-preservation": Scenario(echo_schema),
+}
+
+
+async def run(url: str, scenario: Scenario, version: str, context: Context) -> None:
+    client: Client | None = None
+
+    async def on_elicit(params: Any) -> ElicitResult:
+        assert scenario.on_elicit is not None and client is not None
+        return await scenario.on_elicit(client)(params)
+
+    async with open_client(
+        url,
+        protocol_version=version,
+        on_elicit=on_elicit if scenario.on_elicit is not None else None,
+        default_timeout=20,
+    ) as connected:
+        client = connected
+        await scenario.run(connected, context)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: client.py <server-url>", file=sys.stderr)
+        return 2
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    scenario = SCENARIOS.get(name)
+    if scenario is None:
+        print(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "2025-11-25")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    trio.run(run, argv[1], scenario, version, context)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

