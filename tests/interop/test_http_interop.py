@@ -267,15 +267,6 @@ async def test_the_official_typescript_client_drives_the_demo_over_http(
     assert "server/discover" not in methods
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "trio_mcp bug: in the modern era over HTTP the client's cancel is closing the POST's "
-        "response stream; the server cancels the handler (its nursery scope) but never sets "
-        "InFlight.cancel_requested, so RequestRecord.cancelled (and Context.cancelled) are "
-        "False for a cancelled request, reported like a success (error_code None)"
-    ),
-)
 async def test_a_modern_http_cancel_is_reported_as_a_cancel(nursery: trio.Nursery) -> None:
     """docs/cancellation.md: ``Context.cancelled`` tells a handler it was cancelled, and the
     ``on_request`` hook reports it. In the modern era over HTTP the cancel is the client closing
@@ -298,16 +289,6 @@ async def test_a_modern_http_cancel_is_reported_as_a_cancel(nursery: trio.Nurser
     assert record["cancelled"] is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "trio_mcp bug: in the modern era over HTTP our client still POSTs "
-        "notifications/cancelled after the cancelled request, with no MCP-Protocol-Version "
-        "header and no session, so the server takes it for a handshake-era POST and refuses it "
-        "(400); the request's response stream is closed (the real cancel) only once that POST "
-        "is answered"
-    ),
-)
 async def test_a_modern_http_cancel_posts_no_notification(nursery: trio.Nursery) -> None:
     """2026-07-28 over Streamable HTTP: closing the response stream is the cancel; the client
     sends no client-to-server notification, and every POST carries ``MCP-Protocol-Version``."""

@@ -400,7 +400,8 @@ class _Post:
     answered: bool = False
     cancelled: bool = False
     retried: bool = False
-    #: Covers the reading of the request's response stream, which its cancel ends.
+    #: Covers the request's whole exchange: its cancel ends it (for a modern request, closing
+    #: the stream is the cancel itself).
     reading: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
 
@@ -632,11 +633,18 @@ class StreamableHttpTransport:
     # -- POST ------------------------------------------------------------------------------------
 
     async def _run_post(self, post: _Post) -> None:
+        target = post.cancels
+        if target is not None and modern_headers(target.method, target.params):
+            # A modern request is cancelled by closing its response stream; there is no
+            # notification to post (and no session it could belong to).
+            target.reading.cancel()
+            return
         try:
             if post.cancels is not None:
                 with trio.move_on_after(CANCEL_ORDER_TIMEOUT):
                     await post.cancels.sent.wait()
-            await self._post(post)
+            with post.reading:
+                await self._post(post)
         finally:
             post.sent.set()
             if post.request_id is not None and self._posts.get(post.request_id) is post:
@@ -717,8 +725,7 @@ class StreamableHttpTransport:
             return  # accepted with no body: the answer, if any, comes another way
         media = _media_type(response)
         if media == "text/event-stream":
-            with post.reading:
-                await self._request_stream(post, response)
+            await self._request_stream(post, response)
         elif media == "application/json":
             body = await _read_limited(response, MAX_MESSAGE_BYTES)
             if body is None:

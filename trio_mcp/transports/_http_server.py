@@ -653,7 +653,9 @@ class McpHttpApp:
             return
         stream = session.new_request_stream(message.id)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(
+                _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, message.id
+            )
             await nursery.start(session.engine.run)
             events = stream.attach()
             session.engine.feed(message)
@@ -720,7 +722,13 @@ class McpHttpApp:
         self.server.connections.add(session.connection)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+                nursery.start_soon(
+                    _cancel_on_disconnect,
+                    receive,
+                    nursery.cancel_scope,
+                    session.engine,
+                    message.id,
+                )
                 await nursery.start(session.engine.run)
                 events = stream.attach()
                 session.engine.feed(message)
@@ -935,10 +943,19 @@ class _NoStore:
 _NO_STORE = _NoStore()
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    """Cancel ``scope`` once the client has gone away (its request body was already read)."""
+async def _cancel_on_disconnect(
+    receive: Receive, scope: trio.CancelScope, engine: Session | None = None, rid: Any = None
+) -> None:
+    """Cancel ``scope`` once the client has gone away (its request body was already read).
+
+    Where the POST carries one request (modern and stateless), the disconnect is that
+    request's cancel: it is recorded as one first, so the handler and the instrumentation see
+    ``cancelled`` and a reason, as for ``notifications/cancelled``.
+    """
     while (await receive())["type"] != "http.disconnect":
         pass
+    if engine is not None:
+        engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
 
 
