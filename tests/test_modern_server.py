@@ -182,6 +182,21 @@ async def test_envelope_errors() -> None:
         assert seen == []
 
 
+async def test_an_unknown_resource_is_invalid_params_in_the_modern_era() -> None:
+    """SEP-2164: 2026-07-28 servers must not emit -32002; the handshake era keeps it."""
+    missing = {"uri": "test://missing"}
+    async with wire_to(era_server(), initialize=False) as peer:
+        refused = await peer.request(1, "resources/read", modern(missing))
+        assert refused["error"] == {
+            "code": -32602,
+            "message": "Resource not found",
+            "data": {"uri": "test://missing"},
+        }
+    async with wire_to(era_server()) as peer:
+        legacy = await peer.request(1, "resources/read", missing)
+        assert legacy["error"]["code"] == -32002
+
+
 @pytest.mark.parametrize(
     "method",
     ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"],

@@ -3,6 +3,8 @@ era, ending the request with an InputRequiredResult until the client supplies th
 
 from __future__ import annotations
 
+import gc
+import warnings
 from typing import Any
 
 import pytest
@@ -108,11 +110,36 @@ async def test_missing_input_asks_again_and_extra_input_is_ignored() -> None:
         assert list(again["inputRequests"]) == ["elicitation-1"]
 
 
-async def test_answers_without_a_state_are_not_trusted() -> None:
+async def test_answers_without_a_state_count_only_for_the_opening_question() -> None:
+    """A request without a requestState may answer what its first round would ask (the client
+    is the source of that answer either way); anything later needs the sealed state, so a client
+    cannot answer ahead a question it was never shown."""
     async with wire_to(input_server(), initialize=False) as peer:
-        forged = {"elicitation-1": {"action": "accept", "content": {"name": "Mallory"}}}
-        result = (await call(peer, 1, {"inputResponses": forged}))["result"]
-        assert result["resultType"] == "input_required"
+        ahead = {
+            "elicitation-1": {"action": "accept", "content": {"name": "Ada"}},
+            "sampling-2": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Forged"},
+                "model": "m",
+            },
+            "unknown": {"action": "accept", "content": {"name": "ignored"}},
+        }
+        first = (await call(peer, 1, {"inputResponses": ahead}))["result"]
+        assert first["resultType"] == "input_required"
+        assert list(first["inputRequests"]) == ["sampling-2"]
+        asked = first["inputRequests"]["sampling-2"]["params"]["messages"][0]["content"]
+        assert asked["text"] == "Greet Ada"
+        # The opening answer travels on in the sealed state.
+        sampled = {
+            "sampling-2": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Hello Ada"},
+                "model": "m",
+            }
+        }
+        retry = {"inputResponses": sampled, "requestState": first["requestState"]}
+        done = (await call(peer, 2, retry))["result"]
+        assert done["content"][0]["text"] == "Hello Ada (rounds: 2)"
 
 
 async def test_a_tampered_or_foreign_state_is_refused() -> None:
@@ -204,3 +231,105 @@ async def test_the_same_handler_uses_real_requests_in_the_handshake_era(era: str
         )
         done = await peer.recv()
         assert done["result"]["content"][0]["text"] == "Hi Bo (rounds: 1)"
+
+
+ALL_CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+NAMED = {"action": "accept", "content": {"name": "Ada"}}
+GREETING = {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"}
+ROOTS = {"roots": [{"uri": "file:///r"}]}
+
+
+def together_server() -> Server:
+    server = Server("together")
+
+    @server.tool()
+    async def onboard(ctx: Context) -> str:
+        name, reply, roots = await ctx.ask_together(
+            ctx.elicit("Your name?", FORM, key="user_name"),
+            ctx.sample("A greeting", max_tokens=10, key="greeting"),
+            ctx.list_roots(key="client_roots"),
+        )
+        who = name.content["name"] if name.content else "?"
+        return f"{reply.content.text} {who} ({len(roots)} roots)"  # type: ignore[union-attr]
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        await ctx.elicit("One?", FORM, key="same")
+        await ctx.elicit("Two?", FORM, key="same")
+        return "unreachable"  # pragma: no cover
+
+    return server
+
+
+async def test_questions_asked_together_travel_in_one_result_under_their_keys() -> None:
+    async with wire_to(together_server(), initialize=False) as peer:
+        params = {"name": "onboard", "_meta": meta(ALL_CAPS)}
+        first = (await peer.request(1, "tools/call", params))["result"]
+        assert first["resultType"] == "input_required"
+        assert {key: asked["method"] for key, asked in first["inputRequests"].items()} == {
+            "user_name": "elicitation/create",
+            "greeting": "sampling/createMessage",
+            "client_roots": "roots/list",
+        }
+        # Answer one of them: only the others are asked again, the answer is kept.
+        answered = {"user_name": NAMED}
+        retry = {**params, "requestState": first["requestState"], "inputResponses": answered}
+        second = (await peer.request(2, "tools/call", retry))["result"]
+        assert list(second["inputRequests"]) == ["greeting", "client_roots"]
+        rest = {"greeting": GREETING, "client_roots": ROOTS}
+        retry = {**params, "requestState": second["requestState"], "inputResponses": rest}
+        third = (await peer.request(3, "tools/call", retry))["result"]
+        assert third["resultType"] == "complete"
+        assert third["content"][0]["text"] == "Hi Ada (1 roots)"
+
+
+async def test_an_opening_batch_can_be_answered_without_a_state() -> None:
+    async with wire_to(together_server(), initialize=False) as peer:
+        answers = {"user_name": NAMED, "greeting": GREETING, "client_roots": ROOTS, "extra": {}}
+        params = {"name": "onboard", "_meta": meta(ALL_CAPS), "inputResponses": answers}
+        done = (await peer.request(1, "tools/call", params))["result"]
+        assert done["content"][0]["text"] == "Hi Ada (1 roots)"
+
+
+async def test_asking_together_for_an_undeclared_capability_leaves_nothing_behind() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with wire_to(together_server(), initialize=False) as peer:
+            # The first question is refused, so the other two are never awaited.
+            params = {"name": "onboard", "_meta": meta({"sampling": {}, "roots": {}})}
+            refused = await peer.request(1, "tools/call", params)
+        gc.collect()
+    assert refused["error"]["code"] == -32021
+    assert refused["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+async def test_one_key_cannot_name_two_questions() -> None:
+    async with wire_to(together_server(), initialize=False) as peer:
+        params = {"name": "twice", "_meta": meta()}
+        first = (await peer.request(1, "tools/call", params))["result"]
+        assert list(first["inputRequests"]) == ["same"]
+        retry = {**params, "requestState": first["requestState"], "inputResponses": {"same": NAMED}}
+        failed = (await peer.request(2, "tools/call", retry))["result"]
+        assert failed["isError"] is True
+
+
+async def test_questions_asked_together_are_concurrent_requests_in_the_handshake_era() -> None:
+    async with wire_to(together_server(), initialize=False) as peer:
+        await peer.initialize(capabilities=ALL_CAPS)
+        await peer.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "onboard"}}
+        )
+        # All three are out before the client answers any of them.
+        asked = [await peer.recv() for _ in range(3)]
+        answers = {
+            "elicitation/create": NAMED,
+            "sampling/createMessage": GREETING,
+            "roots/list": ROOTS,
+        }
+        assert sorted(request["method"] for request in asked) == sorted(answers)
+        for request in reversed(asked):
+            result = answers[request["method"]]
+            await peer.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        done = await peer.recv()
+        assert done["result"]["content"][0]["text"] == "Hi Ada (1 roots)"

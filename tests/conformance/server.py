@@ -28,6 +28,8 @@ from trio_mcp import (
     CompletionArgument,
     CompletionContext,
     Context,
+    CreateMessageResult,
+    ElicitResult,
     EmbeddedResource,
     ImageContent,
     PromptMessage,
@@ -383,6 +385,168 @@ def _json(value: Any) -> str:
     return orjson.dumps(value if value is not None else {}).decode()
 
 
+# -- 2026-07-28: stateless diagnostics ----------------------------------------------------------
+
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+COLOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"color": {"type": "string"}},
+    "required": ["color"],
+}
+
+
+def _content(answer: ElicitResult, field: str) -> Any:
+    return answer.content.get(field) if answer.content else None
+
+
+def _text_of(reply: CreateMessageResult) -> str:
+    content = reply.content[0] if isinstance(reply.content, list) else reply.content
+    return content.text if isinstance(content, TextContent) else f"<{content.type} content>"
+
+
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Need the client's model: a request that did not declare ``sampling`` gets -32021."""
+    reply = await ctx.sample("Say hello", max_tokens=20)
+    return f"Sampling answered: {_text_of(reply)}"
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Ask the user mid-call: in the modern era an InputRequiredResult, never a request."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA)
+    return f"Hello, {_content(answer, 'name')}!"
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Log at every call; only a request carrying a log level may see it."""
+    await ctx.info("test_logging_tool ran")
+    return "Logged (if the request asked for a log level)"
+
+
+async def _dynamic() -> str:
+    """Added and removed again by the list-change triggers."""
+    return "dynamic"
+
+
+@server.tool()
+async def test_trigger_tool_change() -> str:
+    """Add a tool and take it away again: listeners of tool-list changes hear of it."""
+    server.tool(name="test_dynamic_tool")(_dynamic)
+    server.remove_tool("test_dynamic_tool")
+    return "tool list changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change() -> str:
+    """Add a prompt and take it away again: listeners of prompt-list changes hear of it."""
+    server.prompt(name="test_dynamic_prompt")(_dynamic)
+    del server.prompts["test_dynamic_prompt"]
+    server.notify_list_changed("prompts")
+    return "prompt list changed"
+
+
+@server.tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "description": "Mirrored into the Mcp-Param-Region header",
+                "x-mcp-header": "Region",
+            }
+        },
+    }
+)
+async def test_x_mcp_header(region: str = "<none>") -> str:
+    """Take an argument the client must repeat in a header (SEP-2243)."""
+    return f"region={region}"
+
+
+# -- 2026-07-28: multi round-trip requests (InputRequiredResult) --------------------------------
+
+
+@server.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """One question, under the key the scenarios answer (``user_name``)."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {_content(answer, 'name')}!"
+
+
+@server.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """One question for the client's model."""
+    reply = await ctx.sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"Model said: {_text_of(reply)}"
+
+
+@server.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Ask for the client's roots."""
+    roots = await ctx.list_roots(key="client_roots")
+    return f"Client exposed {len(roots)} root(s): " + ", ".join(r.uri for r in roots)
+
+
+@server.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Keep data of its own in the sealed ``requestState`` and find it again on the retry."""
+    ctx.state.setdefault("first_asked_by", ctx.request_id)
+    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    first = ctx.state["first_asked_by"]
+    return f"state-ok: confirmed={_content(answer, 'ok')}, first asked by request {first}"
+
+
+@server.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Ask three things in one round trip."""
+    name, greeting, roots = await ctx.ask_together(
+        ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name"),
+        ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.list_roots(key="client_roots"),
+    )
+    return f"{_text_of(greeting)} {_content(name, 'name')} ({len(roots)} root(s))"
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Ask twice, the second question only once the first is answered."""
+    name = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", COLOR_SCHEMA, key="step2")
+    return f"{_content(name, 'name')} likes {_content(color, 'color')}."
+
+
+@server.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Ask, so that a retry carries a sealed state (the scenario alters it)."""
+    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    return f"state-ok: confirmed={_content(answer, 'ok')}"
+
+
+@server.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only what the request's declared capabilities allow."""
+    declared = ctx.client_capabilities
+    questions: list[Awaitable[Any]] = []
+    if declared.sampling is not None:
+        questions.append(ctx.sample("Say hello", max_tokens=50, key="sample"))
+    if declared.elicitation is not None:
+        questions.append(ctx.elicit("What is your name?", NAME_SCHEMA, key="ask"))
+    answers = await ctx.ask_together(*questions)
+    return f"{len(answers)} answer(s)"
+
+
 # -- resources ----------------------------------------------------------------------------------
 
 
@@ -444,6 +608,17 @@ async def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMes
             role="user", content=TextContent("Please process the embedded resource above.")
         ),
     ]
+
+
+@server.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that needs the user's input first (InputRequiredResult beyond tools)."""
+    answer = await ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+        key="user_context",
+    )
+    return f"Write with this context: {_content(answer, 'context')}"
 
 
 @server.prompt()

@@ -559,7 +559,9 @@ async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObjec
                 kwargs = dict(variables)
                 break
         else:
-            raise ProtocolError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            # 2026-07-28 (SEP-2164) retired -32002 for Invalid params; the handshake era keeps it.
+            code = INVALID_PARAMS if record.envelope is not None else RESOURCE_NOT_FOUND
+            raise ProtocolError(code, "Resource not found", {"uri": uri})
     if context_param is not None:
         kwargs[context_param] = Context(record, conn)
     value = await call_user(fn, is_async, kwargs, in_thread=in_thread)

@@ -7,12 +7,13 @@ handler's own task and cancel scope, so cancelling the request cancels it and th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+import inspect
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import trio
 
-from .._exceptions import MCPError, ProtocolError, RequestCancelled
+from .._exceptions import MCPError, ProtocolError, RequestCancelled, collapse_exception_groups
 from .._session import InFlight
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
 from ..protocol._types import (
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
     from ._connection import ServerConnection
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
 
 
 def _lenient(value: Any, cls: type[T]) -> T | None:
@@ -218,10 +222,12 @@ class Context:
         if mode == "form" and value and "form" not in value:
             raise CapabilityMissing("the client did not declare form-mode elicitation")
 
-    async def _nested(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _nested(
+        self, method: str, params: dict[str, Any], key: str | None = None
+    ) -> dict[str, Any]:
         modern = self._record.envelope
         if modern is not None:
-            return await self._input(modern, method, params)
+            return await self._input(modern, method, params, key)
         try:
             return await self._connection.session.request(
                 method, params, related_request_id=self._record.id
@@ -231,7 +237,7 @@ class Context:
             raise NestedRequestError(exc.code, exc.message, *data) from None
 
     async def _input(
-        self, modern: ModernRequest, method: str, params: dict[str, Any]
+        self, modern: ModernRequest, method: str, params: dict[str, Any], key: str | None
     ) -> dict[str, Any]:
         """Modern era: the answer gathered for this question, or end the request to ask it."""
         if self.method not in INPUT_METHODS:
@@ -239,11 +245,63 @@ class Context:
                 f"in the modern era only {', '.join(sorted(INPUT_METHODS))} can ask for input"
             )
         await trio.lowlevel.checkpoint()
-        key = modern.next_key(method)
-        answer = modern.answers.get(key)
-        if isinstance(answer, dict):
+        if key is None:
+            key = modern.next_key(method)
+        modern.claim(key)
+        answer = modern.answer(key)
+        if answer is not None:
             return answer
-        raise InputRequired(key, {"method": method, "params": params})
+        raise InputRequired({key: {"method": method, "params": params}})
+
+    @overload
+    async def ask_together(self, first: Awaitable[A], second: Awaitable[B], /) -> tuple[A, B]: ...
+    @overload
+    async def ask_together(
+        self, first: Awaitable[A], second: Awaitable[B], third: Awaitable[C], /
+    ) -> tuple[A, B, C]: ...
+    @overload
+    async def ask_together(self, *questions: Awaitable[T]) -> tuple[T, ...]: ...
+
+    async def ask_together(self, *questions: Awaitable[Any]) -> tuple[Any, ...]:
+        """Ask several questions at once and return their answers in order.
+
+        Pass the calls unawaited: ``await ctx.ask_together(ctx.elicit(...), ctx.sample(...))``.
+        In the modern era they end the request with one InputRequiredResult, so the client
+        answers them all in one round trip instead of one each; in the handshake era they are
+        sent to the client concurrently.
+        """
+        modern = self._record.envelope
+        if modern is None:
+            answers: list[Any] = [None] * len(questions)
+
+            async def ask(index: int, question: Awaitable[Any]) -> None:
+                answers[index] = await question
+
+            with collapse_exception_groups():
+                async with trio.open_nursery() as nursery:
+                    for index, question in enumerate(questions):
+                        nursery.start_soon(ask, index, question)
+            return tuple(answers)
+        gathered: list[Any] = []
+        unanswered: dict[str, dict[str, Any]] = {}
+        remaining = iter(questions)
+        modern.together = True  # one round: an opening batch is answerable as a whole
+        try:
+            for question in remaining:
+                try:
+                    gathered.append(await question)
+                except InputRequired as exc:
+                    unanswered.update(exc.requests)
+                    gathered.append(None)
+        finally:
+            modern.together = False
+            modern.opening = False
+            for question in remaining:  # left behind by an error: never to be awaited
+                if inspect.iscoroutine(question):
+                    question.close()
+        if unanswered:
+            raise InputRequired(unanswered)
+        return tuple(gathered)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -257,12 +315,15 @@ class Context:
             self._local_state = {}
         return self._local_state
 
-    async def elicit(self, message: str, schema: dict[str, Any] | type[Any]) -> ElicitResult:
+    async def elicit(
+        self, message: str, schema: dict[str, Any] | type[Any], *, key: str | None = None
+    ) -> ElicitResult:
         """Ask the user for structured input (form mode).
 
         ``schema`` is a flat JSON Schema object, or a class (attrs, dataclass, TypedDict) whose
         schema is derived. Accepted content is checked against the schema, so a handler never
-        sees content the client was not asked for.
+        sees content the client was not asked for. ``key`` names the question in a modern
+        InputRequiredResult (by default questions are numbered in the order asked).
         """
         self._require("elicitation", "form")
         if isinstance(schema, dict):
@@ -272,7 +333,7 @@ class Context:
             derived = schema_for_type(schema)
             requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
-        raw = await self._nested("elicitation/create", params)
+        raw = await self._nested("elicitation/create", params, key)
         result = from_wire(raw, ElicitResult)
         if result.action == "accept":
             try:
@@ -281,13 +342,15 @@ class Context:
                 raise MCPError(f"the client's elicitation answer is invalid: {exc}") from None
         return result
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> ElicitResult:
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, key: str | None = None
+    ) -> ElicitResult:
         """Ask the user to visit ``url`` (URL-mode elicitation, 2025-11-25)."""
         self._require("elicitation", "url")
         params = to_wire(
             ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
         )
-        raw = await self._nested("elicitation/create", params)
+        raw = await self._nested("elicitation/create", params, key)
         return from_wire(raw, ElicitResult)
 
     async def sample(
@@ -298,9 +361,11 @@ class Context:
         system_prompt: str | None = None,
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``); ``key`` as for
+        :meth:`elicit`."""
         self._require("sampling")
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(messages))]
@@ -313,11 +378,11 @@ class Context:
         )
         params = to_wire(request)
         params.update(extra)
-        raw = await self._nested("sampling/createMessage", params)
+        raw = await self._nested("sampling/createMessage", params, key)
         return from_wire(raw, CreateMessageResult)
 
-    async def list_roots(self) -> list[Root]:
-        """The client's roots (``roots/list``)."""
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The client's roots (``roots/list``); ``key`` as for :meth:`elicit`."""
         self._require("roots")
-        raw = await self._nested("roots/list", {})
+        raw = await self._nested("roots/list", {}, key)
         return list(from_wire(raw, ListRootsResult).roots)

@@ -28,12 +28,14 @@ INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 class InputRequired(MCPError):
-    """Raised by a context method to end a modern request with an InputRequiredResult."""
+    """Raised by a context method to end a modern request with an InputRequiredResult.
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(f"input required: {key}")
-        self.key = key
-        self.request = request
+    It carries every question of the round, by key: one, or several asked together.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
 
 
 @attrs.define(eq=False)
@@ -46,6 +48,14 @@ class ModernRequest:
     #: The handler's own data, carried (sealed) from round to round.
     data: dict[str, Any] = attrs.field(factory=dict)
     asked: int = 0
+    #: Keys the handler has asked under in this run: one key, one question.
+    claimed: set[str] = attrs.field(factory=set)
+    #: A request without a state may already carry answers (``inputResponses``), but only for
+    #: its opening question, or the opening questions asked together: the ones its first
+    #: InputRequiredResult would have asked. Every later question is asked with a sealed state.
+    unsolicited: dict[str, Any] = attrs.field(factory=dict)
+    opening: bool = True
+    together: bool = False
 
     @property
     def protocol_version(self) -> str:
@@ -67,6 +77,23 @@ class ModernRequest:
         """Keys follow the order of the handler's questions, so a rerun asks the same ones."""
         self.asked += 1
         return f"{method.split('/')[0]}-{self.asked}"
+
+    def claim(self, key: str) -> None:
+        """Refuse a key asked twice in one run: the second question would get the first's answer."""
+        if key in self.claimed:
+            raise ValueError(f"the input key {key!r} is already used by another question")
+        self.claimed.add(key)
+
+    def answer(self, key: str) -> dict[str, Any] | None:
+        """The answer to the question asked under ``key``, if the client gave one."""
+        answer = self.answers.get(key)
+        if answer is None and self.opening:
+            answer = self.unsolicited.get(key)
+            if isinstance(answer, dict):
+                self.answers[key] = answer  # sealed into the next state, if there is one
+        if not self.together:
+            self.opening = False
+        return answer if isinstance(answer, dict) else None
 
 
 def _b64(data: bytes) -> str:
@@ -129,10 +156,14 @@ def gather(
     """Fill ``request`` from a retry's sealed state and input responses.
 
     Returns False when a state was sent but is not one of ours (tampered, expired, foreign).
-    Responses are taken only for keys the state says were asked; extra ones are ignored.
+    Responses are taken only for keys the state says were asked; extra ones are ignored. Without
+    a state, responses can answer only the opening question (see ``ModernRequest.unsolicited``).
     """
     token = params.get("requestState")
     if token is None:
+        responses = params.get("inputResponses")
+        if isinstance(responses, dict):
+            request.unsolicited = dict(responses)
         return True
     payload = sealer.open(method, target_of(method, params), token)
     if payload is None:
@@ -158,9 +189,9 @@ def input_required_result(
     sealer: StateSealer,
 ) -> dict[str, Any]:
     """The InputRequiredResult that asks for ``exc``'s input and remembers everything else."""
-    payload = {"answers": request.answers, "data": request.data, "asked": [exc.key]}
+    payload = {"answers": request.answers, "data": request.data, "asked": list(exc.requests)}
     return {
         "resultType": "input_required",
-        "inputRequests": {exc.key: exc.request},
+        "inputRequests": dict(exc.requests),
         "requestState": sealer.seal(method, target_of(method, params), payload),
     }
