@@ -213,3 +213,35 @@ def progress_of_call(
         for m in server_frames[:answered_at]
         if is_progress_for(m, token)
     ]
+
+
+#: What the demo's sleep(0.3) reports: progress, total and message, every 100 ms.
+SLEEP_PROGRESS = [[0.1, 0.3, "slept 0.1s"], [0.2, 0.3, "slept 0.2s"], [0.3, 0.3, "slept 0.3s"]]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    """The one text block of a wire-level tool result."""
+    (block,) = result["content"]
+    assert block["type"] == "text"
+    text = block["text"]
+    assert isinstance(text, str)
+    return text
+
+
+def prompt_text(result: dict[str, Any]) -> str:
+    """The text of the one user message of a wire-level prompt result."""
+    (message,) = result["messages"]
+    assert message["role"] == "user"
+    text = message["content"]["text"]
+    assert isinstance(text, str)
+    return text
+
+
+def resource_text(result: dict[str, Any], uri: str) -> str:
+    """The text of the one plain-text contents of a wire-level resource result."""
+    (contents,) = result["contents"]
+    assert contents["uri"] == uri
+    assert contents["mimeType"] == "text/plain"
+    text = contents["text"]
+    assert isinstance(text, str)
+    return text

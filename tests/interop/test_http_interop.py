@@ -28,7 +28,7 @@ from trio_mcp import open_client
 from trio_mcp._demo import README_TEXT
 
 from ._http_support import ServerProcess, client_driver, start_server
-from ._support import HANG_GUARD, HERE, node
+from ._support import HANG_GUARD, HERE, SLEEP_PROGRESS, node, prompt_text, resource_text, text_of
 
 CANCELLED = "CANCELLED slow "
 HANDLER = "HANDLER "
@@ -38,35 +38,9 @@ VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
 DEMO_HTTP = [sys.executable, str(HERE / "demo_http_server.py")]
 DEMO_TOOLS = ["add", "echo", "sleep", "slow"]
-SLEEP_PROGRESS = [[0.1, 0.3, "slept 0.1s"], [0.2, 0.3, "slept 0.2s"], [0.3, 0.3, "slept 0.3s"]]
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def text_of(result: dict[str, Any]) -> str:
-    (block,) = result["content"]
-    assert block["type"] == "text"
-    text = block["text"]
-    assert isinstance(text, str)
-    return text
-
-
-def prompt_text(result: dict[str, Any]) -> str:
-    (message,) = result["messages"]
-    assert message["role"] == "user"
-    text = message["content"]["text"]
-    assert isinstance(text, str)
-    return text
-
-
-def resource_text(result: dict[str, Any], uri: str) -> str:
-    (contents,) = result["contents"]
-    assert contents["uri"] == uri
-    assert contents["mimeType"] == "text/plain"
-    text = contents["text"]
-    assert isinstance(text, str)
-    return text
 
 
 def is_marker(line: str) -> bool:

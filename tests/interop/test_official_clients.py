@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,18 +17,21 @@ from trio_mcp._demo import README_TEXT
 from ._support import (
     DEMO,
     HERE,
+    SLEEP_PROGRESS,
     check_cancelled_call,
     modern_on_the_wire,
     negotiated_version,
     node,
     progress_of_call,
+    prompt_text,
     read_records,
     recorded,
+    resource_text,
     run_json,
+    text_of,
 )
 
 TOOLS = ["add", "echo", "sleep"]
-SLEEP_PROGRESS = [[0.1, 0.3, "slept 0.1s"], [0.2, 0.3, "slept 0.2s"], [0.3, 0.3, "slept 0.3s"]]
 PROMPTS = [
     {
         "name": "greeting",
@@ -37,31 +39,6 @@ PROMPTS = [
         "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}],
     }
 ]
-
-
-def text_of(result: dict[str, Any]) -> str:
-    (block,) = result["content"]
-    assert block["type"] == "text"
-    text = block["text"]
-    assert isinstance(text, str)
-    return text
-
-
-def prompt_text(result: dict[str, Any]) -> str:
-    (message,) = result["messages"]
-    assert message["role"] == "user"
-    text = message["content"]["text"]
-    assert isinstance(text, str)
-    return text
-
-
-def resource_text(result: dict[str, Any], uri: str) -> str:
-    (contents,) = result["contents"]
-    assert contents["uri"] == uri
-    assert contents["mimeType"] == "text/plain"
-    text = contents["text"]
-    assert isinstance(text, str)
-    return text
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
