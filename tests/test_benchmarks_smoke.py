@@ -66,7 +66,7 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
 
 
 def test_chart(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    """The report's chart is drawn (tox installs the bench extra, matplotlib included)."""
     peers_installed()
     run_benchmarks(tmp_path, "--only", "inprocess")
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
