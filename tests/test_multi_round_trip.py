@@ -333,3 +333,18 @@ async def test_questions_asked_together_are_concurrent_requests_in_the_handshake
             await peer.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
         done = await peer.recv()
         assert done["result"]["content"][0]["text"] == "Hi Ada (1 roots)"
+
+
+async def test_malformed_input_responses_are_invalid_params() -> None:
+    """The spec asks servers to validate inputResponses: answers that are not result objects
+    get -32602 rather than another round."""
+    async with wire_to(input_server(), initialize=False) as peer:
+        state = (await call(peer, 1))["result"]["requestState"]
+        for bad in [None, 5, "text"]:
+            refused = await call(
+                peer, 2, {"requestState": state, "inputResponses": {"elicitation-1": bad}}
+            )
+            assert refused["error"]["code"] == -32602, bad
+            assert "inputResponses" in refused["error"]["message"]
+        listed = await call(peer, 3, {"requestState": state, "inputResponses": [1]})
+        assert listed["error"]["code"] == -32602

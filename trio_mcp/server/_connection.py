@@ -56,7 +56,14 @@ from ..protocol._types import (
 )
 from ..protocol._versions import filter_initialize_result, negotiate
 from ._context import Context, NestedRequestError
-from ._input import INPUT_METHODS, InputRequired, ModernRequest, gather, input_required_result
+from ._input import (
+    INPUT_METHODS,
+    InputRequired,
+    MalformedInput,
+    ModernRequest,
+    gather,
+    input_required_result,
+)
 from ._registry import call_user, page, resource_contents
 from ._schema import ArgumentsError
 from ._server import CustomMethod, RequestRecord, Server
@@ -176,7 +183,13 @@ class ServerConnection:
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer = self.server.state_sealer
-        if request.method in INPUT_METHODS and not gather(incoming, request.method, params, sealer):
+        try:
+            gathered = request.method not in INPUT_METHODS or gather(
+                incoming, request.method, params, sealer
+            )
+        except MalformedInput as exc:
+            raise _invalid(f"Invalid params: {exc}") from None
+        if not gathered:
             raise ProtocolError(
                 INVALID_PARAMS,
                 "Invalid params: requestState is not valid here (altered, expired, or issued "

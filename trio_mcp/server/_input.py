@@ -150,6 +150,10 @@ def target_of(method: str, params: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+class MalformedInput(ValueError):
+    """A retry's ``inputResponses`` are not answers at all (answered with -32602)."""
+
+
 def gather(
     request: ModernRequest, method: str, params: dict[str, Any], sealer: StateSealer
 ) -> bool:
@@ -159,9 +163,13 @@ def gather(
     Responses are taken only for keys the state says were asked; extra ones are ignored. Without
     a state, responses can answer only the opening question (see ``ModernRequest.unsolicited``).
     """
+    responses = params.get("inputResponses")
+    if responses is not None and (
+        not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values())
+    ):
+        raise MalformedInput("inputResponses must be an object of result objects")
     token = params.get("requestState")
     if token is None:
-        responses = params.get("inputResponses")
         if isinstance(responses, dict):
             request.unsolicited = dict(responses)
         return True
@@ -173,7 +181,6 @@ def gather(
     data = payload.get("data")
     request.data = dict(data) if isinstance(data, dict) else {}
     asked = payload.get("asked")
-    responses = params.get("inputResponses")
     if isinstance(asked, list) and isinstance(responses, dict):
         for key in asked:
             if isinstance(key, str) and key in responses:
