@@ -415,3 +415,29 @@ async def test_request_streams_are_primed_from_2025_11_25_on() -> None:
             assert (events[0].data == "") is primed, version
         response = await served.post(initialize_body(), version=None)
         assert all(e.data for e in parse_sse(response.text))
+
+
+async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
+    """If the ring buffer already dropped what the client missed, a silent gap would lose
+    messages: the resume is refused instead, while the request is still running."""
+    from trio_mcp.transports import MemoryEventStore
+
+    server, gates = stepper_server()
+    async with serving(server, event_store=MemoryEventStore(max_events_per_stream=1)) as served:
+        session = await served.initialize()
+        gates[0].set()
+        async with served.stream_post(call_body("r", "steps"), session) as reader:
+            await reader.next()  # priming
+            first = await reader.next()
+            assert first is not None and first.id is not None
+        gates[1].set()
+        gates[2].set()
+        state = served.app.sessions[session]
+        stream = state.request_streams["r"]
+        await eventually(lambda: stream.seq >= 3)
+        headers = served.headers(session, accept="text/event-stream")
+        headers["last-event-id"] = first.id
+        response = await served.client.get(served.url, headers=headers)
+        assert response.status_code == 400
+        assert "no longer kept" in response.json()["error"]["message"]
+        gates[3].set()

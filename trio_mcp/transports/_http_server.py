@@ -280,7 +280,9 @@ class McpHttpApp:
     def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
         self.server = server
         self.options = options or HttpOptions()
-        self.store: EventStore = self.options.event_store or MemoryEventStore()
+        self.store: EventStore = (
+            self.options.event_store if self.options.event_store is not None else MemoryEventStore()
+        )
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
@@ -906,6 +908,12 @@ class McpHttpApp:
                 if session.store.replay(stream.stream_id, after) is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
                 stream.finish(responded=False)
+            elif after < stream.seq and session.store.replay(stream.stream_id, after) is None:
+                # Live, but what the client missed is no longer kept: a silent gap would lose
+                # messages, so say so and let the client start over.
+                raise HttpError(
+                    400, "Bad Request: the events after Last-Event-ID are no longer kept"
+                )
         assert stream is not None
         events = stream.attach(replay_after=after)
         session.busy()
