@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trio_mcp.protocol._jsonrpc import Invalid
 from trio_mcp.transports import LineTransport
@@ -47,3 +49,36 @@ async def test_send_appends_one_newline() -> None:
     await lines.send(b'{"a":1}')
     await lines.send(b'{"b":2}')
     assert sink.get_data_nowait() == b'{"a":1}\n{"b":2}\n'
+
+
+@given(
+    st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\n", b"x")), max_size=20),
+    st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=10),
+)
+def test_any_chunking_gives_back_the_same_lines(messages: list[bytes], cuts: list[int]) -> None:
+    """However the bytes are cut into reads, the lines come back whole and in order."""
+    wire = b"".join(m + b"\n" for m in messages)
+    chunks = []
+    position, index = 0, 0
+    while position < len(wire):
+        size = cuts[index % len(cuts)]
+        chunks.append(wire[position : position + size])
+        position += size
+        index += 1
+
+    async def run() -> list[bytes]:
+        send, lines = pair(max_line_bytes=1000)
+        for chunk in chunks:
+            await send.send_all(chunk)
+        await send.aclose()
+        got: list[bytes] = []
+        while True:
+            try:
+                line = await lines.receive()
+            except trio.EndOfChannel:
+                return got
+            assert isinstance(line, bytes)
+            got.append(line)
+
+    expected = [m for m in messages if m.strip()]
+    assert trio.run(run) == expected

@@ -497,7 +497,13 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
     if entry.signature.context_param is not None:
         kwargs[entry.signature.context_param] = Context(record, conn)
     try:
-        value = await call_user(entry.fn, entry.is_async, kwargs, in_thread=entry.in_thread)
+        if entry.is_async:
+            value = await entry.fn(**kwargs)
+        else:
+            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
+        if type(value) is str and entry.signature.output_schema is None:
+            # The commonest result, built directly: the same wire form to_wire gives.
+            return {"content": [{"type": "text", "text": value}]}
         result = entry.to_result(value)
     except Exception as exc:
         only = single_error(exc)

@@ -4,6 +4,7 @@ for a client talking to a server it spawned as a child process.
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
@@ -40,8 +41,8 @@ class LineTransport:
         self._receive_stream = receive_stream
         self._send_stream = send_stream
         self.max_line_bytes = max_line_bytes
-        self._buffer = bytearray()
-        self._scanned = 0
+        self._lines: collections.deque[bytes] = collections.deque()
+        self._partial = bytearray()
         self._discarding = False
         self._eof = False
 
@@ -62,38 +63,47 @@ class LineTransport:
 
     async def receive(self) -> bytes | Invalid:
         while True:
-            newline = self._buffer.find(b"\n", self._scanned)
-            if newline >= 0:
-                line = bytes(self._buffer[:newline])
-                del self._buffer[: newline + 1]
-                self._scanned = 0
-                if self._discarding:
-                    self._discarding = False
-                    continue
+            if self._lines:
+                line = self._lines.popleft()
                 if len(line) > self.max_line_bytes:
                     return self._too_long()
                 if line.strip():
                     return line
                 continue
-            self._scanned = len(self._buffer)
-            if not self._discarding and len(self._buffer) > self.max_line_bytes:
+            if len(self._partial) > self.max_line_bytes:
+                # Refuse an oversized line as soon as it is one; skip the rest of it.
+                self._partial.clear()
                 self._discarding = True
-                self._buffer.clear()
-                self._scanned = 0
                 return self._too_long()
-            if self._discarding:
-                self._buffer.clear()
-                self._scanned = 0
             if self._eof:
-                if self._buffer.strip() and not self._discarding:
-                    line = bytes(self._buffer)
-                    self._buffer.clear()
+                line = bytes(self._partial)
+                self._partial.clear()
+                if line.strip() and not self._discarding:
                     return line
                 raise trio.EndOfChannel
             chunk = await self._read_chunk()
             if not chunk:
                 self._eof = True
-            self._buffer += chunk
+                continue
+            self._split(chunk)
+
+    def _split(self, chunk: bytes) -> None:
+        """Cut a chunk into lines once (a busy pipe brings many per read)."""
+        parts = chunk.split(b"\n")
+        if len(parts) == 1:
+            if not self._discarding:
+                self._partial += chunk
+            return
+        head = parts[0]
+        if self._discarding:
+            self._discarding = False  # the oversized line ends here
+        else:
+            if self._partial:
+                head = bytes(self._partial) + head
+                self._partial.clear()
+            self._lines.append(head)
+        self._lines.extend(parts[1:-1])
+        self._partial += parts[-1]
 
     async def _read_chunk(self) -> bytes:
         try:
