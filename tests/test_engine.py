@@ -205,3 +205,33 @@ async def test_an_enveloped_request_on_a_legacy_session_is_refused() -> None:
         # Other _meta (a progress token) does not make a request modern.
         plain = await peer.request(3, "tools/list", {"_meta": {"progressToken": "t"}})
         assert [t["name"] for t in plain["result"]["tools"]] == ["hello"]
+
+
+async def test_a_result_that_cannot_be_serialized_is_a_generic_internal_error(
+    autojump_clock: Any,
+) -> None:
+    """JSON has no 70-bit integers (orjson refuses them): the request, alone or in a batch,
+    gets -32603, and the connection goes on."""
+    server = Server("huge")
+
+    @server.method("custom/huge")
+    async def huge(params: dict[str, Any]) -> dict[str, Any]:
+        return {"value": 2**70}
+
+    async with wire_to(server) as peer:
+        alone = await peer.request(1, "custom/huge")
+        assert alone == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": -32603, "message": "Internal error"},
+        }
+        await peer.send(
+            [
+                {"jsonrpc": "2.0", "id": 2, "method": "custom/huge"},
+                {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+            ]
+        )
+        batch = sorted(await peer.recv(), key=lambda r: r["id"])
+        assert batch[0]["error"]["code"] == -32603
+        assert batch[1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        assert (await peer.request(4, "ping"))["result"] == {}

@@ -43,7 +43,6 @@ from .protocol._jsonrpc import (
     Response,
     describe_id,
     encode,
-    encode_batch,
     is_valid_id,
     parse,
 )
@@ -178,8 +177,19 @@ class _BatchSink:
 
     def _flush(self) -> None:
         if self._sealed and self._waiting == 0 and self._responses:
-            self._session._enqueue(encode_batch(self._responses), None)
+            encoded = b",".join(_encode_response(m) for m in self._responses)
+            self._session._enqueue(b"[" + encoded + b"]", None)
             self._responses = []
+
+
+def _encode_response(message: Message) -> bytes:
+    """Encode an answer; a result that cannot be serialized becomes a generic -32603."""
+    try:
+        return encode(message)
+    except TypeError:
+        rid = message.id if isinstance(message, Response | ErrorResponse) else None
+        logger.exception("the result of request %r cannot be serialized", rid)
+        return encode(ErrorResponse(rid, internal_error()))
 
 
 def _error(rid: RequestId | None, code: int, message: str | None = None, *data: Any) -> Message:
@@ -406,12 +416,7 @@ class Session:
         if message is None:
             return
         assert isinstance(message, Response | ErrorResponse)
-        try:
-            data = encode(message)
-        except TypeError:
-            logger.exception("the result of request %r cannot be serialized", message.id)
-            data = encode(ErrorResponse(message.id, internal_error()))
-        self._enqueue(data, message.id, final=True)
+        self._enqueue(_encode_response(message), message.id, final=True)
 
     def _on_request(self, request: Request, sink: Callable[[Message | None], None]) -> None:
         if request.method.startswith("notifications/"):

@@ -13,7 +13,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -244,9 +244,6 @@ def resource_contents(uri: str, mime_type: str | None, value: Any) -> list[Any]:
     return [TextResourceContents(uri=uri, text=text, mime_type=mime_type or "application/json")]
 
 
-Paged = list[Any]
-
-
 def encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode("ascii")
 
@@ -277,7 +274,3 @@ def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any],
         return items[start:], None
     end = start + size
     return items[start:end], encode_cursor(end) if end < len(items) else None
-
-
-Handler = Callable[..., Awaitable[Any]]
-ArgMap = Mapping[str, Any]
