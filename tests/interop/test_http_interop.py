@@ -149,7 +149,7 @@ async def test_the_official_python_client_drives_the_demo_over_http(
     modern = mode == "auto"
     with trio.fail_after(HANG_GUARD):
         server = await start_server(nursery, DEMO_HTTP)
-        command = [sys.executable, str(HERE / "py_http_client.py"), mode, server.url]
+        command = [sys.executable, "-m", "tests.interop.py_http_client", mode, server.url]
         async with client_driver(command, tmp_path / "client.err") as out:
             assert out["protocol_version"] == (MODERN if modern else HANDSHAKE)
             assert out["server_name"] == "trio-mcp-demo"

@@ -45,7 +45,7 @@ PROMPTS = [
 async def test_the_official_python_client_drives_the_demo(tmp_path: Path, mode: str) -> None:
     log = tmp_path / "wire.jsonl"
     out = await run_json(
-        [sys.executable, str(HERE / "py_client.py"), mode, "--", *recorded(log, DEMO)]
+        [sys.executable, "-m", "tests.interop.py_client", mode, "--", *recorded(log, DEMO)]
     )
 
     # In its default (auto) mode the official client probes server/discover and reaches our
