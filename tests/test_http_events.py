@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trio_mcp.transports import MemoryEventStore
-from trio_mcp.transports._events import event_id, parse_event_id
+from trio_mcp.server import MemoryEventStore
+from trio_mcp.server._event_store import event_id, parse_event_id
 
 
 class FakeClock:

@@ -24,7 +24,7 @@ from hypercorn.trio import serve
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.server import Context
-from trio_mcp.transports import McpHttpApp
+from trio_mcp.server import McpHttpApp
 
 #: A hang guard, never a performance assertion.
 GUARD = 30

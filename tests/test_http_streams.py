@@ -420,7 +420,7 @@ async def test_request_streams_are_primed_from_2025_11_25_on() -> None:
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose
     messages: the resume is refused instead, while the request is still running."""
-    from trio_mcp.transports import MemoryEventStore
+    from trio_mcp.server import MemoryEventStore
 
     server, gates = stepper_server()
     async with serving(server, event_store=MemoryEventStore(max_events_per_stream=1)) as served:

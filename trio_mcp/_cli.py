@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.transport == "stdio":
             trio.run(server.serve_stdio)
             return 0
-        from ._http_serve import serve_http
+        from .server._hypercorn import serve_http
 
         def ready(binds: list[str]) -> None:
             sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))

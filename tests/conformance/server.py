@@ -40,7 +40,7 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
 )
-from trio_mcp._http_serve import serve_http
+from trio_mcp.server._hypercorn import serve_http
 
 # -- media, made here rather than pasted in -----------------------------------------------------
 

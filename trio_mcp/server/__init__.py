@@ -2,11 +2,17 @@
 
 from ._connection import ServerConnection, ToolError
 from ._context import CapabilityMissing, Context
+from ._event_store import EventStore, MemoryEventStore
+from ._http_app import HttpOptions, McpHttpApp
 from ._server import RequestRecord, Server
 
 __all__ = [
     "CapabilityMissing",
     "Context",
+    "EventStore",
+    "HttpOptions",
+    "McpHttpApp",
+    "MemoryEventStore",
     "RequestRecord",
     "Server",
     "ServerConnection",

@@ -421,7 +421,7 @@ class Server:
         ``json_response``, ``stateless``, ``session_idle_timeout``, ``max_sessions``,
         ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``cors_origins``, ...).
         """
-        from ..transports._http_server import HttpOptions, McpHttpApp
+        from ._http_app import HttpOptions, McpHttpApp
 
         return McpHttpApp(self, HttpOptions(**options))
 

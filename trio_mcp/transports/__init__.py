@@ -1,7 +1,5 @@
 """Transports move framed messages; they never interpret methods."""
 
-from ._events import EventStore, MemoryEventStore
-from ._http_server import HttpOptions, McpHttpApp
 from ._memory import MemoryTransport, memory_transport_pair
 from ._stdio import (
     DEFAULT_MAX_LINE_BYTES,
@@ -13,11 +11,7 @@ from ._stdio import (
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
-    "EventStore",
-    "HttpOptions",
     "LineTransport",
-    "McpHttpApp",
-    "MemoryEventStore",
     "MemoryTransport",
     "ProcessTransport",
     "memory_transport_pair",

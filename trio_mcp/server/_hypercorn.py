@@ -11,7 +11,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from .server import Server
+from ._server import Server
 
 
 async def serve_http(

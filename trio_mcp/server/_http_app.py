@@ -44,10 +44,10 @@ from ..protocol._versions import (
     V2025_11_25,
     is_at_least,
 )
-from ..server._connection import ServerConnection
-from ..server._server import Server
-from ._events import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
+from ._connection import ServerConnection
+from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
 from ._http_modern import HeaderProblem, check_request, is_modern, status_for
+from ._server import Server
 
 logger = logging.getLogger("trio_mcp.http")
 
