@@ -16,7 +16,7 @@ from trio_mcp._exceptions import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 from trio_mcp.transports._http_client import modern_headers, param_value, tool_param_headers
 
-from .test_http_client import GUARD, Recorder, serving, text_of
+from ._http import GUARD, Recorder, serving_app, text_of
 from .wire import WirePeer
 
 MODERN = "2026-07-28"
@@ -144,7 +144,7 @@ def regional_server() -> Server:
 async def test_a_listed_tool_gets_its_param_headers_and_the_server_accepts_them() -> None:
     app = Recorder(regional_server().http_app())
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url, mode="modern") as client:
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
             assert [t.name for t in await client.list_tools()] == ["deploy"]
             result = await client.call_tool(
                 "deploy", {"region": "Zürich", "replicas": 3, "zone": "b", "note": "n"}
@@ -165,7 +165,7 @@ async def test_a_listed_tool_gets_its_param_headers_and_the_server_accepts_them(
 async def test_a_header_refusal_relists_the_tools_and_retries_once() -> None:
     app = Recorder(regional_server().http_app())
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url, mode="modern") as client:
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
             # Never listed: the client cannot know the headers, the server refuses (-32020).
             result = await client.call_tool("deploy", {"region": "eu", "replicas": 2})
             assert text_of(result) == "eux2"

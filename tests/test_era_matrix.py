@@ -12,8 +12,8 @@ import trio
 
 from trio_mcp import ElicitResult, open_client
 
+from ._http import serving
 from .servers.era_server import era_server
-from .test_http_server import serving
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 

@@ -6,20 +6,14 @@ answer with an error, hold a request), so each test sees the wire as the server 
 
 from __future__ import annotations
 
-import functools
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
 import httpx
 import orjson
 import pytest
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from trio_mcp import (
     ConnectionClosed,
@@ -40,108 +34,19 @@ from trio_mcp.transports._http_client import (
     SSEParser,
 )
 
-#: A hang guard, never a performance assertion.
-GUARD = 30
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-@attrs.define
-class Seen:
-    """One HTTP request as the server received it."""
-
-    method: str
-    headers: dict[str, str]
-    body: bytes = b""
-    status: int | None = None
-
-    @property
-    def json(self) -> Any:
-        return orjson.loads(self.body) if self.body else None
-
-    @property
-    def rpc_method(self) -> str | None:
-        body = self.json
-        return body.get("method") if isinstance(body, dict) else None
-
-
-class Recorder:
-    """ASGI middleware: records every request, then lets :meth:`handle` serve it."""
-
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self.seen: list[Seen] = []
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {bytes(k).decode().lower(): bytes(v).decode() for k, v in scope["headers"]}
-        seen = Seen(scope["method"], headers)
-        self.seen.append(seen)
-        # Read the body up front so handle() can look at it.
-        chunks = []
-        while scope["method"] == "POST":
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        seen.body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if scope["method"] == "POST" and not replayed:
-                replayed = True
-                return {"type": "http.request", "body": seen.body, "more_body": False}
-            return await receive()
-
-        async def record(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                seen.status = message["status"]
-            await send(message)
-
-        await self.handle(seen, scope, replay, record)
-
-    async def handle(self, seen: Seen, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
-
-    def posts(self, rpc_method: str) -> list[Seen]:
-        return [s for s in self.seen if s.method == "POST" and s.rpc_method == rpc_method]
-
-
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with hypercorn on 127.0.0.1, a free port; yield the MCP endpoint URL."""
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.graceful_timeout = 1.0
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(serve, app, config, shutdown_trigger=stop.wait)
-        )
-        try:
-            yield binds[0] + "/mcp"
-        finally:
-            stop.set()
-
-
-def only(mapping: dict[str, Any]) -> str:
-    assert len(mapping) == 1, list(mapping)
-    return next(iter(mapping))
-
-
-def text_of(result: Any) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
+from ._http import (
+    GUARD,
+    App,
+    Message,
+    Receive,
+    Recorder,
+    Scope,
+    Seen,
+    Send,
+    only,
+    serving_app,
+    text_of,
+)
 
 # -- the everyday paths ----------------------------------------------------------------------------
 
@@ -149,7 +54,7 @@ def text_of(result: Any) -> str:
 async def test_tools_calls_and_progress_over_sse() -> None:
     app = demo_server().http_app()
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             assert [tool.name for tool in await client.list_tools()] == ["echo", "add", "sleep"]
             assert text_of(await client.call_tool("echo", {"text": "hi"})) == "hi"
             assert text_of(await client.call_tool("add", {"a": 2, "b": 3})) == "5"
@@ -165,7 +70,7 @@ async def test_tools_calls_and_progress_over_sse() -> None:
 async def test_json_response_mode() -> None:
     app = Recorder(demo_server().http_app(json_response=True))
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             assert len(await client.list_tools()) == 3
             assert text_of(await client.call_tool("add", {"a": 1.5, "b": 1})) == "2.5"
             assert text_of(await client.call_tool("echo", {"text": "json"})) == "json"
@@ -196,7 +101,7 @@ async def test_a_cancelled_caller_cancels_the_handler_on_the_server() -> None:
         return "unreachable"
 
     with trio.fail_after(GUARD):
-        async with serving(server.http_app()) as url, open_client(url) as client:
+        async with serving_app(server.http_app()) as url, open_client(url) as client:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "block", {})
                 await started.wait()
@@ -252,7 +157,7 @@ async def test_a_cancel_never_overtakes_its_request() -> None:
 
     app = HoldTheCall(server.http_app())
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "block", {})
                 await app.call_arrived.wait()
@@ -278,7 +183,7 @@ async def test_nested_sampling_is_answered_by_post() -> None:
 
     app = Recorder(server.http_app())
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url, on_sample=on_sample) as client:
+        async with serving_app(app) as url, open_client(url, on_sample=on_sample) as client:
             result = await client.call_tool("ask", {"question": "meaning?"})
             assert text_of(result) == "42"
     assert len(asked) == 1
@@ -299,7 +204,7 @@ async def test_the_get_stream_delivers_server_notifications() -> None:
         got.set()
 
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url, on_notification=on_notification):
+        async with serving_app(app) as url, open_client(url, on_notification=on_notification):
             # Not tied to any request: it goes on the session's standalone (GET) stream.
             inner.sessions[only(inner.sessions)].connection.send_list_changed("tools")
             await got.wait()
@@ -315,7 +220,7 @@ async def test_server_notify_list_changed_reaches_http_clients() -> None:
     got = trio.Event()
     with trio.fail_after(GUARD):
         async with (
-            serving(server.http_app()) as url,
+            serving_app(server.http_app()) as url,
             open_client(url, on_notification=lambda method, params: got.set()),
         ):
             server.notify_list_changed("tools")
@@ -349,7 +254,7 @@ async def test_headers_follow_the_negotiated_version_and_session() -> None:
     inner = demo_server().http_app()
     app = CounterOffer(inner)
     with trio.fail_after(GUARD):
-        async with serving(app) as url, httpx.AsyncClient() as http:
+        async with serving_app(app) as url, httpx.AsyncClient() as http:
             async with open_client(
                 url,
                 protocol_version="2025-06-18",
@@ -386,7 +291,7 @@ async def test_a_forgotten_session_is_renewed_and_safe_requests_repeated() -> No
     inner = server.http_app()
     app = Recorder(inner)
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             first = only(inner.sessions)
             inner.sessions.pop(first).close()
             # Two safe requests at once: one new session for both, both repeated.
@@ -457,7 +362,7 @@ class CutFirstCall(Recorder):
 async def test_a_cut_response_stream_is_resumed_with_last_event_id() -> None:
     app = CutFirstCall(demo_server().http_app())
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             progress: list[float] = []
             result = await client.call_tool(
                 "sleep", {"seconds": 0.5}, on_progress=lambda p, t, m: progress.append(p)
@@ -491,7 +396,7 @@ class Refuse(Recorder):
 async def test_an_http_error_status_is_a_protocol_error_not_a_hang() -> None:
     app = Refuse(demo_server().http_app(), 500, b"boom", b"text/plain")
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             with pytest.raises(ProtocolError) as info:
                 await client.call_tool("echo", {"text": "x"})
             assert info.value.code == -32603
@@ -506,7 +411,7 @@ async def test_an_http_error_with_a_json_rpc_body_keeps_its_error() -> None:
     )
     app = Refuse(demo_server().http_app(), 400, body, b"application/json")
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             with pytest.raises(ProtocolError) as info:
                 await client.call_tool("echo", {"text": "x"})
             assert (info.value.code, info.value.message) == (-32600, "Bad Request: no")
@@ -518,7 +423,7 @@ async def test_a_404_saying_method_not_found_is_not_an_expired_session() -> None
     )
     app = Refuse(demo_server().http_app(), 404, body, b"application/json")
     with trio.fail_after(GUARD):
-        async with serving(app) as url, open_client(url) as client:
+        async with serving_app(app) as url, open_client(url) as client:
             with pytest.raises(ProtocolError) as info:
                 await client.call_tool("echo", {"text": "x"})
             assert info.value.code == -32601
@@ -541,7 +446,7 @@ async def test_no_server_is_a_connection_error() -> None:
 async def test_a_lost_request_post_fails_only_that_request() -> None:
     """A connection failure on one POST is that request's error; the session goes on."""
     inner = demo_server().http_app()
-    async with serving(inner) as url:
+    async with serving_app(inner) as url:
         real = httpx.AsyncHTTPTransport()
 
         class FlakyTransport(httpx.AsyncBaseTransport):
@@ -568,7 +473,7 @@ async def test_headers_are_only_for_urls() -> None:
 
 
 async def test_the_command_line_speaks_http() -> None:
-    async with serving(demo_server().http_app()) as url:
+    async with serving_app(demo_server().http_app()) as url:
         with trio.fail_after(GUARD):
             listed = await trio.run_process(
                 [sys.executable, "-m", "trio_mcp", "tools", url], capture_stdout=True

@@ -11,7 +11,7 @@ import trio
 
 from trio_mcp import Context, Server
 
-from .test_http_server import (
+from ._http import (
     VERSION,
     Served,
     error_of,
