@@ -8,7 +8,7 @@ import pytest
 
 from trio_mcp import Icon, Server, open_client
 
-from .wire import wire_to
+from ..wire import wire_to
 
 
 def rich_server(**options: Any) -> Server:

@@ -11,7 +11,7 @@ import pytest
 
 from trio_mcp import Context, Server
 
-from .wire import WirePeer, wire_to
+from ..wire import WirePeer, wire_to
 
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"

@@ -2,7 +2,7 @@
 
 Most tests go through ``open_client(server)``; where the exact frames matter they use the raw
 peer from ``tests/wire.py``. Context features (logging, progress, nested requests,
-notifications) live in ``test_server_context.py``.
+notifications) live in ``test_context.py``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from trio_mcp import (
 )
 from trio_mcp.protocol._types import ListToolsResult
 
-from .wire import WirePeer, wire_to
+from ..wire import WirePeer, wire_to
 
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601

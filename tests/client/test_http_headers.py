@@ -16,8 +16,8 @@ from trio_mcp._exceptions import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 from trio_mcp.transports._http_client import modern_headers, param_value, tool_param_headers
 
-from ._http import GUARD, Recorder, serving_app, text_of
-from .wire import WirePeer
+from .._http import GUARD, Recorder, serving_app, text_of
+from ..wire import WirePeer
 
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN}

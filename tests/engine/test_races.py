@@ -14,7 +14,7 @@ from trio_mcp.protocol._jsonrpc import RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import MemoryTransport, memory_transport_pair
 
-from .wire import WirePeer
+from ..wire import WirePeer
 
 
 class GatedTransport:

@@ -32,7 +32,7 @@ from trio_mcp import (
     open_client,
 )
 
-from .wire import WirePeer, wire_to
+from ..wire import WirePeer, wire_to
 
 
 def frame(rid: Any, method: str, params: Any = None) -> dict[str, Any]:

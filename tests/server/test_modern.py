@@ -8,7 +8,7 @@ import pytest
 
 from trio_mcp import Context, Server
 
-from .wire import wire_to
+from ..wire import wire_to
 
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"

@@ -11,7 +11,7 @@ import trio
 
 from trio_mcp import Context, Server
 
-from ._http import (
+from .._http import (
     VERSION,
     Served,
     error_of,

@@ -34,7 +34,7 @@ from trio_mcp.transports._http_client import (
     SSEParser,
 )
 
-from ._http import (
+from .._http import (
     GUARD,
     App,
     Message,

@@ -11,7 +11,7 @@ from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.server import Context
 
-from ._http import (
+from .._http import (
     VERSION,
     Park,
     SseComment,

@@ -18,8 +18,8 @@ import trio
 from trio_mcp import ConnectionClosed, open_client
 from trio_mcp.transports import LineTransport
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVERS = Path(__file__).resolve().parent / "servers"
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
 DEMO = [sys.executable, "-m", "trio_mcp", "demo"]
 #: A hang guard for anything that spawns a process, never a performance assertion.
 GUARD = 60

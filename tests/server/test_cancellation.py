@@ -16,7 +16,7 @@ from trio_mcp import (
     Server,
 )
 
-from .wire import wire_to
+from ..wire import wire_to
 
 
 def slow_server(seen: list[tuple[str, bool, str | None]], started: trio.Event) -> Server:

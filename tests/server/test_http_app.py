@@ -16,7 +16,7 @@ import trio
 
 from trio_mcp._demo import demo_server
 
-from ._http import (
+from .._http import (
     GUARD,
     VERSION,
     call_body,

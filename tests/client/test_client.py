@@ -22,7 +22,7 @@ from trio_mcp import (
 )
 from trio_mcp.transports import memory_transport_pair
 
-from .wire import WirePeer
+from ..wire import WirePeer
 
 INIT_RESULT = {
     "protocolVersion": "2025-11-25",

@@ -14,7 +14,7 @@ from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import LineTransport, MemoryTransport, memory_transport_pair
 
-from .wire import WirePeer, wire_to
+from ..wire import WirePeer, wire_to
 
 
 class Recording:

@@ -26,7 +26,7 @@ from trio_mcp import (
 from trio_mcp._exceptions import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 
-from .wire import WirePeer
+from ..wire import WirePeer
 
 FORM = {"type": "object", "properties": {"city": {"type": "string"}}}
 

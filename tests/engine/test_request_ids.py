@@ -8,7 +8,7 @@ import trio
 
 from trio_mcp import Context, Server
 
-from .wire import wire_to
+from ..wire import wire_to
 
 
 def gated_server(calls: list[str]) -> tuple[Server, trio.Event, trio.Event]:
