@@ -14,7 +14,7 @@ import inspect
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -46,28 +46,11 @@ from .protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
+from .transports._transport import OutgoingMessage, Transport
 
 logger = logging.getLogger("trio_mcp")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-
-
-class Transport(Protocol):
-    """What the engine needs from a transport: framed messages in and out.
-
-    Two optional refinements, used when present: ``send`` may accept a keyword
-    ``related_request_id`` and ``final`` (transports that route by request, like Streamable
-    HTTP, learn which incoming request an outgoing message belongs to: a response's own id, with
-    ``final`` true, or the request a notification or nested request was made for), and
-    ``request_suppressed(request_id)`` is called when an incoming request ends with no response
-    because it was cancelled.
-    """
-
-    async def send(self, data: bytes) -> None: ...
-
-    async def receive(self) -> bytes | Parsed | Batch:
-        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
-        ...
 
 
 class Dispatcher(Protocol):
@@ -208,9 +191,6 @@ class Session:
         drain_timeout: float = 2.0,
     ) -> None:
         self.transport = transport
-        # A minimal transport may take just the bytes, and may not care about suppression.
-        self._send_related = _accepts_keyword(transport.send, "related_request_id")
-        self._suppressed = getattr(transport, "request_suppressed", None)
         #: After the peer stops sending: how long cancelled requests may take to finish and
         #: already-decided messages may take to flush before the connection is torn down.
         self.drain_timeout = drain_timeout
@@ -320,11 +300,9 @@ class Session:
     async def _write_loop(self) -> None:
         """The one writer: messages reach the wire in the order they were decided.
 
-        Whatever is queued when the writer wakes goes out together (one write on a byte
-        stream, for transports with ``send_many``): under load that saves a system call and a
-        checkpoint per message.
+        Whatever is queued when the writer wakes goes to the transport together (one write on
+        a byte stream): under load that saves a system call and a checkpoint per message.
         """
-        send_many = getattr(self.transport, "send_many", None)
         try:
             async for item in self._out_recv:
                 batch = [item]
@@ -334,11 +312,7 @@ class Session:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 try:
-                    if send_many is not None:
-                        await self._write_batch(batch, send_many)
-                    else:
-                        for queued in batch:
-                            await self._write_one(queued)
+                    await self._write_batch(batch)
                 except (
                     trio.BrokenResourceError,
                     trio.ClosedResourceError,
@@ -351,39 +325,31 @@ class Session:
         finally:
             self._writer_done.set()
 
-    async def _write_one(self, item: _Outgoing) -> None:
-        if item.withdrawn:
+    async def _write_batch(self, batch: list[_Outgoing]) -> None:
+        if len(batch) == 1 and not batch[0].suppressed:
+            # The common case when not under load: no batch to build.
+            item = batch[0]
+            if not item.withdrawn:
+                item.taken = True
+                await self.transport.send(
+                    item.data, related_request_id=item.related, final=item.final
+                )
             return
-        if item.suppressed:
-            # After everything queued before it (a nested request's cancel, say), so a
-            # transport ends the request's stream only once those are on it.
-            assert self._suppressed is not None and item.related is not None
-            self._suppressed(item.related)
-            return
-        item.taken = True
-        if self._send_related:
-            send: Any = self.transport.send
-            await send(item.data, related_request_id=item.related, final=item.final)
-        else:
-            await self.transport.send(item.data)
-
-    async def _write_batch(
-        self, batch: list[_Outgoing], send_many: Callable[[list[bytes]], Awaitable[None]]
-    ) -> None:
-        pending: list[bytes] = []
+        run: list[_Outgoing] = []
         for item in batch:
-            if item.withdrawn:
+            if not item.suppressed:
+                run.append(item)
                 continue
-            if item.suppressed:
-                if pending:
-                    await send_many(pending)
-                    pending = []
-                await self._write_one(item)
-                continue
-            item.taken = True
-            pending.append(item.data)
-        if pending:
-            await send_many(pending)
+            if run:
+                await self.transport.send_many(_take(run))
+                run = []
+            if not item.withdrawn:
+                # After everything queued before it (a nested request's cancel, say), so a
+                # transport ends the request's stream only once those are on it.
+                assert item.related is not None
+                self.transport.request_suppressed(item.related)
+        if run:
+            await self.transport.send_many(_take(run))
 
     async def flush(self, timeout: float) -> None:
         """Stop accepting messages and wait (bounded) until everything queued is written."""
@@ -479,7 +445,7 @@ class Session:
             if self._running == 0:
                 self._all_done.set()
         sink(outcome)
-        if outcome is None and self._suppressed is not None:
+        if outcome is None:
             self._enqueue(b"", rid).suppressed = True
 
     def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
@@ -680,28 +646,13 @@ class Session:
             pending.send.send_nowait(("error", message.error))
 
 
-_ACCEPTS: dict[tuple[type, str], bool] = {}
-
-
-def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
-    """Whether ``function`` takes keyword ``name``; cached per class for bound methods, since
-    a session is built per request on stateless HTTP."""
-    owner = type(getattr(function, "__self__", None))
-    key = (owner, f"{getattr(function, '__name__', '')}:{name}")
-    if owner is not type(None) and key in _ACCEPTS:
-        return _ACCEPTS[key]
-    result = _inspect_keyword(function, name)
-    if owner is not type(None):
-        _ACCEPTS[key] = result
-    return result
-
-
-def _inspect_keyword(function: Callable[..., Any], name: str) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:
+    """The messages of ``items`` still wanted, each marked written as the transport takes it:
+    a message withdrawn while an earlier one is being written is never sent."""
+    for item in items:
+        if not item.withdrawn:
+            item.taken = True
+            yield OutgoingMessage(item.data, item.related, item.final)
 
 
 def all_cancelled(exc: BaseException) -> bool:

@@ -20,7 +20,7 @@ import attrs
 import trio
 
 from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
-from .._session import InFlight, ProgressCallback, Route, Session, Transport
+from .._session import InFlight, ProgressCallback, Route, Session
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
@@ -71,6 +71,7 @@ from ..protocol._versions import (
     MODERN_VERSIONS,
 )
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+from ..transports._transport import Transport
 from ._cache import ResultCache, invalidates
 
 if TYPE_CHECKING:
