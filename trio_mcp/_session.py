@@ -15,7 +15,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import attrs
 import trio
@@ -123,12 +123,46 @@ class _Outgoing:
     taken: bool = False
 
 
+# What comes back for one of our own requests, through its channel: progress any number of
+# times, then one outcome.
+
+
+@attrs.frozen
+class _Answered:
+    result: JSONObject
+
+
+@attrs.frozen
+class _Failed:
+    error: ErrorObject
+
+
+@attrs.frozen
+class _Cancelled:
+    """Cancelled by id (:meth:`Session.cancel`), not by the caller's own scope."""
+
+    reason: str | None
+
+
+@attrs.frozen
+class _Closed:
+    why: BaseException
+
+
+@attrs.frozen
+class _Progress:
+    params: JSONObject
+
+
+_Outcome = _Answered | _Failed | _Cancelled | _Closed
+
+
 @attrs.define(eq=False)
 class _Pending:
     """One of our own requests awaiting its answer. The first of response or cancel wins."""
 
     method: str
-    send: trio.MemorySendChannel[tuple[str, Any]]
+    send: trio.MemorySendChannel[_Outcome | _Progress]
     done: bool = False
 
 
@@ -251,7 +285,7 @@ class Session:
         for pending in list(self._pending.values()):
             if not pending.done:
                 pending.done = True
-                pending.send.send_nowait(("closed", why))
+                pending.send.send_nowait(_Closed(why))
         self._pending.clear()
         self._progress.clear()
         self.closed.set()
@@ -500,7 +534,7 @@ class Session:
                 and isinstance(progress, int | float)
                 and not isinstance(progress, bool)
             ):
-                pending.send.send_nowait(("progress", params))
+                pending.send.send_nowait(_Progress(params))
             return
         try:
             self.dispatcher.on_notification(note, self)
@@ -541,7 +575,7 @@ class Session:
         pending = self._pending.get(request_id)
         if pending is None or pending.done:
             return False
-        pending.send.send_nowait(("cancel", reason))
+        pending.send.send_nowait(_Cancelled(reason))
         return True
 
     async def request(
@@ -571,7 +605,7 @@ class Session:
             raise ValueError("a request id must be a string or an integer")
         if rid in self._pending:
             raise ValueError(f"request id {describe_id(rid)} is already in use")
-        send, recv = trio.open_memory_channel[tuple[str, Any]](math.inf)
+        send, recv = trio.open_memory_channel[_Outcome | _Progress](math.inf)
         pending = _Pending(method, send)
         body: JSONObject = dict(params) if params else {}
         track_progress = on_progress is not None or timeout is not None
@@ -585,21 +619,22 @@ class Session:
         try:
             if timeout is None and max_total is None and on_progress is None:
                 # The common case needs no timer scopes: just the answer.
-                kind, value = await recv.receive()
-                return self._outcome(rid, kind, value)
+                arrival = await recv.receive()
+                assert not isinstance(arrival, _Progress)  # no progress token was sent
+                return self._outcome(rid, arrival)
             with trio.move_on_after(math.inf if max_total is None else max_total):
                 idle = trio.CancelScope()
                 if timeout is not None:
                     idle.deadline = trio.current_time() + timeout
                 with idle:
-                    async for kind, value in recv:
-                        if kind == "progress":
+                    async for arrival in recv:
+                        if isinstance(arrival, _Progress):
                             if timeout is not None:
                                 idle.deadline = trio.current_time() + timeout
                             if on_progress is not None:
-                                await _call_progress(on_progress, value)
+                                await _call_progress(on_progress, arrival.params)
                             continue
-                        return self._outcome(rid, kind, value)
+                        return self._outcome(rid, arrival)
             cancel_reason = "Request timed out"
             raise RequestTimeout(method, timeout, max_total)
         except RequestCancelled as exc:
@@ -617,15 +652,19 @@ class Session:
                     item.withdrawn = True
 
     @staticmethod
-    def _outcome(rid: RequestId, kind: str, value: Any) -> JSONObject:
+    def _outcome(rid: RequestId, outcome: _Outcome) -> JSONObject:
         """What the caller of a request gets for what came back for it."""
-        if kind == "response":
-            return value  # type: ignore[no-any-return]
-        if kind == "error":
-            raise ProtocolError.from_error(value)
-        if kind == "cancel":
-            raise RequestCancelled(rid, value)
-        raise value  # "closed"
+        match outcome:
+            case _Answered(result):
+                return result
+            case _Failed(error):
+                raise ProtocolError.from_error(error)
+            case _Cancelled(reason):
+                raise RequestCancelled(rid, reason)
+            case _Closed(why):
+                raise why
+            case _:
+                assert_never(outcome)
 
     def _send_cancel(self, rid: RequestId, reason: str | None, related: RequestId | None) -> None:
         params: JSONObject = {"requestId": rid}
@@ -641,9 +680,9 @@ class Session:
             return
         pending.done = True
         if isinstance(message, Response):
-            pending.send.send_nowait(("response", message.result))
+            pending.send.send_nowait(_Answered(message.result))
         else:
-            pending.send.send_nowait(("error", message.error))
+            pending.send.send_nowait(_Failed(message.error))
 
 
 def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:
