@@ -70,9 +70,11 @@ from ..protocol._versions import (
     LATEST_MODERN_VERSION,
     MODERN_VERSIONS,
 )
+from ..transports._memory import memory_transport_pair
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
 from ..transports._transport import Transport
 from ._cache import ResultCache, invalidates
+from ._target import Servable, Target
 
 if TYPE_CHECKING:
     import httpx
@@ -865,7 +867,7 @@ def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, s
 
 @asynccontextmanager
 async def open_client(
-    target: Any,
+    target: Target,
     *,
     client_info: Implementation | None = None,
     protocol_version: str | None = None,
@@ -892,18 +894,21 @@ async def open_client(
 
     ``target`` is one of:
 
-    - a :class:`~trio_mcp.Server`: served in memory, inside this context;
-    - a command (a list of strings): spawned as a child process in its own process group and
-      spoken to over stdio (``env`` adds to the environment, ``cwd``, ``stderr`` is
-      ``"inherit"``, ``"discard"``, a path or file, or a callable given each line). On exit its
-      stdin is closed, then it is sent SIGTERM after ``close_timeout``, then SIGKILL after
-      ``terminate_timeout``; nothing it started is left behind;
+    - a :class:`~trio_mcp.Server`, or anything else with its ``serve_transport``
+      (:class:`Servable`): served in memory, inside this context;
+    - a command (a sequence of the program and its arguments, or a program alone as a
+      string): spawned as a child process in its own process group and spoken to over stdio
+      (``env`` adds to the environment, ``cwd``, ``stderr`` is ``"inherit"``, ``"discard"``, a
+      path or file, or a callable given each line). On exit its stdin is closed, then it is
+      sent SIGTERM after ``close_timeout``, then SIGKILL after ``terminate_timeout``; nothing
+      it started is left behind;
     - an ``http://`` or ``https://`` URL: Streamable HTTP. ``headers`` are sent with every
       HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
       the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
       the session (HTTP 404), a new one is started and safe requests are repeated; others
       fail with ``ProtocolError`` code -32001 ("Session expired: ...");
-    - a transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
+    - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
+      exit).
     """
     mode, version = resolve_mode(mode, protocol_version)
     dispatcher = ClientDispatcher(
@@ -947,21 +952,21 @@ async def open_client(
                 nursery.cancel_scope.cancel()
 
 
+def _is_url(target: Target) -> bool:
+    return isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+
+
 @asynccontextmanager
 async def _connect(
-    target: Any,
+    target: Target,
     nursery: trio.Nursery,
     process_options: dict[str, Any],
     http_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Transport]:
-    from ..server._server import Server
-    from ..transports._memory import memory_transport_pair
-
     http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
-    is_url = isinstance(target, str) and target.lower().startswith(("http://", "https://"))
-    if http_options and not is_url:
+    if http_options and not _is_url(target):
         raise TypeError("headers= and http_client= apply only to an http(s) URL target")
-    if is_url:
+    if isinstance(target, str) and _is_url(target):
         from ..transports._http_client import open_http_transport
 
         async with open_http_transport(
@@ -971,25 +976,28 @@ async def _connect(
             **http_options,
         ) as http_transport:
             yield http_transport
-    elif isinstance(target, Server):
+    elif isinstance(target, Servable):
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
         try:
             yield ours
         finally:
             ours.close()
-    elif isinstance(target, list | tuple) and all(isinstance(a, str) for a in target):
-        async with open_process_transport(target, nursery, **process_options) as transport:
-            yield transport
-    elif callable(getattr(target, "send", None)) and callable(getattr(target, "receive", None)):
+    elif isinstance(target, Transport):
         try:
             yield target
         finally:
             close = getattr(target, "close", None)
             if callable(close):
                 close()
+    elif isinstance(target, str) or (
+        isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
+    ):
+        command = [target] if isinstance(target, str) else list(target)
+        async with open_process_transport(command, nursery, **process_options) as transport:
+            yield transport
     else:
         raise TypeError(
-            f"cannot connect to {target!r}: expected a Server, a command (list of strings), "
-            "an http(s) URL or a transport"
+            f"cannot connect to {target!r}: expected a Server (anything with serve_transport), "
+            "a command, an http(s) URL or a transport (see trio_mcp.lowlevel.BaseTransport)"
         )
