@@ -507,3 +507,12 @@ async def test_what_is_neither_servable_nor_a_command_nor_a_transport_is_refused
         with pytest.raises(TypeError, match=r"cannot connect to .*BaseTransport"):
             async with open_client(target):  # type: ignore[arg-type]
                 pass  # pragma: no cover
+
+
+async def test_a_misspelt_option_of_a_typed_call_is_an_error() -> None:
+    # mypy refuses the call as well: without an error to ignore, the ignore below is reported.
+    async with open_client(Server("s")) as client:
+        with pytest.raises(TypeError, match="timout"):
+            await client.call_tool("x", timout=5)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="max_totl"):
+            await client.list_tools(max_totl=5)  # type: ignore[call-arg]

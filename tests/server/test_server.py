@@ -1097,7 +1097,7 @@ async def test_walk_refuses_a_cursor_seen_earlier_than_the_last_page() -> None:
 
     async with open_client(Server("any")) as client:
         with pytest.raises(PaginationError):
-            await client._walk(fetch, "tools", {})
+            await client._walk(fetch)
     assert fetched == [None, "a", "b"]
 
 

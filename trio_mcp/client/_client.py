@@ -14,7 +14,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -86,6 +86,25 @@ Callback = Callable[..., Any]
 RootsSource = Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 
 DEFAULT_CLIENT_INFO = Implementation(name="trio-mcp", version="0.1.0")
+
+
+class _Paged(Protocol):
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_Paged)
+
+
+@attrs.frozen
+class _Options:
+    """What every typed call accepts (see :meth:`Client.request`)."""
+
+    on_progress: ProgressCallback | None = None
+    timeout: float | None = None
+    max_total: float | None = None
+    request_id: RequestId | None = None
+    meta: JSONObject | None = None
 
 
 class InitializeError(MCPError):
@@ -625,12 +644,40 @@ class Client:
                     nursery.start_soon(one, key, request)
         return answers
 
-    async def ping(self, **options: Any) -> None:
+    async def _call(self, method: str, params: JSONObject | None, options: _Options) -> JSONObject:
+        return await self.request(
+            method,
+            params,
+            on_progress=options.on_progress,
+            timeout=options.timeout,
+            max_total=options.max_total,
+            request_id=options.request_id,
+            meta=options.meta,
+        )
+
+    async def ping(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
         """``ping``; the modern era removed it, so there a ``server/discover`` stands in."""
-        await self.request("server/discover" if self.modern else "ping", None, **options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("server/discover" if self.modern else "ping", None, options)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, **options: Any
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> CallToolResult:
         """Call a tool. A tool's own failure is a result with ``is_error`` set, not an error.
 
@@ -638,47 +685,96 @@ class Client:
         ``x-mcp-header`` declarations are unknown or stale: the tools are listed again and the
         call is made once more (the server refused it before running it).
         """
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
-            raw = await self.request("tools/call", params, **options)
+            raw = await self._call("tools/call", params, options)
         except ProtocolError as exc:
             if exc.code != HEADER_MISMATCH or not self.modern:
                 raise
             if self._dispatcher.cache is not None:
                 self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
             await self.list_tools()
-            options.pop("request_id", None)
-            raw = await self.request("tools/call", params, **options)
+            raw = await self._call("tools/call", params, attrs.evolve(options, request_id=None))
         return from_wire(raw, CallToolResult)
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None = None, **options: Any
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> GetPromptResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return from_wire(await self.request("prompts/get", params, **options), GetPromptResult)
+        return from_wire(await self._call("prompts/get", params, options), GetPromptResult)
 
-    async def read_resource(self, uri: str, **options: Any) -> ReadResourceResult:
-        raw = await self.request("resources/read", {"uri": uri}, **options)
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> ReadResourceResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        raw = await self._call("resources/read", {"uri": uri}, options)
         return from_wire(raw, ReadResourceResult)
 
-    async def subscribe_resource(self, uri: str, **options: Any) -> None:
-        await self.request("resources/subscribe", {"uri": uri}, **options)
+    async def subscribe_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("resources/subscribe", {"uri": uri}, options)
 
-    async def unsubscribe_resource(self, uri: str, **options: Any) -> None:
-        await self.request("resources/unsubscribe", {"uri": uri}, **options)
+    async def unsubscribe_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("resources/unsubscribe", {"uri": uri}, options)
 
-    async def set_logging_level(self, level: str, **options: Any) -> None:
+    async def set_logging_level(
+        self,
+        level: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
         """``logging/setLevel``; in the modern era the level travels with every request."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"level must be one of {LOGGING_LEVELS}")
         if self.modern:
             self.log_level = level
             return
-        await self.request("logging/setLevel", {"level": level}, **options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("logging/setLevel", {"level": level}, options)
 
     async def complete(
         self,
@@ -687,12 +783,17 @@ class Client:
         value: str,
         *,
         context_arguments: dict[str, str] | None = None,
-        **options: Any,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> Completion:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"ref": to_wire(ref), "argument": {"name": argument, "value": value}}
         if context_arguments is not None:
             params["context"] = {"arguments": context_arguments}
-        raw = await self.request("completion/complete", params, **options)
+        raw = await self._call("completion/complete", params, options)
         return from_wire(raw, CompleteResult).completion
 
     @asynccontextmanager
@@ -762,57 +863,138 @@ class Client:
 
     # -- lists ---------------------------------------------------------------------------------
 
-    async def list_tools_page(self, cursor: str | None = None, **options: Any) -> ListToolsResult:
+    async def list_tools_page(
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> ListToolsResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("tools/list", ListToolsResult, cursor, options)
 
     async def list_prompts_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListPromptsResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("prompts/list", ListPromptsResult, cursor, options)
 
     async def list_resources_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListResourcesResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("resources/list", ListResourcesResult, cursor, options)
 
     async def list_resource_templates_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListResourceTemplatesResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page(
             "resources/templates/list", ListResourceTemplatesResult, cursor, options
         )
 
-    async def list_tools(self, **options: Any) -> list[Tool]:
+    async def list_tools(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Tool]:
         """Every tool, walking all pages."""
-        return await self._walk(self.list_tools_page, "tools", options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("tools/list", ListToolsResult, cursor, options)
+        )
+        return [each for page in pages for each in page.tools]
 
-    async def list_prompts(self, **options: Any) -> list[Prompt]:
-        return await self._walk(self.list_prompts_page, "prompts", options)
+    async def list_prompts(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Prompt]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("prompts/list", ListPromptsResult, cursor, options)
+        )
+        return [each for page in pages for each in page.prompts]
 
-    async def list_resources(self, **options: Any) -> list[Resource]:
-        return await self._walk(self.list_resources_page, "resources", options)
+    async def list_resources(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Resource]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("resources/list", ListResourcesResult, cursor, options)
+        )
+        return [each for page in pages for each in page.resources]
 
-    async def list_resource_templates(self, **options: Any) -> list[ResourceTemplate]:
-        return await self._walk(self.list_resource_templates_page, "resource_templates", options)
+    async def list_resource_templates(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[ResourceTemplate]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page(
+                "resources/templates/list", ListResourceTemplatesResult, cursor, options
+            )
+        )
+        return [each for page in pages for each in page.resource_templates]
 
-    async def _page(
-        self, method: str, cls: type[T], cursor: str | None, options: dict[str, Any]
-    ) -> T:
+    async def _page(self, method: str, cls: type[T], cursor: str | None, options: _Options) -> T:
         params = {"cursor": cursor} if cursor is not None else None
-        return from_wire(await self.request(method, params, **options), cls)
+        return from_wire(await self._call(method, params, options), cls)
 
-    async def _walk(
-        self, fetch: Callable[..., Awaitable[Any]], field: str, options: dict[str, Any]
-    ) -> list[Any]:
-        items: list[Any] = []
+    async def _walk(self, fetch: Callable[[str | None], Awaitable[P]]) -> list[P]:
+        """Every page of a list, following the cursors."""
+        pages: list[P] = []
         seen: set[str] = set()
         cursor: str | None = None
         while True:
-            result = await fetch(cursor, **options)
-            items.extend(getattr(result, field))
-            cursor = result.next_cursor
+            page = await fetch(cursor)
+            pages.append(page)
+            cursor = page.next_cursor
             if cursor is None:
-                return items
+                return pages
             if cursor in seen:
                 raise PaginationError(f"the server repeated the cursor {cursor!r}")
             seen.add(cursor)
