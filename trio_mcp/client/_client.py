@@ -69,6 +69,7 @@ from ..protocol._versions import (
     LATEST_HANDSHAKE_VERSION,
     LATEST_MODERN_VERSION,
     MODERN_VERSIONS,
+    Era,
 )
 from ..transports._memory import memory_transport_pair
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
@@ -388,8 +389,8 @@ class Client:
         self.client_info = client_info
         self.default_timeout = default_timeout
         self.initialize_result: InitializeResult | None = None
-        #: "legacy" after an initialize handshake, "modern" after server/discover.
-        self.mode = "legacy"
+        #: ``Era.HANDSHAKE`` after an initialize handshake, ``Era.MODERN`` after server/discover.
+        self.era = Era.HANDSHAKE
         self.discovered: DiscoverInfo | None = None
         #: How many InputRequiredResults one modern call may answer before giving up.
         self.max_input_rounds = 10
@@ -470,7 +471,7 @@ class Client:
                     f"no mutually supported modern protocol version (we speak {version})"
                 )
             self.discovered = info
-            self.mode = "modern"
+            self.era = Era.MODERN
             return True
         if fallback:
             return False
@@ -493,7 +494,7 @@ class Client:
     @property
     def modern(self) -> bool:
         """True when connected in the modern era (2026-07-28)."""
-        return self.mode == "modern"
+        return self.era is Era.MODERN
 
     @property
     def protocol_version(self) -> str:
@@ -557,7 +558,7 @@ class Client:
             if cached is not None:
                 await trio.lowlevel.checkpoint()
                 return cached
-        if self.mode == "modern":
+        if self.era is Era.MODERN:
             result = await self._modern_request(
                 method, body, on_progress, timeout, max_total, request_id
             )
@@ -570,7 +571,7 @@ class Client:
                 max_total=max_total,
                 request_id=request_id,
             )
-        if method == "tools/list" and self.mode == "modern":
+        if method == "tools/list" and self.era is Era.MODERN:
             result = _without_unusable_tools(result)
         if cache is not None:
             cache.put(method, body, result)
