@@ -43,8 +43,8 @@ from floor_server import answer
 from trio_server import build
 
 from trio_mcp import open_client
+from trio_mcp.lowlevel import BaseTransport
 from trio_mcp.protocol._jsonrpc import RequestId, parse
-from trio_mcp.transports import BaseTransport
 
 INITIALIZE = orjson.dumps(
     {

@@ -9,7 +9,8 @@ import orjson
 import trio
 import trio.testing
 
-from trio_mcp import Context, RequestCancelled, Server, Session, open_client
+from trio_mcp import Context, RequestCancelled, Server, open_client
+from trio_mcp.lowlevel import Session
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair

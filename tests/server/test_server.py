@@ -42,10 +42,10 @@ from trio_mcp import (
     TextContent,
     TextResourceContents,
     ToolError,
-    memory_transport_pair,
     open_client,
     to_wire,
 )
+from trio_mcp.lowlevel import memory_transport_pair
 from trio_mcp.protocol._types import ListToolsResult
 
 from ..wire import WirePeer, wire_to
