@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import importlib
+import importlib.metadata
 import inspect
 import subprocess
 import sys
@@ -20,6 +20,7 @@ import pytest
 import trio_mcp
 import trio_mcp.lowlevel
 import trio_mcp.protocol
+from trio_mcp.client._client import DEFAULT_CLIENT_INFO
 
 ENGINE = {
     "BaseTransport",
@@ -162,6 +163,11 @@ def test_a_name_the_root_shares_with_a_public_package_is_the_same_object(module:
     public = importlib.import_module(module)
     for name in set(trio_mcp.__all__) & set(public.__all__):
         assert getattr(trio_mcp, name) is getattr(public, name), name
+
+
+def test_the_version_comes_from_the_package_metadata() -> None:
+    assert trio_mcp.__version__ == importlib.metadata.version("trio-mcp")
+    assert DEFAULT_CLIENT_INFO.version == trio_mcp.__version__
 
 
 def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() -> None:

@@ -8,6 +8,7 @@ protocol core in :mod:`trio_mcp.protocol`.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING
 
 from ._exceptions import (
@@ -113,7 +114,7 @@ if TYPE_CHECKING:
     from .server._hypercorn import serve_http
     from .transports._http_client import SESSION_EXPIRED, SessionExpired
 
-__version__ = "0.1.0"
+__version__ = importlib.metadata.version("trio-mcp")
 
 # Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
 # nor httpx.

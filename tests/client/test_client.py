@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+import trio_mcp
 from trio_mcp import (
     Client,
     ConnectionClosed,
@@ -66,7 +67,7 @@ async def test_handshake_offers_the_latest_handshake_version() -> None:
         assert init["params"] == {
             "protocolVersion": "2025-11-25",
             "capabilities": {},
-            "clientInfo": {"name": "trio-mcp", "version": "0.1.0"},
+            "clientInfo": {"name": "trio-mcp", "version": trio_mcp.__version__},
         }
         assert initialized == {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.protocol_version == "2025-11-25"

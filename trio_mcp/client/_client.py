@@ -8,6 +8,7 @@ stops them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import math
 import warnings
@@ -86,7 +87,9 @@ T = TypeVar("T")
 Callback = Callable[..., Any]
 RootsSource = Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 
-DEFAULT_CLIENT_INFO = Implementation(name="trio-mcp", version="0.1.0")
+DEFAULT_CLIENT_INFO = Implementation(
+    name="trio-mcp", version=importlib.metadata.version("trio-mcp")
+)
 
 
 class _Paged(Protocol):
