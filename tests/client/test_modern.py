@@ -15,6 +15,7 @@ from trio_mcp import (
     Context,
     CreateMessageResult,
     ElicitResult,
+    Era,
     InitializeError,
     MCPError,
     ProtocolError,
@@ -24,7 +25,6 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._exceptions import collapse_exception_groups
-from trio_mcp.protocol._versions import Era
 from trio_mcp.transports import memory_transport_pair
 
 from ..wire import WirePeer

@@ -10,17 +10,17 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp._session import Route, Session
-from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
-from trio_mcp.server._http_app import _SessionTransport
-from trio_mcp.transports import (
+from trio_mcp.lowlevel import (
     BaseTransport,
-    LineTransport,
     MemoryTransport,
     OutgoingMessage,
-    ProcessTransport,
+    Route,
+    Session,
     Transport,
 )
+from trio_mcp.protocol import Notification, Request, RequestId
+from trio_mcp.server._http_app import _SessionTransport
+from trio_mcp.transports import LineTransport, ProcessTransport
 from trio_mcp.transports._http_client import StreamableHttpTransport
 
 
