@@ -43,7 +43,8 @@ from floor_server import answer
 from trio_server import build
 
 from trio_mcp import open_client
-from trio_mcp.protocol._jsonrpc import parse
+from trio_mcp.lowlevel import BaseTransport
+from trio_mcp.protocol._jsonrpc import RequestId, parse
 
 INITIALIZE = orjson.dumps(
     {
@@ -92,7 +93,7 @@ def bench_floor_work(lines: list[bytes]) -> float:
     return per_second(len(lines), start)
 
 
-class FeedTransport:
+class FeedTransport(BaseTransport):
     """Hands the engine pre-encoded frames and counts the responses; no I/O at all."""
 
     def __init__(
@@ -115,7 +116,9 @@ class FeedTransport:
         self.done = trio.Event()
         self.idle = trio.Event()
 
-    async def send(self, data: bytes) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         self.sent += 1
         if self.sent == self.expected:
             self.finished = time.perf_counter()

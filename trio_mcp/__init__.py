@@ -1,7 +1,15 @@
 """trio_mcp: a Trio-native Model Context Protocol server and client.
 
-The public API lives here; the modules behind it are private.
+This is the public API: everything a server or a client uses. The modules behind it are private.
+The engine (sessions, transports, dispatchers) is in :mod:`trio_mcp.lowlevel`, the sans-IO
+protocol core in :mod:`trio_mcp.protocol`.
 """
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import TYPE_CHECKING
 
 from ._exceptions import (
     ConnectionClosed,
@@ -10,24 +18,37 @@ from ._exceptions import (
     RequestCancelled,
     RequestTimeout,
 )
-from ._session import InFlight, Session
-from .client import Client, InitializeError, PaginationError, open_client
-from .protocol._jsonrpc import (
+from .client import (
+    Client,
+    DiscoverInfo,
+    InitializeError,
+    PaginationError,
+    Servable,
+    Subscription,
+    open_client,
+)
+from .protocol import (
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+    LOGGING_LEVELS,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_VERSIONS,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
-    RequestId,
-)
-from .protocol._types import (
-    LOGGING_LEVELS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
     Annotations,
     AudioContent,
     BlobResourceContents,
     CallToolResult,
     ClientCapabilities,
+    CompleteResult,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -37,17 +58,27 @@ from .protocol._types import (
     ElicitRequestURLParams,
     ElicitResult,
     EmbeddedResource,
+    Era,
+    ErrorObject,
     GetPromptResult,
     Icon,
     ImageContent,
     Implementation,
     InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
     LoggingMessageNotificationParams,
+    ModelHint,
+    ModelPreferences,
+    Notification,
     Prompt,
     PromptArgument,
     PromptMessage,
     PromptReference,
     ReadResourceResult,
+    RequestId,
     Resource,
     ResourceLink,
     ResourceTemplate,
@@ -59,22 +90,55 @@ from .protocol._types import (
     TextResourceContents,
     Tool,
     ToolAnnotations,
+    ToolChoice,
+    ToolExecution,
+    ToolResultContent,
+    ToolUseContent,
     from_wire,
     to_wire,
 )
-from .protocol._versions import (
-    HANDSHAKE_VERSIONS,
-    LATEST_HANDSHAKE_VERSION,
-    LATEST_MODERN_VERSION,
-    MODERN_VERSIONS,
+from .server import (
+    CapabilityMissing,
+    Context,
+    EventStore,
+    HttpOptions,
+    McpHttpApp,
+    MemoryEventStore,
+    RequestRecord,
+    Server,
+    ToolError,
 )
-from .server import CapabilityMissing, Context, RequestRecord, Server, ToolError
-from .transports import MemoryTransport, memory_transport_pair
+from .server._context import NestedRequestError
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from .server._hypercorn import serve_http
+    from .transports._http_client import SESSION_EXPIRED, SessionExpired
+
+__version__ = importlib.metadata.version("trio-mcp")
+
+# Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
+# nor httpx.
+_LAZY = {
+    "serve_http": "trio_mcp.server._hypercorn",
+    "SESSION_EXPIRED": "trio_mcp.transports._http_client",
+    "SessionExpired": "trio_mcp.transports._http_client",
+}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no other name
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -82,9 +146,13 @@ __all__ = [
     "LATEST_MODERN_VERSION",
     "LOGGING_LEVELS",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "SESSION_EXPIRED",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "URL_ELICITATION_REQUIRED",
     "Annotations",
     "AudioContent",
     "BlobResourceContents",
@@ -92,6 +160,7 @@ __all__ = [
     "CapabilityMissing",
     "Client",
     "ClientCapabilities",
+    "CompleteResult",
     "Completion",
     "CompletionArgument",
     "CompletionContext",
@@ -99,20 +168,33 @@ __all__ = [
     "Context",
     "CreateMessageRequestParams",
     "CreateMessageResult",
+    "DiscoverInfo",
     "ElicitRequestFormParams",
     "ElicitRequestURLParams",
     "ElicitResult",
     "EmbeddedResource",
+    "Era",
+    "ErrorObject",
+    "EventStore",
     "GetPromptResult",
+    "HttpOptions",
     "Icon",
     "ImageContent",
     "Implementation",
-    "InFlight",
     "InitializeError",
     "InitializeResult",
+    "ListPromptsResult",
+    "ListResourceTemplatesResult",
+    "ListResourcesResult",
+    "ListToolsResult",
     "LoggingMessageNotificationParams",
     "MCPError",
-    "MemoryTransport",
+    "McpHttpApp",
+    "MemoryEventStore",
+    "ModelHint",
+    "ModelPreferences",
+    "NestedRequestError",
+    "Notification",
     "PaginationError",
     "Prompt",
     "PromptArgument",
@@ -130,16 +212,22 @@ __all__ = [
     "ResourceTemplateReference",
     "Root",
     "SamplingMessage",
+    "Servable",
     "Server",
     "ServerCapabilities",
-    "Session",
+    "SessionExpired",
+    "Subscription",
     "TextContent",
     "TextResourceContents",
     "Tool",
     "ToolAnnotations",
+    "ToolChoice",
     "ToolError",
+    "ToolExecution",
+    "ToolResultContent",
+    "ToolUseContent",
     "from_wire",
-    "memory_transport_pair",
     "open_client",
+    "serve_http",
     "to_wire",
 ]

@@ -14,8 +14,8 @@ import inspect
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Protocol, assert_never
 
 import attrs
 import trio
@@ -46,28 +46,11 @@ from .protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
+from .transports._transport import OutgoingMessage, Transport
 
 logger = logging.getLogger("trio_mcp")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-
-
-class Transport(Protocol):
-    """What the engine needs from a transport: framed messages in and out.
-
-    Two optional refinements, used when present: ``send`` may accept a keyword
-    ``related_request_id`` and ``final`` (transports that route by request, like Streamable
-    HTTP, learn which incoming request an outgoing message belongs to: a response's own id, with
-    ``final`` true, or the request a notification or nested request was made for), and
-    ``request_suppressed(request_id)`` is called when an incoming request ends with no response
-    because it was cancelled.
-    """
-
-    async def send(self, data: bytes) -> None: ...
-
-    async def receive(self) -> bytes | Parsed | Batch:
-        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
-        ...
 
 
 class Dispatcher(Protocol):
@@ -140,12 +123,46 @@ class _Outgoing:
     taken: bool = False
 
 
+# What comes back for one of our own requests, through its channel: progress any number of
+# times, then one outcome.
+
+
+@attrs.frozen
+class _Answered:
+    result: JSONObject
+
+
+@attrs.frozen
+class _Failed:
+    error: ErrorObject
+
+
+@attrs.frozen
+class _Cancelled:
+    """Cancelled by id (:meth:`Session.cancel`), not by the caller's own scope."""
+
+    reason: str | None
+
+
+@attrs.frozen
+class _Closed:
+    why: BaseException
+
+
+@attrs.frozen
+class _Progress:
+    params: JSONObject
+
+
+_Outcome = _Answered | _Failed | _Cancelled | _Closed
+
+
 @attrs.define(eq=False)
 class _Pending:
     """One of our own requests awaiting its answer. The first of response or cancel wins."""
 
     method: str
-    send: trio.MemorySendChannel[tuple[str, Any]]
+    send: trio.MemorySendChannel[_Outcome | _Progress]
     done: bool = False
 
 
@@ -208,9 +225,6 @@ class Session:
         drain_timeout: float = 2.0,
     ) -> None:
         self.transport = transport
-        # A minimal transport may take just the bytes, and may not care about suppression.
-        self._send_related = _accepts_keyword(transport.send, "related_request_id")
-        self._suppressed = getattr(transport, "request_suppressed", None)
         #: After the peer stops sending: how long cancelled requests may take to finish and
         #: already-decided messages may take to flush before the connection is torn down.
         self.drain_timeout = drain_timeout
@@ -271,7 +285,7 @@ class Session:
         for pending in list(self._pending.values()):
             if not pending.done:
                 pending.done = True
-                pending.send.send_nowait(("closed", why))
+                pending.send.send_nowait(_Closed(why))
         self._pending.clear()
         self._progress.clear()
         self.closed.set()
@@ -320,11 +334,9 @@ class Session:
     async def _write_loop(self) -> None:
         """The one writer: messages reach the wire in the order they were decided.
 
-        Whatever is queued when the writer wakes goes out together (one write on a byte
-        stream, for transports with ``send_many``): under load that saves a system call and a
-        checkpoint per message.
+        Whatever is queued when the writer wakes goes to the transport together (one write on
+        a byte stream): under load that saves a system call and a checkpoint per message.
         """
-        send_many = getattr(self.transport, "send_many", None)
         try:
             async for item in self._out_recv:
                 batch = [item]
@@ -334,11 +346,7 @@ class Session:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 try:
-                    if send_many is not None:
-                        await self._write_batch(batch, send_many)
-                    else:
-                        for queued in batch:
-                            await self._write_one(queued)
+                    await self._write_batch(batch)
                 except (
                     trio.BrokenResourceError,
                     trio.ClosedResourceError,
@@ -351,39 +359,31 @@ class Session:
         finally:
             self._writer_done.set()
 
-    async def _write_one(self, item: _Outgoing) -> None:
-        if item.withdrawn:
+    async def _write_batch(self, batch: list[_Outgoing]) -> None:
+        if len(batch) == 1 and not batch[0].suppressed:
+            # The common case when not under load: no batch to build.
+            item = batch[0]
+            if not item.withdrawn:
+                item.taken = True
+                await self.transport.send(
+                    item.data, related_request_id=item.related, final=item.final
+                )
             return
-        if item.suppressed:
-            # After everything queued before it (a nested request's cancel, say), so a
-            # transport ends the request's stream only once those are on it.
-            assert self._suppressed is not None and item.related is not None
-            self._suppressed(item.related)
-            return
-        item.taken = True
-        if self._send_related:
-            send: Any = self.transport.send
-            await send(item.data, related_request_id=item.related, final=item.final)
-        else:
-            await self.transport.send(item.data)
-
-    async def _write_batch(
-        self, batch: list[_Outgoing], send_many: Callable[[list[bytes]], Awaitable[None]]
-    ) -> None:
-        pending: list[bytes] = []
+        run: list[_Outgoing] = []
         for item in batch:
-            if item.withdrawn:
+            if not item.suppressed:
+                run.append(item)
                 continue
-            if item.suppressed:
-                if pending:
-                    await send_many(pending)
-                    pending = []
-                await self._write_one(item)
-                continue
-            item.taken = True
-            pending.append(item.data)
-        if pending:
-            await send_many(pending)
+            if run:
+                await self.transport.send_many(_take(run))
+                run = []
+            if not item.withdrawn:
+                # After everything queued before it (a nested request's cancel, say), so a
+                # transport ends the request's stream only once those are on it.
+                assert item.related is not None
+                self.transport.request_suppressed(item.related)
+        if run:
+            await self.transport.send_many(_take(run))
 
     async def flush(self, timeout: float) -> None:
         """Stop accepting messages and wait (bounded) until everything queued is written."""
@@ -479,7 +479,7 @@ class Session:
             if self._running == 0:
                 self._all_done.set()
         sink(outcome)
-        if outcome is None and self._suppressed is not None:
+        if outcome is None:
             self._enqueue(b"", rid).suppressed = True
 
     def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
@@ -534,7 +534,7 @@ class Session:
                 and isinstance(progress, int | float)
                 and not isinstance(progress, bool)
             ):
-                pending.send.send_nowait(("progress", params))
+                pending.send.send_nowait(_Progress(params))
             return
         try:
             self.dispatcher.on_notification(note, self)
@@ -575,7 +575,7 @@ class Session:
         pending = self._pending.get(request_id)
         if pending is None or pending.done:
             return False
-        pending.send.send_nowait(("cancel", reason))
+        pending.send.send_nowait(_Cancelled(reason))
         return True
 
     async def request(
@@ -605,7 +605,7 @@ class Session:
             raise ValueError("a request id must be a string or an integer")
         if rid in self._pending:
             raise ValueError(f"request id {describe_id(rid)} is already in use")
-        send, recv = trio.open_memory_channel[tuple[str, Any]](math.inf)
+        send, recv = trio.open_memory_channel[_Outcome | _Progress](math.inf)
         pending = _Pending(method, send)
         body: JSONObject = dict(params) if params else {}
         track_progress = on_progress is not None or timeout is not None
@@ -619,21 +619,22 @@ class Session:
         try:
             if timeout is None and max_total is None and on_progress is None:
                 # The common case needs no timer scopes: just the answer.
-                kind, value = await recv.receive()
-                return self._outcome(rid, kind, value)
+                arrival = await recv.receive()
+                assert not isinstance(arrival, _Progress)  # no progress token was sent
+                return self._outcome(rid, arrival)
             with trio.move_on_after(math.inf if max_total is None else max_total):
                 idle = trio.CancelScope()
                 if timeout is not None:
                     idle.deadline = trio.current_time() + timeout
                 with idle:
-                    async for kind, value in recv:
-                        if kind == "progress":
+                    async for arrival in recv:
+                        if isinstance(arrival, _Progress):
                             if timeout is not None:
                                 idle.deadline = trio.current_time() + timeout
                             if on_progress is not None:
-                                await _call_progress(on_progress, value)
+                                await _call_progress(on_progress, arrival.params)
                             continue
-                        return self._outcome(rid, kind, value)
+                        return self._outcome(rid, arrival)
             cancel_reason = "Request timed out"
             raise RequestTimeout(method, timeout, max_total)
         except RequestCancelled as exc:
@@ -651,15 +652,19 @@ class Session:
                     item.withdrawn = True
 
     @staticmethod
-    def _outcome(rid: RequestId, kind: str, value: Any) -> JSONObject:
+    def _outcome(rid: RequestId, outcome: _Outcome) -> JSONObject:
         """What the caller of a request gets for what came back for it."""
-        if kind == "response":
-            return value  # type: ignore[no-any-return]
-        if kind == "error":
-            raise ProtocolError.from_error(value)
-        if kind == "cancel":
-            raise RequestCancelled(rid, value)
-        raise value  # "closed"
+        match outcome:
+            case _Answered(result):
+                return result
+            case _Failed(error):
+                raise ProtocolError.from_error(error)
+            case _Cancelled(reason):
+                raise RequestCancelled(rid, reason)
+            case _Closed(why):
+                raise why
+            case _:
+                assert_never(outcome)
 
     def _send_cancel(self, rid: RequestId, reason: str | None, related: RequestId | None) -> None:
         params: JSONObject = {"requestId": rid}
@@ -675,33 +680,18 @@ class Session:
             return
         pending.done = True
         if isinstance(message, Response):
-            pending.send.send_nowait(("response", message.result))
+            pending.send.send_nowait(_Answered(message.result))
         else:
-            pending.send.send_nowait(("error", message.error))
+            pending.send.send_nowait(_Failed(message.error))
 
 
-_ACCEPTS: dict[tuple[type, str], bool] = {}
-
-
-def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
-    """Whether ``function`` takes keyword ``name``; cached per class for bound methods, since
-    a session is built per request on stateless HTTP."""
-    owner = type(getattr(function, "__self__", None))
-    key = (owner, f"{getattr(function, '__name__', '')}:{name}")
-    if owner is not type(None) and key in _ACCEPTS:
-        return _ACCEPTS[key]
-    result = _inspect_keyword(function, name)
-    if owner is not type(None):
-        _ACCEPTS[key] = result
-    return result
-
-
-def _inspect_keyword(function: Callable[..., Any], name: str) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:
+    """The messages of ``items`` still wanted, each marked written as the transport takes it:
+    a message withdrawn while an earlier one is being written is never sent."""
+    for item in items:
+        if not item.withdrawn:
+            item.taken = True
+            yield OutgoingMessage(item.data, item.related, item.final)
 
 
 def all_cancelled(exc: BaseException) -> bool:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+import trio_mcp
 from trio_mcp import (
     Client,
     ConnectionClosed,
@@ -20,7 +25,7 @@ from trio_mcp import (
     TextContent,
     open_client,
 )
-from trio_mcp.transports import memory_transport_pair
+from trio_mcp.transports import MemoryTransport, Transport, memory_transport_pair
 
 from ..wire import WirePeer
 
@@ -62,7 +67,7 @@ async def test_handshake_offers_the_latest_handshake_version() -> None:
         assert init["params"] == {
             "protocolVersion": "2025-11-25",
             "capabilities": {},
-            "clientInfo": {"name": "trio-mcp", "version": "0.1.0"},
+            "clientInfo": {"name": "trio-mcp", "version": trio_mcp.__version__},
         }
         assert initialized == {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert client.protocol_version == "2025-11-25"
@@ -439,3 +444,76 @@ async def test_request_ids_in_use_are_refused() -> None:
         with pytest.raises(ValueError, match='"fixed" is already in use'):
             await client.ping(request_id="fixed")
         await peer.send({"jsonrpc": "2.0", "id": "fixed", "result": {}})
+
+
+# -- what open_client connects to ---------------------------------------------------------------
+
+
+class Relay:
+    """Not a Server: only the one method open_client needs to serve a target in memory."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.served = 0
+
+    async def serve_transport(self, transport: Transport, /) -> None:
+        self.served += 1
+        await self.server.serve_transport(transport)
+
+
+async def test_an_in_memory_target_is_anything_that_serves_a_transport() -> None:
+    server = Server("relayed")
+
+    @server.tool()
+    def hello() -> str:
+        return "hello"
+
+    relay = Relay(server)
+    async with open_client(relay) as client:
+        assert client.server_info.name == "relayed"
+        assert (await client.call_tool("hello")).content[0].text == "hello"  # type: ignore[union-attr]
+    assert relay.served == 1
+
+
+async def test_a_program_alone_is_a_command(tmp_path: Path) -> None:
+    program = tmp_path / "program-server"
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import trio\n"
+        "from trio_mcp import Server\n"
+        "trio.run(Server('program').serve_stdio)\n"
+    )
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    with trio.fail_after(60):
+        async with open_client(os.fspath(program), stderr="discard") as client:
+            assert client.server_info.name == "program"
+
+
+class SendsAndReceives:
+    """The old duck-typed transport: no longer enough, the contract is explicit."""
+
+    def __init__(self, inner: MemoryTransport) -> None:
+        self.inner = inner
+
+    async def send(self, data: bytes) -> None:
+        await self.inner.send(data)  # pragma: no cover
+
+    async def receive(self) -> bytes:
+        return await self.inner.receive()  # pragma: no cover
+
+
+async def test_what_is_neither_servable_nor_a_command_nor_a_transport_is_refused() -> None:
+    ours, _theirs = memory_transport_pair()
+    for target in [42, SendsAndReceives(ours), ["python", 3]]:
+        with pytest.raises(TypeError, match=r"cannot connect to .*BaseTransport"):
+            async with open_client(target):  # type: ignore[arg-type]
+                pass  # pragma: no cover
+
+
+async def test_a_misspelt_option_of_a_typed_call_is_an_error() -> None:
+    # mypy refuses the call as well: without an error to ignore, the ignore below is reported.
+    async with open_client(Server("s")) as client:
+        with pytest.raises(TypeError, match="timout"):
+            await client.call_tool("x", timout=5)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="max_totl"):
+            await client.list_tools(max_totl=5)  # type: ignore[call-arg]

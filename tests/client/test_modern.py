@@ -15,6 +15,7 @@ from trio_mcp import (
     Context,
     CreateMessageResult,
     ElicitResult,
+    Era,
     InitializeError,
     MCPError,
     ProtocolError,
@@ -88,7 +89,7 @@ async def test_modern_mode_discovers_and_fulfils_input_with_the_same_callbacks()
 
 async def test_auto_mode_reaches_our_server_in_the_modern_era() -> None:
     async with open_client(travel_server([]), mode="auto") as client:
-        assert client.modern
+        assert client.modern and client.era is Era.MODERN
         assert (await client.call_tool("hello")).content[0].text == "hello"  # type: ignore[union-attr]
 
 
@@ -142,7 +143,7 @@ def method_not_found(message: Any) -> Any:
 
 async def test_auto_falls_back_to_the_handshake_on_an_error() -> None:
     async with scripted(method_not_found, mode="auto") as (client, seen):
-        assert not client.modern
+        assert not client.modern and client.era is Era.HANDSHAKE
         assert client.protocol_version == "2025-11-25"
         assert [m.get("method") for m in seen] == ["server/discover", "initialize"]
         assert seen[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"

@@ -9,15 +9,16 @@ import orjson
 import trio
 import trio.testing
 
-from trio_mcp import Context, RequestCancelled, Server, Session, open_client
+from trio_mcp import Context, RequestCancelled, Server, open_client
+from trio_mcp.lowlevel import Session
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
-from trio_mcp.transports import LineTransport, MemoryTransport, memory_transport_pair
+from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
 
 from ..wire import WirePeer, wire_to
 
 
-class Recording:
+class Recording(BaseTransport):
     """A server-side transport that records the routing hint of every message it sends."""
 
     def __init__(self, inner: MemoryTransport) -> None:
@@ -108,13 +109,15 @@ async def test_messages_carry_the_request_they_belong_to(autojump_clock: Any) ->
     assert recording.suppressed == ["parent"]
 
 
-class Minimal:
-    """The least a transport needs: send bytes, receive bytes."""
+class Minimal(BaseTransport):
+    """The least a transport needs: send and receive; the base class gives the rest."""
 
     def __init__(self, inner: MemoryTransport) -> None:
         self.inner = inner
 
-    async def send(self, data: bytes) -> None:
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
         await self.inner.send(data)
 
     async def receive(self) -> bytes:

@@ -12,12 +12,12 @@ import trio
 from trio_mcp import Context, Server, open_client
 from trio_mcp.protocol._jsonrpc import RequestId
 from trio_mcp.server import ServerConnection
-from trio_mcp.transports import MemoryTransport, memory_transport_pair
+from trio_mcp.transports import BaseTransport, MemoryTransport, memory_transport_pair
 
 from ..wire import WirePeer
 
 
-class GatedTransport:
+class GatedTransport(BaseTransport):
     """Wraps a transport; while ``open`` is False, writes wait at the gate."""
 
     def __init__(self, inner: MemoryTransport) -> None:
@@ -44,9 +44,6 @@ class GatedTransport:
 
     async def receive(self) -> bytes:
         return await self.inner.receive()
-
-    def request_suppressed(self, request_id: RequestId) -> None:
-        pass
 
     def close(self) -> None:
         self.inner.close()

@@ -42,10 +42,10 @@ from trio_mcp import (
     TextContent,
     TextResourceContents,
     ToolError,
-    memory_transport_pair,
     open_client,
     to_wire,
 )
+from trio_mcp.lowlevel import memory_transport_pair
 from trio_mcp.protocol._types import ListToolsResult
 
 from ..wire import WirePeer, wire_to
@@ -1097,7 +1097,7 @@ async def test_walk_refuses_a_cursor_seen_earlier_than_the_last_page() -> None:
 
     async with open_client(Server("any")) as client:
         with pytest.raises(PaginationError):
-            await client._walk(fetch, "tools", {})
+            await client._walk(fetch)
     assert fetched == [None, "a", "b"]
 
 

@@ -1,5 +1,22 @@
 """The client side: ``open_client`` and the ``Client`` it yields."""
 
-from ._client import Client, InitializeError, PaginationError, open_client
+from ._client import (
+    Client,
+    DiscoverInfo,
+    InitializeError,
+    PaginationError,
+    Subscription,
+    open_client,
+)
+from ._target import Servable, Target
 
-__all__ = ["Client", "InitializeError", "PaginationError", "open_client"]
+__all__ = [
+    "Client",
+    "DiscoverInfo",
+    "InitializeError",
+    "PaginationError",
+    "Servable",
+    "Subscription",
+    "Target",
+    "open_client",
+]

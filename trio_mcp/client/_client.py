@@ -8,19 +8,20 @@ stops them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import math
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import trio
 
 from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
-from .._session import InFlight, ProgressCallback, Route, Session, Transport
+from .._session import InFlight, ProgressCallback, Route, Session
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
@@ -69,9 +70,13 @@ from ..protocol._versions import (
     LATEST_HANDSHAKE_VERSION,
     LATEST_MODERN_VERSION,
     MODERN_VERSIONS,
+    Era,
 )
+from ..transports._memory import memory_transport_pair
 from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+from ..transports._transport import Transport
 from ._cache import ResultCache, invalidates
+from ._target import Servable, Target
 
 if TYPE_CHECKING:
     import httpx
@@ -82,7 +87,28 @@ T = TypeVar("T")
 Callback = Callable[..., Any]
 RootsSource = Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 
-DEFAULT_CLIENT_INFO = Implementation(name="trio-mcp", version="0.1.0")
+DEFAULT_CLIENT_INFO = Implementation(
+    name="trio-mcp", version=importlib.metadata.version("trio-mcp")
+)
+
+
+class _Paged(Protocol):
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_Paged)
+
+
+@attrs.frozen
+class _Options:
+    """What every typed call accepts (see :meth:`Client.request`)."""
+
+    on_progress: ProgressCallback | None = None
+    timeout: float | None = None
+    max_total: float | None = None
+    request_id: RequestId | None = None
+    meta: JSONObject | None = None
 
 
 class InitializeError(MCPError):
@@ -366,8 +392,8 @@ class Client:
         self.client_info = client_info
         self.default_timeout = default_timeout
         self.initialize_result: InitializeResult | None = None
-        #: "legacy" after an initialize handshake, "modern" after server/discover.
-        self.mode = "legacy"
+        #: ``Era.HANDSHAKE`` after an initialize handshake, ``Era.MODERN`` after server/discover.
+        self.era = Era.HANDSHAKE
         self.discovered: DiscoverInfo | None = None
         #: How many InputRequiredResults one modern call may answer before giving up.
         self.max_input_rounds = 10
@@ -448,7 +474,7 @@ class Client:
                     f"no mutually supported modern protocol version (we speak {version})"
                 )
             self.discovered = info
-            self.mode = "modern"
+            self.era = Era.MODERN
             return True
         if fallback:
             return False
@@ -471,7 +497,7 @@ class Client:
     @property
     def modern(self) -> bool:
         """True when connected in the modern era (2026-07-28)."""
-        return self.mode == "modern"
+        return self.era is Era.MODERN
 
     @property
     def protocol_version(self) -> str:
@@ -535,7 +561,7 @@ class Client:
             if cached is not None:
                 await trio.lowlevel.checkpoint()
                 return cached
-        if self.mode == "modern":
+        if self.era is Era.MODERN:
             result = await self._modern_request(
                 method, body, on_progress, timeout, max_total, request_id
             )
@@ -548,7 +574,7 @@ class Client:
                 max_total=max_total,
                 request_id=request_id,
             )
-        if method == "tools/list" and self.mode == "modern":
+        if method == "tools/list" and self.era is Era.MODERN:
             result = _without_unusable_tools(result)
         if cache is not None:
             cache.put(method, body, result)
@@ -622,12 +648,40 @@ class Client:
                     nursery.start_soon(one, key, request)
         return answers
 
-    async def ping(self, **options: Any) -> None:
+    async def _call(self, method: str, params: JSONObject | None, options: _Options) -> JSONObject:
+        return await self.request(
+            method,
+            params,
+            on_progress=options.on_progress,
+            timeout=options.timeout,
+            max_total=options.max_total,
+            request_id=options.request_id,
+            meta=options.meta,
+        )
+
+    async def ping(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
         """``ping``; the modern era removed it, so there a ``server/discover`` stands in."""
-        await self.request("server/discover" if self.modern else "ping", None, **options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("server/discover" if self.modern else "ping", None, options)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, **options: Any
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> CallToolResult:
         """Call a tool. A tool's own failure is a result with ``is_error`` set, not an error.
 
@@ -635,47 +689,96 @@ class Client:
         ``x-mcp-header`` declarations are unknown or stale: the tools are listed again and the
         call is made once more (the server refused it before running it).
         """
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
-            raw = await self.request("tools/call", params, **options)
+            raw = await self._call("tools/call", params, options)
         except ProtocolError as exc:
             if exc.code != HEADER_MISMATCH or not self.modern:
                 raise
             if self._dispatcher.cache is not None:
                 self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
             await self.list_tools()
-            options.pop("request_id", None)
-            raw = await self.request("tools/call", params, **options)
+            raw = await self._call("tools/call", params, attrs.evolve(options, request_id=None))
         return from_wire(raw, CallToolResult)
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None = None, **options: Any
+        self,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> GetPromptResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return from_wire(await self.request("prompts/get", params, **options), GetPromptResult)
+        return from_wire(await self._call("prompts/get", params, options), GetPromptResult)
 
-    async def read_resource(self, uri: str, **options: Any) -> ReadResourceResult:
-        raw = await self.request("resources/read", {"uri": uri}, **options)
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> ReadResourceResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        raw = await self._call("resources/read", {"uri": uri}, options)
         return from_wire(raw, ReadResourceResult)
 
-    async def subscribe_resource(self, uri: str, **options: Any) -> None:
-        await self.request("resources/subscribe", {"uri": uri}, **options)
+    async def subscribe_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("resources/subscribe", {"uri": uri}, options)
 
-    async def unsubscribe_resource(self, uri: str, **options: Any) -> None:
-        await self.request("resources/unsubscribe", {"uri": uri}, **options)
+    async def unsubscribe_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("resources/unsubscribe", {"uri": uri}, options)
 
-    async def set_logging_level(self, level: str, **options: Any) -> None:
+    async def set_logging_level(
+        self,
+        level: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
         """``logging/setLevel``; in the modern era the level travels with every request."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"level must be one of {LOGGING_LEVELS}")
         if self.modern:
             self.log_level = level
             return
-        await self.request("logging/setLevel", {"level": level}, **options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        await self._call("logging/setLevel", {"level": level}, options)
 
     async def complete(
         self,
@@ -684,12 +787,17 @@ class Client:
         value: str,
         *,
         context_arguments: dict[str, str] | None = None,
-        **options: Any,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> Completion:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"ref": to_wire(ref), "argument": {"name": argument, "value": value}}
         if context_arguments is not None:
             params["context"] = {"arguments": context_arguments}
-        raw = await self.request("completion/complete", params, **options)
+        raw = await self._call("completion/complete", params, options)
         return from_wire(raw, CompleteResult).completion
 
     @asynccontextmanager
@@ -759,57 +867,138 @@ class Client:
 
     # -- lists ---------------------------------------------------------------------------------
 
-    async def list_tools_page(self, cursor: str | None = None, **options: Any) -> ListToolsResult:
+    async def list_tools_page(
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> ListToolsResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("tools/list", ListToolsResult, cursor, options)
 
     async def list_prompts_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListPromptsResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("prompts/list", ListPromptsResult, cursor, options)
 
     async def list_resources_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListResourcesResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("resources/list", ListResourcesResult, cursor, options)
 
     async def list_resource_templates_page(
-        self, cursor: str | None = None, **options: Any
+        self,
+        cursor: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
     ) -> ListResourceTemplatesResult:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page(
             "resources/templates/list", ListResourceTemplatesResult, cursor, options
         )
 
-    async def list_tools(self, **options: Any) -> list[Tool]:
+    async def list_tools(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Tool]:
         """Every tool, walking all pages."""
-        return await self._walk(self.list_tools_page, "tools", options)
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("tools/list", ListToolsResult, cursor, options)
+        )
+        return [each for page in pages for each in page.tools]
 
-    async def list_prompts(self, **options: Any) -> list[Prompt]:
-        return await self._walk(self.list_prompts_page, "prompts", options)
+    async def list_prompts(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Prompt]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("prompts/list", ListPromptsResult, cursor, options)
+        )
+        return [each for page in pages for each in page.prompts]
 
-    async def list_resources(self, **options: Any) -> list[Resource]:
-        return await self._walk(self.list_resources_page, "resources", options)
+    async def list_resources(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[Resource]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page("resources/list", ListResourcesResult, cursor, options)
+        )
+        return [each for page in pages for each in page.resources]
 
-    async def list_resource_templates(self, **options: Any) -> list[ResourceTemplate]:
-        return await self._walk(self.list_resource_templates_page, "resource_templates", options)
+    async def list_resource_templates(
+        self,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_total: float | None = None,
+        request_id: RequestId | None = None,
+        meta: JSONObject | None = None,
+    ) -> list[ResourceTemplate]:
+        options = _Options(on_progress, timeout, max_total, request_id, meta)
+        pages = await self._walk(
+            lambda cursor: self._page(
+                "resources/templates/list", ListResourceTemplatesResult, cursor, options
+            )
+        )
+        return [each for page in pages for each in page.resource_templates]
 
-    async def _page(
-        self, method: str, cls: type[T], cursor: str | None, options: dict[str, Any]
-    ) -> T:
+    async def _page(self, method: str, cls: type[T], cursor: str | None, options: _Options) -> T:
         params = {"cursor": cursor} if cursor is not None else None
-        return from_wire(await self.request(method, params, **options), cls)
+        return from_wire(await self._call(method, params, options), cls)
 
-    async def _walk(
-        self, fetch: Callable[..., Awaitable[Any]], field: str, options: dict[str, Any]
-    ) -> list[Any]:
-        items: list[Any] = []
+    async def _walk(self, fetch: Callable[[str | None], Awaitable[P]]) -> list[P]:
+        """Every page of a list, following the cursors."""
+        pages: list[P] = []
         seen: set[str] = set()
         cursor: str | None = None
         while True:
-            result = await fetch(cursor, **options)
-            items.extend(getattr(result, field))
-            cursor = result.next_cursor
+            page = await fetch(cursor)
+            pages.append(page)
+            cursor = page.next_cursor
             if cursor is None:
-                return items
+                return pages
             if cursor in seen:
                 raise PaginationError(f"the server repeated the cursor {cursor!r}")
             seen.add(cursor)
@@ -864,7 +1053,7 @@ def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, s
 
 @asynccontextmanager
 async def open_client(
-    target: Any,
+    target: Target,
     *,
     client_info: Implementation | None = None,
     protocol_version: str | None = None,
@@ -891,18 +1080,21 @@ async def open_client(
 
     ``target`` is one of:
 
-    - a :class:`~trio_mcp.Server`: served in memory, inside this context;
-    - a command (a list of strings): spawned as a child process in its own process group and
-      spoken to over stdio (``env`` adds to the environment, ``cwd``, ``stderr`` is
-      ``"inherit"``, ``"discard"``, a path or file, or a callable given each line). On exit its
-      stdin is closed, then it is sent SIGTERM after ``close_timeout``, then SIGKILL after
-      ``terminate_timeout``; nothing it started is left behind;
+    - a :class:`~trio_mcp.Server`, or anything else with its ``serve_transport``
+      (:class:`Servable`): served in memory, inside this context;
+    - a command (a sequence of the program and its arguments, or a program alone as a
+      string): spawned as a child process in its own process group and spoken to over stdio
+      (``env`` adds to the environment, ``cwd``, ``stderr`` is ``"inherit"``, ``"discard"``, a
+      path or file, or a callable given each line). On exit its stdin is closed, then it is
+      sent SIGTERM after ``close_timeout``, then SIGKILL after ``terminate_timeout``; nothing
+      it started is left behind;
     - an ``http://`` or ``https://`` URL: Streamable HTTP. ``headers`` are sent with every
       HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
       the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
       the session (HTTP 404), a new one is started and safe requests are repeated; others
       fail with ``ProtocolError`` code -32001 ("Session expired: ...");
-    - a transport object (``send``/``receive``/``request_suppressed``, optional ``close``).
+    - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
+      exit).
     """
     mode, version = resolve_mode(mode, protocol_version)
     dispatcher = ClientDispatcher(
@@ -946,21 +1138,21 @@ async def open_client(
                 nursery.cancel_scope.cancel()
 
 
+def _is_url(target: Target) -> bool:
+    return isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+
+
 @asynccontextmanager
 async def _connect(
-    target: Any,
+    target: Target,
     nursery: trio.Nursery,
     process_options: dict[str, Any],
     http_options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Transport]:
-    from ..server._server import Server
-    from ..transports._memory import memory_transport_pair
-
     http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
-    is_url = isinstance(target, str) and target.lower().startswith(("http://", "https://"))
-    if http_options and not is_url:
+    if http_options and not _is_url(target):
         raise TypeError("headers= and http_client= apply only to an http(s) URL target")
-    if is_url:
+    if isinstance(target, str) and _is_url(target):
         from ..transports._http_client import open_http_transport
 
         async with open_http_transport(
@@ -970,25 +1162,28 @@ async def _connect(
             **http_options,
         ) as http_transport:
             yield http_transport
-    elif isinstance(target, Server):
+    elif isinstance(target, Servable):
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
         try:
             yield ours
         finally:
             ours.close()
-    elif isinstance(target, list | tuple) and all(isinstance(a, str) for a in target):
-        async with open_process_transport(target, nursery, **process_options) as transport:
-            yield transport
-    elif callable(getattr(target, "send", None)) and callable(getattr(target, "receive", None)):
+    elif isinstance(target, Transport):
         try:
             yield target
         finally:
             close = getattr(target, "close", None)
             if callable(close):
                 close()
+    elif isinstance(target, str) or (
+        isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
+    ):
+        command = [target] if isinstance(target, str) else list(target)
+        async with open_process_transport(command, nursery, **process_options) as transport:
+            yield transport
     else:
         raise TypeError(
-            f"cannot connect to {target!r}: expected a Server, a command (list of strings), "
-            "an http(s) URL or a transport"
+            f"cannot connect to {target!r}: expected a Server (anything with serve_transport), "
+            "a command, an http(s) URL or a transport (see trio_mcp.lowlevel.BaseTransport)"
         )

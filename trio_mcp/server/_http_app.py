@@ -44,6 +44,7 @@ from ..protocol._versions import (
     V2025_11_25,
     is_at_least,
 )
+from ..transports._transport import BaseTransport
 from ._connection import ServerConnection
 from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
 from ._http_modern import HeaderProblem, check_request, is_modern, status_for
@@ -106,7 +107,7 @@ class HttpError(Exception):
         self.error = error if error is not None else ErrorObject.make(code, message)
 
 
-class _SessionTransport:
+class _SessionTransport(BaseTransport):
     """The engine's transport inside one HTTP session: routes outgoing messages to streams."""
 
     def __init__(self, session: HttpSession) -> None:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 import attrs
 import trio
 
-from .._session import Session, Transport
+from .._session import Session
 from ..protocol._envelope import CacheHints
 from ..protocol._types import (
     CallToolResult,
@@ -25,6 +25,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import check_pin
+from ..transports._transport import Transport
 from ._context import Context
 from ._input import StateSealer
 from ._registry import (

@@ -8,12 +8,16 @@ from ._stdio import (
     open_process_transport,
     serve_stdio_transport,
 )
+from ._transport import BaseTransport, OutgoingMessage, Transport
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "BaseTransport",
     "LineTransport",
     "MemoryTransport",
+    "OutgoingMessage",
     "ProcessTransport",
+    "Transport",
     "memory_transport_pair",
     "open_process_transport",
     "serve_stdio_transport",

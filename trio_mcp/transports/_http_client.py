@@ -47,6 +47,7 @@ from ..protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
+from ._transport import BaseTransport
 
 logger = logging.getLogger("trio_mcp.http.client")
 
@@ -448,7 +449,7 @@ async def _read_limited(response: httpx.Response, limit: int) -> bytes | None:
     return bytes(chunks)
 
 
-class StreamableHttpTransport:
+class StreamableHttpTransport(BaseTransport):
     """The client end of a Streamable HTTP connection; an engine transport.
 
     Build it with :func:`open_http_transport`. ``session_id`` and ``protocol_version`` are
@@ -513,8 +514,13 @@ class StreamableHttpTransport:
 
     # -- the engine's side -----------------------------------------------------------------------
 
-    async def send(self, data: bytes) -> None:
-        """Start the POST of one message and return; its answer arrives through receive()."""
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        """Start the POST of one message and return; its answer arrives through receive().
+
+        The routing hints are the server's concern: every message is its own POST here.
+        """
         if self._closed:
             raise ConnectionClosed("the HTTP transport is closed")
         message = parse(data)

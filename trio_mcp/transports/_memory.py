@@ -12,9 +12,10 @@ import trio
 
 from .._exceptions import ConnectionClosed
 from ..protocol._jsonrpc import RequestId
+from ._transport import BaseTransport
 
 
-class MemoryTransport:
+class MemoryTransport(BaseTransport):
     """One end of an in-memory connection."""
 
     def __init__(
@@ -34,9 +35,6 @@ class MemoryTransport:
 
     async def receive(self) -> bytes:
         return await self._receive.receive()
-
-    def request_suppressed(self, request_id: RequestId) -> None:
-        """Nothing to finish: a suppressed response simply never arrives."""
 
     def close(self) -> None:
         """Tell the peer we are done (it sees end-of-stream) and stop receiving."""

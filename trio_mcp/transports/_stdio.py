@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -18,13 +18,14 @@ import trio
 
 from .._exceptions import ConnectionClosed
 from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, Invalid, RequestId
+from ._transport import BaseTransport, OutgoingMessage
 
 #: The longest line accepted by default; longer ones are refused, and the stream keeps going.
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 _CHUNK = 65536
 
 
-class LineTransport:
+class LineTransport(BaseTransport):
     """Newline-delimited JSON-RPC over a pair of trio byte streams.
 
     One message per line. A line longer than ``max_line_bytes`` is skipped up to its newline and
@@ -54,10 +55,13 @@ class LineTransport:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
 
-    async def send_many(self, messages: list[bytes]) -> None:
+    async def send_many(self, messages: Iterable[OutgoingMessage]) -> None:
         """Several messages in one write (the engine's writer batches what is queued)."""
+        lines = [message.data for message in messages]
+        if not lines:
+            return
         try:
-            await self._send_stream.send_all(b"\n".join(messages) + b"\n")
+            await self._send_stream.send_all(b"\n".join(lines) + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
 
@@ -120,9 +124,6 @@ class LineTransport:
                 f"message exceeds the limit of {self.max_line_bytes} bytes",
             ),
         )
-
-    def request_suppressed(self, request_id: RequestId) -> None:
-        """Nothing to finish on a byte stream: the response simply never comes."""
 
 
 # -- the server side ----------------------------------------------------------------------------

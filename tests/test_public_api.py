@@ -1,0 +1,188 @@
+"""The curated public API: the root exports what its public methods return, and nothing of the
+engine, which lives in ``trio_mcp.lowlevel``."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import importlib.metadata
+import inspect
+import subprocess
+import sys
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+import trio_mcp
+import trio_mcp.lowlevel
+import trio_mcp.protocol
+from trio_mcp.client._client import DEFAULT_CLIENT_INFO
+
+ENGINE = {
+    "BaseTransport",
+    "ClientDispatcher",
+    "Dispatcher",
+    "InFlight",
+    "MemoryTransport",
+    "OutgoingMessage",
+    "Route",
+    "ServerConnection",
+    "Session",
+    "Transport",
+    "memory_transport_pair",
+}
+
+
+#: Special methods whose results a user meets (``async for note in subscription``).
+ITERATION = {"__aenter__", "__anext__", "__enter__", "__next__"}
+
+
+def _exported(module: Any) -> dict[int, str]:
+    return {id(getattr(module, name)): name for name in module.__all__}
+
+
+@functools.cache
+def _library_classes() -> dict[str, type]:
+    """Every class defined in a trio_mcp module, by name (for names imported only for typing)."""
+    found: dict[str, type] = {}
+    for name, module in list(sys.modules.items()):
+        if name == "trio_mcp" or name.startswith("trio_mcp."):
+            for value in vars(module).values():
+                if inspect.isclass(value) and value.__module__ == name:
+                    found.setdefault(value.__qualname__, value)
+    return found
+
+
+def _classes_in(annotation: object, namespace: dict[str, Any]) -> Iterator[type]:
+    """The trio_mcp classes an annotation names, through aliases and generics."""
+    if isinstance(annotation, str):
+        tree = ast.parse(annotation, mode="eval")
+        modules = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and id(node) not in modules:
+                if node.id in namespace:
+                    yield from _classes_in(namespace[node.id], namespace)
+                elif node.id in _library_classes():
+                    yield _library_classes()[node.id]  # imported under TYPE_CHECKING
+                else:
+                    assert hasattr(builtins, node.id) or hasattr(typing, node.id), node.id
+        return
+    if isinstance(annotation, type):
+        if annotation.__module__.startswith("trio_mcp"):
+            yield annotation
+        return
+    if typing.get_origin(annotation) is typing.Literal:
+        return
+    for argument in typing.get_args(annotation):
+        yield from _classes_in(argument, namespace)
+
+
+def _met_by_users(obj: object) -> Iterator[tuple[str, type]]:
+    """(where, class) for every class a public method or property of ``obj`` returns, and for
+    an attrs value, the types of its fields."""
+    if inspect.isfunction(obj):
+        namespace = vars(sys.modules[obj.__module__])
+        returned = obj.__annotations__.get("return")
+        for cls in _classes_in(returned, namespace):
+            yield f"{obj.__name__}()", cls
+        return
+    if not inspect.isclass(obj) or not obj.__module__.startswith("trio_mcp"):
+        return
+    namespace = vars(sys.modules[obj.__module__])
+    for name, member in vars(obj).items():
+        if name.startswith("_") and name not in ITERATION:
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if isinstance(function, classmethod | staticmethod):
+            function = function.__func__
+        if inspect.isfunction(function):
+            returned = function.__annotations__.get("return")
+            for cls in _classes_in(returned, namespace):
+                yield f"{obj.__name__}.{name}", cls
+    if attrs.has(obj):
+        for field in attrs.fields(obj):
+            for cls in _classes_in(field.type, namespace):
+                yield f"{obj.__name__}.{field.name}", cls
+
+
+def test_every_name_in_the_public_modules_resolves() -> None:
+    for module in [trio_mcp, trio_mcp.lowlevel, trio_mcp.protocol]:
+        assert len(set(module.__all__)) == len(module.__all__)
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+
+
+def test_nothing_of_the_engine_is_in_the_root() -> None:
+    assert set(trio_mcp.lowlevel.__all__) >= ENGINE
+    assert not ENGINE & set(trio_mcp.__all__)
+    assert not _exported(trio_mcp).keys() & _exported(trio_mcp.lowlevel).keys()
+    for name in trio_mcp.__all__:
+        value = getattr(trio_mcp, name)
+        assert getattr(value, "__module__", None) not in {
+            "trio_mcp._session",
+            "trio_mcp.transports._transport",
+            "trio_mcp.transports._memory",
+        }, name
+
+
+def test_the_root_exports_every_type_its_public_methods_return() -> None:
+    """Closed over the exports: what an exported class returns must itself be exported. The
+    engine's hooks (``Context.connection``, say) are reached through ``trio_mcp.lowlevel``."""
+    root = _exported(trio_mcp)
+    lowlevel = _exported(trio_mcp.lowlevel)
+    missing: list[str] = []
+    for name in trio_mcp.__all__:
+        for where, cls in _met_by_users(getattr(trio_mcp, name)):
+            if id(cls) not in root and id(cls) not in lowlevel:
+                missing.append(f"{where} -> {cls.__module__}.{cls.__qualname__}")
+    assert not missing, "not importable from trio_mcp:\n" + "\n".join(sorted(set(missing)))
+
+
+def test_the_walk_finds_what_a_method_returns() -> None:
+    # The check above means something only if the walk sees through aliases and generics.
+    found = set(_met_by_users(trio_mcp.Client))
+    assert ("Client.list_tools_page", trio_mcp.ListToolsResult) in found
+    assert ("Client.list_tools", trio_mcp.Tool) in found
+    assert ("Context.connection", trio_mcp.lowlevel.ServerConnection) in set(
+        _met_by_users(trio_mcp.Context)
+    )
+    assert ("CallToolResult.content", trio_mcp.TextContent) in set(
+        _met_by_users(trio_mcp.CallToolResult)
+    )
+    assert ("Subscription.__anext__", trio_mcp.Notification) in set(
+        _met_by_users(trio_mcp.Subscription)
+    )
+
+
+@pytest.mark.parametrize("module", ["trio_mcp.protocol", "trio_mcp.client", "trio_mcp.server"])
+def test_a_name_the_root_shares_with_a_public_package_is_the_same_object(module: str) -> None:
+    public = importlib.import_module(module)
+    for name in set(trio_mcp.__all__) & set(public.__all__):
+        assert getattr(trio_mcp, name) is getattr(public, name), name
+
+
+def test_the_version_comes_from_the_package_metadata() -> None:
+    assert trio_mcp.__version__ == importlib.metadata.version("trio-mcp")
+    assert DEFAULT_CLIENT_INFO.version == trio_mcp.__version__
+
+
+def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() -> None:
+    code = (
+        "import sys, trio_mcp\n"
+        "assert 'httpx' not in sys.modules and 'hypercorn' not in sys.modules\n"
+        "from trio_mcp import serve_http, SessionExpired, SESSION_EXPIRED\n"
+        "from trio_mcp.server._hypercorn import serve_http as real\n"
+        "from trio_mcp.transports._http_client import SessionExpired as expired\n"
+        "assert serve_http is real and SessionExpired is expired and SESSION_EXPIRED == -32001\n"
+        "assert issubclass(SessionExpired, trio_mcp.ConnectionClosed)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_an_unknown_root_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="Session"):
+        trio_mcp.Session  # type: ignore[attr-defined]  # noqa: B018

@@ -1,0 +1,28 @@
+"""The engine and its hooks: for writing a transport or a dispatcher, not for daily use.
+
+:class:`Session` runs one connection in either role: it reads framed messages from a
+:class:`Transport`, asks a :class:`Dispatcher` where each request goes, runs every request in its
+own task and cancel scope, and writes through one ordered writer. The server's dispatcher is
+:class:`ServerConnection`, the client's :class:`ClientDispatcher`.
+"""
+
+from ._session import Dispatcher, InFlight, ProgressCallback, Route, Session
+from .client._client import ClientDispatcher
+from .server._connection import ServerConnection
+from .transports._memory import MemoryTransport, memory_transport_pair
+from .transports._transport import BaseTransport, OutgoingMessage, Transport
+
+__all__ = [
+    "BaseTransport",
+    "ClientDispatcher",
+    "Dispatcher",
+    "InFlight",
+    "MemoryTransport",
+    "OutgoingMessage",
+    "ProgressCallback",
+    "Route",
+    "ServerConnection",
+    "Session",
+    "Transport",
+    "memory_transport_pair",
+]
