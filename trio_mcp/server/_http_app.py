@@ -37,6 +37,7 @@ from ..protocol._jsonrpc import (
     RequestId,
     parse,
 )
+from ..protocol._sse import parse_event_id
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -45,7 +46,7 @@ from ..protocol._versions import (
     is_at_least,
 )
 from ._connection import ServerConnection
-from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
+from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
 from ._http_modern import HeaderProblem, check_request, is_modern, status_for
 from ._server import Server
 
