@@ -323,7 +323,7 @@ def _with_defaults(answer: JSONObject, schema: dict[str, Any]) -> JSONObject:
 def _without_unusable_tools(result: JSONObject) -> JSONObject:
     """A ``tools/list`` result minus the tools whose ``x-mcp-header`` declarations are invalid:
     the spec has clients drop them (their headers cannot be sent), and keep the others."""
-    from ..transports._http_client import tool_param_headers  # httpx only when needed
+    from ..protocol._headers import tool_param_headers
 
     tools = result.get("tools")
     if not isinstance(tools, list):

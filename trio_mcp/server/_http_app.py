@@ -23,6 +23,7 @@ import trio
 
 from .._session import Session
 from ..protocol._envelope import has_envelope
+from ..protocol._headers import HeaderProblem, check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
@@ -47,7 +48,7 @@ from ..protocol._versions import (
 )
 from ._connection import ServerConnection
 from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
-from ._http_modern import HeaderProblem, check_request, is_modern, status_for
+from ._http_modern import is_modern, status_for
 from ._server import Server
 
 logger = logging.getLogger("trio_mcp.http")
