@@ -351,7 +351,7 @@ class Server:
         if it asks for one; a request handler returns a dict (None means ``{}``). A notification
         is not a request, so its handler cannot take a ``Context``.
         """
-        from ._connection import BUILTIN_METHODS
+        from ..protocol._methods import BUILTIN_METHODS
 
         if name in BUILTIN_METHODS or name in self.custom_methods:
             raise ValueError(f"method {name!r} is already defined")

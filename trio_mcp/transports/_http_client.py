@@ -46,6 +46,7 @@ from ..protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
+from ..protocol._methods import SAFE_TO_REPEAT
 from ..protocol._sse import SSEError, SSEParser
 
 logger = logging.getLogger("trio_mcp.http.client")
@@ -53,24 +54,6 @@ logger = logging.getLogger("trio_mcp.http.client")
 #: The JSON-RPC code of the error a request gets when the server forgot the session and the
 #: request was not repeated (``tools/call``, or a list continuation with a cursor).
 SESSION_EXPIRED = -32001
-
-#: Requests that may be sent again on a new session: they change nothing on the server, or
-#: setting them twice is the same as once.
-SAFE_TO_REPEAT = frozenset(
-    {
-        "ping",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/get",
-        "completion/complete",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    }
-)
 
 #: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
 #: cancel does not reach the server first (the server would ignore it and run the request).
