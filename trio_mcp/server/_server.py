@@ -12,6 +12,7 @@ import trio
 
 from .._session import Session, Transport
 from ..protocol._envelope import CacheHints
+from ..protocol._request_state import StateSealer
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -26,7 +27,6 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ._context import Context
-from ._input import StateSealer
 from ._registry import (
     CONTENT_TYPES,
     PromptEntry,
