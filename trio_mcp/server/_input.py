@@ -10,6 +10,7 @@ forever.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import attrs
@@ -119,7 +120,8 @@ def gather(
         if isinstance(responses, dict):
             request.unsolicited = dict(responses)
         return True
-    payload = sealer.open(method, target_of(method, params), token)
+    # Wall-clock time: the retry may reach another worker, which must agree on expiry.
+    payload = sealer.open(method, target_of(method, params), token, now=time.time())
     if payload is None:
         return False
     answers = payload.get("answers")
@@ -146,5 +148,5 @@ def input_required_result(
     return {
         "resultType": "input_required",
         "inputRequests": dict(exc.requests),
-        "requestState": sealer.seal(method, target_of(method, params), payload),
+        "requestState": sealer.seal(method, target_of(method, params), payload, now=time.time()),
     }
