@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import pytest
 import trio
 
-from trio_mcp import Server, open_client
+from trio_mcp import ProtocolError, Server, open_client
 from trio_mcp._exceptions import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 
-from .._http import GUARD, Recorder, serving_app, text_of
+from .._http import GUARD, Receive, Recorder, Scope, Seen, Send, serving_app, text_of
 from ..wire import WirePeer
 
 MODERN = "2026-07-28"
@@ -80,6 +81,78 @@ async def test_a_header_refusal_relists_the_tools_and_retries_once() -> None:
     assert [s.status for s in app.posts("tools/call")] == [400, 200]
     first, retry = app.posts("tools/call")
     assert first.json["id"] != retry.json["id"]
+
+
+async def test_a_float_argument_for_an_integer_parameter_succeeds_end_to_end() -> None:
+    """``2.0`` is the integer 2: the client sends ``2`` and the server agrees, first time."""
+    app = Recorder(regional_server().http_app())
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            result = await client.call_tool("deploy", {"region": "eu", "replicas": 2.0})
+            assert text_of(result) == "eux2"
+    (call,) = app.posts("tools/call")  # no -32020 and no retry
+    assert call.status == 200
+    assert call.json["params"]["arguments"]["replicas"] == 2.0
+    assert call.headers["mcp-param-replicas"] == "2"
+
+
+#: A tool whose declared header sits inside a nested object argument.
+NESTED = {
+    **schema(
+        name={"type": "string"},
+        target={
+            "type": "object",
+            "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+            "required": ["zone"],
+        },
+    ),
+    "required": ["name", "target"],
+}
+
+
+def nested_server() -> Server:
+    server = Server("nested", "1.0")
+
+    @server.tool(input_schema=NESTED)
+    async def place(name: str, target: dict[str, Any]) -> str:
+        return f"{name}@{target['zone']}"
+
+    return server
+
+
+class Rewriting(Recorder):
+    """An intermediary that changes one header on its way to the server."""
+
+    def __init__(self, app: Any, header: bytes, value: bytes) -> None:
+        super().__init__(app)
+        self.header, self.value = header, value
+
+    async def handle(self, seen: Seen, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k, self.value if k.lower() == self.header else v) for k, v in scope["headers"]]
+        await self.app({**scope, "headers": headers}, receive, send)
+
+
+async def test_a_nested_declared_header_is_checked_by_the_server() -> None:
+    arguments = {"name": "db", "target": {"zone": "b"}}
+    app = Recorder(nested_server().http_app())
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            assert text_of(await client.call_tool("place", arguments)) == "db@b"
+    (call,) = app.posts("tools/call")
+    assert (call.status, call.headers["mcp-param-zone"]) == (200, "b")
+
+    tampered = Rewriting(nested_server().http_app(), b"mcp-param-zone", b"c")
+    with trio.fail_after(GUARD):
+        async with serving_app(tampered) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            with pytest.raises(ProtocolError) as info:
+                await client.call_tool("place", arguments)
+    assert info.value.code == -32020
+    assert "Mcp-Param-Zone header value 'c' does not match body value 'b'" in info.value.message
+    # Refused before it ran, then refused again after the client re-listed and retried.
+    assert [s.status for s in tampered.posts("tools/call")] == [400, 400]
 
 
 # -- tools the client must not use -----------------------------------------------------------------

@@ -1,17 +1,36 @@
-"""The modern era's HTTP headers (2026-07-28): a request repeats its version, method and name in
-headers, and the tool arguments its input schema marks with ``x-mcp-header``.
+"""The modern era's HTTP headers (2026-07-28), both directions, one codec.
 
-Both directions live here: what a client sends for a request, and the server's check that the
-headers agree with the body. Sans-IO: plain functions of values.
+A modern POST repeats its protocol version, method and name in headers, so that intermediaries
+can route it without reading the body; a ``tools/call`` also repeats the arguments its tool's
+input schema marks with ``x-mcp-header`` as ``Mcp-Param-{name}`` headers. A value a header
+cannot carry as it is travels as ``=?base64?{UTF-8, base64}?=``.
+
+The client computes its headers with :func:`modern_headers`. The server's :func:`check_request`
+computes the same headers for the body it received, with the same functions, and compares: the
+two halves cannot disagree about what a body's headers are. Sans-IO: plain functions of values.
+
+The canonical text of an argument (:func:`param_text`) is decided by its JSON value:
+
+- a string is itself (any characters; the encoding makes it safe);
+- a boolean is ``true`` or ``false``;
+- a number with no fractional part is its decimal integer, however the body wrote it: ``2``,
+  ``2.0`` and ``2e0`` are all ``2`` (the spec: integers are sent in decimal, and a server
+  compares them numerically);
+- any other finite number is its shortest round-trip decimal (``2.5``); a declared parameter is
+  never a ``number``, so only a body that breaks its schema has one;
+- ``null``, an absent argument, an object, an array: no header.
+
+A server compares numbers numerically, as the spec asks, so a header written ``42.0`` by
+another client agrees with a body ``42``; anything else must equal the canonical text.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from ._envelope import PROTOCOL_VERSION_KEY
@@ -24,57 +43,116 @@ from ._jsonrpc import (
 )
 from ._versions import MODERN_VERSIONS
 
-# -- the modern era's headers -------------------------------------------------------------------
+#: Header names (lowercase; HTTP header names are case-insensitive).
+PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+#: What precedes an ``x-mcp-header`` name to make its header's name.
+PARAM_HEADER_PREFIX = "Mcp-Param-"
+#: The schema keyword that declares a parameter's header.
+X_MCP_HEADER = "x-mcp-header"
 
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def header_value(value: str) -> str:
-    """A value as a header may carry it; anything unsafe goes as ``=?base64?...?=``."""
-    safe = (
-        value.isascii()
-        and value == value.strip()
-        and all(0x20 <= ord(c) < 0x7F for c in value)
-        and not (value.startswith("=?") and value.endswith("?="))
-    )
-    if safe:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
-
+#: The body field each name-bearing method repeats in ``Mcp-Name``.
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 #: Argument paths (through ``properties``) a tool mirrors into headers, to the header names.
 ParamHeaders = Mapping[tuple[str, ...], str]
 
 
-def modern_headers(
-    method: str | None,
-    params: JSONObject | None,
-    tool_headers: Mapping[str, ParamHeaders] | None = None,
-) -> dict[str, str]:
-    """A modern request repeats its version, method and name in headers (2026-07-28), so that
-    intermediaries can route it without reading the body; a ``tools/call`` also repeats the
-    arguments its tool marks with ``x-mcp-header`` (``tool_headers``, by tool name)."""
-    meta = params.get("_meta") if params else None
-    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-    if not isinstance(version, str) or method is None:
-        return {}
-    headers = {"mcp-protocol-version": version, "mcp-method": method}
-    key = _NAMED.get(method)
-    name = params.get(key) if params and key else None
-    if isinstance(name, str):
-        headers["mcp-name"] = header_value(name)
-        mirrored = (tool_headers or {}).get(name) if method == "tools/call" else None
-        arguments = params.get("arguments") if params else None
-        for path, header in (mirrored or {}).items():
-            value = param_value(_argument_at(arguments, path))
-            if value is not None:
-                headers["Mcp-Param-" + header] = value
-    return headers
+class HeaderProblem(Exception):
+    """A modern request refused before it runs: the JSON-RPC code and message to answer."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
 
 
-# -- x-mcp-header: tool arguments mirrored into Mcp-Param-* headers --------------------------------
+# -- header values -------------------------------------------------------------------------------
 
-X_MCP_HEADER = "x-mcp-header"
+_BASE64_PREFIX = "=?base64?"
+_BASE64_SUFFIX = "?="
+_SENTINEL = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
+#: What a header value may carry as it is (RFC 9110 section 5.5: visible ASCII, space, tab).
+_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
+
+
+def encode_header_value(text: str) -> str:
+    """``text`` as a header carries it: as it is when that is safe (printable ASCII with no
+    leading or trailing space, and not looking like the base64 form), else ``=?base64?...?=``."""
+    safe = (
+        text.isascii()
+        and text == text.strip()
+        and all(0x20 <= ord(c) < 0x7F for c in text)
+        and not (text.startswith("=?") and text.endswith("?="))
+    )
+    if safe:
+        return text
+    return _BASE64_PREFIX + base64.b64encode(text.encode()).decode("ascii") + _BASE64_SUFFIX
+
+
+def decode_header_value(value: str) -> str:
+    """The text a header value carries: the ``=?base64?...?=`` form undone.
+
+    Raises :class:`HeaderProblem` (-32020) for what no client sends: base64 that is invalid or
+    not in its canonical form (padding, trailing bits), bytes that are not UTF-8, or a plain
+    value with characters a header may not carry.
+    """
+    match = _SENTINEL.fullmatch(value)
+    if match is None:
+        if not _FIELD_VALUE.fullmatch(value):
+            raise HeaderProblem(
+                HEADER_MISMATCH, f"Header mismatch: {value!r} holds characters a header cannot"
+            )
+        return value
+    payload = match.group(1)
+    try:
+        raw = base64.b64decode(payload, validate=True)
+        if base64.b64encode(raw).decode("ascii") != payload:
+            raise ValueError("not the canonical encoding")
+        return raw.decode()
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise HeaderProblem(
+            HEADER_MISMATCH, f"Header mismatch: {value!r} is not valid base64"
+        ) from None
+
+
+def param_text(value: Any) -> str | None:
+    """The canonical text of an argument's header (see the module's docstring), not yet
+    encoded; None leaves the header out."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def param_value(value: Any) -> str | None:
+    """An argument as its ``Mcp-Param-*`` header carries it (its canonical text, encoded);
+    None (null or absent, or not a primitive) leaves the header out."""
+    text = param_text(value)
+    return None if text is None else encode_header_value(text)
+
+
+#: A plain decimal: what a header may write a number as, to be compared numerically.
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _agrees(sent: str, text: str, value: Any) -> bool:
+    """Whether a header's text ``sent`` says the same as the canonical ``text`` of ``value``."""
+    if sent == text:
+        return True
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    return is_number and _DECIMAL.fullmatch(sent) is not None and Decimal(sent) == Decimal(text)
+
+
+# -- x-mcp-header: the declarations of a tool's input schema ---------------------------------------
+
 #: An HTTP field-name token (RFC 9110 section 5.6.2): what may follow ``Mcp-Param-``.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PARAM_TYPES = frozenset({"string", "integer", "boolean"})
@@ -103,7 +181,7 @@ _SUBSCHEMA_MAPS = frozenset({"$defs", "definitions", "patternProperties", "depen
 
 def tool_param_headers(input_schema: Any) -> dict[tuple[str, ...], str]:
     """The ``x-mcp-header`` declarations of a tool's input schema: each argument's path through
-    ``properties`` to its header name (``Mcp-Param-`` + name).
+    ``properties`` (at any depth) to its header name (``Mcp-Param-`` + name).
 
     Raises ``ValueError`` for a declaration the spec forbids: a name that is not an HTTP token
     (empty, spaces, ``:``, non-ASCII, control characters), one repeated (case-insensitively), on
@@ -184,46 +262,46 @@ def _argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
     return arguments
 
 
-def param_value(value: Any) -> str | None:
-    """An argument as its ``Mcp-Param-*`` header carries it; None (null or absent, or not a
-    primitive) leaves the header out."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, str):
-        return header_value(value)
-    return None
+# -- what a client sends -------------------------------------------------------------------------
 
 
-# -- the server's check ---------------------------------------------------------------------------
-
-#: The body field each name-bearing method repeats in ``Mcp-Name``.
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-class HeaderProblem(Exception):
-    """A modern request refused before it runs: the JSON-RPC code and message to answer."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
+def param_headers(declared: ParamHeaders, arguments: Any) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers of a ``tools/call``'s arguments, for its tool's declarations
+    (:func:`tool_param_headers`): one for each declared argument with a value a header carries."""
+    headers: dict[str, str] = {}
+    for path, name in declared.items():
+        value = param_value(_argument_at(arguments, path))
+        if value is not None:
+            headers[PARAM_HEADER_PREFIX + name] = value
+    return headers
 
 
-def decode_header(value: str) -> str:
-    """Undo the ``=?base64?...?=`` form a client uses for values unsafe in a header."""
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
-            raise HeaderProblem(
-                HEADER_MISMATCH, f"Header mismatch: {value!r} is not valid base64"
-            ) from None
-    return value
+def modern_headers(
+    method: str | None,
+    params: JSONObject | None,
+    tool_headers: Mapping[str, ParamHeaders] | None = None,
+) -> dict[str, str]:
+    """The headers of a modern request: its version, method and name, and for a ``tools/call``
+    the arguments its tool declares (``tool_headers``, declarations by tool name).
+
+    Empty for a request that is not modern (no protocol version in ``_meta``).
+    """
+    meta = params.get("_meta") if params else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if not isinstance(version, str) or method is None:
+        return {}
+    headers = {PROTOCOL_VERSION_HEADER: version, METHOD_HEADER: method}
+    key = NAMED.get(method)
+    name = params.get(key) if params and key else None
+    if isinstance(name, str):
+        headers[NAME_HEADER] = encode_header_value(name)
+        declared = (tool_headers or {}).get(name) if method == "tools/call" else None
+        if declared:
+            headers.update(param_headers(declared, params.get("arguments") if params else None))
+    return headers
+
+
+# -- the server's check --------------------------------------------------------------------------
 
 
 def _mismatch(header: str, sent: str, body: object) -> HeaderProblem:
@@ -233,13 +311,36 @@ def _mismatch(header: str, sent: str, body: object) -> HeaderProblem:
     )
 
 
+def _declared(name: Any, tool_schemas: Mapping[str, Mapping[str, Any]]) -> ParamHeaders:
+    """The declarations of the tool a ``tools/call`` names (none for an unknown tool)."""
+    schema = tool_schemas.get(name) if isinstance(name, str) else None
+    if schema is None:
+        return {}
+    try:
+        return tool_param_headers(schema)
+    except ValueError as exc:
+        # No client may call it (its headers are undefined): refuse rather than check less.
+        raise HeaderProblem(
+            HEADER_MISMATCH,
+            f"Header mismatch: the tool {name!r} cannot be called over HTTP: {exc}",
+        ) from None
+
+
 def check_request(
     request: Request,
     headers: Mapping[str, str],
     tool_schemas: Mapping[str, Mapping[str, Any]],
 ) -> None:
-    """Check a modern request's headers against its body; raise :class:`HeaderProblem`."""
-    version = headers.get("mcp-protocol-version", "")
+    """Check a modern request's headers against its body; raise :class:`HeaderProblem`.
+
+    The headers must be the ones :func:`modern_headers` gives for this body (header names in
+    any case, values with optional whitespace around them, the base64 form wherever a client
+    chose it, and numbers compared numerically). ``tool_schemas`` are the input schemas of the
+    server's tools, by name. Mcp-Param headers no declaration names are left alone: they may
+    be meant for an intermediary.
+    """
+    sent = {name.lower(): value.strip(" \t") for name, value in headers.items()}
+    version = sent.get(PROTOCOL_VERSION_HEADER, "")
     if version not in MODERN_VERSIONS:
         raise HeaderProblem(
             UNSUPPORTED_PROTOCOL_VERSION,
@@ -253,54 +354,39 @@ def check_request(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
-    if meta[PROTOCOL_VERSION_KEY] != version:
+    tool = params.get("name")
+    declared = _declared(tool, tool_schemas) if request.method == "tools/call" else {}
+    expected = modern_headers(
+        request.method, params, {tool: declared} if isinstance(tool, str) else None
+    )
+    if expected.get(PROTOCOL_VERSION_HEADER) != version:
         raise _mismatch("MCP-Protocol-Version", version, meta[PROTOCOL_VERSION_KEY])
-    method = headers.get("mcp-method")
+    method = sent.get(METHOD_HEADER)
     if method is None:
         raise HeaderProblem(HEADER_MISMATCH, "Header mismatch: the Mcp-Method header is missing")
-    if method != request.method:
+    if method != expected[METHOD_HEADER]:
         raise _mismatch("Mcp-Method", method, request.method)
     field = NAMED.get(request.method)
     if field is not None:
-        sent = headers.get("mcp-name")
-        if sent is None:
+        name = sent.get(NAME_HEADER)
+        if name is None:
             raise HeaderProblem(
                 HEADER_MISMATCH, f"Header mismatch: {request.method} needs an Mcp-Name header"
             )
-        if decode_header(sent) != params.get(field):
-            raise _mismatch("Mcp-Name", decode_header(sent), params.get(field))
-    if request.method == "tools/call":
-        schema = tool_schemas.get(str(params.get("name")))
-        arguments = params.get("arguments")
-        if schema is not None and isinstance(arguments, dict):
-            _check_params(schema, arguments, headers)
-
-
-def _check_params(
-    schema: Mapping[str, Any], arguments: Mapping[str, Any], headers: Mapping[str, str]
-) -> None:
-    """Arguments a tool mirrors into ``Mcp-Param-*`` headers (``x-mcp-header``) must agree."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return
-    for argument, spec in properties.items():
-        name = spec.get("x-mcp-header") if isinstance(spec, dict) else None
-        value = arguments.get(argument)
-        if not isinstance(name, str) or value is None:
-            continue
-        header = f"Mcp-Param-{name}"
-        sent = headers.get(header.lower())
-        if sent is None:
+        text = decode_header_value(name)
+        want = expected.get(NAME_HEADER)
+        if want is None or text != decode_header_value(want):
+            raise _mismatch("Mcp-Name", text, params.get(field))
+    arguments = params.get("arguments")
+    for path, param in declared.items():
+        header = PARAM_HEADER_PREFIX + param
+        value = sent.get(header.lower())
+        want = expected.get(header)
+        if value is None:
+            if want is None:
+                continue  # null or absent in the body: no header either
             raise HeaderProblem(HEADER_MISMATCH, f"Header mismatch: {header} is missing")
-        decoded = decode_header(sent)
-        if isinstance(value, bool):
-            agrees = decoded == ("true" if value else "false")
-        elif isinstance(value, int):
-            try:
-                agrees = int(decoded) == value
-            except ValueError:
-                agrees = False
-        else:
-            agrees = decoded == str(value)
-        if not agrees:
-            raise _mismatch(header, decoded, value)
+        text = decode_header_value(value)
+        body = _argument_at(arguments, path)
+        if want is None or not _agrees(text, decode_header_value(want), body):
+            raise _mismatch(header, text, body)
