@@ -1,7 +1,8 @@
 """Server-Sent Events (``text/event-stream``), the wire format of Streamable HTTP's streams.
 
-The parser a client reads a stream with, and the event ids a server gives each event so that
-a client can resume a stream with ``Last-Event-ID``. Sans-IO: bytes in, events out.
+The three pieces of the format, once: the parser a client reads a stream with, the encoder a
+server writes one with, and the event ids a server gives each event so that a client can resume
+a stream with ``Last-Event-ID``. Sans-IO: bytes in, events out, and back.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import attrs
 
 #: The largest event the parser accepts by default; a bigger one is a broken stream.
 MAX_EVENT_BYTES = 32 * 1024 * 1024
+#: The largest ``retry`` the parser reports (ms; some 30,000 years): a larger one is taken as it.
+MAX_RETRY_MS = 10**15
 
 # -- parsing -------------------------------------------------------------------------------------
 
@@ -103,7 +106,8 @@ class SSEParser:
             if "\0" not in value:
                 self._id_buffer = value
         elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
+            # Capped before int(), which refuses thousands of digits (a stream could send them).
+            self.retry = min(int(value), MAX_RETRY_MS) if len(value) <= 16 else MAX_RETRY_MS
         return None
 
     def _dispatch(self) -> ServerSentEvent | None:
@@ -115,15 +119,69 @@ class SSEParser:
         return ServerSentEvent("\n".join(data), event_type or "message", self.last_event_id)
 
 
+# -- encoding ------------------------------------------------------------------------------------
+
+
+def _field(name: str, value: str) -> bytes:
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"an SSE {name} cannot hold a line break: {value!r}")
+    return f"{name}: {value}\n".encode()
+
+
+def encode_event(
+    data: bytes, *, event: str | None = None, id: str | None = None, retry: int | None = None
+) -> bytes:
+    """One event, as :class:`SSEParser` reads it back: ``event``, ``id`` and ``retry`` (ms)
+    fields when given, then ``data`` (one ``data`` line per line of it, so a CR or CRLF in it
+    reads back as LF), then the blank line that dispatches it. Empty ``data`` is one empty
+    ``data`` line (a priming event)."""
+    head = b""
+    if event is not None:
+        head += _field("event", event)
+    if id is not None:
+        if "\0" in id:
+            raise ValueError(f"an SSE id cannot hold NUL: {id!r}")  # the parser would drop it
+        head += _field("id", id)
+    if retry is not None:
+        head += f"retry: {int(retry)}\n".encode()
+    if b"\n" in data or b"\r" in data:
+        lines = _LINE_END.split(data)
+        return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
+    return head + b"data: " + data + b"\n\n"
+
+
+def encode_comment(text: str) -> bytes:
+    """A comment line: ignored by parsers, it keeps an idle connection alive."""
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"an SSE comment cannot hold a line break: {text!r}")
+    return f": {text}\n\n".encode()
+
+
+#: The comment that keeps an idle stream's connection alive through proxies.
+KEEPALIVE = encode_comment("keepalive")
+
+
 # -- event ids -----------------------------------------------------------------------------------
+
+#: The longest sequence number an event id may carry (a 64-bit counter's digits).
+_SEQ_DIGITS = 19
 
 
 def event_id(session_id: str, stream_key: str, seq: int) -> str:
+    """The id of event number ``seq`` of one stream of one session; a priming event carries
+    the number of the last event before it (0 for none), so a resume replays what follows."""
+    if "." in session_id or "." in stream_key:
+        raise ValueError(f"event id parts cannot hold '.': {session_id!r}, {stream_key!r}")
     return f"{session_id}.{stream_key}.{seq}"
 
 
 def parse_event_id(value: str) -> tuple[str, str, int] | None:
+    """The session, stream key and sequence number an event id names, or None if it is not
+    one of ours (a ``Last-Event-ID`` comes from the client: anything may be in it)."""
     parts = value.split(".")
-    if len(parts) != 3 or not parts[2].isdigit():
+    if len(parts) != 3:
         return None
-    return parts[0], parts[1], int(parts[2])
+    seq = parts[2]
+    if not (seq.isascii() and seq.isdigit() and len(seq) <= _SEQ_DIGITS):
+        return None
+    return parts[0], parts[1], int(seq)
