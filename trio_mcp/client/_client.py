@@ -22,6 +22,7 @@ import trio
 from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session, Transport
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
+from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -70,7 +71,7 @@ from ..protocol._versions import (
     LATEST_MODERN_VERSION,
     MODERN_VERSIONS,
 )
-from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+from ..transports._stdio import StderrTarget, open_process_transport
 from ._cache import ResultCache, invalidates
 
 if TYPE_CHECKING:

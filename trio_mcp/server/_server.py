@@ -407,7 +407,8 @@ class Server:
         ``print()`` cannot corrupt the stream. On end of input everything in flight is
         cancelled, what was already decided is written, and this returns.
         """
-        from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, serve_stdio_transport
+        from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
+        from ..transports._stdio import serve_stdio_transport
 
         await serve_stdio_transport(
             self.serve_transport,
