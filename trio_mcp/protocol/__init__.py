@@ -1,1 +1,3 @@
-"""The sans-IO protocol core: framing, types, versions and method tables. No trio in here."""
+"""The sans-IO protocol core: JSON-RPC, types, versions, method tables, and the codecs of every
+wire (newline framing, SSE, the modern HTTP headers, requestState sealing). No trio, no sockets
+and no clocks in here: time is passed in."""
