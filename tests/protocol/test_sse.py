@@ -19,6 +19,7 @@ from trio_mcp.protocol._sse import (
     encode_event,
     event_id,
     parse_event_id,
+    stream_id,
 )
 
 # -- the parser ------------------------------------------------------------------------------------
@@ -179,3 +180,4 @@ def test_event_ids_name_session_stream_and_sequence() -> None:
 def test_event_ids_round_trip(session_id: str, key: str) -> None:
     for seq in (0, 1, 2**63 - 1):
         assert parse_event_id(event_id(session_id, key, seq)) == (session_id, key, seq)
+        assert event_id(session_id, key, seq).startswith(stream_id(session_id, key) + ".")

@@ -167,12 +167,18 @@ KEEPALIVE = encode_comment("keepalive")
 _SEQ_DIGITS = 19
 
 
+def stream_id(session_id: str, stream_key: str) -> str:
+    """The name of one stream of one session: what its event ids begin with, and the key its
+    events are stored under."""
+    if "." in session_id or "." in stream_key:
+        raise ValueError(f"event id parts cannot hold '.': {session_id!r}, {stream_key!r}")
+    return f"{session_id}.{stream_key}"
+
+
 def event_id(session_id: str, stream_key: str, seq: int) -> str:
     """The id of event number ``seq`` of one stream of one session; a priming event carries
     the number of the last event before it (0 for none), so a resume replays what follows."""
-    if "." in session_id or "." in stream_key:
-        raise ValueError(f"event id parts cannot hold '.': {session_id!r}, {stream_key!r}")
-    return f"{session_id}.{stream_key}.{seq}"
+    return f"{stream_id(session_id, stream_key)}.{seq}"
 
 
 def parse_event_id(value: str) -> tuple[str, str, int] | None:

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from ..protocol._jsonrpc import RequestId
-from ..protocol._sse import event_id
+from ..protocol._sse import event_id, stream_id
 
 
 class EventStore(Protocol):
@@ -107,7 +107,7 @@ class EventStream:
 
     @property
     def stream_id(self) -> str:
-        return f"{self.session_id}.{self.key}"
+        return stream_id(self.session_id, self.key)
 
     def push(self, data: bytes) -> None:
         self.seq += 1

@@ -473,7 +473,7 @@ class StreamableHttpTransport:
         stop: Callable[[], bool] = lambda: False,
     ) -> None:
         """Deliver a stream's events until it ends or breaks (a break is not an error here)."""
-        parser = SSEParser(last_event_id=state.last_event_id)
+        parser = SSEParser(last_event_id=state.last_event_id, max_event_bytes=MAX_MESSAGE_BYTES)
         linger: trio.CancelScope | None = None
         try:
             with trio.CancelScope() as linger:
@@ -701,7 +701,7 @@ class StreamableHttpTransport:
             if body is not None:
                 take(body)
         elif media == "text/event-stream":
-            parser = SSEParser()
+            parser = SSEParser(max_event_bytes=MAX_MESSAGE_BYTES)
             try:
                 async for chunk in response.aiter_bytes():
                     for event in parser.feed(chunk):
