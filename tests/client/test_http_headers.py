@@ -1,5 +1,6 @@
-"""The modern client's ``Mcp-Param-*`` headers (2026-07-28): what a tool's ``x-mcp-header``
-declarations ask for, the tools a client must refuse, and the re-list and retry on -32020."""
+"""The modern client's ``Mcp-Param-*`` headers (2026-07-28) against real servers: a listed
+tool's headers are sent and accepted, tools a client must refuse are dropped, and a -32020
+refusal re-lists the tools and retries."""
 
 from __future__ import annotations
 
@@ -11,16 +12,14 @@ from typing import Annotated, Any
 import pytest
 import trio
 
-from trio_mcp import Server, open_client
+from trio_mcp import ProtocolError, Server, open_client
 from trio_mcp._exceptions import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
-from trio_mcp.transports._http_client import modern_headers, param_value, tool_param_headers
 
-from .._http import GUARD, Recorder, serving_app, text_of
+from .._http import GUARD, Receive, Recorder, Scope, Seen, Send, serving_app, text_of
 from ..wire import WirePeer
 
 MODERN = "2026-07-28"
-ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN}
 
 
 def schema(**properties: Any) -> dict[str, Any]:
@@ -29,98 +28,6 @@ def schema(**properties: Any) -> dict[str, Any]:
 
 def b64(text: str) -> str:
     return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-
-
-# -- the declarations ------------------------------------------------------------------------------
-
-
-def test_declarations_are_found_through_properties_alone() -> None:
-    declared = schema(
-        region={"type": "string", "x-mcp-header": "Region"},
-        count={"type": "integer", "x-mcp-header": "Count"},
-        dry={"type": ["boolean", "null"], "x-mcp-header": "Dry-Run"},
-        maybe={"anyOf": [{"type": "string"}, {"type": "null"}], "x-mcp-header": "Maybe"},
-        tier={"enum": ["gold", "silver"], "x-mcp-header": "Tier"},
-        where={"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Z"}}},
-        query={"type": "string"},
-    )
-    assert tool_param_headers(declared) == {
-        ("region",): "Region",
-        ("count",): "Count",
-        ("dry",): "Dry-Run",
-        ("maybe",): "Maybe",
-        ("tier",): "Tier",
-        ("where", "zone"): "Z",
-    }
-    assert tool_param_headers(schema(query={"type": "string"})) == {}
-    assert tool_param_headers(None) == {}
-    # A property merely named like a keyword is still a property.
-    assert tool_param_headers(schema(items={"type": "string", "x-mcp-header": "I"})) == {
-        ("items",): "I"
-    }
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        schema(v={"type": "string", "x-mcp-header": ""}),
-        schema(v={"type": "string", "x-mcp-header": "My Region"}),
-        schema(v={"type": "string", "x-mcp-header": "Region:Primary"}),
-        schema(v={"type": "string", "x-mcp-header": "Région"}),
-        schema(v={"type": "string", "x-mcp-header": "Region\t1"}),
-        schema(v={"type": "string", "x-mcp-header": 7}),
-        schema(v={"type": "object", "x-mcp-header": "Data"}),
-        schema(v={"type": "array", "items": {"type": "string"}, "x-mcp-header": "Items"}),
-        schema(v={"type": "null", "x-mcp-header": "Nil"}),
-        schema(v={"type": "number", "x-mcp-header": "Ratio"}),
-        schema(v={"x-mcp-header": "Untyped"}),
-        schema(v={"type": {"weird": 1}, "x-mcp-header": "Odd"}),
-        schema(v={"anyOf": [{"type": "string"}, {"type": "number"}], "x-mcp-header": "Mixed"}),
-        schema(v={"anyOf": [{"type": "string"}, {"not": {}}], "x-mcp-header": "Vague"}),
-        schema(v={"enum": ["a", 1.5], "x-mcp-header": "Ratio"}),
-        schema(
-            a={"type": "string", "x-mcp-header": "MyField"},
-            b={"type": "string", "x-mcp-header": "myfield"},
-        ),
-        schema(v={"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}),
-        schema(v={"anyOf": [{"type": "string", "x-mcp-header": "Either"}]}),
-        {**schema(), "$defs": {"d": {"type": "string", "x-mcp-header": "Def"}}},
-        {"type": "string", "x-mcp-header": "Root"},
-    ],
-)
-def test_invalid_declarations_are_refused(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="x-mcp-header"):
-        tool_param_headers(bad)
-
-
-def test_values_are_written_as_headers_carry_them() -> None:
-    assert param_value("us-west1") == "us-west1"
-    assert param_value("") == ""
-    assert param_value("us west 1") == "us west 1"
-    for unsafe in ("Hello, 世界", " padded", "line1\r\nline2", "\tx", "=?base64?x?="):
-        assert param_value(unsafe) == b64(unsafe)
-    assert (param_value(True), param_value(False)) == ("true", "false")
-    assert (param_value(42), param_value(42.0), param_value(2.5)) == ("42", "42", "2.5")
-    for absent in (None, {"a": 1}, [1], float("nan")):
-        assert param_value(absent) is None
-
-
-def test_only_tools_calls_mirror_the_present_arguments() -> None:
-    mirrored = {"t": {("region",): "Region", ("verbose",): "Verbose", ("at", "zone"): "Zone"}}
-    params = {
-        "_meta": ENVELOPE,
-        "name": "t",
-        "arguments": {"region": "eu", "verbose": None, "at": {"zone": "b"}, "q": "x"},
-    }
-    assert modern_headers("tools/call", params, mirrored) == {
-        "mcp-protocol-version": MODERN,
-        "mcp-method": "tools/call",
-        "mcp-name": "t",
-        "Mcp-Param-Region": "eu",
-        "Mcp-Param-Zone": "b",
-    }
-    assert "Mcp-Param-Region" not in modern_headers("prompts/get", params, mirrored)
-    assert modern_headers("tools/call", {**params, "_meta": {}}, mirrored) == {}
 
 
 # -- against a real server -------------------------------------------------------------------------
@@ -174,6 +81,78 @@ async def test_a_header_refusal_relists_the_tools_and_retries_once() -> None:
     assert [s.status for s in app.posts("tools/call")] == [400, 200]
     first, retry = app.posts("tools/call")
     assert first.json["id"] != retry.json["id"]
+
+
+async def test_a_float_argument_for_an_integer_parameter_succeeds_end_to_end() -> None:
+    """``2.0`` is the integer 2: the client sends ``2`` and the server agrees, first time."""
+    app = Recorder(regional_server().http_app())
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            result = await client.call_tool("deploy", {"region": "eu", "replicas": 2.0})
+            assert text_of(result) == "eux2"
+    (call,) = app.posts("tools/call")  # no -32020 and no retry
+    assert call.status == 200
+    assert call.json["params"]["arguments"]["replicas"] == 2.0
+    assert call.headers["mcp-param-replicas"] == "2"
+
+
+#: A tool whose declared header sits inside a nested object argument.
+NESTED = {
+    **schema(
+        name={"type": "string"},
+        target={
+            "type": "object",
+            "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+            "required": ["zone"],
+        },
+    ),
+    "required": ["name", "target"],
+}
+
+
+def nested_server() -> Server:
+    server = Server("nested", "1.0")
+
+    @server.tool(input_schema=NESTED)
+    async def place(name: str, target: dict[str, Any]) -> str:
+        return f"{name}@{target['zone']}"
+
+    return server
+
+
+class Rewriting(Recorder):
+    """An intermediary that changes one header on its way to the server."""
+
+    def __init__(self, app: Any, header: bytes, value: bytes) -> None:
+        super().__init__(app)
+        self.header, self.value = header, value
+
+    async def handle(self, seen: Seen, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k, self.value if k.lower() == self.header else v) for k, v in scope["headers"]]
+        await self.app({**scope, "headers": headers}, receive, send)
+
+
+async def test_a_nested_declared_header_is_checked_by_the_server() -> None:
+    arguments = {"name": "db", "target": {"zone": "b"}}
+    app = Recorder(nested_server().http_app())
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            assert text_of(await client.call_tool("place", arguments)) == "db@b"
+    (call,) = app.posts("tools/call")
+    assert (call.status, call.headers["mcp-param-zone"]) == (200, "b")
+
+    tampered = Rewriting(nested_server().http_app(), b"mcp-param-zone", b"c")
+    with trio.fail_after(GUARD):
+        async with serving_app(tampered) as url, open_client(url, mode="modern") as client:
+            await client.list_tools()
+            with pytest.raises(ProtocolError) as info:
+                await client.call_tool("place", arguments)
+    assert info.value.code == -32020
+    assert "Mcp-Param-Zone header value 'c' does not match body value 'b'" in info.value.message
+    # Refused before it ran, then refused again after the client re-listed and retried.
+    assert [s.status for s in tampered.posts("tools/call")] == [400, 400]
 
 
 # -- tools the client must not use -----------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from trio_mcp.server import MemoryEventStore
-from trio_mcp.server._event_store import event_id, parse_event_id
 
 
 class FakeClock:
@@ -12,13 +11,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def test_event_ids_name_session_stream_and_sequence() -> None:
-    assert event_id("abc", "r3", 7) == "abc.r3.7"
-    assert parse_event_id("abc.r3.7") == ("abc", "r3", 7)
-    for bad in ("", "abc", "abc.r3", "abc.r3.x", "a.b.c.4", "abc.r3.-1"):
-        assert parse_event_id(bad) is None, bad
 
 
 def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:

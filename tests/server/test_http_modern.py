@@ -201,6 +201,27 @@ async def test_base64_names_and_mirrored_parameters() -> None:
             assert bad.status_code == 400 and error_of(bad)["code"] == -32020
 
 
+async def test_mirrored_numbers_compare_numerically_and_absent_ones_have_no_header() -> None:
+    async with serving(modern_server([])) as served:
+        call = modern_body(
+            1, "tools/call", {"name": "mirrored", "arguments": {"region": "eu", "count": 3.0}}
+        )
+        for count in ("3", "3.0"):
+            headers = {"mcp-param-region": "eu", "mcp-param-count": count}
+            ok = await post(served, call, modern_headers("tools/call", "mirrored", **headers))
+            assert ok.status_code == 200, (count, ok.text)
+            assert ok.json()["result"]["content"][0]["text"] == "eu:3"
+        for count in ("3.5", "3e0", "=?base64?Mw?="):
+            headers = {"mcp-param-region": "eu", "mcp-param-count": count}
+            bad = await post(served, call, modern_headers("tools/call", "mirrored", **headers))
+            assert bad.status_code == 400 and error_of(bad)["code"] == -32020, count
+        # No region in the body, so a Region header is one no client sends.
+        partial = modern_body(2, "tools/call", {"name": "mirrored", "arguments": {"count": 1}})
+        headers = {"mcp-param-region": "eu", "mcp-param-count": "1"}
+        bad = await post(served, partial, modern_headers("tools/call", "mirrored", **headers))
+        assert bad.status_code == 400 and "Mcp-Param-Region" in error_of(bad)["message"]
+
+
 async def test_statuses_follow_the_error_code() -> None:
     async with serving(modern_server([])) as served:
         unknown = await post(served, modern_body(1, "no/such"), modern_headers("no/such"))

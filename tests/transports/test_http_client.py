@@ -1,4 +1,4 @@
-"""The Streamable HTTP client against a real hypercorn on loopback, plus the SSE parser.
+"""The Streamable HTTP client against a real hypercorn on loopback.
 
 ASGI wrappers around the app record what reached the server, or change it (cut a stream,
 answer with an error, hold a request), so each test sees the wire as the server saw it.
@@ -27,12 +27,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._demo import demo_server
-from trio_mcp.transports._http_client import (
-    SESSION_EXPIRED,
-    ServerSentEvent,
-    SSEError,
-    SSEParser,
-)
+from trio_mcp.transports._http_client import SESSION_EXPIRED
 
 from .._http import (
     GUARD,
@@ -484,83 +479,3 @@ async def test_the_command_line_speaks_http() -> None:
             )
     assert b"echo(text)" in listed.stdout
     assert called.stdout.strip() == b"42"
-
-
-# -- the SSE parser --------------------------------------------------------------------------------
-
-
-def parse_all(chunks: list[bytes]) -> tuple[list[ServerSentEvent], SSEParser]:
-    parser = SSEParser()
-    events: list[ServerSentEvent] = []
-    for chunk in chunks:
-        events.extend(parser.feed(chunk))
-    return events, parser
-
-
-STREAM = (
-    b"\xef\xbb\xbf: a comment\r\n"
-    b"id: 1\r\n"
-    b"retry: 250\r\n"
-    b"data: \r\n"
-    b"\r\n"
-    b"event: message\n"
-    b"data: first line\n"
-    b"data:second line\n"
-    b"data:  two spaces\n"
-    b"data\n"
-    b"\n"
-    b"id: 2\rdata: cr only\r\r"
-    b"event: other\ndata: x\nid: bad\x00id\n\n"
-    b"retry: soon\n"
-    b"unknown: field\n"
-    b"data: no id change\r\n\r\n"
-    b"id: 3\n\n"
-    b"data: unfinished"
-)
-
-EXPECTED = [
-    ServerSentEvent("", "message", "1"),
-    ServerSentEvent("first line\nsecond line\n two spaces\n", "message", "1"),
-    ServerSentEvent("cr only", "message", "2"),
-    ServerSentEvent("x", "other", "2"),
-    ServerSentEvent("no id change", "message", "2"),
-]
-
-
-def test_sse_parser_whole_stream() -> None:
-    events, parser = parse_all([STREAM])
-    assert events == EXPECTED
-    assert parser.last_event_id == "3"  # an event with no data still sets the id
-    assert parser.retry == 250  # "soon" is not a number and is ignored
-
-
-def test_sse_parser_any_split_gives_the_same_events() -> None:
-    for cut in range(len(STREAM) + 1):
-        assert parse_all([STREAM[:cut], STREAM[cut:]])[0] == EXPECTED, cut
-    assert parse_all([STREAM[i : i + 1] for i in range(len(STREAM))])[0] == EXPECTED
-
-
-def test_sse_parser_crlf_split_between_cr_and_lf_is_one_line_end() -> None:
-    events, _ = parse_all([b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"])
-    assert events == [ServerSentEvent("a\nb", "message", None)]
-
-
-def test_sse_parser_multibyte_character_split_across_chunks() -> None:
-    data = "data: caf\u00e9 \u2603\n\n".encode()
-    events, _ = parse_all([data[:9], data[9:13], data[13:]])
-    assert events == [ServerSentEvent("caf\u00e9 \u2603")]
-
-
-def test_sse_parser_resumes_from_a_previous_last_event_id() -> None:
-    parser = SSEParser(last_event_id="s.r1.4")
-    assert parser.feed(b"data: replayed\n\n") == [ServerSentEvent("replayed", "message", "s.r1.4")]
-    assert parser.feed(b"id:\ndata: reset\n\n") == [ServerSentEvent("reset", "message", "")]
-
-
-def test_sse_parser_refuses_an_oversized_event() -> None:
-    parser = SSEParser(max_event_bytes=64)
-    with pytest.raises(SSEError):
-        for _ in range(10):
-            parser.feed(b"data: " + b"x" * 20 + b"\n")
-    with pytest.raises(SSEError):
-        SSEParser(max_event_bytes=64).feed(b"data: " + b"y" * 100)

@@ -23,6 +23,7 @@ import trio
 from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
+from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -73,7 +74,7 @@ from ..protocol._versions import (
     Era,
 )
 from ..transports._memory import memory_transport_pair
-from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, StderrTarget, open_process_transport
+from ..transports._stdio import StderrTarget, open_process_transport
 from ..transports._transport import Transport
 from ._cache import ResultCache, invalidates
 from ._target import Servable, Target
@@ -349,7 +350,7 @@ def _with_defaults(answer: JSONObject, schema: dict[str, Any]) -> JSONObject:
 def _without_unusable_tools(result: JSONObject) -> JSONObject:
     """A ``tools/list`` result minus the tools whose ``x-mcp-header`` declarations are invalid:
     the spec has clients drop them (their headers cannot be sent), and keep the others."""
-    from ..transports._http_client import tool_param_headers  # httpx only when needed
+    from ..protocol._headers import tool_param_headers
 
     tools = result.get("tools")
     if not isinstance(tools, list):

@@ -1,6 +1,7 @@
 """The sans-IO protocol core: JSON-RPC framing and error codes, the MCP types and their
-converter, protocol versions and eras. No trio in here: plain values and functions that never
-do I/O or read a clock, usable and testable without an event loop (like h11).
+converter, versions and eras, method tables, and the codecs of every wire (newline framing, SSE,
+the modern HTTP headers, requestState sealing). No trio, no sockets and no clocks in here: plain
+values and functions, time passed in, usable and testable without an event loop (like h11).
 """
 
 from ._jsonrpc import (

@@ -28,6 +28,37 @@ CLIENT_REQUEST_CAPABILITY: dict[str, str | None] = {
     "roots/list": "roots",
 }
 
+#: Methods a user cannot redefine with ``@server.method``: the requests a server answers
+#: itself and the notifications it handles.
+BUILTIN_METHODS: frozenset[str] = frozenset(
+    {
+        *SERVER_REQUEST_CAPABILITY,
+        "server/discover",
+        "subscriptions/listen",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+    }
+)
+
+#: Requests that may be sent again on a new session: they change nothing on the server, or
+#: setting them twice is the same as once.
+SAFE_TO_REPEAT = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
+
 #: Methods the 2026-07-28 revision removed.
 MODERN_REMOVED: frozenset[str] = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}

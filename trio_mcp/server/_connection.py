@@ -693,15 +693,3 @@ _HANDLERS: dict[str, MethodHandler] = {
     "logging/setLevel": _set_level,
     "completion/complete": _complete,
 }
-
-#: Methods a user cannot redefine with ``@server.method``.
-BUILTIN_METHODS: frozenset[str] = frozenset(
-    {
-        *_HANDLERS,
-        "server/discover",
-        "subscriptions/listen",
-        "notifications/initialized",
-        "notifications/cancelled",
-        "notifications/progress",
-    }
-)

@@ -18,17 +18,7 @@ import attrs
 import trio
 
 from ..protocol._jsonrpc import RequestId
-
-
-def event_id(session_id: str, stream_key: str, seq: int) -> str:
-    return f"{session_id}.{stream_key}.{seq}"
-
-
-def parse_event_id(value: str) -> tuple[str, str, int] | None:
-    parts = value.split(".")
-    if len(parts) != 3 or not parts[2].isdigit():
-        return None
-    return parts[0], parts[1], int(parts[2])
+from ..protocol._sse import event_id, stream_id
 
 
 class EventStore(Protocol):
@@ -117,7 +107,7 @@ class EventStream:
 
     @property
     def stream_id(self) -> str:
-        return f"{self.session_id}.{self.key}"
+        return stream_id(self.session_id, self.key)
 
     def push(self, data: bytes) -> None:
         self.seq += 1

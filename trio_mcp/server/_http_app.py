@@ -23,6 +23,7 @@ import trio
 
 from .._session import Session
 from ..protocol._envelope import has_envelope
+from ..protocol._headers import HeaderProblem, check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
@@ -37,6 +38,7 @@ from ..protocol._jsonrpc import (
     RequestId,
     parse,
 )
+from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -46,8 +48,8 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseTransport
 from ._connection import ServerConnection
-from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem, parse_event_id
-from ._http_modern import HeaderProblem, check_request, is_modern, status_for
+from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
+from ._http_modern import is_modern, status_for
 from ._server import Server
 
 logger = logging.getLogger("trio_mcp.http")
@@ -636,7 +638,7 @@ class McpHttpApp:
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
         """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
         if is_at_least(session.connection.protocol_version, V2025_11_25):
-            return f"{session.id}.{stream.key}.{stream.seq}"
+            return event_id(session.id, stream.key, stream.seq)
         return None
 
     async def _post_stateless(
@@ -765,7 +767,8 @@ class McpHttpApp:
             await self._sse(scope, send, items, ())
             return
         await self._sse_start(scope, send)
-        await send({"type": "http.response.body", "body": _event(*first), "more_body": True})
+        body = encode_event(first[1], event="message", id=first[0])
+        await send({"type": "http.response.body", "body": body, "more_body": True})
         await self._relay(send, events)
 
     # -- SSE -----------------------------------------------------------------------------------
@@ -797,9 +800,8 @@ class McpHttpApp:
         """A complete SSE response whose events are already known."""
         await self._sse_start(scope, send, headers)
         for event, data in items:
-            await send(
-                {"type": "http.response.body", "body": _event(event, data), "more_body": True}
-            )
+            body = encode_event(data, event="message", id=event)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
     async def _stream(
@@ -821,7 +823,7 @@ class McpHttpApp:
             await send(
                 {
                     "type": "http.response.body",
-                    "body": f"id: {prime}\nretry: {self.options.retry_ms}\ndata: \n\n".encode(),
+                    "body": encode_event(b"", id=prime, retry=self.options.retry_ms),
                     "more_body": True,
                 }
             )
@@ -843,14 +845,12 @@ class McpHttpApp:
                     await send(
                         {
                             "type": "http.response.body",
-                            "body": _event(item[0], item[1]),
+                            "body": encode_event(item[1], event="message", id=item[0]),
                             "more_body": True,
                         }
                     )
                     continue
-                await send(
-                    {"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True}
-                )
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
             ended = True
             await send({"type": "http.response.body", "body": b""})
         except OSError:
@@ -971,10 +971,6 @@ async def _cancel_on_disconnect(
 def _error_code(data: bytes) -> int | None:
     parsed = parse(data)
     return parsed.error.code if isinstance(parsed, ErrorResponse) else None
-
-
-def _event(event_id: str, data: bytes) -> bytes:
-    return b"event: message\nid: " + event_id.encode() + b"\ndata: " + data + b"\n\n"
 
 
 def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:

@@ -10,18 +10,14 @@ forever.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import secrets
 import time
 from typing import Any
 
 import attrs
-import orjson
 
 from .._exceptions import MCPError
 from ..protocol._envelope import Envelope
+from ..protocol._request_state import StateSealer
 
 #: Methods whose result may be an InputRequiredResult.
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -96,55 +92,6 @@ class ModernRequest:
         return answer if isinstance(answer, dict) else None
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-class StateSealer:
-    """Seals ``requestState`` with HMAC-SHA256 under a server key, with an expiry.
-
-    The state is bound to the method and its target (tool, prompt or resource), so it cannot be
-    replayed elsewhere.
-    """
-
-    def __init__(self, key: bytes | None = None, *, ttl: float = 600.0) -> None:
-        self.key = key if key is not None else secrets.token_bytes(32)
-        self.ttl = ttl
-
-    def seal(self, method: str, target: str, payload: dict[str, Any]) -> str:
-        body = orjson.dumps({"m": method, "t": target, "exp": time.time() + self.ttl, "p": payload})
-        mac = hmac.new(self.key, body, hashlib.sha256).digest()
-        return f"{_b64(body)}.{_b64(mac)}"
-
-    def open(self, method: str, target: str, token: object) -> dict[str, Any] | None:
-        """The payload of a state we sealed for this method and target, or None."""
-        if not isinstance(token, str) or token.count(".") != 1:
-            return None
-        body_text, mac_text = token.split(".")
-        try:
-            body, mac = _unb64(body_text), _unb64(mac_text)
-        except (ValueError, UnicodeError):
-            return None
-        expected = hmac.new(self.key, body, hashlib.sha256).digest()
-        if not hmac.compare_digest(mac, expected):
-            return None
-        try:
-            state = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(state, dict) or state.get("m") != method or state.get("t") != target:
-            return None
-        expiry = state.get("exp")
-        if not isinstance(expiry, int | float) or expiry < time.time():
-            return None
-        payload = state.get("p")
-        return payload if isinstance(payload, dict) else None
-
-
 def target_of(method: str, params: dict[str, Any]) -> str:
     value = params.get("uri") if method == "resources/read" else params.get("name")
     return value if isinstance(value, str) else ""
@@ -173,7 +120,8 @@ def gather(
         if isinstance(responses, dict):
             request.unsolicited = dict(responses)
         return True
-    payload = sealer.open(method, target_of(method, params), token)
+    # Wall-clock time: the retry may reach another worker, which must agree on expiry.
+    payload = sealer.open(method, target_of(method, params), token, now=time.time())
     if payload is None:
         return False
     answers = payload.get("answers")
@@ -200,5 +148,5 @@ def input_required_result(
     return {
         "resultType": "input_required",
         "inputRequests": dict(exc.requests),
-        "requestState": sealer.seal(method, target_of(method, params), payload),
+        "requestState": sealer.seal(method, target_of(method, params), payload, now=time.time()),
     }

@@ -12,6 +12,7 @@ import trio
 
 from .._session import Session
 from ..protocol._envelope import CacheHints
+from ..protocol._request_state import StateSealer
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -27,7 +28,6 @@ from ..protocol._types import (
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._context import Context
-from ._input import StateSealer
 from ._registry import (
     CONTENT_TYPES,
     PromptEntry,
@@ -352,7 +352,7 @@ class Server:
         if it asks for one; a request handler returns a dict (None means ``{}``). A notification
         is not a request, so its handler cannot take a ``Context``.
         """
-        from ._connection import BUILTIN_METHODS
+        from ..protocol._methods import BUILTIN_METHODS
 
         if name in BUILTIN_METHODS or name in self.custom_methods:
             raise ValueError(f"method {name!r} is already defined")
@@ -408,7 +408,8 @@ class Server:
         ``print()`` cannot corrupt the stream. On end of input everything in flight is
         cancelled, what was already decided is written, and this returns.
         """
-        from ..transports._stdio import DEFAULT_MAX_LINE_BYTES, serve_stdio_transport
+        from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
+        from ..transports._stdio import serve_stdio_transport
 
         await serve_stdio_transport(
             self.serve_transport,

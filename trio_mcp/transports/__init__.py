@@ -1,8 +1,8 @@
 """Transports move framed messages; they never interpret methods."""
 
+from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ._memory import MemoryTransport, memory_transport_pair
 from ._stdio import (
-    DEFAULT_MAX_LINE_BYTES,
     LineTransport,
     ProcessTransport,
     open_process_transport,

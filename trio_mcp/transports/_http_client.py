@@ -16,7 +16,6 @@ ends the whole connection.
 
 from __future__ import annotations
 
-import base64
 import http
 import logging
 import math
@@ -30,7 +29,7 @@ import httpx
 import trio
 
 from .._exceptions import ConnectionClosed
-from ..protocol._envelope import PROTOCOL_VERSION_KEY
+from ..protocol._headers import modern_headers, tool_param_headers
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -47,6 +46,8 @@ from ..protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
+from ..protocol._methods import SAFE_TO_REPEAT
+from ..protocol._sse import SSEError, SSEParser
 from ._transport import BaseTransport
 
 logger = logging.getLogger("trio_mcp.http.client")
@@ -54,24 +55,6 @@ logger = logging.getLogger("trio_mcp.http.client")
 #: The JSON-RPC code of the error a request gets when the server forgot the session and the
 #: request was not repeated (``tools/call``, or a list continuation with a cursor).
 SESSION_EXPIRED = -32001
-
-#: Requests that may be sent again on a new session: they change nothing on the server, or
-#: setting them twice is the same as once.
-SAFE_TO_REPEAT = frozenset(
-    {
-        "ping",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/get",
-        "completion/complete",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    }
-)
 
 #: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
 #: cancel does not reach the server first (the server would ignore it and run the request).
@@ -105,282 +88,6 @@ class SessionExpired(ConnectionClosed):
     code :data:`SESSION_EXPIRED` (-32001, message "Session expired: ..."), which the caller sees
     as ``ProtocolError``.
     """
-
-
-# -- Server-Sent Events --------------------------------------------------------------------------
-
-
-@attrs.frozen
-class ServerSentEvent:
-    """One dispatched SSE event; ``id`` is the stream's last event id when it was dispatched."""
-
-    data: str
-    event: str = "message"
-    id: str | None = None
-
-
-class SSEError(ValueError):
-    """The event stream broke a limit (an event larger than allowed)."""
-
-
-_LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
-class SSEParser:
-    """An incremental parser of ``text/event-stream`` (the WHATWG rules), fed raw chunks.
-
-    Lines end in CRLF, LF or CR, even when a chunk ends between the CR and the LF. Comments
-    (``:``) and unknown fields are ignored, ``data`` lines are joined with ``\\n``, an event
-    with no data line is not dispatched, and an unfinished event at the end is dropped by never
-    being dispatched. ``last_event_id`` and ``retry`` (milliseconds) persist across events, and
-    a parser for a reconnection starts from the previous one's ``last_event_id``.
-    """
-
-    def __init__(
-        self, *, last_event_id: str | None = None, max_event_bytes: int = MAX_MESSAGE_BYTES
-    ) -> None:
-        self.last_event_id = last_event_id
-        self.retry: int | None = None
-        self.max_event_bytes = max_event_bytes
-        self._buffer = bytearray()
-        self._skip_lf = False
-        self._first_line = True
-        self._data: list[str] = []
-        self._event_type = ""
-        self._id_buffer = last_event_id
-        self._event_bytes = 0
-
-    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Parse a chunk; return the events it completed, in order."""
-        if self._skip_lf and chunk:
-            self._skip_lf = False
-            if chunk[:1] == b"\n":
-                chunk = chunk[1:]
-        self._buffer += chunk
-        events: list[ServerSentEvent] = []
-        start = 0
-        while True:
-            end = _LINE_END.search(self._buffer, start)
-            if end is None:
-                break
-            event = self._line(bytes(self._buffer[start : end.start()]))
-            if event is not None:
-                events.append(event)
-            start = end.end()
-            if end.group() == b"\r" and start == len(self._buffer):
-                self._skip_lf = True  # the LF of a CRLF may come in the next chunk
-        del self._buffer[:start]
-        if len(self._buffer) + self._event_bytes > self.max_event_bytes:
-            raise SSEError(f"an event exceeds the limit of {self.max_event_bytes} bytes")
-        return events
-
-    def _line(self, raw: bytes) -> ServerSentEvent | None:
-        line = raw.decode("utf-8", "replace")
-        if self._first_line:
-            self._first_line = False
-            line = line.removeprefix("\ufeff")
-        if not line:
-            return self._dispatch()
-        if line.startswith(":"):
-            return None
-        name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-            self._event_bytes += len(raw)
-            if self._event_bytes > self.max_event_bytes:
-                raise SSEError(f"an event exceeds the limit of {self.max_event_bytes} bytes")
-        elif name == "event":
-            self._event_type = value
-        elif name == "id":
-            if "\0" not in value:
-                self._id_buffer = value
-        elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
-        return None
-
-    def _dispatch(self) -> ServerSentEvent | None:
-        self.last_event_id = self._id_buffer
-        data, event_type = self._data, self._event_type
-        self._data, self._event_type, self._event_bytes = [], "", 0
-        if not data:
-            return None
-        return ServerSentEvent("\n".join(data), event_type or "message", self.last_event_id)
-
-
-# -- the modern era's headers -------------------------------------------------------------------
-
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-
-def header_value(value: str) -> str:
-    """A value as a header may carry it; anything unsafe goes as ``=?base64?...?=``."""
-    safe = (
-        value.isascii()
-        and value == value.strip()
-        and all(0x20 <= ord(c) < 0x7F for c in value)
-        and not (value.startswith("=?") and value.endswith("?="))
-    )
-    if safe:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
-
-
-#: Argument paths (through ``properties``) a tool mirrors into headers, to the header names.
-ParamHeaders = Mapping[tuple[str, ...], str]
-
-
-def modern_headers(
-    method: str | None,
-    params: JSONObject | None,
-    tool_headers: Mapping[str, ParamHeaders] | None = None,
-) -> dict[str, str]:
-    """A modern request repeats its version, method and name in headers (2026-07-28), so that
-    intermediaries can route it without reading the body; a ``tools/call`` also repeats the
-    arguments its tool marks with ``x-mcp-header`` (``tool_headers``, by tool name)."""
-    meta = params.get("_meta") if params else None
-    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-    if not isinstance(version, str) or method is None:
-        return {}
-    headers = {"mcp-protocol-version": version, "mcp-method": method}
-    key = _NAMED.get(method)
-    name = params.get(key) if params and key else None
-    if isinstance(name, str):
-        headers["mcp-name"] = header_value(name)
-        mirrored = (tool_headers or {}).get(name) if method == "tools/call" else None
-        arguments = params.get("arguments") if params else None
-        for path, header in (mirrored or {}).items():
-            value = param_value(_argument_at(arguments, path))
-            if value is not None:
-                headers["Mcp-Param-" + header] = value
-    return headers
-
-
-# -- x-mcp-header: tool arguments mirrored into Mcp-Param-* headers --------------------------------
-
-X_MCP_HEADER = "x-mcp-header"
-#: An HTTP field-name token (RFC 9110 section 5.6.2): what may follow ``Mcp-Param-``.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_PARAM_TYPES = frozenset({"string", "integer", "boolean"})
-#: Keywords holding one subschema or a list of them; a declaration under one is unreachable.
-_SUBSCHEMA = frozenset(
-    {
-        "items",
-        "prefixItems",
-        "contains",
-        "additionalProperties",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-        "propertyNames",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "if",
-        "then",
-        "else",
-    }
-)
-#: Keywords holding a map of names to subschemas (other than ``properties``).
-_SUBSCHEMA_MAPS = frozenset({"$defs", "definitions", "patternProperties", "dependentSchemas"})
-
-
-def tool_param_headers(input_schema: Any) -> dict[tuple[str, ...], str]:
-    """The ``x-mcp-header`` declarations of a tool's input schema: each argument's path through
-    ``properties`` to its header name (``Mcp-Param-`` + name).
-
-    Raises ``ValueError`` for a declaration the spec forbids: a name that is not an HTTP token
-    (empty, spaces, ``:``, non-ASCII, control characters), one repeated (case-insensitively), on
-    a parameter that is not a string, integer or boolean, or not reachable through
-    ``properties`` alone. Clients must not use such a tool: what it would put in headers is
-    undefined.
-    """
-    found: dict[tuple[str, ...], str] = {}
-    _collect_param_headers(input_schema, (), found)
-    return found
-
-
-def _collect_param_headers(
-    node: Any, path: tuple[str, ...] | None, found: dict[tuple[str, ...], str]
-) -> None:
-    """Walk a schema; ``path`` is None once the walk left the ``properties``-only chain."""
-    if isinstance(node, list):
-        for item in node:
-            _collect_param_headers(item, None, found)
-        return
-    if not isinstance(node, dict):
-        return
-    if X_MCP_HEADER in node:
-        name = node[X_MCP_HEADER]
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise ValueError(f"{X_MCP_HEADER} {name!r} is not an HTTP header name token")
-        if not path:
-            raise ValueError(f"{X_MCP_HEADER} {name!r} is not on a property reached by properties")
-        if not _is_primitive(node):
-            raise ValueError(f"{X_MCP_HEADER} {name!r} is on a {node.get('type')!r} parameter")
-        if name.lower() in {known.lower() for known in found.values()}:
-            raise ValueError(f"{X_MCP_HEADER} {name!r} is declared twice")
-        found[path] = name
-    for key, value in node.items():
-        if key == "properties" and isinstance(value, dict):
-            for prop, schema in value.items():
-                _collect_param_headers(schema, None if path is None else (*path, prop), found)
-        elif key in _SUBSCHEMA:
-            _collect_param_headers(value, None, found)
-        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
-            for schema in value.values():
-                _collect_param_headers(schema, None, found)
-
-
-def _is_primitive(schema: dict[str, Any]) -> bool:
-    """A string, integer or boolean, maybe nullable: by ``type`` (a name or a list), by
-    ``anyOf``/``oneOf`` branches of such types (how an optional parameter is often written),
-    or else by its ``enum``/``const`` values."""
-    kinds = _types_of(schema.get("type"))
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        for branch in branches if isinstance(branches, list) else ():
-            branch_kinds = _types_of(branch.get("type") if isinstance(branch, dict) else None)
-            if not branch_kinds:
-                return False
-            kinds += branch_kinds
-    if not kinds and ("enum" in schema or "const" in schema):
-        values = schema.get("enum") if "enum" in schema else [schema["const"]]
-        kinds = [_JSON_TYPES.get(type(v)) for v in values] if isinstance(values, list) else []
-    named = [k for k in kinds if k != "null"]
-    return bool(named) and all(isinstance(k, str) and k in _PARAM_TYPES for k in named)
-
-
-def _types_of(kind: Any) -> list[Any]:
-    if isinstance(kind, list):
-        return list(kind)
-    return [] if kind is None else [kind]
-
-
-_JSON_TYPES: dict[type, str] = {str: "string", int: "integer", bool: "boolean", type(None): "null"}
-
-
-def _argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(arguments, dict):
-            return None
-        arguments = arguments.get(key)
-    return arguments
-
-
-def param_value(value: Any) -> str | None:
-    """An argument as its ``Mcp-Param-*`` header carries it; None (null or absent, or not a
-    primitive) leaves the header out."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, str):
-        return header_value(value)
-    return None
 
 
 # -- the transport -------------------------------------------------------------------------------
@@ -772,7 +479,7 @@ class StreamableHttpTransport(BaseTransport):
         stop: Callable[[], bool] = lambda: False,
     ) -> None:
         """Deliver a stream's events until it ends or breaks (a break is not an error here)."""
-        parser = SSEParser(last_event_id=state.last_event_id)
+        parser = SSEParser(last_event_id=state.last_event_id, max_event_bytes=MAX_MESSAGE_BYTES)
         linger: trio.CancelScope | None = None
         try:
             with trio.CancelScope() as linger:
@@ -1000,7 +707,7 @@ class StreamableHttpTransport(BaseTransport):
             if body is not None:
                 take(body)
         elif media == "text/event-stream":
-            parser = SSEParser()
+            parser = SSEParser(max_event_bytes=MAX_MESSAGE_BYTES)
             try:
                 async for chunk in response.aiter_bytes():
                     for event in parser.feed(chunk):

@@ -4,7 +4,6 @@ for a client talking to a server it spawned as a child process.
 
 from __future__ import annotations
 
-import collections
 import os
 import signal
 import subprocess
@@ -17,11 +16,10 @@ from typing import IO, Any
 import trio
 
 from .._exceptions import ConnectionClosed
+from ..protocol._framing import DEFAULT_MAX_LINE_BYTES, END, TOO_LONG, LineFramer
 from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, Invalid, RequestId
 from ._transport import BaseTransport, OutgoingMessage
 
-#: The longest line accepted by default; longer ones are refused, and the stream keeps going.
-DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
 _CHUNK = 65536
 
 
@@ -42,10 +40,7 @@ class LineTransport(BaseTransport):
         self._receive_stream = receive_stream
         self._send_stream = send_stream
         self.max_line_bytes = max_line_bytes
-        self._lines: collections.deque[bytes] = collections.deque()
-        self._partial = bytearray()
-        self._discarding = False
-        self._eof = False
+        self._framer = LineFramer(max_line_bytes)
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
@@ -67,47 +62,14 @@ class LineTransport(BaseTransport):
 
     async def receive(self) -> bytes | Invalid:
         while True:
-            if self._lines:
-                line = self._lines.popleft()
-                if len(line) > self.max_line_bytes:
-                    return self._too_long()
-                if line.strip():
-                    return line
-                continue
-            if len(self._partial) > self.max_line_bytes:
-                # Refuse an oversized line as soon as it is one; skip the rest of it.
-                self._partial.clear()
-                self._discarding = True
+            line = self._framer.next_line()
+            if isinstance(line, bytes):
+                return line
+            if line is TOO_LONG:
                 return self._too_long()
-            if self._eof:
-                line = bytes(self._partial)
-                self._partial.clear()
-                if line.strip() and not self._discarding:
-                    return line
+            if line is END:
                 raise trio.EndOfChannel
-            chunk = await self._read_chunk()
-            if not chunk:
-                self._eof = True
-                continue
-            self._split(chunk)
-
-    def _split(self, chunk: bytes) -> None:
-        """Cut a chunk into lines once (a busy pipe brings many per read)."""
-        parts = chunk.split(b"\n")
-        if len(parts) == 1:
-            if not self._discarding:
-                self._partial += chunk
-            return
-        head = parts[0]
-        if self._discarding:
-            self._discarding = False  # the oversized line ends here
-        else:
-            if self._partial:
-                head = bytes(self._partial) + head
-                self._partial.clear()
-            self._lines.append(head)
-        self._lines.extend(parts[1:-1])
-        self._partial += parts[-1]
+            self._framer.feed(await self._read_chunk())  # an empty read is the end
 
     async def _read_chunk(self) -> bytes:
         try:
