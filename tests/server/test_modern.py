@@ -150,7 +150,7 @@ async def test_the_handler_sees_the_requests_own_envelope() -> None:
         await peer.request(1, "tools/call", params)
         await peer.request(2, "tools/call", modern({"name": "whoami"}))
         (connection,) = server.connections
-        assert not connection.initialized
+        assert not connection.state.initialized
     assert seen == [
         {
             "modern": True,
@@ -222,7 +222,7 @@ async def test_an_enveloped_initialize_neither_locks_nor_initializes() -> None:
         }
         assert (await peer.request(1, "initialize", params))["error"]["code"] == -32601
         (connection,) = server.connections
-        assert not connection.initialized and not connection.modern_locked
+        assert connection.state.era is None
         assert "result" in await peer.initialize()
 
 

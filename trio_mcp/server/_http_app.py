@@ -147,7 +147,8 @@ class HttpSession:
         self.app = app
         self.id = session_id
         self.connection = ServerConnection(app.server)
-        self.connection.back_channel = back_channel
+        if not back_channel:
+            self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
         self.engine = Session(
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace
@@ -579,7 +580,7 @@ class McpHttpApp:
             self._initializing -= 1
         events = stream.attach()
         items = _drain_now(events)
-        if not session.connection.initialized:
+        if not session.connection.state.initialized:
             # Refused (bad params): no session is kept.
             session.close()
             data = items[-1][1] if items else b""
@@ -634,7 +635,7 @@ class McpHttpApp:
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
         """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
-        if is_at_least(session.connection.protocol_version, V2025_11_25):
+        if is_at_least(session.connection.state.protocol_version, V2025_11_25):
             return f"{session.id}.{stream.key}.{stream.seq}"
         return None
 
@@ -647,9 +648,8 @@ class McpHttpApp:
         client going away cancels it.
         """
         session = HttpSession(self, "stateless", back_channel=False, store=_NO_STORE)
-        session.connection.initialized = isinstance(message, Request) and (
-            message.method != "initialize"
-        )
+        if isinstance(message, Request) and message.method != "initialize":
+            session.connection.state.skip_handshake()
         if not isinstance(message, Request):
             await self._respond(scope, send, 202)
             return
