@@ -9,6 +9,7 @@ layer's (409 for an id in flight) can never disagree.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import math
@@ -107,20 +108,18 @@ class HttpError(Exception):
 
 
 class _SessionTransport:
-    """The engine's transport inside one HTTP session: routes outgoing messages to streams."""
+    """The engine's transport inside one HTTP session: routes outgoing messages to streams.
+
+    Nothing reads it: each POST feeds its message to the engine (``Session.feed``).
+    """
 
     def __init__(self, session: HttpSession) -> None:
         self._session = session
-        self._closed = trio.Event()
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
         self._session.route(data, related_request_id, final)
-
-    async def receive(self) -> bytes:
-        await self._closed.wait()
-        raise trio.EndOfChannel
 
     def request_suppressed(self, request_id: RequestId) -> None:
         stream = self._session.request_streams.get(request_id)
@@ -128,9 +127,6 @@ class _SessionTransport:
             stream.finish(responded=False)
             self._session.forget_stream(stream)
         self._session.touch()
-
-    def close(self) -> None:
-        self._closed.set()
 
 
 class HttpSession:
@@ -209,7 +205,7 @@ class HttpSession:
         self.touch()
 
     def touch(self) -> None:
-        if self.active == 0 and not self.engine._in_flight:
+        if self.active == 0 and self.engine.idle:
             self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -218,7 +214,7 @@ class HttpSession:
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(self.engine.run)
+                    await nursery.start(functools.partial(self.engine.run, pull=False))
                     task_status.started()
         finally:
             self.app.server.connections.discard(self.connection)
@@ -229,7 +225,7 @@ class HttpSession:
 
     def close(self) -> None:
         """End the session: its requests are cancelled, its streams end."""
-        self.transport.close()
+        self.engine.feed_eof()
         self.close_streams()
 
     def close_streams(self) -> None:
@@ -658,7 +654,7 @@ class McpHttpApp:
             nursery.start_soon(
                 _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, message.id
             )
-            await nursery.start(session.engine.run)
+            await nursery.start(functools.partial(session.engine.run, pull=False))
             events = stream.attach()
             session.engine.feed(message)
             try:
@@ -672,7 +668,7 @@ class McpHttpApp:
                 else:
                     await self._stream(scope, None, send, events, None)
             finally:
-                session.transport.close()
+                session.engine.feed_eof()
                 nursery.cancel_scope.cancel()
 
     async def _post_modern(self, scope: Scope, receive: Receive, send: Send, message: Any) -> None:
@@ -731,13 +727,13 @@ class McpHttpApp:
                     session.engine,
                     message.id,
                 )
-                await nursery.start(session.engine.run)
+                await nursery.start(functools.partial(session.engine.run, pull=False))
                 events = stream.attach()
                 session.engine.feed(message)
                 try:
                     await self._answer_modern(scope, send, stream, events)
                 finally:
-                    session.transport.close()
+                    session.engine.feed_eof()
                     nursery.cancel_scope.cancel()
         finally:
             self.server.connections.discard(session.connection)
