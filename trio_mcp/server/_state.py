@@ -2,8 +2,9 @@
 
 Rule 1, as in h11's ``_state.py``: everything that affects the state machine and its transitions
 lives here. The rest of the server reads the state and changes it only through these methods; each
-refuses an illegal transition with the protocol error the peer is answered with. Sans-IO: no trio,
-no clock; plain values in and out, tested without an event loop.
+refuses an illegal transition with the protocol error the peer is answered with. Sans-IO: nothing
+here waits, reads, writes or looks at a clock; plain values in and out, tested without an event
+loop.
 
 A connection starts in no era. ``initialize`` puts it in the handshake era: the negotiated
 version, the client's info and capabilities and the server capabilities it was told of are fixed
