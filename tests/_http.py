@@ -9,7 +9,7 @@ so the tests see the exact wire.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from trio_mcp import Server, TextContent
-from trio_mcp.server import Context, McpHttpApp
+from trio_mcp.server import Context, HttpOptions, McpHttpApp
 
 #: A hang guard, never a performance assertion.
 GUARD = 30
@@ -315,15 +315,14 @@ async def _serve(
 @asynccontextmanager
 async def serving(
     server: Server,
+    options: HttpOptions | None = None,
     *,
     guard: float = GUARD,
     graceful_timeout: float = 2.0,
     lifespan: bool = True,
-    **options: Any,
 ) -> AsyncIterator[Served]:
-    """Serve ``server.http_app(**options)`` on 127.0.0.1 (port 0) with hypercorn's trio worker."""
-    app = server.http_app(**options)
-    assert isinstance(app, McpHttpApp)
+    """Serve ``server.http_app(options)`` on 127.0.0.1 (port 0) with hypercorn's trio worker."""
+    app = server.http_app(options)
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.graceful_timeout = graceful_timeout
@@ -384,8 +383,9 @@ def progress_messages(events: list[SseEvent]) -> list[str]:
 
 # -- recording and fault-injecting wrappers ----------------------------------------------------
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
+# The shapes the app itself takes, so that a wrapper can wrap it.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]

@@ -46,7 +46,7 @@ from .protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
-from .transports._transport import OutgoingMessage, Transport
+from .transports._transport import OutgoingMessage, Sender, Transport
 
 logger = logging.getLogger("trio_mcp")
 
@@ -218,7 +218,7 @@ class Session:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Sender,
         dispatcher: Dispatcher,
         *,
         id_prefix: str = "",
@@ -245,13 +245,25 @@ class Session:
         self._nursery: trio.Nursery | None = None
         self._closed: BaseException | None = None
         self.closed = trio.Event()
+        self._input_ended = trio.Event()
 
     # -- running -------------------------------------------------------------------------------
 
     async def run(
-        self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+        self,
+        *,
+        pull: bool = True,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Read, dispatch and write until the peer goes away or the caller cancels."""
+        """Dispatch and write until the peer goes away or the caller cancels.
+
+        With ``pull`` (byte streams, memory channels) the engine reads its :class:`Transport`
+        itself: its read loop takes each frame from ``receive()`` and feeds it, until the
+        transport ends. With ``pull=False`` (Streamable HTTP, where every POST carries one
+        message) nothing is read: the transport hands each message to :meth:`feed` as it comes
+        and calls :meth:`feed_eof` when its peer is gone. Either way, what is in flight is then
+        cancelled and what was already decided is written (bounded by ``drain_timeout``).
+        """
         why: BaseException = ConnectionClosed("connection closed")
         try:
             async with trio.open_nursery() as nursery:
@@ -260,7 +272,7 @@ class Session:
                 nursery.start_soon(self._ordered_loop)
                 task_status.started(self)
                 try:
-                    why = await self._read_loop()
+                    why = await (self._read_loop() if pull else self._until_input_ends())
                     await self._drain(why)
                 finally:
                     self._close(why)
@@ -290,14 +302,31 @@ class Session:
         self._progress.clear()
         self.closed.set()
 
+    def feed_eof(self) -> None:
+        """The peer is gone: for a session run with ``pull=False``, what a transport's end is
+        to the read loop. Whatever is in flight is cancelled and the session winds down."""
+        self._input_ended.set()
+
     @property
     def is_closed(self) -> bool:
         return self._closed is not None
 
+    @property
+    def idle(self) -> bool:
+        """True when no request of the peer is in flight (``initialize`` is never counted)."""
+        return not self._in_flight
+
     async def _read_loop(self) -> BaseException:
+        """The driver of a transport the engine reads: pull a frame, feed it, repeat."""
+        transport = self.transport
+        if not isinstance(transport, Transport):
+            raise TypeError(
+                f"{type(transport).__name__} has no receive(): run its session with pull=False "
+                "and feed() it what arrives"
+            )
         while True:
             try:
-                data = await self.transport.receive()
+                data = await transport.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
                 return ConnectionClosed("the peer closed the connection")
             except ConnectionClosed as exc:
@@ -305,8 +334,20 @@ class Session:
             parsed = parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
             self.feed(parsed)
 
+    async def _until_input_ends(self) -> BaseException:
+        await self._input_ended.wait()
+        return ConnectionClosed("the peer closed the connection")
+
     def feed(self, parsed: Parsed | Batch) -> None:
-        """Act on one parsed frame. Synchronous: routing decisions take no checkpoint."""
+        """The engine's entry: act on one parsed frame from the peer, while :meth:`run` runs.
+
+        A transport that pushes what it receives (one message per HTTP POST) calls this
+        directly; for one that is read, the read loop calls it. Synchronous: no checkpoint is
+        taken between the routing decision and the registration of a request, so a caller can
+        register its own bookkeeping for the request first (an HTTP stream for its id) and know
+        that the engine's decision and its own cannot disagree. A request is then running as a
+        task of the session (see :meth:`in_flight`); an invalid frame is answered at once.
+        """
         if isinstance(parsed, Batch):
             self._feed_batch(parsed)
         elif isinstance(parsed, Request):

@@ -10,9 +10,10 @@ from ._session import Dispatcher, InFlight, ProgressCallback, Route, Session
 from .client._client import ClientDispatcher
 from .server._connection import ServerConnection
 from .transports._memory import MemoryTransport, memory_transport_pair
-from .transports._transport import BaseTransport, OutgoingMessage, Transport
+from .transports._transport import BaseSender, BaseTransport, OutgoingMessage, Sender, Transport
 
 __all__ = [
+    "BaseSender",
     "BaseTransport",
     "ClientDispatcher",
     "Dispatcher",
@@ -21,6 +22,7 @@ __all__ = [
     "OutgoingMessage",
     "ProgressCallback",
     "Route",
+    "Sender",
     "ServerConnection",
     "Session",
     "Transport",

@@ -40,6 +40,7 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
 )
+from trio_mcp.server import HttpOptions, McpHttpApp
 from trio_mcp.server._hypercorn import serve_http
 
 # -- media, made here rather than pasted in -----------------------------------------------------
@@ -82,8 +83,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class ReconnectionCut:
-    """ASGI middleware: end the response of a ``test_reconnection`` call after its priming event.
+class ReconnectionCut(McpHttpApp):
+    """The fixture's HTTP app: it ends the response of a ``test_reconnection`` call after its
+    priming event.
 
     SEP-1699 lets a server close a request's SSE connection and have the client resume with
     ``Last-Event-ID``. trio_mcp has no call for a handler to do that, so the fixture does it
@@ -91,12 +93,9 @@ class ReconnectionCut:
     running and its events wait in the event store for the resume.
     """
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
+            await super().__call__(scope, receive, send)
             return
         read: list[Message] = []
         body = b""
@@ -113,7 +112,7 @@ class ReconnectionCut:
             return read.pop(0) if read else await receive()
 
         if not _is_reconnection_call(body):
-            await self.app(scope, replay, send)
+            await super().__call__(scope, replay, send)
             return
         cut = False
 
@@ -127,7 +126,7 @@ class ReconnectionCut:
                 await send({"type": "http.response.body", "body": b""})
                 cut = True
 
-        await self.app(scope, replay, cutting_send)
+        await super().__call__(scope, replay, cutting_send)
 
 
 def _is_reconnection_call(body: bytes) -> bool:
@@ -144,10 +143,10 @@ def _is_reconnection_call(body: bytes) -> bool:
 
 
 class FixtureServer(Server):
-    """The server, with its HTTP app behind :class:`ReconnectionCut`."""
+    """The server, with :class:`ReconnectionCut` as its HTTP app."""
 
-    def http_app(self, **options: Any) -> Any:
-        return ReconnectionCut(super().http_app(**options))
+    def http_app(self, options: HttpOptions | None = None) -> McpHttpApp:
+        return ReconnectionCut(self, options)
 
 
 server = FixtureServer("trio-mcp-conformance-fixture", "1.0.0")

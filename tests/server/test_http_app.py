@@ -14,7 +14,9 @@ import orjson
 import pytest
 import trio
 
+from trio_mcp import Server
 from trio_mcp._demo import demo_server
+from trio_mcp.server import HttpOptions, McpHttpApp
 
 from .._http import (
     GUARD,
@@ -50,7 +52,7 @@ async def test_initialize_answers_sse_with_a_session_id() -> None:
 
 async def test_json_mode_answers_application_json() -> None:
     """JSON mode: one JSON body per request, and a client may accept only application/json."""
-    async with serving(demo_server(), json_response=True) as served:
+    async with serving(demo_server(), HttpOptions(json_response=True)) as served:
         response = await served.post(initialize_body(), version=None)
         assert response.status_code == 200
         assert response.headers["content-type"] == "application/json"
@@ -69,7 +71,7 @@ async def test_json_mode_answers_application_json() -> None:
 
 async def test_request_sse_stream_is_primed_then_answered() -> None:
     """2025-11-25: a priming event (id, retry, empty data) first, so the stream is resumable."""
-    async with serving(demo_server(), retry_ms=1234) as served:
+    async with serving(demo_server(), HttpOptions(retry_ms=1234)) as served:
         session = await served.initialize()
         response = await served.post(call_body(7, "echo", {"text": "hi"}), session)
         assert response.status_code == 200
@@ -247,7 +249,7 @@ async def test_host_not_loopback_gets_403_naming_the_setting() -> None:
 
 
 async def test_allowed_hosts_replace_the_loopback_rule() -> None:
-    async with serving(demo_server(), allowed_hosts=["mcp.example"]) as served:
+    async with serving(demo_server(), HttpOptions(allowed_hosts=["mcp.example"])) as served:
         ok = await served.post(initialize_body(), headers=served.headers(host="mcp.example"))
         assert ok.status_code == 200
         refused = await served.post(initialize_body(), headers=served.headers())
@@ -266,7 +268,9 @@ async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
         assert "allowed_origins" in error["message"]
         headers = served.headers(session, origin="http://localhost:5173")
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
-    async with serving(demo_server(), allowed_origins=["https://app.example"]) as served:
+    async with serving(
+        demo_server(), HttpOptions(allowed_origins=["https://app.example"])
+    ) as served:
         headers = served.headers(version=None, origin="https://app.example")
         assert (await served.post(initialize_body(), headers=headers)).status_code == 200
         headers = served.headers(version=None, origin="http://localhost")
@@ -336,7 +340,7 @@ async def test_bad_accept_gets_406() -> None:
 
 
 async def test_body_over_the_limit_gets_413() -> None:
-    async with serving(demo_server(), max_body_bytes=1024) as served:
+    async with serving(demo_server(), HttpOptions(max_body_bytes=1024)) as served:
         session = await served.initialize()
         body = call_body(1, "echo", {"text": "x" * 4096})
         response = await served.post(body, session)
@@ -362,7 +366,7 @@ async def test_wrong_content_type_gets_415() -> None:
 
 
 async def test_session_cap_gets_503_with_retry_after() -> None:
-    async with serving(demo_server(), max_sessions=2) as served:
+    async with serving(demo_server(), HttpOptions(max_sessions=2)) as served:
         first = await served.initialize()
         await served.initialize()
         response = await served.post(initialize_body(), version=None)
@@ -393,7 +397,7 @@ async def test_503_while_the_app_shuts_down() -> None:
                 await let_go.wait()
         return "unreachable"
 
-    async with serving(server, lifespan=False, shutdown_grace=GUARD) as served:
+    async with serving(server, HttpOptions(shutdown_grace=GUARD), lifespan=False) as served:
         stop, stopped = trio.Event(), trio.Event()
 
         async def run_app(*, task_status: trio.TaskStatus[None]) -> None:
@@ -431,7 +435,7 @@ async def test_503_while_the_app_shuts_down() -> None:
 
 
 async def test_cors_preflight_and_exposed_headers() -> None:
-    async with serving(demo_server(), cors_origins=["http://app.example"]) as served:
+    async with serving(demo_server(), HttpOptions(cors_origins=["http://app.example"])) as served:
         preflight = await served.client.options(
             served.url,
             headers={
@@ -481,7 +485,7 @@ async def test_no_internal_exception_text_reaches_the_client(json_response: bool
     async def custom_boom(params: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("secret")
 
-    async with serving(server, json_response=json_response) as served:
+    async with serving(server, HttpOptions(json_response=json_response)) as served:
         session = await served.initialize()
         response = await served.post(call_body(1, "boom"), session)
         assert response.status_code == 200
@@ -493,3 +497,16 @@ async def test_no_internal_exception_text_reaches_the_client(json_response: bool
         assert "secret" not in response.text
         error = (await served.call(session, request_body(4, "custom/boom")))["error"]
         assert error["code"] == -32603
+
+
+def test_http_app_takes_its_options_as_one_typed_value() -> None:
+    server = Server("typed")
+    options = HttpOptions(path="/other", json_response=True)
+    app = server.http_app(options)
+    assert isinstance(app, McpHttpApp)
+    assert app.options is options and app.server is server
+    assert server.http_app().options == HttpOptions()
+    # A misspelt option fails type checking (mypy's strict run flags an unneeded ignore) and
+    # at run time.
+    with pytest.raises(TypeError):
+        HttpOptions(json_respons=True)  # type: ignore[call-arg]

@@ -11,7 +11,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context
+from trio_mcp.server import Context, HttpOptions
 
 from .._http import (
     VERSION,
@@ -105,7 +105,7 @@ async def test_delete_without_a_session_id_gets_400() -> None:
 
 
 async def test_an_idle_session_expires() -> None:
-    async with serving(demo_server(), session_idle_timeout=0.5) as served:
+    async with serving(demo_server(), HttpOptions(session_idle_timeout=0.5)) as served:
         session = await served.initialize()
         await eventually(lambda: session not in served.app.sessions)
         response = await served.post(request_body(1, "ping"), session)
@@ -190,7 +190,7 @@ def sampling_tool(server: Server) -> None:
 async def test_stateless_mode_serves_every_post_on_its_own() -> None:
     server = demo_server()
     sampling_tool(server)
-    async with serving(server, stateless=True) as served:
+    async with serving(server, HttpOptions(stateless=True)) as served:
         response = await served.post(call_body(1, "echo", {"text": "hi"}), version=None)
         assert response.status_code == 200
         assert "mcp-session-id" not in response.headers
@@ -219,7 +219,7 @@ async def test_stateless_mode_serves_every_post_on_its_own() -> None:
 
 
 async def test_stateless_json_mode() -> None:
-    async with serving(demo_server(), stateless=True, json_response=True) as served:
+    async with serving(demo_server(), HttpOptions(stateless=True, json_response=True)) as served:
         headers = served.headers(accept="application/json")
         response = await served.post(call_body(1, "add", {"a": 1, "b": 2}), headers=headers)
         assert response.status_code == 200
@@ -231,7 +231,7 @@ async def test_stateless_client_disconnect_cancels_the_handler() -> None:
     """The handler runs inside the POST's own task: a client that leaves cancels it."""
     server = demo_server()
     park = Park(server)
-    async with serving(server, stateless=True) as served:
+    async with serving(server, HttpOptions(stateless=True)) as served:
         async with served.stream_post(call_body(1, "park")) as reader:
             assert (await reader.message())["params"]["message"] == "first-frame"
             await park.entered.wait()
@@ -240,7 +240,7 @@ async def test_stateless_client_disconnect_cancels_the_handler() -> None:
 
 
 async def test_stateless_memory_is_steady_over_20000_requests() -> None:
-    async with serving(demo_server(), stateless=True, guard=600) as served:
+    async with serving(demo_server(), HttpOptions(stateless=True), guard=600) as served:
         body = call_body(1, "echo", {"text": "steady"})
 
         async def burst(count: int) -> None:
@@ -264,7 +264,7 @@ async def test_5000_sessions_created_and_expired_leave_nothing_behind() -> None:
     """5,000 sessions come and go: no session, connection, stored event or trio_mcp object is
     left, and the gc-tracked total stays flat. Allocated bytes are traced over 1,000 more (tracing
     every allocation makes each one ~4x slower); one kept session would be ~10 kB."""
-    async with serving(demo_server(), session_idle_timeout=0.05, guard=600) as served:
+    async with serving(demo_server(), HttpOptions(session_idle_timeout=0.05), guard=600) as served:
         app = served.app
 
         async def create(count: int) -> None:
@@ -300,7 +300,7 @@ async def test_shutdown_with_requests_in_flight() -> None:
     cut), then the app's shutdown cancels the parked tool (its finally runs) and serve returns."""
     server = demo_server()
     park = Park(server)
-    async with serving(server, graceful_timeout=0.5, shutdown_grace=1.0) as served:
+    async with serving(server, HttpOptions(shutdown_grace=1.0), graceful_timeout=0.5) as served:
         session = await served.initialize()
         ended: list[str] = []
 
@@ -340,7 +340,7 @@ async def test_an_initialize_without_an_id_gets_202_and_no_session() -> None:
 
 
 async def test_concurrent_initializes_cannot_overshoot_the_session_cap() -> None:
-    async with serving(Server("capped"), max_sessions=1) as served:
+    async with serving(Server("capped"), HttpOptions(max_sessions=1)) as served:
         statuses: list[int] = []
 
         async def initialize() -> None:

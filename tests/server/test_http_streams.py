@@ -9,7 +9,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context
+from trio_mcp.server import Context, HttpOptions
 
 from .._http import (
     VERSION,
@@ -110,7 +110,7 @@ async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
 async def test_cancel_in_json_mode_ends_the_original_post_with_an_empty_202() -> None:
     server = demo_server()
     park = Park(server)
-    async with serving(server, json_response=True) as served:
+    async with serving(server, HttpOptions(json_response=True)) as served:
         session = await served.initialize()
         original: list[Any] = []
 
@@ -133,7 +133,7 @@ async def test_json_mode_sends_a_requests_notifications_on_the_get_stream() -> N
     """A JSON response carries one message: progress goes to the GET stream instead."""
     server = demo_server()
     park = Park(server)
-    async with serving(server, json_response=True) as served:
+    async with serving(server, HttpOptions(json_response=True)) as served:
         session = await served.initialize()
         async with served.stream_get(session) as listener:
             original: list[Any] = []
@@ -304,7 +304,7 @@ async def test_a_second_get_replaces_the_first() -> None:
 async def test_idle_streams_get_keepalive_comments() -> None:
     server = demo_server()
     park = Park(server)
-    async with serving(server, keepalive_interval=0.2) as served:
+    async with serving(server, HttpOptions(keepalive_interval=0.2)) as served:
         session = await served.initialize()
         async with served.stream_get(session) as listener:
             item = await listener.item()
@@ -423,7 +423,9 @@ async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     from trio_mcp.server import MemoryEventStore
 
     server, gates = stepper_server()
-    async with serving(server, event_store=MemoryEventStore(max_events_per_stream=1)) as served:
+    async with serving(
+        server, HttpOptions(event_store=MemoryEventStore(max_events_per_stream=1))
+    ) as served:
         session = await served.initialize()
         gates[0].set()
         async with served.stream_post(call_body("r", "steps"), session) as reader:

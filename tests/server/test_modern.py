@@ -150,7 +150,7 @@ async def test_the_handler_sees_the_requests_own_envelope() -> None:
         await peer.request(1, "tools/call", params)
         await peer.request(2, "tools/call", modern({"name": "whoami"}))
         (connection,) = server.connections
-        assert not connection.initialized
+        assert not connection.state.initialized
     assert seen == [
         {
             "modern": True,
@@ -222,7 +222,7 @@ async def test_an_enveloped_initialize_neither_locks_nor_initializes() -> None:
         }
         assert (await peer.request(1, "initialize", params))["error"]["code"] == -32601
         (connection,) = server.connections
-        assert not connection.initialized and not connection.modern_locked
+        assert connection.state.era is None
         assert "result" in await peer.initialize()
 
 
@@ -248,6 +248,31 @@ async def test_a_failed_modern_request_does_not_lock() -> None:
         refused = await peer.request(2, "tools/list", modern())
         assert refused["error"]["code"] == -32600
         assert "legacy lifecycle" in refused["error"]["message"]
+
+
+async def test_an_initialize_and_a_modern_request_routed_together_leave_one_era() -> None:
+    """Both pass routing (the connection is in no era yet); the handshake, decided first,
+    wins, and the modern request is refused as it would be after it (not served in both)."""
+    server = era_server()
+    init = {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"},
+        },
+    }
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": modern()}
+    async with wire_to(server, initialize=False) as peer:
+        await peer.send([init, listing])
+        answers = {answer["id"]: answer for answer in await peer.recv()}
+        assert "result" in answers["init"]
+        assert answers[1]["error"]["code"] == -32600
+        assert "legacy lifecycle" in answers[1]["error"]["message"]
+        (connection,) = server.connections
+        assert connection.state.initialized and not connection.state.modern_locked
 
 
 async def test_modern_log_messages_only_when_the_request_asks() -> None:

@@ -27,6 +27,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._demo import demo_server
+from trio_mcp.server import HttpOptions
 from trio_mcp.transports._http_client import SESSION_EXPIRED
 
 from .._http import (
@@ -63,7 +64,7 @@ async def test_tools_calls_and_progress_over_sse() -> None:
 
 
 async def test_json_response_mode() -> None:
-    app = Recorder(demo_server().http_app(json_response=True))
+    app = Recorder(demo_server().http_app(HttpOptions(json_response=True)))
     with trio.fail_after(GUARD):
         async with serving_app(app) as url, open_client(url) as client:
             assert len(await client.list_tools()) == 3

@@ -11,10 +11,12 @@ import trio
 import trio.testing
 
 from trio_mcp.lowlevel import (
+    BaseSender,
     BaseTransport,
     MemoryTransport,
     OutgoingMessage,
     Route,
+    Sender,
     Session,
     Transport,
 )
@@ -67,12 +69,17 @@ def test_send_and_receive_are_required() -> None:
 
 
 @pytest.mark.parametrize(
-    "cls",
-    [MemoryTransport, LineTransport, ProcessTransport, StreamableHttpTransport, _SessionTransport],
+    "cls", [MemoryTransport, LineTransport, ProcessTransport, StreamableHttpTransport]
 )
-def test_every_transport_of_the_library_conforms(cls: type[Any]) -> None:
+def test_every_transport_the_engine_reads_conforms(cls: type[Any]) -> None:
     assert issubclass(cls, BaseTransport)
     assert issubclass(cls, Transport)
+
+
+def test_the_http_servers_transport_is_a_sender_the_engine_never_reads() -> None:
+    assert issubclass(_SessionTransport, BaseSender)
+    assert issubclass(_SessionTransport, Sender)
+    assert not issubclass(_SessionTransport, Transport)
 
 
 async def test_send_many_sends_each_message_in_turn_with_its_hints() -> None:

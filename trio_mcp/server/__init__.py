@@ -5,9 +5,11 @@ from ._context import CapabilityMissing, Context
 from ._event_store import EventStore, MemoryEventStore
 from ._http_app import HttpOptions, McpHttpApp
 from ._server import RequestRecord, Server
+from ._state import ConnectionState
 
 __all__ = [
     "CapabilityMissing",
+    "ConnectionState",
     "Context",
     "EventStore",
     "HttpOptions",

@@ -2,8 +2,9 @@
 
 It is the engine's :class:`Dispatcher` for the server role: it routes each request to a handler
 synchronously (unknown methods and missing capabilities are refused before the request is
-registered), keeps the per-connection state the handshake era needs (negotiated version, client
-capabilities, log level, subscriptions), and reports every request to the instrumentation hook.
+registered), holds the connection's lifecycle (:class:`ConnectionState`: era, negotiated version,
+client capabilities, log level) and its subscriptions, and reports every request to the
+instrumentation hook.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import trio
 from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
 from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
-    PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     EnvelopeError,
@@ -31,7 +31,6 @@ from ..protocol._envelope import (
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     JSONObject,
@@ -41,7 +40,6 @@ from ..protocol._jsonrpc import (
 )
 from ..protocol._methods import CACHEABLE, MODERN_REMOVED, SERVER_REQUEST_CAPABILITY
 from ..protocol._types import (
-    LOGGING_LEVELS,
     CallToolResult,
     ClientCapabilities,
     Completion,
@@ -54,7 +52,7 @@ from ..protocol._types import (
     from_wire,
     to_wire,
 )
-from ..protocol._versions import filter_initialize_result, negotiate
+from ..protocol._versions import filter_initialize_result
 from ._context import Context, NestedRequestError
 from ._input import (
     INPUT_METHODS,
@@ -67,6 +65,7 @@ from ._input import (
 from ._registry import call_user, page, resource_contents
 from ._schema import ArgumentsError
 from ._server import CustomMethod, RequestRecord, Server
+from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
 
@@ -95,19 +94,9 @@ class ServerConnection:
 
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.initialized = False
-        self.ready = False
-        self.protocol_version = server.protocol_version
-        self.client_info: Implementation | None = None
-        self.client_capabilities = ClientCapabilities()
-        self.log_level: str | None = None
+        #: The lifecycle; it changes only through its own transitions.
+        self.state = ConnectionState(server.protocol_version)
         self.subscriptions: set[str] = set()
-        #: False where the server cannot send requests to the client (stateless HTTP).
-        self.back_channel = True
-        #: The capabilities this client was told of at initialize.
-        self.announced: JSONObject = {}
-        #: Set by the first successful modern request: the handshake is then refused.
-        self.modern_locked = False
         self._routes: dict[str, Route] = {}
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
@@ -118,14 +107,7 @@ class ServerConnection:
         method = request.method
         if has_envelope(request.params):
             return self._route_modern(request)
-        if self.modern_locked:
-            if method == "initialize":
-                raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-            raise ProtocolError(
-                INVALID_PARAMS,
-                f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`: this "
-                "connection speaks the modern protocol",
-            )
+        self.state.check_handshake_request(method)
         route = self._routes.get(method)
         if route is None:
             handler = self._handler(method)
@@ -162,13 +144,7 @@ class ServerConnection:
 
     def _route_modern(self, request: Request) -> Route:
         """A request carrying its own version and capabilities (2026-07-28)."""
-        if self.initialized:
-            raise ProtocolError(
-                INVALID_REQUEST,
-                "Invalid Request: the session already negotiated the legacy lifecycle via "
-                "`initialize`; a request with a per-request protocol version does not belong "
-                "on it",
-            )
+        self.state.check_modern_request()
         try:
             envelope = read_envelope(request.params)
         except EnvelopeError as exc:
@@ -208,7 +184,7 @@ class ServerConnection:
                     incoming, asked, record.request.method, params, sealer
                 )
             # The first era-distinctive request that succeeds decides the connection's era.
-            conn.modern_locked = True
+            conn.state.lock_modern()
             return stamp_result(
                 result,
                 record.request.method,
@@ -220,8 +196,6 @@ class ServerConnection:
         return Route(self._instrument(modern))
 
     def on_notification(self, notification: Notification, session: Session) -> None:
-        if notification.method == "notifications/initialized":
-            self.ready = True
         custom = self.server.custom_methods.get(notification.method)
         if custom is None:
             return
@@ -297,11 +271,6 @@ class ServerConnection:
             caps["tools"] = {"listChanged": True}
         return caps
 
-    def wants_log(self, level: str) -> bool:
-        if self.log_level is None:
-            return True
-        return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(self.log_level)
-
     def _notify(
         self,
         method: str,
@@ -319,7 +288,7 @@ class ServerConnection:
         """To a handshake-era client told of the capability, and to the modern listeners that
         asked for this kind (tagged with their subscription, on their listen stream)."""
         self._routes.clear()
-        if self.initialized and kind in self.announced:
+        if self.state.initialized and kind in self.state.announced:
             self._notify(f"notifications/{kind}/list_changed")
         for listener in list(self.listeners.values()):
             if kind in listener.kinds:
@@ -330,7 +299,7 @@ class ServerConnection:
                 )
 
     def send_resource_updated(self, uri: str) -> None:
-        if self.initialized and uri in self.subscriptions:
+        if self.state.initialized and uri in self.subscriptions:
             self._notify("notifications/resources/updated", {"uri": uri})
         for listener in list(self.listeners.values()):
             if uri in listener.uris:
@@ -365,8 +334,7 @@ def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
 
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
     params = record.params
-    if conn.initialized:
-        raise ProtocolError(INVALID_REQUEST, "Invalid Request: Server already initialized")
+    conn.state.check_initialize()
     requested = params.get("protocolVersion")
     capabilities = params.get("capabilities")
     client_info = params.get("clientInfo")
@@ -386,15 +354,11 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
     except ValueError as exc:
         raise _invalid(f"Invalid params: {exc}") from None
     # Decided with no checkpoint since the check above: a second initialize cannot slip in.
-    conn.initialized = True
-    conn.client_info = info
-    conn.client_capabilities = caps
-    version = negotiate(requested, conn.server.protocol_version)
-    conn.announced = conn.capabilities()
-    conn.protocol_version = version
+    announced = conn.capabilities()
+    version = conn.state.initialize(requested, info, caps, announced)
     result: JSONObject = {
         "protocolVersion": version,
-        "capabilities": conn.announced,
+        "capabilities": announced,
         "serverInfo": to_wire(conn.server.info),
     }
     if conn.server.instructions is not None:
@@ -600,10 +564,7 @@ async def _unsubscribe(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 
 async def _set_level(conn: ServerConnection, record: InFlight) -> JSONObject:
-    level = record.params.get("level")
-    if level not in LOGGING_LEVELS:
-        raise _invalid(f"Invalid params: level must be one of {', '.join(LOGGING_LEVELS)}")
-    conn.log_level = level
+    conn.state.set_log_level(record.params.get("level"))
     await trio.lowlevel.checkpoint()
     return {}
 

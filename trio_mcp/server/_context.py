@@ -111,7 +111,7 @@ class Context:
         envelope = self._record.envelope
         if envelope is not None:
             return _lenient(envelope.client_info, Implementation)
-        return self._connection.client_info
+        return self._connection.state.client_info
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
@@ -121,14 +121,14 @@ class Context:
             return _lenient(envelope.client_capabilities, ClientCapabilities) or (
                 ClientCapabilities()
             )
-        return self._connection.client_capabilities
+        return self._connection.state.client_capabilities
 
     @property
     def protocol_version(self) -> str:
         envelope = self._record.envelope
         if envelope is not None:
             return str(envelope.protocol_version)
-        return self._connection.protocol_version
+        return self._connection.state.protocol_version
 
     @property
     def modern(self) -> bool:
@@ -138,7 +138,7 @@ class Context:
     def _wants_log(self, level: str) -> bool:
         envelope = self._record.envelope
         if envelope is None:
-            return self._connection.wants_log(level)
+            return self._connection.state.wants_log(level)
         # Modern: only when this request asked, at the level it asked for.
         asked = envelope.log_level
         if asked not in LOGGING_LEVELS:
@@ -198,14 +198,14 @@ class Context:
 
     def _require(self, capability: str, mode: str | None = None) -> None:
         modern = self._record.envelope
-        if modern is None and not self._connection.back_channel:
+        if modern is None and not self._connection.state.back_channel:
             raise CapabilityMissing(
                 "this connection cannot carry requests to the client (stateless HTTP)"
             )
         caps = (
             modern.client_capabilities
             if modern is not None
-            else to_wire(self._connection.client_capabilities)
+            else to_wire(self._connection.state.client_capabilities)
         )
         value = caps.get(capability) if isinstance(caps, dict) else None
         if not isinstance(value, dict):

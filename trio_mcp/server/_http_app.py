@@ -9,6 +9,8 @@ layer's (409 for an id in flight) can never disagree.
 
 from __future__ import annotations
 
+import enum
+import functools
 import ipaddress
 import logging
 import math
@@ -46,7 +48,7 @@ from ..protocol._versions import (
     V2025_11_25,
     is_at_least,
 )
-from ..transports._transport import BaseTransport
+from ..transports._transport import BaseSender
 from ._connection import ServerConnection
 from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
 from ._http_modern import is_modern, status_for
@@ -109,21 +111,19 @@ class HttpError(Exception):
         self.error = error if error is not None else ErrorObject.make(code, message)
 
 
-class _SessionTransport(BaseTransport):
-    """The engine's transport inside one HTTP session: routes outgoing messages to streams."""
+class _SessionTransport(BaseSender):
+    """The engine's transport inside one HTTP session: routes outgoing messages to streams.
+
+    Nothing reads it: each POST feeds its message to the engine (``Session.feed``).
+    """
 
     def __init__(self, session: HttpSession) -> None:
         self._session = session
-        self._closed = trio.Event()
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
         self._session.route(data, related_request_id, final)
-
-    async def receive(self) -> bytes:
-        await self._closed.wait()
-        raise trio.EndOfChannel
 
     def request_suppressed(self, request_id: RequestId) -> None:
         stream = self._session.request_streams.get(request_id)
@@ -132,31 +132,37 @@ class _SessionTransport(BaseTransport):
             self._session.forget_stream(stream)
         self._session.touch()
 
-    def close(self) -> None:
-        self._closed.set()
+
+class SessionKind(enum.Enum):
+    """Whose an :class:`HttpSession`'s engine is, which decides how its requests are answered."""
+
+    #: An ``Mcp-Session-Id`` session of the app, across POSTs (the handshake era).
+    SESSION = "session"
+    #: One stateless-mode POST's own, for its handshake-era message.
+    STATELESS = "stateless"
+    #: One POST's own, for its modern request (2026-07-28).
+    MODERN = "modern"
 
 
 class HttpSession:
     """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
 
     def __init__(
-        self,
-        app: McpHttpApp,
-        session_id: str,
-        *,
-        back_channel: bool = True,
-        store: EventStore | None = None,
+        self, app: McpHttpApp, session_id: str, *, kind: SessionKind = SessionKind.SESSION
     ) -> None:
         self.app = app
         self.id = session_id
+        self.kind = kind
         self.connection = ServerConnection(app.server)
-        self.connection.back_channel = back_channel
+        if kind is SessionKind.STATELESS:
+            self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
         self.engine = Session(
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace
         )
         self.connection.session = self.engine
-        self.store = app.store if store is None else store
+        # Only a session's streams can be resumed: nothing outlives a POST's own engine.
+        self.store = app.store if kind is SessionKind.SESSION else _NO_STORE
         self.standalone = EventStream(session_id, "0", self.store)
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
@@ -211,7 +217,7 @@ class HttpSession:
         self.touch()
 
     def touch(self) -> None:
-        if self.active == 0 and not self.engine._in_flight:
+        if self.active == 0 and self.engine.idle:
             self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -220,7 +226,7 @@ class HttpSession:
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(self.engine.run)
+                    await nursery.start(functools.partial(self.engine.run, pull=False))
                     task_status.started()
         finally:
             self.app.server.connections.discard(self.connection)
@@ -231,7 +237,7 @@ class HttpSession:
 
     def close(self) -> None:
         """End the session: its requests are cancelled, its streams end."""
-        self.transport.close()
+        self.engine.feed_eof()
         self.close_streams()
 
     def close_streams(self) -> None:
@@ -289,7 +295,8 @@ class McpHttpApp:
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
-        self._initializing = 0
+        #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
+        self._opening: set[HttpSession] = set()
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
 
@@ -546,7 +553,7 @@ class McpHttpApp:
                     "Invalid Request: Server already initialized",
                     request_id=parsed.id,
                 )
-            await self._initialize(scope, send, parsed)
+            await self._initialize(scope, receive, send, parsed)
             return
         session = self._session_for(scope)
         self._check_version(scope)
@@ -558,42 +565,25 @@ class McpHttpApp:
         session.touch()
         await self._respond(scope, send, 202)
 
-    async def _initialize(self, scope: Scope, send: Send, request: Request) -> None:
-        # Sessions still initializing count too, so a burst cannot overshoot the cap.
-        if len(self.sessions) + self._initializing >= self.options.max_sessions:
+    async def _initialize(
+        self, scope: Scope, receive: Receive, send: Send, request: Request
+    ) -> None:
+        """An ``initialize`` with no session: it opens one, kept only if it succeeds."""
+        # Sessions still opening count too, so a burst cannot overshoot the cap.
+        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
                 headers=[(b"retry-after", b"5")],
             )
         assert self._nursery is not None
-        self._initializing += 1
+        session = HttpSession(self, secrets.token_hex(16))
+        self._opening.add(session)
         try:
-            session = HttpSession(self, secrets.token_hex(16))
             await self._nursery.start(session.run)
-            stream = session.new_request_stream(request.id)
-            session.busy()
-            try:
-                session.engine.feed(request)
-                await stream.done.wait()
-            finally:
-                session.idle()
+            await self._serve(scope, receive, send, session, request)
         finally:
-            self._initializing -= 1
-        events = stream.attach()
-        items = _drain_now(events)
-        if not session.connection.initialized:
-            # Refused (bad params): no session is kept.
-            session.close()
-            data = items[-1][1] if items else b""
-            await self._respond(scope, send, 200, data)
-            return
-        self.sessions[session.id] = session
-        headers = [(b"mcp-session-id", session.id.encode())]
-        if self.options.json_response:
-            await self._respond(scope, send, 200, items[-1][1], headers)
-            return
-        await self._sse(scope, send, items, headers)
+            self._opening.discard(session)
 
     async def _request(
         self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
@@ -616,28 +606,11 @@ class McpHttpApp:
             )
         if request.id in session.request_streams or session.engine.in_flight(request.id):
             raise HttpError(409, "Conflict: Request id is already in flight for this session")
-        stream = session.new_request_stream(request.id)
-        session.busy()
-        try:
-            events = stream.attach()
-            session.engine.feed(request)
-            if self.options.json_response:
-                await stream.done.wait()
-                items = _drain_now(events)
-                if not stream.responded or not items:
-                    await self._respond(scope, send, 202)
-                    return
-                await self._respond(scope, send, 200, items[-1][1])
-                return
-            prime = self._priming(session, stream)
-            await self._stream(scope, receive, send, events, prime)
-        finally:
-            stream.detach(events)
-            session.idle()
+        await self._serve(scope, receive, send, session, request)
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
         """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
-        if is_at_least(session.connection.protocol_version, V2025_11_25):
+        if is_at_least(session.connection.state.protocol_version, V2025_11_25):
             return event_id(session.id, stream.key, stream.seq)
         return None
 
@@ -649,34 +622,14 @@ class McpHttpApp:
         Nothing can resume or cancel it from elsewhere, so its events are not stored, and the
         client going away cancels it.
         """
-        session = HttpSession(self, "stateless", back_channel=False, store=_NO_STORE)
-        session.connection.initialized = isinstance(message, Request) and (
-            message.method != "initialize"
-        )
+        session = HttpSession(self, "stateless", kind=SessionKind.STATELESS)
+        if isinstance(message, Request) and message.method != "initialize":
+            session.connection.state.skip_handshake()
         if not isinstance(message, Request):
             await self._respond(scope, send, 202)
             return
-        stream = session.new_request_stream(message.id)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, message.id
-            )
-            await nursery.start(session.engine.run)
-            events = stream.attach()
-            session.engine.feed(message)
-            try:
-                if self.options.json_response:
-                    await stream.done.wait()
-                    items = _drain_now(events)
-                    if not stream.responded or not items:
-                        await self._respond(scope, send, 202)
-                    else:
-                        await self._respond(scope, send, 200, items[-1][1])
-                else:
-                    await self._stream(scope, None, send, events, None)
-            finally:
-                session.transport.close()
-                nursery.cancel_scope.cancel()
+        async with self._engine_in_this_post(session, receive, message.id):
+            await self._serve(scope, receive, send, session, message)
 
     async def _post_modern(self, scope: Scope, receive: Receive, send: Send, message: Any) -> None:
         """A modern request: checked against its headers, then served inside this POST's own
@@ -722,28 +675,113 @@ class McpHttpApp:
                 request_id=message.id,
                 error=error,
             ) from None
-        session = HttpSession(self, "modern", store=_NO_STORE)
-        stream = session.new_request_stream(message.id)
+        session = HttpSession(self, "modern", kind=SessionKind.MODERN)
+        # Registered while it runs, so that list changes reach its listen streams.
         self.server.connections.add(session.connection)
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    _cancel_on_disconnect,
-                    receive,
-                    nursery.cancel_scope,
-                    session.engine,
-                    message.id,
-                )
-                await nursery.start(session.engine.run)
-                events = stream.attach()
-                session.engine.feed(message)
-                try:
-                    await self._answer_modern(scope, send, stream, events)
-                finally:
-                    session.transport.close()
-                    nursery.cancel_scope.cancel()
+            async with self._engine_in_this_post(session, receive, message.id):
+                await self._serve(scope, receive, send, session, message)
         finally:
             self.server.connections.discard(session.connection)
+
+    # -- serving one request -------------------------------------------------------------------
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
+    ) -> None:
+        """Feed one request to its session's engine and answer this POST with what it sends.
+
+        Every POST that carries a request ends here, once its caller has picked the session and
+        made its checks. The request's stream is registered and listened to before the engine
+        sees the request, so nothing the engine sends for it can be missed, and ``feed`` takes no
+        checkpoint, so the engine's routing and this stream cannot disagree. The reply:
+
+        - a modern request: one JSON object, or SSE when notifications come first
+          (:meth:`_answer_modern`);
+        - the ``initialize`` that opens a session: once complete, with the session id only if
+          it succeeded (:meth:`_answer_initialize`);
+        - JSON mode: the response alone, once the request ends (:meth:`_answer_json`);
+        - otherwise SSE as the events come. On a session the stream can be resumed (a priming
+          event id first, from 2025-11-25), and a client that goes away leaves the request
+          running; in this POST's own engine, the client going away is the request's cancel, and
+          the watcher that sees it already owns ``receive``.
+        """
+        stream = session.new_request_stream(request.id)
+        events = stream.attach()
+        session.busy()
+        try:
+            session.engine.feed(request)
+            if session.kind is SessionKind.MODERN:
+                await self._answer_modern(scope, send, stream, events)
+            elif session.kind is SessionKind.SESSION and request.method == "initialize":
+                await self._answer_initialize(scope, send, session, stream, events)
+            elif self.options.json_response:
+                await self._answer_json(scope, send, stream, events)
+            elif session.kind is SessionKind.SESSION:
+                prime = self._priming(session, stream)
+                await self._stream(scope, receive, send, events, prime)
+            else:
+                await self._stream(scope, None, send, events, None)
+        finally:
+            stream.detach(events)
+            session.idle()
+
+    @asynccontextmanager
+    async def _engine_in_this_post(
+        self, session: HttpSession, receive: Receive, request_id: RequestId
+    ) -> AsyncIterator[None]:
+        """Run a session's engine inside this POST's task, for its one request: the client
+        going away cancels that request, and the engine ends with the POST."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, request_id
+            )
+            await nursery.start(functools.partial(session.engine.run, pull=False))
+            try:
+                yield
+            finally:
+                session.engine.feed_eof()
+                nursery.cancel_scope.cancel()
+
+    async def _answer_initialize(
+        self,
+        scope: Scope,
+        send: Send,
+        session: HttpSession,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+    ) -> None:
+        """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
+        await stream.done.wait()
+        items = _drain_now(events)
+        self._opening.discard(session)
+        if not session.connection.state.initialized:
+            # Refused (bad params): no session is kept.
+            session.close()
+            data = items[-1][1] if items else b""
+            await self._respond(scope, send, 200, data)
+            return
+        self.sessions[session.id] = session
+        headers = [(b"mcp-session-id", session.id.encode())]
+        if self.options.json_response:
+            await self._respond(scope, send, 200, items[-1][1], headers)
+            return
+        await self._sse(scope, send, items, headers)
+
+    async def _answer_json(
+        self,
+        scope: Scope,
+        send: Send,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+    ) -> None:
+        """JSON mode: the response alone; 202 with no body when the request was cancelled."""
+        await stream.done.wait()
+        items = _drain_now(events)
+        if not stream.responded or not items:
+            await self._respond(scope, send, 202)
+            return
+        await self._respond(scope, send, 200, items[-1][1])
 
     async def _answer_modern(
         self,

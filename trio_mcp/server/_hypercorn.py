@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from hypercorn.typing import ASGIFramework
 
+from ._http_app import HttpOptions
 from ._server import Server
 
 
@@ -19,18 +21,20 @@ async def serve_http(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    options: HttpOptions | None = None,
     on_ready: Callable[[list[str]], None] | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
-    **options: Any,
 ) -> None:
-    """Run ``server.http_app(**options)`` on hypercorn until SIGINT or SIGTERM.
+    """Run ``server.http_app(options)`` on hypercorn until SIGINT or SIGTERM.
 
     Binds 127.0.0.1 unless told otherwise; a wider bind should come with ``allowed_hosts``.
     """
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
-    app = server.http_app(**options)
+    # hypercorn types an ASGI app with its own TypedDicts; ours takes the plain mappings the
+    # ASGI specification describes. Same protocol, two spellings: hand it over as hypercorn's.
+    app = cast(ASGIFramework, server.http_app(options))
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
         async def stop_on_signal() -> None:

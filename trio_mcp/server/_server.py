@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 import trio
@@ -39,6 +39,9 @@ from ._registry import (
     is_async_callable,
 )
 from ._schema import explicit_signature, function_signature
+
+if TYPE_CHECKING:
+    from ._http_app import HttpOptions, McpHttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -416,16 +419,16 @@ class Server:
             max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
         )
 
-    def http_app(self, **options: Any) -> Any:
+    def http_app(self, options: HttpOptions | None = None) -> McpHttpApp:
         """The Streamable HTTP endpoint as an ASGI app, for ``hypercorn --worker-class trio``.
 
-        Options are those of :class:`trio_mcp.transports.HttpOptions` (``path="/mcp"``,
-        ``json_response``, ``stateless``, ``session_idle_timeout``, ``max_sessions``,
-        ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``cors_origins``, ...).
+        ``options``: an :class:`~trio_mcp.server.HttpOptions` (the path, JSON or SSE responses,
+        stateless mode, session limits, Host and Origin checks, CORS, the event store, ...);
+        None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
         """
-        from ._http_app import HttpOptions, McpHttpApp
+        from ._http_app import McpHttpApp
 
-        return McpHttpApp(self, HttpOptions(**options))
+        return McpHttpApp(self, options)
 
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:

@@ -8,15 +8,17 @@ from ._stdio import (
     open_process_transport,
     serve_stdio_transport,
 )
-from ._transport import BaseTransport, OutgoingMessage, Transport
+from ._transport import BaseSender, BaseTransport, OutgoingMessage, Sender, Transport
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "BaseSender",
     "BaseTransport",
     "LineTransport",
     "MemoryTransport",
     "OutgoingMessage",
     "ProcessTransport",
+    "Sender",
     "Transport",
     "memory_transport_pair",
     "open_process_transport",

@@ -1,8 +1,10 @@
 """The contract between the engine and a transport: framed messages in and out.
 
 A transport moves whole messages and never interprets them. The engine calls every method of
-:class:`Transport` directly; :class:`BaseTransport` gives the two that most transports need no
-more than a default for, so a new transport writes ``send`` and ``receive`` and nothing else.
+the contract directly. :class:`Transport` is one the engine reads (byte streams, memory
+channels); :class:`Sender`, its output half, is all a transport that pushes what it receives
+(``Session.feed``) must be. :class:`BaseTransport` and :class:`BaseSender` give the defaults, so
+a new transport writes ``send`` (and ``receive``) and nothing else.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ class OutgoingMessage:
 
 
 @runtime_checkable
-class Transport(Protocol):
-    """What the engine needs from a transport. Subclass :class:`BaseTransport` to write one."""
+class Sender(Protocol):
+    """The output half of a transport: all the engine needs from one that pushes what it
+    receives (``Session.feed``, as the Streamable HTTP server does) instead of being read."""
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
@@ -50,10 +53,6 @@ class Transport(Protocol):
         """
         ...
 
-    async def receive(self) -> bytes | Parsed | Batch:
-        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
-        ...
-
     def request_suppressed(self, request_id: RequestId) -> None:
         """An incoming request ended with no response (it was cancelled).
 
@@ -63,17 +62,23 @@ class Transport(Protocol):
         ...
 
 
-class BaseTransport(abc.ABC):
-    """A :class:`Transport` with the defaults: ``send_many`` sends each message in turn, and a
+@runtime_checkable
+class Transport(Sender, Protocol):
+    """What the engine needs from a transport it reads. Subclass :class:`BaseTransport`."""
+
+    async def receive(self) -> bytes | Parsed | Batch:
+        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
+        ...
+
+
+class BaseSender(abc.ABC):
+    """A :class:`Sender` with the defaults: ``send_many`` sends each message in turn, and a
     suppressed request needs nothing done."""
 
     @abc.abstractmethod
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None: ...
-
-    @abc.abstractmethod
-    async def receive(self) -> bytes | Parsed | Batch: ...
 
     async def send_many(self, messages: Iterable[OutgoingMessage]) -> None:
         for message in messages:
@@ -83,3 +88,10 @@ class BaseTransport(abc.ABC):
 
     def request_suppressed(self, request_id: RequestId) -> None:  # noqa: B027 - a no-op default
         """Nothing to finish by default: the response simply never comes."""
+
+
+class BaseTransport(BaseSender):
+    """A :class:`Transport` with :class:`BaseSender`'s defaults: write ``send`` and ``receive``."""
+
+    @abc.abstractmethod
+    async def receive(self) -> bytes | Parsed | Batch: ...
