@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import enum
 import functools
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict
@@ -18,8 +19,15 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]
 
-from trio_mcp.server._jsonschema import compile_schema, format_path
+from trio_mcp.server._jsonschema import (
+    ANNOTATIONS,
+    IMPLEMENTED,
+    REFUSED,
+    compile_schema,
+    format_path,
+)
 from trio_mcp.server._schema import (
     ArgumentsError,
     FunctionSignature,
@@ -1270,6 +1278,95 @@ def test_validator_boolean_schemas_and_ignored_keywords() -> None:
 def test_validator_rejects_malformed_schemas(schema: Any, message: str) -> None:
     with pytest.raises(TypeError, match=message):
         compile_schema(schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"minimum": "5"}, "'minimum' must be a number"),
+        ({"exclusiveMaximum": None, "maximum": [1]}, "'maximum' must be a number"),
+        ({"minLength": -1}, "'minLength' must be a non-negative integer"),
+        ({"maxItems": 1.5}, "'maxItems' must be a non-negative integer"),
+        ({"minContains": "2", "contains": {}}, "'minContains' must be a non-negative integer"),
+        ({"required": "ab"}, "'required' must be an array of strings"),
+        ({"required": [1]}, "'required' must be an array of strings"),
+        ({"properties": [{"type": "string"}]}, "'properties' must be an object"),
+        ({"dependentRequired": {"a": "b"}}, "'dependentRequired' of 'a' must be an array"),
+    ],
+)
+def test_validator_rejects_keyword_values_it_would_otherwise_ignore(
+    schema: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        compile_schema(schema)
+
+
+@pytest.mark.parametrize("keyword", sorted(REFUSED))
+def test_compiled_checker_refuses_every_keyword_it_does_not_implement(keyword: str) -> None:
+    with pytest.raises(TypeError, match=rf"'{re.escape(keyword)}' is not supported"):
+        compile_schema({"type": "object", keyword: {}})
+    # Anywhere in the schema, not only at the root.
+    with pytest.raises(TypeError, match=rf"'{re.escape(keyword)}' is not supported"):
+        compile_schema({"properties": {"a": {"items": {keyword: {}}}}})
+
+
+def test_compiled_checker_refusal_names_every_unsupported_keyword_and_the_way_out() -> None:
+    with pytest.raises(TypeError) as info:
+        compile_schema({"unevaluatedProperties": False, "dependentSchemas": {}})
+    assert "'unevaluatedProperties', 'dependentSchemas' are not supported" in str(info.value)
+    assert "input_schema=" in str(info.value)
+
+
+@pytest.mark.parametrize("dialect", ["http://json-schema.org/draft-07/schema#", 7])
+def test_compiled_checker_refuses_other_dialects(dialect: Any) -> None:
+    with pytest.raises(TypeError, match="'\\$schema'"):
+        compile_schema({"$schema": dialect, "type": "object"})
+    compile_schema({"$schema": "https://json-schema.org/draft/2020-12/schema#"})
+
+
+def test_compiled_checker_accepts_annotations_and_foreign_keywords() -> None:
+    schema = {
+        "type": "string",
+        "title": "t",
+        "description": "d",
+        "default": "x",
+        "examples": ["a"],
+        "deprecated": True,
+        "readOnly": False,
+        "writeOnly": False,
+        "$comment": "c",
+        "format": "email",
+        "contentEncoding": "base64",
+        "contentMediaType": "text/plain",
+        "contentSchema": {"unevaluatedProperties": False},  # an annotation: never applied
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {"unused": {"dependentSchemas": {}}},  # never referenced, never applied
+        "definitions": {},
+        "x-mcp-header": "Region",
+        "x-custom": {"any": "thing"},
+    }
+    assert set(schema) - {"x-mcp-header", "x-custom", "type"} == set(ANNOTATIONS)
+    assert check(schema, "not an email") == []
+    assert check(schema, 1) == ["value: expected a string, got an integer (1)"]
+
+
+def test_compiled_checker_keyword_sets_cover_every_draft() -> None:
+    """Every keyword of every published draft's meta-schema is implemented, an annotation, or
+    refused: none can be silently ignored."""
+    keywords: set[str] = set()
+    for _, resource in META_SCHEMAS.items():
+        keywords.update(resource.contents.get("properties", {}))
+    assert len(keywords) > 50
+    assert keywords - (IMPLEMENTED | ANNOTATIONS | REFUSED) == set()
+    assert not IMPLEMENTED & ANNOTATIONS and not IMPLEMENTED & REFUSED and not ANNOTATIONS & REFUSED
+
+
+def test_an_unsupported_keyword_in_annotated_constraints_fails_registration() -> None:
+    def fn(options: Annotated[dict[str, Any], {"unevaluatedProperties": False}]) -> None:
+        pass
+
+    with pytest.raises(TypeError, match=r"parameter 'options'.*'unevaluatedProperties'"):
+        function_signature(fn)
 
 
 def test_validate_custom_nouns_and_format_path() -> None:
