@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 import attrs
 import orjson
 
+from ._handwritten import compile_handwritten
 from ._jsonschema import (
     ArgumentsError,
     Collector,
@@ -1102,11 +1103,13 @@ def explicit_signature(
     fn: Callable[..., Any],
     *,
     context_type: type | None = None,
+    tool: str | None = None,
 ) -> FunctionSignature:
     """A signature for a tool registered with a hand-written JSON Schema.
 
-    Arguments are validated against ``input_schema`` and then passed as keywords, one per
-    top-level property. The rule for calling ``fn``:
+    Arguments are validated against ``input_schema`` by the ``jsonschema`` library (any keyword of
+    the schema's dialect, draft 2020-12 by default; see ``_handwritten``) and then passed as
+    keywords, one per top-level property. The rule for calling ``fn``:
 
     * If ``fn`` has exactly one parameter (besides the context), annotated ``dict`` or
       ``Mapping``, and that parameter's name is not a property of the schema, it receives the
@@ -1116,14 +1119,18 @@ def explicit_signature(
       takes ``**kwargs``. Arguments the schema allows but ``fn`` cannot take (undeclared extras,
       when there is no ``**kwargs``) are dropped; with ``**kwargs`` all arguments are passed.
 
-    Mismatches and malformed schemas raise :class:`TypeError` here, at registration.
+    Mismatches and malformed schemas (both are checked against their meta-schema, and every
+    ``$ref`` must resolve) raise :class:`TypeError` here, at registration, naming ``tool`` (by
+    default the function).
     """
-    schema = _require_object_root(input_schema, "input_schema")
+    name = _callable_name(fn)
+    who = f"tool {tool!r}" if tool is not None else name
+    schema = _require_object_root(input_schema, f"{who}: input_schema")
     output = None
     if output_schema is not None:
-        output = _require_object_root(output_schema, "output_schema")
-    check = compile_schema(schema)
-    name = _callable_name(fn)
+        output = _require_object_root(output_schema, f"{who}: output_schema")
+        compile_handwritten(output, f"{who}: output_schema")
+    check = compile_handwritten(schema, f"{who}: input_schema")
     target = _hint_target(fn)
     hints = _function_hints(target, name)
     params, context_param, var_kw = _parameters(fn, name, hints, context_type, allow_var_kw=True)
