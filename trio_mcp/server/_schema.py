@@ -55,6 +55,7 @@ from ._jsonschema import (
 __all__ = [
     "ArgumentsError",
     "FunctionSignature",
+    "elicitation_schema",
     "explicit_signature",
     "function_signature",
     "parse_docstring",
@@ -1083,6 +1084,27 @@ def _output_schema(hint: Any, skip: tuple[type, ...]) -> tuple[dict[str, Any] | 
 def schema_for_type(tp: Any) -> dict[str, Any]:
     """The JSON Schema of one annotation (as a tool parameter of that type would have it)."""
     return _Builder().build(tp).schema
+
+
+def elicitation_schema(
+    schema: dict[str, Any] | type[Any],
+) -> tuple[dict[str, Any], Callable[[Any], None]]:
+    """The ``requestedSchema`` to send for ``ctx.elicit(message, schema)``, and the check of an
+    accepted answer (it raises :class:`ArgumentsError` naming what is wrong).
+
+    A dict is sent as it is; a class gets its derived schema, without ``additionalProperties``
+    (elicitation schemas are flat objects of primitives, and clients expect nothing more).
+    """
+    if isinstance(schema, dict):
+        requested = schema
+    else:
+        derived = schema_for_type(schema)
+        requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
+
+    def check_answer(content: Any) -> None:
+        validate(content, requested)
+
+    return requested, check_answer
 
 
 def _is_mapping_hint(hint: Any) -> bool:
