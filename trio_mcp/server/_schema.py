@@ -1092,17 +1092,25 @@ def elicitation_schema(
     """The ``requestedSchema`` to send for ``ctx.elicit(message, schema)``, and the check of an
     accepted answer (it raises :class:`ArgumentsError` naming what is wrong).
 
-    A dict is sent as it is; a class gets its derived schema, without ``additionalProperties``
-    (elicitation schemas are flat objects of primitives, and clients expect nothing more).
+    A dict is hand-written, so the ``jsonschema`` library checks answers against it; it is
+    prepared here, before the question is sent, so a broken schema fails in the handler rather
+    than after the user answered. A class gets its derived schema, without
+    ``additionalProperties`` (elicitation schemas are flat objects of primitives, and clients
+    expect nothing more), checked by the compiled checker.
     """
     if isinstance(schema, dict):
         requested = schema
+        check = compile_handwritten(requested, "the elicitation schema")
     else:
         derived = schema_for_type(schema)
         requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
+        check = compile_schema(requested)
 
     def check_answer(content: Any) -> None:
-        validate(content, requested)
+        found = Collector()
+        check(content, (), found)
+        if found.issues:
+            raise found.error()
 
     return requested, check_answer
 
