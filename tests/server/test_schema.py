@@ -1274,6 +1274,15 @@ def test_both_checkers_word_a_failure_alike(schema: dict[str, Any], value: Any) 
             {"b": 1},
             ["missing required argument 'a'", "missing required argument 'a'"],
         ),
+        (
+            # Draft 3 allowed schemas among the types: no wording of ours, the library's own.
+            {
+                "$schema": "http://json-schema.org/draft-03/schema#",
+                "properties": {"a": {"type": ["string", {"type": "integer"}]}},
+            },
+            {"a": None},
+            ["argument 'a': none is not of type 'string', {'type': 'integer'}"],
+        ),
     ],
 )
 def test_hand_written_only_keywords_are_worded_too(

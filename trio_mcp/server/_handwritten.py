@@ -206,9 +206,8 @@ class _Reporter:
             found.none_matched(path, value, self._branches(error, limit))
         elif keyword == "oneOf":
             found.fail(path, "matches more than one alternative")
-        elif keyword == "type":
-            kinds = [limit] if isinstance(limit, str) else limit if isinstance(limit, list) else []
-            found.wrong_type(path, type_names(kinds), value)
+        elif keyword == "type" and _type_names(limit):
+            found.wrong_type(path, type_names(_type_names(limit)), value)
         elif keyword in ("required", "dependentRequired", "dependencies"):
             if once not in self.done:
                 self.done.add(once)
@@ -285,6 +284,12 @@ class _Reporter:
             except (KeyError, IndexError, TypeError):
                 return None
         return node
+
+
+def _type_names(limit: Any) -> list[str]:
+    """The names of a ``type`` keyword, or none if it holds more (draft 3 allowed schemas)."""
+    kinds = [limit] if isinstance(limit, str) else limit if isinstance(limit, list) else []
+    return kinds if all(isinstance(k, str) for k in kinds) else []
 
 
 def _missing(keyword: str, limit: Any, value: Any) -> list[str]:
