@@ -1,4 +1,5 @@
-"""Schemas from signatures, argument and result conversion, and the JSON Schema validator."""
+"""Schemas from signatures, argument and result conversion, and the two JSON Schema checkers:
+the compiled one for generated schemas, and the ``jsonschema`` library for hand-written ones."""
 
 # Optional[...] is spelled out on purpose: it is one of the annotations under test.
 # ruff: noqa: UP045
@@ -1560,6 +1561,7 @@ def test_validator_rejects_malformed_schemas(schema: Any, message: str) -> None:
         ({"exclusiveMaximum": None, "maximum": [1]}, "'maximum' must be a number"),
         ({"minLength": -1}, "'minLength' must be a non-negative integer"),
         ({"maxItems": 1.5}, "'maxItems' must be a non-negative integer"),
+        ({"maxItems": float("inf")}, "'maxItems' must be a non-negative integer"),
         ({"minContains": "2", "contains": {}}, "'minContains' must be a non-negative integer"),
         ({"required": "ab"}, "'required' must be an array of strings"),
         ({"required": [1]}, "'required' must be an array of strings"),

@@ -886,7 +886,7 @@ def _count(schema: Mapping[str, Any], keyword: str) -> int | None:
     value = schema.get(keyword)
     if value is None:
         return None
-    if not _is_number(value) or value < 0 or int(value) != value:
+    if not _is_number(value) or not math.isfinite(value) or value < 0 or int(value) != value:
         raise TypeError(f"invalid JSON Schema: {keyword!r} must be a non-negative integer")
     return int(value)
 
