@@ -1,4 +1,5 @@
-"""Schemas from signatures, argument and result conversion, and the JSON Schema validator."""
+"""Schemas from signatures, argument and result conversion, and the two JSON Schema checkers:
+the compiled one for generated schemas, and the ``jsonschema`` library for hand-written ones."""
 
 # Optional[...] is spelled out on purpose: it is one of the annotations under test.
 # ruff: noqa: UP045
@@ -9,8 +10,9 @@ import dataclasses
 import datetime
 import enum
 import functools
+import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal, NewType, NotRequired, Optional, Required, TypedDict
 
 import attrs
@@ -18,11 +20,29 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]
 
-from trio_mcp.server._jsonschema import compile_schema, format_path
+from trio_mcp import (
+    CallToolResult,
+    Context,
+    ElicitRequestFormParams,
+    ElicitResult,
+    MCPError,
+    Server,
+    TextContent,
+    open_client,
+)
+from trio_mcp.server._jsonschema import (
+    ANNOTATIONS,
+    IMPLEMENTED,
+    REFUSED,
+    compile_schema,
+    format_path,
+)
 from trio_mcp.server._schema import (
     ArgumentsError,
     FunctionSignature,
+    elicitation_schema,
     explicit_signature,
     function_signature,
     parse_docstring,
@@ -994,9 +1014,24 @@ def test_explicit_signature_output_schema() -> None:
         (
             {"type": "object", "properties": {"a": {"type": "wat"}}},
             "def fn(a=1): pass",
-            "unknown 'type'",
+            r"^fn: input_schema is not a valid JSON Schema at \$\.properties\.a\.type: 'wat'",
         ),
         ({"type": "object", "$ref": "#/$defs/nope"}, "def fn(): pass", "does not resolve"),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "http://example.com/a.json"}}},
+            "def fn(a=1): pass",
+            r"\$ref 'http://example.com/a.json' does not resolve \(.*never fetched\)",
+        ),
+        (
+            {"type": "object", "$schema": "http://example.com/my-dialect"},
+            "def fn(): pass",
+            "unknown JSON Schema dialect 'http://example.com/my-dialect'",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"pattern": "("}}},
+            "def fn(a=1): pass",
+            "at \\$\\.properties\\.a\\.pattern: '\\(' is not a 'regex'",
+        ),
     ],
 )
 def test_explicit_signature_registration_errors(
@@ -1013,6 +1048,253 @@ def test_explicit_signature_rejects_non_object_output() -> None:
     for bad in ({"type": "string"}, {}):
         with pytest.raises(TypeError, match="output_schema must be"):
             explicit_signature(EXPLICIT, bad, fn)
+
+
+def test_an_invalid_hand_written_schema_fails_registration_naming_the_tool() -> None:
+    server = Server("bad-schemas")
+    with pytest.raises(
+        TypeError,
+        match=r"^tool 'lookup': input_schema is not a valid JSON Schema at "
+        r"\$\.properties\.q\.minLength",
+    ):
+
+        @server.tool(
+            name="lookup", input_schema={"type": "object", "properties": {"q": {"minLength": -1}}}
+        )
+        async def find(q: str = "") -> str:
+            return q
+
+    with pytest.raises(TypeError, match=r"^tool 'count': output_schema is not a valid JSON"):
+
+        @server.tool(output_schema={"type": "object", "properties": {"n": {"type": "wat"}}})
+        async def count() -> CallToolResult:
+            return CallToolResult(content=[])
+
+    assert server.tools == {}
+
+
+def test_explicit_signature_checks_the_output_schema_too() -> None:
+    def fn(a: int, b: str = "") -> None:
+        pass
+
+    bad = {"type": "object", "properties": {"n": {"minimum": "0"}}}
+    with pytest.raises(TypeError, match=r"^tool 'count': output_schema is not a valid JSON"):
+        explicit_signature(EXPLICIT, bad, fn, tool="count")
+
+
+def test_explicit_signature_gets_every_2020_12_keyword() -> None:
+    """The keywords the compiled checker refuses work in a hand-written schema."""
+    schema = {
+        "type": "object",
+        "properties": {"kind": {"enum": ["circle", "square"]}},
+        "required": ["kind"],
+        "dependentSchemas": {
+            "radius": {"properties": {"radius": {"type": "number", "exclusiveMinimum": 0}}}
+        },
+        "$defs": {"tagged": {"$dynamicAnchor": "extra", "properties": {"tag": {"type": "string"}}}},
+        "allOf": [{"$ref": "#/$defs/tagged"}],
+        "unevaluatedProperties": False,
+    }
+
+    def fn(shape: dict[str, Any]) -> None:
+        pass
+
+    sig = explicit_signature(schema, None, fn)
+    assert sig.convert_arguments({"kind": "circle", "radius": 2, "tag": "x"}) == {
+        "shape": {"kind": "circle", "radius": 2, "tag": "x"}
+    }
+    assert (
+        errors_of(sig, {"kind": "circle", "radius": 0}) == "argument 'radius': must be > 0, got 0"
+    )
+    assert errors_of(sig, {"kind": "square", "side": 2, "colour": "red"}) == (
+        "unexpected argument 'colour'; unexpected argument 'side'"
+    )
+
+
+def test_explicit_signature_honours_a_declared_draft() -> None:
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 1, "exclusiveMinimum": True}},
+        "dependencies": {"n": ["unit"]},
+    }
+
+    def fn(args: dict[str, Any]) -> None:
+        pass
+
+    sig = explicit_signature(draft4, None, fn)
+    assert sig.convert_arguments({"n": 2, "unit": "m"}) == {"args": {"n": 2, "unit": "m"}}
+    assert (
+        errors_of(sig, {"n": 1})
+        == "argument 'n': must be > 1, got 1; missing required argument 'unit'"
+    )
+
+
+def test_hand_written_schemas_are_prepared_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import jsonschema
+
+    checked: list[Any] = []
+    original = jsonschema.Draft202012Validator.check_schema
+
+    def counting(schema: Any, *args: Any, **kwargs: Any) -> None:
+        checked.append(schema)
+        original(schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "check_schema", counting)
+
+    def fn(a: int, b: str = "x") -> None:
+        pass
+
+    sig = explicit_signature(EXPLICIT, None, fn)
+    assert checked == [EXPLICIT]
+    for _ in range(3):
+        sig.convert_arguments({"a": 1})
+        errors_of(sig, {"a": "x"})
+    assert checked == [EXPLICIT]
+
+
+SAME_WORDING: list[tuple[dict[str, Any], Any]] = [
+    (EXPLICIT, {"a": -1, "b": 2}),
+    ({"type": "object", "required": ["a", "b"], "additionalProperties": False}, {"a": 1, "c": 0}),
+    ({"properties": {"a": {"type": ["integer", "null"]}}}, {"a": "x"}),
+    ({"propertyNames": {"pattern": "^[a-z]+$"}}, {"ok": 1, "NO": 2}),
+    (
+        {"patternProperties": {"^x_": {"type": "integer"}}, "additionalProperties": False},
+        {"x_1": "a", "y": 1},
+    ),
+    ({"properties": {"v": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}, {"v": None}),
+    ({"properties": {"v": {"anyOf": [{"type": "integer"}, {"minLength": 2}]}}}, {"v": "a"}),
+    (
+        {
+            "anyOf": [
+                {"title": "circle", "type": "object", "required": ["r"]},
+                {"type": "object", "required": ["side"]},
+            ]
+        },
+        {},
+    ),
+    ({"properties": {"v": {"oneOf": [{"type": "integer"}, {"minimum": 0}]}}}, {"v": -1.5}),
+    ({"properties": {"v": {"allOf": [{"type": "integer"}, {"minimum": 2}]}}}, {"v": 1}),
+    (
+        {"properties": {"v": {"prefixItems": [{"type": "string"}], "items": False}}},
+        {"v": [1, 1, 3]},
+    ),
+    ({"properties": {"v": {"items": {"type": "integer"}}}}, {"v": [1, "a"]}),
+    ({"properties": {"v": {"uniqueItems": True}}}, {"v": [1, 2, 1.0]}),
+    ({"properties": {"v": {"contains": {"type": "string"}}}}, {"v": [1]}),
+    ({"properties": {"v": {"contains": {"type": "string"}, "minContains": 2}}}, {"v": [1, "a"]}),
+    ({"properties": {"v": {"minItems": 2}, "w": {"maxItems": 1}}}, {"v": [1], "w": [1, 2]}),
+    ({"properties": {"v": {"minLength": 2}, "w": {"maxLength": 1}}}, {"v": "a", "w": "ab"}),
+    ({"properties": {"v": {"pattern": "^[a-z]+$"}}}, {"v": "aB"}),
+    (
+        {"properties": {"v": {"minProperties": 1}, "w": {"maxProperties": 1}}},
+        {"v": {}, "w": {"a": 1, "b": 2}},
+    ),
+    ({"properties": {"v": {"minimum": 1}, "w": {"exclusiveMaximum": 2}}}, {"v": 0, "w": 2}),
+    ({"properties": {"v": {"maximum": 1.5}, "w": {"exclusiveMinimum": 1}}}, {"v": 2, "w": 1}),
+    ({"properties": {"v": {"multipleOf": 0.1}}}, {"v": 0.35}),
+    ({"properties": {"v": {"enum": ["a", "b"]}, "w": {"const": False}}}, {"v": "c", "w": 0}),
+    ({"properties": {"v": {"not": {"type": "null"}}}}, {"v": None}),
+    ({"properties": {"v": False, "w": {"prefixItems": [True, False]}}}, {"v": "x", "w": [1, 2]}),
+    ({"dependentRequired": {"a": ["b"]}}, {"a": 1}),
+    (
+        {
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["a"]},
+            "else": {"required": ["b"]},
+        },
+        {"kind": "z"},
+    ),
+    (
+        {
+            "properties": {"p": {"$ref": "#/$defs/point"}, "q": {"$ref": "#/definitions/n"}},
+            "$defs": {"point": {"type": "object", "required": ["x"]}},
+            "definitions": {"n": {"type": "integer"}},
+        },
+        {"p": {}, "q": "2"},
+    ),
+    (
+        {
+            "properties": {
+                "children": {"type": "array", "items": {"$ref": "#"}},
+                "v": {"type": "integer"},
+            }
+        },
+        {"children": [{"children": [{"v": "x"}]}]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "value"), SAME_WORDING)
+def test_both_checkers_word_a_failure_alike(schema: dict[str, Any], value: Any) -> None:
+    from trio_mcp.server._handwritten import compile_handwritten
+    from trio_mcp.server._jsonschema import Collector
+
+    compiled, library = Collector(), Collector()
+    compile_schema(schema)(value, (), compiled)
+    compile_handwritten(schema, "test")(value, (), library)
+    assert compiled.messages("argument", "arguments") != []
+    assert library.messages("argument", "arguments") == compiled.messages("argument", "arguments")
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "messages"),
+    [
+        (
+            {"unevaluatedProperties": False, "properties": {"a": {}}},
+            {"a": 1, "b": 2, "c c": 3},
+            ["unexpected argument 'b'", "unexpected argument '['c c']'"],
+        ),
+        (
+            {"properties": {"v": {"prefixItems": [{}], "unevaluatedItems": False}}},
+            {"v": [1, 2, 3]},
+            ["argument 'v': unevaluated items are not allowed (2, 3 were unexpected)"],
+        ),
+        (
+            {"dependentSchemas": {"bar": False}},
+            {"bar": 2},
+            ["arguments: no value is allowed when 'bar' is present"],
+        ),
+        (
+            {"dependentSchemas": {"bar": {"required": ["foo"]}}},
+            {"bar": 2},
+            ["missing required argument 'foo'"],
+        ),
+        (
+            {"properties": {"v": {"oneOf": [{"type": "integer"}, {"minimum": 0}]}}},
+            {"v": 1},
+            ["argument 'v': matches more than one alternative"],
+        ),
+        (
+            {"properties": {"v": {"contains": {"type": "string"}, "maxContains": 1}}},
+            {"v": ["a", "b"]},
+            ["argument 'v': expected at most 1 matching items, got more"],
+        ),
+        (
+            {"required": ["a"], "dependentRequired": {"b": ["a"]}},
+            {"b": 1},
+            ["missing required argument 'a'", "missing required argument 'a'"],
+        ),
+        (
+            # Draft 3 allowed schemas among the types: no wording of ours, the library's own.
+            {
+                "$schema": "http://json-schema.org/draft-03/schema#",
+                "properties": {"a": {"type": ["string", {"type": "integer"}]}},
+            },
+            {"a": None},
+            ["argument 'a': none is not of type 'string', {'type': 'integer'}"],
+        ),
+    ],
+)
+def test_hand_written_only_keywords_are_worded_too(
+    schema: dict[str, Any], value: Any, messages: list[str]
+) -> None:
+    from trio_mcp.server._handwritten import compile_handwritten
+    from trio_mcp.server._jsonschema import Collector
+
+    found = Collector()
+    compile_handwritten(schema, "test")(value, (), found)
+    assert found.messages("argument", "arguments") == messages
 
 
 # --- the JSON Schema validator, keyword by keyword ---------------------------------------------
@@ -1272,6 +1554,96 @@ def test_validator_rejects_malformed_schemas(schema: Any, message: str) -> None:
         compile_schema(schema)
 
 
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"minimum": "5"}, "'minimum' must be a number"),
+        ({"exclusiveMaximum": None, "maximum": [1]}, "'maximum' must be a number"),
+        ({"minLength": -1}, "'minLength' must be a non-negative integer"),
+        ({"maxItems": 1.5}, "'maxItems' must be a non-negative integer"),
+        ({"maxItems": float("inf")}, "'maxItems' must be a non-negative integer"),
+        ({"minContains": "2", "contains": {}}, "'minContains' must be a non-negative integer"),
+        ({"required": "ab"}, "'required' must be an array of strings"),
+        ({"required": [1]}, "'required' must be an array of strings"),
+        ({"properties": [{"type": "string"}]}, "'properties' must be an object"),
+        ({"dependentRequired": {"a": "b"}}, "'dependentRequired' of 'a' must be an array"),
+    ],
+)
+def test_validator_rejects_keyword_values_it_would_otherwise_ignore(
+    schema: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        compile_schema(schema)
+
+
+@pytest.mark.parametrize("keyword", sorted(REFUSED))
+def test_compiled_checker_refuses_every_keyword_it_does_not_implement(keyword: str) -> None:
+    with pytest.raises(TypeError, match=rf"'{re.escape(keyword)}' is not supported"):
+        compile_schema({"type": "object", keyword: {}})
+    # Anywhere in the schema, not only at the root.
+    with pytest.raises(TypeError, match=rf"'{re.escape(keyword)}' is not supported"):
+        compile_schema({"properties": {"a": {"items": {keyword: {}}}}})
+
+
+def test_compiled_checker_refusal_names_every_unsupported_keyword_and_the_way_out() -> None:
+    with pytest.raises(TypeError) as info:
+        compile_schema({"unevaluatedProperties": False, "dependentSchemas": {}})
+    assert "'unevaluatedProperties', 'dependentSchemas' are not supported" in str(info.value)
+    assert "input_schema=" in str(info.value)
+
+
+@pytest.mark.parametrize("dialect", ["http://json-schema.org/draft-07/schema#", 7])
+def test_compiled_checker_refuses_other_dialects(dialect: Any) -> None:
+    with pytest.raises(TypeError, match="'\\$schema'"):
+        compile_schema({"$schema": dialect, "type": "object"})
+    compile_schema({"$schema": "https://json-schema.org/draft/2020-12/schema#"})
+
+
+def test_compiled_checker_accepts_annotations_and_foreign_keywords() -> None:
+    schema = {
+        "type": "string",
+        "title": "t",
+        "description": "d",
+        "default": "x",
+        "examples": ["a"],
+        "deprecated": True,
+        "readOnly": False,
+        "writeOnly": False,
+        "$comment": "c",
+        "format": "email",
+        "contentEncoding": "base64",
+        "contentMediaType": "text/plain",
+        "contentSchema": {"unevaluatedProperties": False},  # an annotation: never applied
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {"unused": {"dependentSchemas": {}}},  # never referenced, never applied
+        "definitions": {},
+        "x-mcp-header": "Region",
+        "x-custom": {"any": "thing"},
+    }
+    assert set(schema) - {"x-mcp-header", "x-custom", "type"} == set(ANNOTATIONS)
+    assert check(schema, "not an email") == []
+    assert check(schema, 1) == ["value: expected a string, got an integer (1)"]
+
+
+def test_compiled_checker_keyword_sets_cover_every_draft() -> None:
+    """Every keyword of every published draft's meta-schema is implemented, an annotation, or
+    refused: none can be silently ignored."""
+    keywords: set[str] = set()
+    for _, resource in META_SCHEMAS.items():
+        keywords.update(resource.contents.get("properties", {}))
+    assert len(keywords) > 50
+    assert keywords - (IMPLEMENTED | ANNOTATIONS | REFUSED) == set()
+    assert not IMPLEMENTED & ANNOTATIONS and not IMPLEMENTED & REFUSED and not ANNOTATIONS & REFUSED
+
+
+def test_an_unsupported_keyword_in_annotated_constraints_fails_registration() -> None:
+    def fn(options: Annotated[dict[str, Any], {"unevaluatedProperties": False}]) -> None:
+        pass
+
+    with pytest.raises(TypeError, match=r"parameter 'options'.*'unevaluatedProperties'"):
+        function_signature(fn)
+
+
 def test_validate_custom_nouns_and_format_path() -> None:
     with pytest.raises(ArgumentsError, match=r"^field 'a': expected an integer"):
         validate({"a": "x"}, {"properties": {"a": {"type": "integer"}}}, noun="field")
@@ -1411,3 +1783,78 @@ def test_convert_result_without_output_schema_is_plain_json() -> None:
     sig = _ret(str)
     assert sig.output_schema is None
     assert sig.convert_result(Point(1, 2)) == {"x": 1, "y": 2}
+
+
+# --- elicitation schemas -----------------------------------------------------------------------
+
+
+def test_elicitation_schema_of_a_class_is_derived_and_checked_by_the_compiled_checker() -> None:
+    requested, check_answer = elicitation_schema(Point)
+    assert requested == {
+        "type": "object",
+        "properties": {
+            "x": {"type": "integer"},
+            "y": {"type": "integer", "description": "vertical offset", "default": 0},
+        },
+        "required": ["x"],
+    }
+    check_answer({"x": 1})
+    with pytest.raises(ArgumentsError, match=r"^property 'x': expected an integer"):
+        check_answer({"x": "1"})
+
+
+def test_elicitation_schema_written_by_hand_is_checked_by_the_library() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"email": {"type": "string"}, "phone": {"type": "string"}},
+        "dependentRequired": {"phone": ["email"]},
+        "unevaluatedProperties": False,
+    }
+    requested, check_answer = elicitation_schema(schema)
+    assert requested == schema
+    check_answer({"email": "a@b.c"})
+    with pytest.raises(ArgumentsError, match=r"^missing required property 'email'$"):
+        check_answer({"phone": "123"})
+    with pytest.raises(ArgumentsError, match=r"^unexpected property 'age'$"):
+        check_answer({"email": "a@b.c", "age": 3})
+
+
+def test_a_broken_elicitation_schema_fails_before_anything_is_sent() -> None:
+    with pytest.raises(TypeError, match=r"^the elicitation schema is not a valid JSON Schema"):
+        elicitation_schema({"type": "object", "properties": {"n": {"type": "int"}}})
+
+
+async def test_an_answer_the_hand_written_elicitation_schema_refuses_is_not_returned() -> None:
+    server = Server("elicit")
+    seen: list[Any] = []
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("Your name?", schema)
+        except MCPError as exc:
+            return f"refused: {exc}"
+        seen.append(answer.content)
+        return "ok"
+
+    answers: Iterator[dict[str, Any]] = iter([{"name": "Ada"}, {"name": "Ada", "admin": True}])
+
+    def on_elicit(params: ElicitRequestFormParams) -> ElicitResult:
+        assert params.requested_schema == schema
+        return ElicitResult(action="accept", content=next(answers))
+
+    async with open_client(server, on_elicit=on_elicit) as client:
+        good = await client.call_tool("ask")
+        bad = await client.call_tool("ask")
+    assert good.content == [TextContent("ok")]
+    assert bad.content == [
+        TextContent(
+            "refused: the client's elicitation answer is invalid: unexpected property 'admin'"
+        )
+    ]
+    assert seen == [{"name": "Ada"}]

@@ -457,7 +457,10 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
     try:
         kwargs = entry.signature.convert_arguments(arguments)
     except ArgumentsError as exc:
-        raise _invalid(f"Invalid arguments for tool {name}: {exc}") from None
+        # A tool error, not a protocol error (SEP-1303): the model must read what is wrong to
+        # correct its call. The message names paths and reasons only, never internals.
+        text = f"Invalid arguments for tool {name}: {exc}"
+        return {"content": [{"type": "text", "text": text}], "isError": True}
     if entry.signature.context_param is not None:
         kwargs[entry.signature.context_param] = Context(record, conn)
     try:

@@ -33,7 +33,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ._input import INPUT_METHODS, InputRequired, ModernRequest
-from ._schema import ArgumentsError, schema_for_type, validate
+from ._schema import ArgumentsError, elicitation_schema
 
 if TYPE_CHECKING:
     from ._connection import ServerConnection
@@ -326,18 +326,13 @@ class Context:
         InputRequiredResult (by default questions are numbered in the order asked).
         """
         self._require("elicitation", "form")
-        if isinstance(schema, dict):
-            requested = schema
-        else:
-            # Elicitation schemas are flat objects of primitives; keep only what clients expect.
-            derived = schema_for_type(schema)
-            requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
+        requested, check_answer = elicitation_schema(schema)
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
         raw = await self._nested("elicitation/create", params, key)
         result = from_wire(raw, ElicitResult)
         if result.action == "accept":
             try:
-                validate(result.content or {}, requested)
+                check_answer(result.content or {})
             except ArgumentsError as exc:
                 raise MCPError(f"the client's elicitation answer is invalid: {exc}") from None
         return result

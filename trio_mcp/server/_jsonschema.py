@@ -1,11 +1,18 @@
-"""A compact JSON Schema validator (a draft 2020-12 subset).
+"""The compiled JSON Schema checker for the schemas trio_mcp generates (a draft 2020-12 subset).
 
-Tools registered with a hand-written ``inputSchema``, and ``Annotated[T, {...}]`` constraints,
-need their arguments checked before the function runs. A complete validator would be a heavy
-dependency for that, so this module covers the keywords tool schemas use in practice. A schema is
-compiled once into closures (:func:`compile_schema`), so checking a call does no schema walking.
-Failures are reported with the JSON path of the offending value, in words an MCP client (often
-a language model) can act on; unknown keywords and ``format`` are ignored, as the spec permits.
+Schemas built from type hints (see ``_schema.py``), with the ``Annotated[T, {...}]`` constraints
+merged into them, and the schemas derived for elicitation are checked here. Their keyword set is
+small and known, so this checker implements exactly that set and compiles a schema once into
+closures (:func:`compile_schema`): checking a call does no schema walking. Schemas a user writes
+by hand are checked by the ``jsonschema`` library instead (``_handwritten.py``).
+
+A keyword is never silently ignored: one that changes what is valid but is not implemented here
+(:data:`REFUSED`: ``unevaluatedProperties``, ``dependentSchemas``, ``$dynamicRef``, ``$id``...)
+fails compilation with a ``TypeError`` naming it, so a tool using it fails at registration.
+Annotations (``title``, ``description``, ``default``, ``examples``, ``format``...) and keywords
+that are not JSON Schema's (``x-...``) have no bearing on validity and are accepted, as the spec
+permits. Failures are reported with the JSON path of the offending value, in words an MCP client
+(often a language model) can act on.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from urllib.parse import unquote
 import orjson
 
 __all__ = [
+    "ANNOTATIONS",
+    "IMPLEMENTED",
+    "REFUSED",
     "ArgumentsError",
     "Check",
     "Collector",
@@ -140,6 +150,11 @@ def format_path(path: Path) -> str:
         else:
             out.append(f"[{part!r}]")
     return "".join(out)
+
+
+def type_names(names: Sequence[str]) -> str:
+    """``an integer or null``: JSON type names, worded as a message says what was expected."""
+    return join_or([_ARTICLES.get(n, repr(n)) for n in names])
 
 
 def join_or(items: Sequence[str]) -> str:
@@ -306,6 +321,116 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+#: The keywords the compiler implements. ``then``/``else`` act through ``if``, ``minContains``/
+#: ``maxContains`` through ``contains``, and ``additionalItems`` in the draft 4-7 array form of
+#: ``items`` (in 2020-12 it is not a keyword); ``$ref`` must be a local JSON pointer.
+IMPLEMENTED: frozenset[str] = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "$ref",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependentRequired",
+        "prefixItems",
+        "items",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
+
+#: Keywords with no bearing on validity: annotations (``format`` and the ``content*`` keywords
+#: are annotations in 2020-12 unless a validator opts in), the dialect, and the places that only
+#: hold subschemas for ``$ref``. Accepted.
+ANNOTATIONS: frozenset[str] = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "$schema",
+        "$defs",
+        "definitions",
+    }
+)
+
+#: Every keyword of the published drafts (3 to 2020-12) that changes what is valid, or where a
+#: ``$ref`` points, and that the compiler does not implement. Refused at compile time: silently
+#: ignoring one would accept values the schema's author meant to refuse.
+REFUSED: frozenset[str] = frozenset(
+    {
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "dependentSchemas",
+        "dependencies",
+        "$id",
+        "id",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$recursiveRef",
+        "$recursiveAnchor",
+        "$vocabulary",
+        "extends",
+        "disallow",
+        "divisibleBy",
+    }
+)
+
+_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _refuse_unsupported(schema: Mapping[str, Any]) -> None:
+    refused = [keyword for keyword in schema if keyword in REFUSED]
+    if refused:
+        names = ", ".join(repr(k) for k in refused)
+        raise TypeError(
+            f"invalid JSON Schema: {names} {'is' if len(refused) == 1 else 'are'} not supported "
+            "by the compiled checker of generated schemas; write the tool's schema by hand "
+            "(input_schema=...) to have the jsonschema library check it"
+        )
+    dialect = schema.get("$schema", _DIALECT)
+    if not isinstance(dialect, str) or dialect.rstrip("#") != _DIALECT:
+        raise TypeError(
+            f"invalid JSON Schema: '$schema' {dialect!r} is not supported here; generated "
+            f"schemas are draft 2020-12 ({_DIALECT!r})"
+        )
+
+
 class _Compiler:
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -319,6 +444,7 @@ class _Compiler:
             return _nothing
         if not isinstance(schema, Mapping):
             raise TypeError(f"invalid JSON Schema: expected an object or boolean, got {schema!r}")
+        _refuse_unsupported(schema)
         type_check = self._type(schema)
         checks: list[Check] = []
         for build in (
@@ -362,7 +488,7 @@ class _Compiler:
             tests = [_TYPE_TESTS[n] for n in names]
         except (KeyError, TypeError):
             raise TypeError(f"invalid JSON Schema: unknown 'type' {schema['type']!r}") from None
-        expected = join_or([_ARTICLES[n] for n in names])
+        expected = type_names(names)
 
         def type_check(value: Any, path: Path, found: Collector) -> bool:
             for test in tests:
@@ -440,9 +566,9 @@ class _Compiler:
 
     def _object(self, schema: Mapping[str, Any]) -> list[Check]:
         checks: list[Check] = []
-        props = {k: self.compile(v) for k, v in schema.get("properties", {}).items()}
+        props = {k: self.compile(v) for k, v in _object_of(schema, "properties").items()}
         patterns = [
-            (_regex(p), self.compile(v)) for p, v in schema.get("patternProperties", {}).items()
+            (_regex(p), self.compile(v)) for p, v in _object_of(schema, "patternProperties").items()
         ]
         additional: Check | None = None
         forbid_additional = False
@@ -451,7 +577,7 @@ class _Compiler:
                 forbid_additional = True
             else:
                 additional = self.compile(schema["additionalProperties"])
-        required = list(schema.get("required", ()))
+        required = _names(schema.get("required", []), "'required'")
         if props or patterns or additional is not None or forbid_additional or required:
 
             def check_properties(value: Any, path: Path, found: Collector) -> None:
@@ -478,8 +604,8 @@ class _Compiler:
 
             checks.append(check_properties)
 
-        low = schema.get("minProperties")
-        high = schema.get("maxProperties")
+        low = _count(schema, "minProperties")
+        high = _count(schema, "maxProperties")
         if low is not None or high is not None:
 
             def check_count(value: Any, path: Path, found: Collector) -> None:
@@ -505,7 +631,10 @@ class _Compiler:
 
             checks.append(check_names)
 
-        dependent = schema.get("dependentRequired")
+        dependent = {
+            key: _names(needs, f"'dependentRequired' of {key!r}")
+            for key, needs in _object_of(schema, "dependentRequired").items()
+        }
         if dependent:
 
             def check_dependent(value: Any, path: Path, found: Collector) -> None:
@@ -542,8 +671,8 @@ class _Compiler:
 
             checks.append(check_items)
 
-        low = schema.get("minItems")
-        high = schema.get("maxItems")
+        low = _count(schema, "minItems")
+        high = _count(schema, "maxItems")
         if low is not None or high is not None:
 
             def check_length(value: Any, path: Path, found: Collector) -> None:
@@ -561,8 +690,9 @@ class _Compiler:
 
         if "contains" in schema:
             contains = self.compile(schema["contains"])
-            at_least = schema.get("minContains", 1)
-            at_most = schema.get("maxContains")
+            at_least = _count(schema, "minContains")
+            at_least = 1 if at_least is None else at_least
+            at_most = _count(schema, "maxContains")
 
             def check_contains(value: Any, path: Path, found: Collector) -> None:
                 if not isinstance(value, list | tuple):
@@ -582,8 +712,8 @@ class _Compiler:
 
     def _string(self, schema: Mapping[str, Any]) -> list[Check]:
         checks: list[Check] = []
-        low = schema.get("minLength")
-        high = schema.get("maxLength")
+        low = _count(schema, "minLength")
+        high = _count(schema, "maxLength")
         if low is not None or high is not None:
 
             def check_length(value: Any, path: Path, found: Collector) -> None:
@@ -620,8 +750,19 @@ class _Compiler:
             ex_min, minimum = minimum, None
         if ex_max is True:
             ex_max, maximum = maximum, None
+        ex_min = None if ex_min is False else ex_min
+        ex_max = None if ex_max is False else ex_max
         step: Any = schema.get("multipleOf")
-        if _is_number(step) and step <= 0:
+        for keyword, limit in (
+            ("minimum", minimum),
+            ("exclusiveMinimum", ex_min),
+            ("maximum", maximum),
+            ("exclusiveMaximum", ex_max),
+            ("multipleOf", step),
+        ):
+            if limit is not None and not _is_number(limit):
+                raise TypeError(f"invalid JSON Schema: {keyword!r} must be a number")
+        if step is not None and step <= 0:
             raise TypeError("invalid JSON Schema: 'multipleOf' must be > 0")
         candidates: list[tuple[Callable[[Any, Any], bool], Any, str]] = [
             (operator.ge, minimum, "must be >= "),
@@ -724,6 +865,30 @@ class _Compiler:
             (otherwise if sub.issues else then)(value, path, found)
 
         return [check]
+
+
+def _object_of(schema: Mapping[str, Any], keyword: str) -> Mapping[str, Any]:
+    value = schema.get(keyword, {})
+    if not isinstance(value, Mapping):
+        raise TypeError(f"invalid JSON Schema: {keyword!r} must be an object")
+    return value
+
+
+def _names(value: Any, what: str) -> list[str]:
+    """An array of property names (``required``, or one of ``dependentRequired``'s)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"invalid JSON Schema: {what} must be an array of strings")
+    return value
+
+
+def _count(schema: Mapping[str, Any], keyword: str) -> int | None:
+    """A ``min*``/``max*`` count: absent, or a non-negative integer."""
+    value = schema.get(keyword)
+    if value is None:
+        return None
+    if not _is_number(value) or not math.isfinite(value) or value < 0 or int(value) != value:
+        raise TypeError(f"invalid JSON Schema: {keyword!r} must be a non-negative integer")
+    return int(value)
 
 
 def _subschemas(schema: Mapping[str, Any], keyword: str) -> list[Any]:

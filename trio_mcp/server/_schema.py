@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 import attrs
 import orjson
 
+from ._handwritten import compile_handwritten
 from ._jsonschema import (
     ArgumentsError,
     Collector,
@@ -54,6 +55,7 @@ from ._jsonschema import (
 __all__ = [
     "ArgumentsError",
     "FunctionSignature",
+    "elicitation_schema",
     "explicit_signature",
     "function_signature",
     "parse_docstring",
@@ -1084,6 +1086,35 @@ def schema_for_type(tp: Any) -> dict[str, Any]:
     return _Builder().build(tp).schema
 
 
+def elicitation_schema(
+    schema: dict[str, Any] | type[Any],
+) -> tuple[dict[str, Any], Callable[[Any], None]]:
+    """The ``requestedSchema`` to send for ``ctx.elicit(message, schema)``, and the check of an
+    accepted answer (it raises :class:`ArgumentsError` naming what is wrong).
+
+    A dict is hand-written, so the ``jsonschema`` library checks answers against it; it is
+    prepared here, before the question is sent, so a broken schema fails in the handler rather
+    than after the user answered. A class gets its derived schema, without
+    ``additionalProperties`` (elicitation schemas are flat objects of primitives, and clients
+    expect nothing more), checked by the compiled checker.
+    """
+    if isinstance(schema, dict):
+        requested = schema
+        check = compile_handwritten(requested, "the elicitation schema")
+    else:
+        derived = schema_for_type(schema)
+        requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
+        check = compile_schema(requested)
+
+    def check_answer(content: Any) -> None:
+        found = Collector()
+        check(content, (), found)
+        if found.issues:
+            raise found.error()
+
+    return requested, check_answer
+
+
 def _is_mapping_hint(hint: Any) -> bool:
     if get_origin(hint) is Annotated:
         hint = get_args(hint)[0]
@@ -1102,11 +1133,13 @@ def explicit_signature(
     fn: Callable[..., Any],
     *,
     context_type: type | None = None,
+    tool: str | None = None,
 ) -> FunctionSignature:
     """A signature for a tool registered with a hand-written JSON Schema.
 
-    Arguments are validated against ``input_schema`` and then passed as keywords, one per
-    top-level property. The rule for calling ``fn``:
+    Arguments are validated against ``input_schema`` by the ``jsonschema`` library (any keyword of
+    the schema's dialect, draft 2020-12 by default; see ``_handwritten``) and then passed as
+    keywords, one per top-level property. The rule for calling ``fn``:
 
     * If ``fn`` has exactly one parameter (besides the context), annotated ``dict`` or
       ``Mapping``, and that parameter's name is not a property of the schema, it receives the
@@ -1116,14 +1149,18 @@ def explicit_signature(
       takes ``**kwargs``. Arguments the schema allows but ``fn`` cannot take (undeclared extras,
       when there is no ``**kwargs``) are dropped; with ``**kwargs`` all arguments are passed.
 
-    Mismatches and malformed schemas raise :class:`TypeError` here, at registration.
+    Mismatches and malformed schemas (both are checked against their meta-schema, and every
+    ``$ref`` must resolve) raise :class:`TypeError` here, at registration, naming ``tool`` (by
+    default the function).
     """
-    schema = _require_object_root(input_schema, "input_schema")
+    name = _callable_name(fn)
+    who = f"tool {tool!r}" if tool is not None else name
+    schema = _require_object_root(input_schema, f"{who}: input_schema")
     output = None
     if output_schema is not None:
-        output = _require_object_root(output_schema, "output_schema")
-    check = compile_schema(schema)
-    name = _callable_name(fn)
+        output = _require_object_root(output_schema, f"{who}: output_schema")
+        compile_handwritten(output, f"{who}: output_schema")
+    check = compile_handwritten(schema, f"{who}: input_schema")
     target = _hint_target(fn)
     hints = _function_hints(target, name)
     params, context_param, var_kw = _parameters(fn, name, hints, context_type, allow_var_kw=True)

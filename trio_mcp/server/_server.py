@@ -28,6 +28,7 @@ from ..protocol._types import (
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._context import Context
+from ._handwritten import compile_handwritten
 from ._registry import (
     CONTENT_TYPES,
     PromptEntry,
@@ -173,9 +174,10 @@ class Server:
         """
 
         def register(func: F) -> F:
+            tool_name = name or func.__name__
             if input_schema is not None:
                 signature = explicit_signature(
-                    input_schema, output_schema, func, context_type=Context
+                    input_schema, output_schema, func, context_type=Context, tool=tool_name
                 )
             else:
                 signature = function_signature(
@@ -183,8 +185,10 @@ class Server:
                     context_type=Context,
                     skip_output_types=(*CONTENT_TYPES, CallToolResult),
                 )
+                if output_schema is not None:
+                    compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
             tool = Tool(
-                name=name or func.__name__,
+                name=tool_name,
                 title=title,
                 description=description if description is not None else signature.description,
                 input_schema=signature.input_schema,
