@@ -4,7 +4,8 @@ from ._connection import ServerConnection, ToolError
 from ._context import CapabilityMissing, Context
 from ._event_store import EventStore, MemoryEventStore
 from ._http_app import HttpOptions, McpHttpApp
-from ._server import RequestRecord, Server
+from ._registry import RequestRecord
+from ._server import Server
 from ._state import ConnectionState
 
 __all__ = [

@@ -62,9 +62,9 @@ from ._input import (
     gather,
     input_required_result,
 )
-from ._registry import call_user, page, resource_contents
+from ._registry import CustomMethod, RequestRecord, call_user, page, resource_contents
 from ._schema import ArgumentsError
-from ._server import CustomMethod, RequestRecord, Server
+from ._server import Server
 from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")

@@ -274,3 +274,27 @@ def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any],
         return items[start:], None
     end = start + size
     return items[start:end], encode_cursor(end) if end < len(items) else None
+
+
+@attrs.frozen
+class RequestRecord:
+    """What the instrumentation hook is told after every request."""
+
+    method: str
+    request_id: str | int
+    #: The tool or prompt name, or the resource URI, when the method has one.
+    name: str | None
+    duration: float
+    cancelled: bool
+    cancel_reason: str | None
+    #: The JSON-RPC error code the request was answered with, if any.
+    error_code: int | None
+    #: True when a tool answered with ``isError: true``.
+    tool_error: bool = False
+
+
+@attrs.define(eq=False)
+class CustomMethod:
+    fn: Callable[..., Any]
+    is_async: bool
+    context_param: str | None

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-import attrs
 import trio
 
 from .._session import Session
@@ -31,7 +30,9 @@ from ._context import Context
 from ._handwritten import compile_handwritten
 from ._registry import (
     CONTENT_TYPES,
+    CustomMethod,
     PromptEntry,
+    RequestRecord,
     ResourceEntry,
     TemplateEntry,
     ToolEntry,
@@ -47,30 +48,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 logger = logging.getLogger("trio_mcp.server")
-
-
-@attrs.frozen
-class RequestRecord:
-    """What the instrumentation hook is told after every request."""
-
-    method: str
-    request_id: str | int
-    #: The tool or prompt name, or the resource URI, when the method has one.
-    name: str | None
-    duration: float
-    cancelled: bool
-    cancel_reason: str | None
-    #: The JSON-RPC error code the request was answered with, if any.
-    error_code: int | None
-    #: True when a tool answered with ``isError: true``.
-    tool_error: bool = False
-
-
-@attrs.define(eq=False)
-class CustomMethod:
-    fn: Callable[..., Any]
-    is_async: bool
-    context_param: str | None
 
 
 class Server:
