@@ -147,7 +147,7 @@ def test_the_walk_finds_what_a_method_returns() -> None:
     found = set(_met_by_users(trio_mcp.Client))
     assert ("Client.list_tools_page", trio_mcp.ListToolsResult) in found
     assert ("Client.list_tools", trio_mcp.Tool) in found
-    assert ("Context.connection", trio_mcp.lowlevel.ServerConnection) in set(
+    assert ("Context.connection", trio_mcp.lowlevel.ConnectionView) in set(
         _met_by_users(trio_mcp.Context)
     )
     assert ("CallToolResult.content", trio_mcp.TextContent) in set(

@@ -9,6 +9,7 @@ own task and cancel scope, and writes through one ordered writer. The server's d
 from ._session import Dispatcher, InFlight, ProgressCallback, Route, Session
 from .client._client import ClientDispatcher
 from .server._connection import ServerConnection
+from .server._context import ConnectionView
 from .transports._memory import MemoryTransport, memory_transport_pair
 from .transports._transport import BaseSender, BaseTransport, OutgoingMessage, Sender, Transport
 
@@ -16,6 +17,7 @@ __all__ = [
     "BaseSender",
     "BaseTransport",
     "ClientDispatcher",
+    "ConnectionView",
     "Dispatcher",
     "InFlight",
     "MemoryTransport",

@@ -62,9 +62,15 @@ from ._input import (
     gather,
     input_required_result,
 )
-from ._registry import CustomMethod, RequestRecord, call_user, page, resource_contents
+from ._registry import (
+    CustomMethod,
+    Registrations,
+    RequestRecord,
+    call_user,
+    page,
+    resource_contents,
+)
 from ._schema import ArgumentsError
-from ._server import Server
 from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
@@ -92,7 +98,7 @@ class ServerConnection:
 
     session: Session
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Registrations) -> None:
         self.server = server
         #: The lifecycle; it changes only through its own transitions.
         self.state = ConnectionState(server.protocol_version)

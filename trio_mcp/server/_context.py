@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import trio
 
 from .._exceptions import MCPError, ProtocolError, RequestCancelled, collapse_exception_groups
-from .._session import InFlight
+from .._session import InFlight, Session
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
 from ..protocol._types import (
     LOGGING_LEVELS,
@@ -34,9 +34,7 @@ from ..protocol._types import (
 )
 from ._input import INPUT_METHODS, InputRequired, ModernRequest
 from ._schema import ArgumentsError, elicitation_schema
-
-if TYPE_CHECKING:
-    from ._connection import ServerConnection
+from ._state import ConnectionState
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -65,10 +63,21 @@ class NestedRequestError(ProtocolError):
     """
 
 
+class ConnectionView(Protocol):
+    """What a :class:`Context` reads of the connection its request came in on: the lifecycle
+    state and the engine. A ``ServerConnection`` is one; typing against this keeps the
+    connection's module, which builds contexts, from being imported back."""
+
+    @property
+    def state(self) -> ConnectionState: ...
+    @property
+    def session(self) -> Session: ...
+
+
 class Context:
     """The request being served, as its handler sees it."""
 
-    def __init__(self, record: InFlight, connection: ServerConnection) -> None:
+    def __init__(self, record: InFlight, connection: ConnectionView) -> None:
         self._record = record
         self._connection = connection
         self._local_state: dict[str, Any] | None = None
@@ -146,7 +155,8 @@ class Context:
         return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(asked)
 
     @property
-    def connection(self) -> ServerConnection:
+    def connection(self) -> ConnectionView:
+        """The connection's lifecycle state and engine (low-level: see ``trio_mcp.lowlevel``)."""
         return self._connection
 
     # -- notifications about this request ------------------------------------------------------

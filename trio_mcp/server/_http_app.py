@@ -17,7 +17,7 @@ import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -52,7 +52,7 @@ from ..transports._transport import BaseSender
 from ._connection import ServerConnection
 from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
 from ._http_modern import is_modern, status_for
-from ._server import Server
+from ._registry import Registrations
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -63,6 +63,14 @@ Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+class HttpServable(Registrations, Protocol):
+    """What the HTTP app needs of its server: the registrations a connection reads, and the set
+    of live connections that the server's notifications go to (``Server`` is the one)."""
+
+    @property
+    def connections(self) -> set[ServerConnection]: ...
 
 
 @attrs.define
@@ -286,7 +294,7 @@ def _split_host(value: str) -> str:
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
-    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+    def __init__(self, server: HttpServable, options: HttpOptions | None = None) -> None:
         self.server = server
         self.options = options or HttpOptions()
         self.store: EventStore = (

@@ -14,12 +14,14 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
 import trio
 
+from ..protocol._envelope import CacheHints
+from ..protocol._request_state import StateSealer
 from ..protocol._types import (
     AudioContent,
     BlobResourceContents,
@@ -27,6 +29,7 @@ from ..protocol._types import (
     EmbeddedResource,
     GetPromptResult,
     ImageContent,
+    Implementation,
     Prompt,
     PromptMessage,
     ReadResourceResult,
@@ -298,3 +301,44 @@ class CustomMethod:
     fn: Callable[..., Any]
     is_async: bool
     context_param: str | None
+
+
+class Registrations(Protocol):
+    """What a connection reads of its server: the registrations and the settings.
+
+    ``Server`` is the one implementation; a connection is typed against this, so the server's
+    module can build connections without the connection's module importing it back.
+    """
+
+    @property
+    def info(self) -> Implementation: ...
+    @property
+    def info_wire(self) -> dict[str, Any]: ...
+    @property
+    def instructions(self) -> str | None: ...
+    @property
+    def cache_hints(self) -> CacheHints: ...
+    @property
+    def state_sealer(self) -> StateSealer: ...
+    @property
+    def protocol_version(self) -> str: ...
+    @property
+    def page_size(self) -> int | None: ...
+    @property
+    def tools(self) -> dict[str, ToolEntry]: ...
+    @property
+    def prompts(self) -> dict[str, PromptEntry]: ...
+    @property
+    def resources(self) -> dict[str, ResourceEntry]: ...
+    @property
+    def templates(self) -> dict[str, TemplateEntry]: ...
+    @property
+    def completion_handler(self) -> CustomMethod | None: ...
+    @property
+    def custom_methods(self) -> dict[str, CustomMethod]: ...
+    @property
+    def on_request(self) -> Callable[[RequestRecord], None] | None: ...
+
+    def record(self, record: RequestRecord) -> None:
+        """Tell the instrumentation hook about a finished request."""
+        ...

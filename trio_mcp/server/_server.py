@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import trio
 
@@ -26,8 +26,10 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
+from ._connection import ServerConnection
 from ._context import Context
 from ._handwritten import compile_handwritten
+from ._http_app import HttpOptions, McpHttpApp
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -41,9 +43,6 @@ from ._registry import (
     is_async_callable,
 )
 from ._schema import explicit_signature, function_signature
-
-if TYPE_CHECKING:
-    from ._http_app import HttpOptions, McpHttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,7 +104,7 @@ class Server:
         self.templates: dict[str, TemplateEntry] = {}
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
-        self.connections: set[Any] = set()
+        self.connections: set[ServerConnection] = set()
 
     # -- registration --------------------------------------------------------------------------
 
@@ -374,8 +373,6 @@ class Server:
         task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve one connection until the peer goes away (or the caller cancels)."""
-        from ._connection import ServerConnection
-
         connection = ServerConnection(self)
         session = Session(transport, connection)
         connection.session = session
@@ -407,8 +404,6 @@ class Server:
         stateless mode, session limits, Host and Origin checks, CORS, the event store, ...);
         None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
         """
-        from ._http_app import McpHttpApp
-
         return McpHttpApp(self, options)
 
     def record(self, record: RequestRecord) -> None:
