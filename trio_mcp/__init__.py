@@ -11,13 +11,6 @@ import importlib
 import importlib.metadata
 from typing import TYPE_CHECKING
 
-from ._exceptions import (
-    ConnectionClosed,
-    MCPError,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-)
 from .client import (
     Client,
     DiscoverInfo,
@@ -41,6 +34,7 @@ from .protocol import (
     MODERN_VERSIONS,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    SESSION_EXPIRED,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
     Annotations,
@@ -52,6 +46,7 @@ from .protocol import (
     Completion,
     CompletionArgument,
     CompletionContext,
+    ConnectionClosed,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestFormParams,
@@ -70,6 +65,7 @@ from .protocol import (
     ListResourceTemplatesResult,
     ListToolsResult,
     LoggingMessageNotificationParams,
+    MCPError,
     ModelHint,
     ModelPreferences,
     Notification,
@@ -77,8 +73,11 @@ from .protocol import (
     PromptArgument,
     PromptMessage,
     PromptReference,
+    ProtocolError,
     ReadResourceResult,
+    RequestCancelled,
     RequestId,
+    RequestTimeout,
     Resource,
     ResourceLink,
     ResourceTemplate,
@@ -112,7 +111,7 @@ from .server._context import NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
-    from .transports._http_client import SESSION_EXPIRED, SessionExpired
+    from .transports._http_client import SessionExpired
 
 __version__ = importlib.metadata.version("trio-mcp")
 
@@ -120,7 +119,6 @@ __version__ = importlib.metadata.version("trio-mcp")
 # nor httpx.
 _LAZY = {
     "serve_http": "trio_mcp.server._hypercorn",
-    "SESSION_EXPIRED": "trio_mcp.transports._http_client",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
 

@@ -20,14 +20,8 @@ from typing import Any, Protocol, assert_never
 import attrs
 import trio
 
-from ._exceptions import (
-    ConnectionClosed,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    internal_error,
-    single_error,
-)
+from ._exceptions import internal_error, single_error
+from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
 from .protocol._jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,

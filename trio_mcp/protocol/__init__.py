@@ -4,6 +4,13 @@ the modern HTTP headers, requestState sealing). No trio, no sockets and no clock
 values and functions, time passed in, usable and testable without an event loop (like h11).
 """
 
+from ._errors import (
+    ConnectionClosed,
+    MCPError,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+)
 from ._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -13,6 +20,7 @@ from ._jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    SESSION_EXPIRED,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
     Batch,
@@ -143,6 +151,7 @@ __all__ = [
     "MODERN_VERSIONS",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "SESSION_EXPIRED",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
     "V2024_11_05",
@@ -163,6 +172,7 @@ __all__ = [
     "Completion",
     "CompletionArgument",
     "CompletionContext",
+    "ConnectionClosed",
     "ContentBlock",
     "CreateMessageRequestParams",
     "CreateMessageResult",
@@ -194,6 +204,7 @@ __all__ = [
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotificationParams",
+    "MCPError",
     "Message",
     "ModelHint",
     "ModelPreferences",
@@ -206,11 +217,14 @@ __all__ = [
     "PromptArgument",
     "PromptMessage",
     "PromptReference",
+    "ProtocolError",
     "ReadResourceRequestParams",
     "ReadResourceResult",
     "Reference",
     "Request",
+    "RequestCancelled",
     "RequestId",
+    "RequestTimeout",
     "Resource",
     "ResourceContents",
     "ResourceLink",

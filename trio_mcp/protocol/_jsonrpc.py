@@ -27,6 +27,9 @@ URL_ELICITATION_REQUIRED = -32042
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: The JSON-RPC code of the error a request gets when the server forgot the session and the
+#: request was not repeated (``tools/call``, or a list continuation with a cursor).
+SESSION_EXPIRED = -32001
 
 STANDARD_MESSAGES: Mapping[int, str] = {
     PARSE_ERROR: "Parse error",

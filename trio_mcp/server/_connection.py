@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
+from .._exceptions import single_error
 from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
     SERVER_INFO_KEY,
@@ -28,6 +28,7 @@ from ..protocol._envelope import (
     read_envelope,
     stamp_result,
 )
+from ..protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

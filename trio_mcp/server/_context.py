@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import trio
 
-from .._exceptions import MCPError, ProtocolError, RequestCancelled, collapse_exception_groups
+from .._exceptions import collapse_exception_groups
 from .._session import InFlight
+from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
 from ..protocol._types import (
     LOGGING_LEVELS,

@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
-from .._exceptions import MCPError
 from ..protocol._envelope import Envelope
+from ..protocol._errors import MCPError
 from ..protocol._request_state import StateSealer
 
 #: Methods whose result may be an InputRequiredResult.

@@ -28,11 +28,12 @@ import attrs
 import httpx
 import trio
 
-from .._exceptions import ConnectionClosed
+from ..protocol._errors import ConnectionClosed
 from ..protocol._headers import modern_headers, tool_param_headers
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    SESSION_EXPIRED,
     Batch,
     ErrorObject,
     ErrorResponse,
@@ -51,10 +52,6 @@ from ..protocol._sse import SSEError, SSEParser
 from ._transport import BaseTransport
 
 logger = logging.getLogger("trio_mcp.http.client")
-
-#: The JSON-RPC code of the error a request gets when the server forgot the session and the
-#: request was not repeated (``tools/call``, or a list continuation with a cursor).
-SESSION_EXPIRED = -32001
 
 #: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
 #: cancel does not reach the server first (the server would ignore it and run the request).
