@@ -20,7 +20,7 @@ from typing import Any, Protocol, assert_never
 import attrs
 import trio
 
-from ._exceptions import internal_error, single_error
+from ._exception_groups import internal_error, single_error
 from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
 from .protocol._jsonrpc import (
     INVALID_REQUEST,

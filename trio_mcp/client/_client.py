@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import attrs
 import trio
 
-from .._exceptions import collapse_exception_groups
+from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._errors import MCPError, ProtocolError, RequestTimeout

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from .._exceptions import single_error
+from .._exception_groups import single_error
 from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
     SERVER_INFO_KEY,

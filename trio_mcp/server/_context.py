@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import trio
 
-from .._exceptions import collapse_exception_groups
+from .._exception_groups import collapse_exception_groups
 from .._session import InFlight
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId

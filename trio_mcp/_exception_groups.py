@@ -1,4 +1,4 @@
-"""The collapsing of exception groups (the exceptions themselves are in ``protocol/_errors.py``).
+"""The collapsing of exception groups at the public boundary.
 
 Inside the library Trio's strict exception groups are the rule; at every public boundary a group
 holding one real error (plus cancellations) is unwrapped so callers can write plain ``except``.
