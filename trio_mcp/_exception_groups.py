@@ -11,12 +11,6 @@ from contextlib import contextmanager
 
 import trio
 
-from .protocol._jsonrpc import INTERNAL_ERROR, ErrorObject
-
-
-def internal_error() -> ErrorObject:
-    return ErrorObject.make(INTERNAL_ERROR, "Internal error")
-
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
     if isinstance(exc, BaseExceptionGroup):

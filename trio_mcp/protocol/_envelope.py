@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ._jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JSONObject
+from ._jsonrpc import INVALID_PARAMS, NO_DATA, UNSUPPORTED_PROTOCOL_VERSION, JSONObject
 from ._methods import CACHEABLE
 from ._versions import MODERN_VERSIONS
 
@@ -39,7 +39,7 @@ class Envelope:
 class EnvelopeError(Exception):
     """The envelope is missing, malformed, or names a version we do not speak."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: Any = NO_DATA) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

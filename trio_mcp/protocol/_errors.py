@@ -7,9 +7,9 @@ wire is :class:`~trio_mcp.protocol._jsonrpc.ErrorObject`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
-from ._jsonrpc import STANDARD_MESSAGES, ErrorObject, RequestId
+from ._jsonrpc import NO_DATA, ErrorObject, RequestId
 
 
 class MCPError(Exception):
@@ -19,27 +19,34 @@ class MCPError(Exception):
 class ProtocolError(MCPError):
     """A JSON-RPC error: received from the peer, or raised by a handler to answer with one.
 
+    It carries one :class:`ErrorObject` (:attr:`error`); ``code``, ``message`` and ``data`` are
+    read from it. ``data`` is :data:`NO_DATA` when the error has none (``None`` is a JSON null).
     The message and data of a ``ProtocolError`` raised in a handler reach the peer as written,
     so they must not carry internals. Any other exception becomes a generic -32603.
     """
 
-    def __init__(self, code: int, message: str | None = None, *data: Any) -> None:
-        self.code = code
-        self.message = message if message is not None else STANDARD_MESSAGES.get(code, "Error")
-        self.has_data = bool(data)
-        self.data = data[0] if data else None
-        super().__init__(f"{self.message} (code {code})")
+    #: The error as it travels on the wire.
+    error: ErrorObject
+
+    def __init__(self, code: int, message: str | None = None, data: Any = NO_DATA) -> None:
+        self.error = ErrorObject.make(code, message, data=data)
+        super().__init__(f"{self.error.message} (code {code})")
 
     @classmethod
-    def from_error(cls, error: ErrorObject) -> ProtocolError:
-        if error.has_data:
-            return cls(error.code, error.message, error.data)
-        return cls(error.code, error.message)
+    def from_error(cls, error: ErrorObject) -> Self:
+        return cls(error.code, error.message, error.data)
 
-    def to_error(self) -> ErrorObject:
-        if self.has_data:
-            return ErrorObject.make(self.code, self.message, self.data)
-        return ErrorObject.make(self.code, self.message)
+    @property
+    def code(self) -> int:
+        return self.error.code
+
+    @property
+    def message(self) -> str:
+        return self.error.message
+
+    @property
+    def data(self) -> Any:
+        return self.error.data
 
 
 class ConnectionClosed(MCPError):

@@ -37,6 +37,7 @@ from ._envelope import PROTOCOL_VERSION_KEY
 from ._jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
+    NO_DATA,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
     Request,
@@ -62,7 +63,7 @@ ParamHeaders = Mapping[tuple[str, ...], str]
 class HeaderProblem(Exception):
     """A modern request refused before it runs: the JSON-RPC code and message to answer."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: Any = NO_DATA) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

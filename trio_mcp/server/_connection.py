@@ -33,6 +33,7 @@ from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    NO_DATA,
     RESOURCE_NOT_FOUND,
     JSONObject,
     Notification,
@@ -77,8 +78,8 @@ class ToolError(Exception):
     """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
 
 
-def _invalid(message: str, *data: Any) -> ProtocolError:
-    return ProtocolError(INVALID_PARAMS, message, *data)
+def _invalid(message: str, data: Any = NO_DATA) -> ProtocolError:
+    return ProtocolError(INVALID_PARAMS, message, data)
 
 
 def _require_str(params: JSONObject, key: str, what: str) -> str:
@@ -149,9 +150,7 @@ class ServerConnection:
         try:
             envelope = read_envelope(request.params)
         except EnvelopeError as exc:
-            if exc.data is not None:
-                raise ProtocolError(exc.code, exc.message, exc.data) from None
-            raise ProtocolError(exc.code, exc.message) from None
+            raise ProtocolError(exc.code, exc.message, exc.data) from None
         if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":

@@ -234,8 +234,7 @@ class Context:
                 method, params, related_request_id=self._record.id
             )
         except ProtocolError as exc:
-            data = (exc.data,) if exc.has_data else ()
-            raise NestedRequestError(exc.code, exc.message, *data) from None
+            raise NestedRequestError.from_error(exc.error) from None
 
     async def _input(
         self, modern: ModernRequest, method: str, params: dict[str, Any], key: str | None

@@ -643,7 +643,7 @@ class McpHttpApp:
                 code=UNSUPPORTED_PROTOCOL_VERSION,
                 request_id=getattr(message, "id", None),
                 error=ErrorObject.make(
-                    UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", supported
+                    UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data=supported
                 ),
             )
         if _header(scope, b"mcp-session-id") is not None:
@@ -665,9 +665,7 @@ class McpHttpApp:
         try:
             check_request(message, headers, schemas)
         except HeaderProblem as problem:
-            error = ErrorObject.make(problem.code, problem.message, problem.data)
-            if problem.data is None:
-                error = ErrorObject.make(problem.code, problem.message)
+            error = ErrorObject.make(problem.code, problem.message, data=problem.data)
             raise HttpError(
                 status_for(problem.code),
                 problem.message,

@@ -83,7 +83,7 @@ class LineTransport(BaseTransport):
             ErrorObject.make(
                 INVALID_REQUEST,
                 "Invalid Request",
-                f"message exceeds the limit of {self.max_line_bytes} bytes",
+                data=f"message exceeds the limit of {self.max_line_bytes} bytes",
             ),
         )
 
