@@ -22,7 +22,6 @@ from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
-    EnvelopeError,
     discover_result,
     has_envelope,
     read_envelope,
@@ -147,10 +146,7 @@ class ServerConnection:
     def _route_modern(self, request: Request) -> Route:
         """A request carrying its own version and capabilities (2026-07-28)."""
         self.state.check_modern_request()
-        try:
-            envelope = read_envelope(request.params)
-        except EnvelopeError as exc:
-            raise ProtocolError(exc.code, exc.message, exc.data) from None
+        envelope = read_envelope(request.params)
         if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":
