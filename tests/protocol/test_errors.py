@@ -3,8 +3,10 @@ absent kept apart from data that is null, and error codes that never share a val
 
 from __future__ import annotations
 
+import ast
 import copy
 import pickle
+from pathlib import Path
 
 import orjson
 import pytest
@@ -22,6 +24,7 @@ from trio_mcp.protocol import (
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
+    _jsonrpc,
     encode,
     parse,
 )
@@ -118,3 +121,42 @@ def test_every_error_the_library_raises_is_an_mcp_error() -> None:
         assert issubclass(cls, MCPError), cls
     assert issubclass(trio_mcp.SessionExpired, ConnectionClosed)
     assert issubclass(trio_mcp.NestedRequestError, ProtocolError)
+
+
+def _code_constants(path: Path) -> dict[str, int]:
+    """Module-level ``NAME = -32xxx`` assignments: JSON-RPC error codes (-32768 to -32000)."""
+    found: dict[str, int] = {}
+    for node in ast.parse(path.read_text()).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.expr):
+            try:
+                literal = ast.literal_eval(value)
+            except ValueError:
+                continue
+            if type(literal) is int and -32768 <= literal <= -32000:
+                found[target.id] = literal
+    return found
+
+
+def test_every_error_code_is_defined_beside_the_others_and_exported() -> None:
+    package = Path(trio_mcp.__file__).parent
+    home = package / "protocol" / "_jsonrpc.py"
+    elsewhere = {
+        str(path.relative_to(package)): names
+        for path in sorted(package.rglob("*.py"))
+        if path != home and (names := _code_constants(path))
+    }
+    assert not elsewhere, f"error codes defined outside protocol/_jsonrpc.py: {elsewhere}"
+    assert set(_code_constants(home)) <= set(trio_mcp.__all__)
+
+
+def test_the_error_codes_are_distinct() -> None:
+    package = Path(trio_mcp.__file__).parent
+    names = _code_constants(package / "protocol" / "_jsonrpc.py")
+    assert {"PARSE_ERROR", "INTERNAL_ERROR", "SESSION_EXPIRED", "HEADER_MISMATCH"} <= names.keys()
+    by_value: dict[int, list[str]] = {}
+    for name in names:
+        by_value.setdefault(getattr(_jsonrpc, name), []).append(name)
+    shared = {value: names for value, names in by_value.items() if len(names) > 1}
+    assert not shared, f"error codes that share a value: {shared}"

@@ -28,6 +28,7 @@ from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
@@ -328,7 +329,7 @@ def _structure_params(params: JSONObject, cls: type[T]) -> T:
     try:
         return from_wire(params, cls)
     except ValueError as exc:
-        raise ProtocolError(-32602, f"Invalid params: {exc}") from None
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
 
 
 def _with_defaults(answer: JSONObject, schema: dict[str, Any]) -> JSONObject:
