@@ -132,7 +132,6 @@ from ._versions import (
     V2026_07_28,
     Era,
     check_pin,
-    era_of,
     is_at_least,
     negotiate,
 )
@@ -255,7 +254,6 @@ __all__ = [
     "check_pin",
     "describe_id",
     "encode",
-    "era_of",
     "from_wire",
     "is_at_least",
     "is_valid_id",

@@ -218,10 +218,6 @@ def encode(message: Message | Invalid) -> bytes:
     return orjson.dumps(to_json(message))
 
 
-def encode_batch(messages: list[Message]) -> bytes:
-    return orjson.dumps([to_json(m) for m in messages])
-
-
 def describe_id(rid: RequestId) -> str:
     """How an id is quoted in messages: strings in double quotes, integers bare."""
     return orjson.dumps(rid).decode()

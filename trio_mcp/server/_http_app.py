@@ -63,7 +63,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 @attrs.define
