@@ -74,7 +74,12 @@ MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
 
 
 class ToolError(Exception):
-    """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
+    """Raise in a tool to fail it with this message as an ``isError`` result the model sees.
+
+    Not an :class:`MCPError`: users raise it and the library never does, nor does it ever
+    reach a caller (it becomes the result), so ``except MCPError`` keeps meaning "trio_mcp
+    failed" and never catches a tool's own verdict.
+    """
 
 
 def _invalid(message: str, data: Any = NO_DATA) -> ProtocolError:
