@@ -1,8 +1,10 @@
 """The exceptions trio_mcp raises on purpose, all derived from :class:`MCPError`.
 
 Sans-IO, like the rest of ``protocol/``: none of them needs trio, so a transport can raise
-:class:`ConnectionClosed` without importing the engine. The JSON-RPC error they carry on the
-wire is :class:`~trio_mcp.protocol._jsonrpc.ErrorObject`.
+:class:`ConnectionClosed` without importing the engine. The JSON-RPC error a
+:class:`ProtocolError` carries is the framing's :class:`~trio_mcp.protocol._jsonrpc.ErrorObject`,
+defined there with the error codes and :data:`~trio_mcp.protocol._jsonrpc.NO_DATA` (the data of
+an error that has none), since parsing and encoding need them too.
 """
 
 from __future__ import annotations
