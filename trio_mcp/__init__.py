@@ -11,13 +11,6 @@ import importlib
 import importlib.metadata
 from typing import TYPE_CHECKING
 
-from ._exceptions import (
-    ConnectionClosed,
-    MCPError,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-)
 from .client import (
     Client,
     DiscoverInfo,
@@ -39,8 +32,10 @@ from .protocol import (
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_VERSIONS,
+    NO_DATA,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    SESSION_EXPIRED,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
     Annotations,
@@ -52,6 +47,7 @@ from .protocol import (
     Completion,
     CompletionArgument,
     CompletionContext,
+    ConnectionClosed,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestFormParams,
@@ -70,6 +66,7 @@ from .protocol import (
     ListResourceTemplatesResult,
     ListToolsResult,
     LoggingMessageNotificationParams,
+    MCPError,
     ModelHint,
     ModelPreferences,
     Notification,
@@ -77,8 +74,11 @@ from .protocol import (
     PromptArgument,
     PromptMessage,
     PromptReference,
+    ProtocolError,
     ReadResourceResult,
+    RequestCancelled,
     RequestId,
+    RequestTimeout,
     Resource,
     ResourceLink,
     ResourceTemplate,
@@ -112,7 +112,7 @@ from .server._context import NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
-    from .transports._http_client import SESSION_EXPIRED, SessionExpired
+    from .transports._http_client import SessionExpired
 
 __version__ = importlib.metadata.version("trio-mcp")
 
@@ -120,7 +120,6 @@ __version__ = importlib.metadata.version("trio-mcp")
 # nor httpx.
 _LAZY = {
     "serve_http": "trio_mcp.server._hypercorn",
-    "SESSION_EXPIRED": "trio_mcp.transports._http_client",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
 
@@ -148,6 +147,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
+    "NO_DATA",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
     "SESSION_EXPIRED",

@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 import trio
 
-from ._exceptions import MCPError
 from .client import Client, open_client
+from .protocol._errors import MCPError
 from .protocol._types import to_wire
 from .server import Server
 

@@ -20,17 +20,13 @@ from typing import Any, Protocol, assert_never
 import attrs
 import trio
 
-from ._exceptions import (
-    ConnectionClosed,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    internal_error,
-    single_error,
-)
+from ._exception_groups import single_error
+from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
 from .protocol._jsonrpc import (
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    NO_DATA,
     Batch,
     ErrorObject,
     ErrorResponse,
@@ -206,11 +202,13 @@ def _encode_response(message: Message) -> bytes:
     except TypeError:
         rid = message.id if isinstance(message, Response | ErrorResponse) else None
         logger.exception("the result of request %r cannot be serialized", rid)
-        return encode(ErrorResponse(rid, internal_error()))
+        return encode(ErrorResponse(rid, ErrorObject.make(INTERNAL_ERROR)))
 
 
-def _error(rid: RequestId | None, code: int, message: str | None = None, *data: Any) -> Message:
-    return ErrorResponse(rid, ErrorObject.make(code, message, *data))
+def _error(
+    rid: RequestId | None, code: int, message: str | None = None, data: Any = NO_DATA
+) -> Message:
+    return ErrorResponse(rid, ErrorObject.make(code, message, data=data))
 
 
 class Session:
@@ -466,7 +464,7 @@ class Session:
         try:
             route = self.dispatcher.route(request, self)
         except ProtocolError as exc:
-            sink(ErrorResponse(request.id, exc.to_error()))
+            sink(ErrorResponse(request.id, exc.error))
             return
         record = InFlight(request, self)
         if route.register:
@@ -534,7 +532,7 @@ class Session:
                 record.cancel_reason = only.reason
             return None
         if isinstance(only, ProtocolError):
-            return ErrorResponse(record.request.id, only.to_error())
+            return ErrorResponse(record.request.id, only.error)
         if only is not None and not isinstance(only, Exception):
             raise exc  # Cancelled from an outer scope, KeyboardInterrupt, ...
         logger.error(
@@ -543,7 +541,7 @@ class Session:
             record.request.id,
             exc_info=exc,
         )
-        return ErrorResponse(record.request.id, internal_error())
+        return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
 
     def cancel_incoming(self, request_id: RequestId, reason: str | None = None) -> bool:
         """Cancel an incoming request as ``notifications/cancelled`` would."""

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from trio_mcp import ProtocolError, Server, open_client
-from trio_mcp._exceptions import collapse_exception_groups
+from trio_mcp._exception_groups import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 
 from .._http import GUARD, Receive, Recorder, Scope, Seen, Send, serving_app, text_of

@@ -24,7 +24,7 @@ from trio_mcp import (
     TextContent,
     open_client,
 )
-from trio_mcp._exceptions import collapse_exception_groups
+from trio_mcp._exception_groups import collapse_exception_groups
 from trio_mcp.transports import memory_transport_pair
 
 from ..wire import WirePeer

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from trio_mcp.protocol import ProtocolError
 from trio_mcp.protocol._envelope import (
     CLIENT_CAPABILITIES_KEY,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     CacheHints,
-    EnvelopeError,
     discover_result,
     has_envelope,
     make_envelope,
@@ -45,7 +45,7 @@ def test_reading_an_envelope() -> None:
 
 
 def test_an_unknown_version_is_minus_32022_with_both_lists() -> None:
-    with pytest.raises(EnvelopeError) as info:
+    with pytest.raises(ProtocolError) as info:
         read_envelope(enveloped("2027-01-01"))
     assert info.value.code == -32022
     assert info.value.message == "Unsupported protocol version"
@@ -66,7 +66,7 @@ def test_an_unknown_version_is_minus_32022_with_both_lists() -> None:
     ],
 )
 def test_a_missing_key_is_invalid_params_naming_it(params: Any, key: str) -> None:
-    with pytest.raises(EnvelopeError) as info:
+    with pytest.raises(ProtocolError) as info:
         read_envelope(params)
     assert info.value.code == -32602
     assert key in info.value.message

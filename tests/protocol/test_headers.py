@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trio_mcp.protocol import ProtocolError
 from trio_mcp.protocol._headers import (
-    HeaderProblem,
     check_request,
     decode_header_value,
     encode_header_value,
@@ -169,7 +169,7 @@ def test_values_are_decoded_as_the_spec_writes_them() -> None:
     ],
 )
 def test_what_no_client_sends_is_refused(bad: str) -> None:
-    with pytest.raises(HeaderProblem) as info:
+    with pytest.raises(ProtocolError) as info:
         decode_header_value(bad)
     assert info.value.code == -32020
 
@@ -206,7 +206,7 @@ def sent_for(request: Request, tools: dict[str, Any] = TOOLS) -> dict[str, str]:
 
 
 def refusal(request: Request, headers: dict[str, str], tools: dict[str, Any] = TOOLS) -> str:
-    with pytest.raises(HeaderProblem) as info:
+    with pytest.raises(ProtocolError) as info:
         check_request(request, headers, tools)
     assert info.value.code == -32020, info.value.message
     return info.value.message
@@ -270,12 +270,12 @@ def test_the_standard_headers_keep_their_codes_and_messages() -> None:
     request = call({"region": "eu"}, name="plain")
     headers = sent_for(request)
     check_request(request, headers, TOOLS)
-    with pytest.raises(HeaderProblem) as info:
+    with pytest.raises(ProtocolError) as info:
         check_request(request, {**headers, "mcp-protocol-version": "2030-01-01"}, TOOLS)
     assert info.value.code == -32022
     assert info.value.data == {"supported": [MODERN], "requested": "2030-01-01"}
     bare = Request(1, "tools/call", {"name": "plain"})
-    with pytest.raises(HeaderProblem) as info:
+    with pytest.raises(ProtocolError) as info:
         check_request(bare, headers, TOOLS)
     assert info.value.code == -32602
     assert refusal(request, {**headers, "mcp-method": "tools/list"}) == (

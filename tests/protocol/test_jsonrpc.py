@@ -34,7 +34,7 @@ def test_request_notification_response_error() -> None:
     assert parse(b'{"jsonrpc":"2.0","id":3,"result":{}}') == Response(3, {})
     parsed = parse(b'{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m","data":[1]}}')
     assert isinstance(parsed, ErrorResponse)
-    assert parsed.error.code == -1 and parsed.error.data == [1] and parsed.error.has_data
+    assert parsed.error.code == -1 and parsed.error.data == [1]
 
 
 def test_null_id_is_a_notification_and_ids_keep_their_type() -> None:
@@ -104,7 +104,7 @@ def test_batch() -> None:
 def test_error_data_is_optional_on_the_wire() -> None:
     without = orjson.loads(encode(ErrorResponse(1, ErrorObject.make(-32601))))
     assert without["error"] == {"code": -32601, "message": "Method not found"}
-    with_null = orjson.loads(encode(ErrorResponse(1, ErrorObject.make(-32601, "x", None))))
+    with_null = orjson.loads(encode(ErrorResponse(1, ErrorObject.make(-32601, "x", data=None))))
     assert with_null["error"] == {"code": -32601, "message": "x", "data": None}
 
 

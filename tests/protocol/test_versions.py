@@ -7,9 +7,7 @@ import pytest
 from trio_mcp.protocol._versions import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
-    Era,
     check_pin,
-    era_of,
     filter_initialize_result,
     is_at_least,
     negotiate,
@@ -28,12 +26,6 @@ FULL_RESULT = {
         "icons": [{"src": "data:,"}],
     },
 }
-
-
-def test_eras() -> None:
-    assert [era_of(v) for v in HANDSHAKE_VERSIONS] == [Era.HANDSHAKE] * 4
-    assert era_of("2026-07-28") is Era.MODERN
-    assert era_of("1999-01-01") is None
 
 
 def test_is_at_least_uses_list_order() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp import Context, Server
+from trio_mcp import Context, MCPError, Server
 
 from ..wire import WirePeer, wire_to
 
@@ -348,3 +348,26 @@ async def test_malformed_input_responses_are_invalid_params() -> None:
             assert "inputResponses" in refused["error"]["message"]
         listed = await call(peer, 3, {"requestState": state, "inputResponses": [1]})
         assert listed["error"]["code"] == -32602
+
+
+async def test_a_handler_catching_mcp_errors_still_asks_for_input() -> None:
+    """Ending a round is control flow, not an MCPError: ``except MCPError`` around a question
+    (for a missing capability, say) must not swallow it."""
+    server = Server("careful")
+
+    @server.tool()
+    async def careful(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("Your name?", FORM)
+        except MCPError as exc:
+            return f"no elicitation: {exc}"
+        return f"Hi {answer.content['name'] if answer.content else 'nobody'}"
+
+    async with wire_to(server, initialize=False) as peer:
+        params = {"name": "careful", "_meta": meta()}
+        first = (await peer.request(1, "tools/call", params))["result"]
+        assert first["resultType"] == "input_required", first
+        answered = {"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}}
+        retry = {**params, "inputResponses": answered, "requestState": first["requestState"]}
+        second = (await peer.request(2, "tools/call", retry))["result"]
+        assert second["content"] == [{"type": "text", "text": "Hi Ada"}]

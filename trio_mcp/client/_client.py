@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import attrs
 import trio
 
-from .._exceptions import MCPError, ProtocolError, RequestTimeout, collapse_exception_groups
+from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
+from ..protocol._errors import MCPError, ProtocolError, RequestTimeout
 from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
@@ -327,7 +329,7 @@ def _structure_params(params: JSONObject, cls: type[T]) -> T:
     try:
         return from_wire(params, cls)
     except ValueError as exc:
-        raise ProtocolError(-32602, f"Invalid params: {exc}") from None
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
 
 
 def _with_defaults(answer: JSONObject, schema: dict[str, Any]) -> JSONObject:

@@ -1,9 +1,17 @@
-"""The sans-IO protocol core: JSON-RPC framing and error codes, the MCP types and their
-converter, versions and eras, method tables, and the codecs of every wire (newline framing, SSE,
-the modern HTTP headers, requestState sealing). No trio, no sockets and no clocks in here: plain
-values and functions, time passed in, usable and testable without an event loop (like h11).
+"""The sans-IO protocol core: JSON-RPC framing, error codes and the exceptions, the MCP types
+and their converter, versions and eras, method tables, and the codecs of every wire (newline
+framing, SSE, the modern HTTP headers, requestState sealing). No trio, no sockets and no clocks
+in here: plain values and functions, time passed in, usable and testable without an event loop
+(like h11).
 """
 
+from ._errors import (
+    ConnectionClosed,
+    MCPError,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+)
 from ._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -11,8 +19,10 @@ from ._jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    NO_DATA,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    SESSION_EXPIRED,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
     Batch,
@@ -123,7 +133,6 @@ from ._versions import (
     V2026_07_28,
     Era,
     check_pin,
-    era_of,
     is_at_least,
     negotiate,
 )
@@ -141,8 +150,10 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
+    "NO_DATA",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "SESSION_EXPIRED",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
     "V2024_11_05",
@@ -163,6 +174,7 @@ __all__ = [
     "Completion",
     "CompletionArgument",
     "CompletionContext",
+    "ConnectionClosed",
     "ContentBlock",
     "CreateMessageRequestParams",
     "CreateMessageResult",
@@ -194,6 +206,7 @@ __all__ = [
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotificationParams",
+    "MCPError",
     "Message",
     "ModelHint",
     "ModelPreferences",
@@ -206,11 +219,14 @@ __all__ = [
     "PromptArgument",
     "PromptMessage",
     "PromptReference",
+    "ProtocolError",
     "ReadResourceRequestParams",
     "ReadResourceResult",
     "Reference",
     "Request",
+    "RequestCancelled",
     "RequestId",
+    "RequestTimeout",
     "Resource",
     "ResourceContents",
     "ResourceLink",
@@ -239,7 +255,6 @@ __all__ = [
     "check_pin",
     "describe_id",
     "encode",
-    "era_of",
     "from_wire",
     "is_at_least",
     "is_valid_id",

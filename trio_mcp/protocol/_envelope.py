@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ._errors import ProtocolError
 from ._jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JSONObject
 from ._methods import CACHEABLE
 from ._versions import MODERN_VERSIONS
@@ -36,16 +37,6 @@ class Envelope:
     log_level: str | None = None
 
 
-class EnvelopeError(Exception):
-    """The envelope is missing, malformed, or names a version we do not speak."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
 def has_envelope(params: Mapping[str, Any] | None) -> bool:
     """A request is modern when its ``_meta`` carries a protocol version; other ``_meta``
     (a progress token, trace context) does not make it so."""
@@ -56,28 +47,29 @@ def has_envelope(params: Mapping[str, Any] | None) -> bool:
 def read_envelope(
     params: Mapping[str, Any] | None, supported: tuple[str, ...] = MODERN_VERSIONS
 ) -> Envelope:
-    """Check a request's envelope; raise :class:`EnvelopeError` with the code to answer."""
+    """Check a request's envelope; raise :class:`ProtocolError` with the error to answer when
+    it is missing, malformed, or names a version we do not speak."""
     meta = params.get("_meta") if params else None
     if not isinstance(meta, dict) or PROTOCOL_VERSION_KEY not in meta:
-        raise EnvelopeError(
+        raise ProtocolError(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
     version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str):
-        raise EnvelopeError(
+        raise ProtocolError(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
     if version not in supported:
-        raise EnvelopeError(
+        raise ProtocolError(
             UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
             {"supported": list(supported), "requested": version},
         )
     capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
     if not isinstance(capabilities, dict):
-        raise EnvelopeError(
+        raise ProtocolError(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{CLIENT_CAPABILITIES_KEY}` in `_meta`",
         )

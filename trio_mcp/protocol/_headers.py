@@ -34,6 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from ._envelope import PROTOCOL_VERSION_KEY
+from ._errors import ProtocolError
 from ._jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -57,16 +58,6 @@ NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 #: Argument paths (through ``properties``) a tool mirrors into headers, to the header names.
 ParamHeaders = Mapping[tuple[str, ...], str]
-
-
-class HeaderProblem(Exception):
-    """A modern request refused before it runs: the JSON-RPC code and message to answer."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 # -- header values -------------------------------------------------------------------------------
@@ -95,14 +86,14 @@ def encode_header_value(text: str) -> str:
 def decode_header_value(value: str) -> str:
     """The text a header value carries: the ``=?base64?...?=`` form undone.
 
-    Raises :class:`HeaderProblem` (-32020) for what no client sends: base64 that is invalid or
+    Raises :class:`ProtocolError` (-32020) for what no client sends: base64 that is invalid or
     not in its canonical form (padding, trailing bits), bytes that are not UTF-8, or a plain
     value with characters a header may not carry.
     """
     match = _SENTINEL.fullmatch(value)
     if match is None:
         if not _FIELD_VALUE.fullmatch(value):
-            raise HeaderProblem(
+            raise ProtocolError(
                 HEADER_MISMATCH, f"Header mismatch: {value!r} holds characters a header cannot"
             )
         return value
@@ -113,7 +104,7 @@ def decode_header_value(value: str) -> str:
             raise ValueError("not the canonical encoding")
         return raw.decode()
     except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
-        raise HeaderProblem(
+        raise ProtocolError(
             HEADER_MISMATCH, f"Header mismatch: {value!r} is not valid base64"
         ) from None
 
@@ -304,8 +295,8 @@ def modern_headers(
 # -- the server's check --------------------------------------------------------------------------
 
 
-def _mismatch(header: str, sent: str, body: object) -> HeaderProblem:
-    return HeaderProblem(
+def _mismatch(header: str, sent: str, body: object) -> ProtocolError:
+    return ProtocolError(
         HEADER_MISMATCH,
         f"Header mismatch: {header} header value {sent!r} does not match body value {body!r}",
     )
@@ -320,7 +311,7 @@ def _declared(name: Any, tool_schemas: Mapping[str, Mapping[str, Any]]) -> Param
         return tool_param_headers(schema)
     except ValueError as exc:
         # No client may call it (its headers are undefined): refuse rather than check less.
-        raise HeaderProblem(
+        raise ProtocolError(
             HEADER_MISMATCH,
             f"Header mismatch: the tool {name!r} cannot be called over HTTP: {exc}",
         ) from None
@@ -331,7 +322,8 @@ def check_request(
     headers: Mapping[str, str],
     tool_schemas: Mapping[str, Mapping[str, Any]],
 ) -> None:
-    """Check a modern request's headers against its body; raise :class:`HeaderProblem`.
+    """Check a modern request's headers against its body; raise :class:`ProtocolError` with
+    the error that refuses the request before it runs.
 
     The headers must be the ones :func:`modern_headers` gives for this body (header names in
     any case, values with optional whitespace around them, the base64 form wherever a client
@@ -342,7 +334,7 @@ def check_request(
     sent = {name.lower(): value.strip(" \t") for name, value in headers.items()}
     version = sent.get(PROTOCOL_VERSION_HEADER, "")
     if version not in MODERN_VERSIONS:
-        raise HeaderProblem(
+        raise ProtocolError(
             UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
             {"supported": list(MODERN_VERSIONS), "requested": version or "unknown"},
@@ -350,7 +342,7 @@ def check_request(
     params = request.params or {}
     meta = params.get("_meta")
     if not isinstance(meta, dict) or PROTOCOL_VERSION_KEY not in meta:
-        raise HeaderProblem(
+        raise ProtocolError(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
@@ -363,14 +355,14 @@ def check_request(
         raise _mismatch("MCP-Protocol-Version", version, meta[PROTOCOL_VERSION_KEY])
     method = sent.get(METHOD_HEADER)
     if method is None:
-        raise HeaderProblem(HEADER_MISMATCH, "Header mismatch: the Mcp-Method header is missing")
+        raise ProtocolError(HEADER_MISMATCH, "Header mismatch: the Mcp-Method header is missing")
     if method != expected[METHOD_HEADER]:
         raise _mismatch("Mcp-Method", method, request.method)
     field = NAMED.get(request.method)
     if field is not None:
         name = sent.get(NAME_HEADER)
         if name is None:
-            raise HeaderProblem(
+            raise ProtocolError(
                 HEADER_MISMATCH, f"Header mismatch: {request.method} needs an Mcp-Name header"
             )
         text = decode_header_value(name)
@@ -385,7 +377,7 @@ def check_request(
         if value is None:
             if want is None:
                 continue  # null or absent in the body: no header either
-            raise HeaderProblem(HEADER_MISMATCH, f"Header mismatch: {header} is missing")
+            raise ProtocolError(HEADER_MISMATCH, f"Header mismatch: {header} is missing")
         text = decode_header_value(value)
         body = _argument_at(arguments, path)
         if want is None or not _agrees(text, decode_header_value(want), body):

@@ -6,8 +6,9 @@ Sans-IO, like h11: nothing here reads a socket or knows about trio. The engine f
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from typing import Any, TypeAlias, TypeGuard
+from typing import Any, Final, TypeAlias, TypeGuard
 
 import attrs
 import orjson
@@ -21,12 +22,14 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP-specific codes.
-REQUEST_TIMEOUT = -32001
 RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: The JSON-RPC code of the error a request gets when the server forgot the session and the
+#: request was not repeated (``tools/call``, or a list continuation with a cursor).
+SESSION_EXPIRED = -32001
 
 STANDARD_MESSAGES: Mapping[int, str] = {
     PARSE_ERROR: "Parse error",
@@ -37,26 +40,37 @@ STANDARD_MESSAGES: Mapping[int, str] = {
 }
 
 
+class _NoData(enum.Enum):
+    """The type of :data:`NO_DATA` (an enum member: one value, kept by copy and pickle)."""
+
+    NO_DATA = "NO_DATA"
+
+    def __repr__(self) -> str:
+        return "NO_DATA"
+
+
+#: The ``data`` of an error that has none: the member is left out on the wire. Not ``None``,
+#: which is a JSON ``null`` a peer may send as data.
+NO_DATA: Final = _NoData.NO_DATA
+
+
 @attrs.frozen
 class ErrorObject:
-    """The ``error`` member of an error response."""
+    """The ``error`` member of an error response; ``data`` is :data:`NO_DATA` when absent."""
 
     code: int
     message: str
-    data: Any = attrs.field(default=None)
-    has_data: bool = attrs.field(default=False, eq=False, repr=False)
+    data: Any = NO_DATA
 
     @classmethod
-    def make(cls, code: int, message: str | None = None, *args: Any) -> ErrorObject:
-        """Build an error; pass ``data`` as a third positional argument to include it."""
+    def make(cls, code: int, message: str | None = None, *, data: Any = NO_DATA) -> ErrorObject:
+        """Build an error; without a ``message``, the standard one for ``code``."""
         text = message if message is not None else STANDARD_MESSAGES.get(code, "Error")
-        if args:
-            return cls(code, text, args[0], True)
-        return cls(code, text)
+        return cls(code, text, data)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"code": self.code, "message": self.message}
-        if self.has_data:
+        if self.data is not NO_DATA:
             out["data"] = self.data
         return out
 
@@ -132,7 +146,7 @@ def _invalid(obj: Mapping[str, Any], why: str) -> Invalid:
     rid = obj.get("id")
     return Invalid(
         rid if is_valid_id(rid) else None,
-        ErrorObject.make(INVALID_REQUEST, "Invalid Request", why),
+        ErrorObject.make(INVALID_REQUEST, "Invalid Request", data=why),
     )
 
 
@@ -140,7 +154,8 @@ def parse_object(obj: object) -> Parsed:
     """Classify one decoded JSON value as a JSON-RPC message."""
     if not isinstance(obj, dict):
         return Invalid(
-            None, ErrorObject.make(INVALID_REQUEST, "Invalid Request", "message must be an object")
+            None,
+            ErrorObject.make(INVALID_REQUEST, "Invalid Request", data="message must be an object"),
         )
     if obj.get("jsonrpc") != "2.0":
         return _invalid(obj, 'the "jsonrpc" member must be "2.0"')
@@ -175,10 +190,7 @@ def parse_object(obj: object) -> Parsed:
             return _invalid(obj, 'the "error" member must be an object with an integer code')
         message = err.get("message")
         error = ErrorObject(
-            err["code"],
-            message if isinstance(message, str) else "",
-            err.get("data"),
-            "data" in err,
+            err["code"], message if isinstance(message, str) else "", err.get("data", NO_DATA)
         )
         return ErrorResponse(rid if is_valid_id(rid) else None, error)
     return _invalid(obj, "not a request, notification or response")
@@ -204,10 +216,6 @@ def to_json(message: Message | Invalid) -> JSONObject:
 def encode(message: Message | Invalid) -> bytes:
     """Serialize one message to compact JSON bytes (no trailing newline)."""
     return orjson.dumps(to_json(message))
-
-
-def encode_batch(messages: list[Message]) -> bytes:
-    return orjson.dumps([to_json(m) for m in messages])
 
 
 def describe_id(rid: RequestId) -> str:

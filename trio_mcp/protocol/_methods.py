@@ -20,14 +20,6 @@ SERVER_REQUEST_CAPABILITY: dict[str, str | None] = {
     "completion/complete": "completions",
 }
 
-#: Server-to-client requests a client answers, and the client capability each one needs.
-CLIENT_REQUEST_CAPABILITY: dict[str, str | None] = {
-    "ping": None,
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
-
 #: Methods a user cannot redefine with ``@server.method``: the requests a server answers
 #: itself and the notifications it handles.
 BUILTIN_METHODS: frozenset[str] = frozenset(
@@ -75,7 +67,3 @@ CACHEABLE: frozenset[str] = frozenset(
         "resources/read",
     }
 )
-
-
-def is_notification_method(method: str) -> bool:
-    return method.startswith("notifications/")

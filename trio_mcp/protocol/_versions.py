@@ -22,22 +22,11 @@ MODERN_VERSIONS: tuple[str, ...] = (V2026_07_28,)
 KNOWN_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + MODERN_VERSIONS
 LATEST_HANDSHAKE_VERSION = V2025_11_25
 LATEST_MODERN_VERSION = V2026_07_28
-#: What a Streamable HTTP server assumes when a request carries no version header.
-DEFAULT_NEGOTIATED_VERSION = V2025_03_26
 
 
 class Era(enum.Enum):
     HANDSHAKE = "handshake"
     MODERN = "modern"
-
-
-def era_of(version: str) -> Era | None:
-    """The era a known version belongs to, or None for a version we do not know."""
-    if version in HANDSHAKE_VERSIONS:
-        return Era.HANDSHAKE
-    if version in MODERN_VERSIONS:
-        return Era.MODERN
-    return None
 
 
 def is_at_least(version: str, minimum: str) -> bool:

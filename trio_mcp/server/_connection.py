@@ -17,21 +17,22 @@ from typing import Any
 import attrs
 import trio
 
-from .._exceptions import ConnectionClosed, ProtocolError, RequestCancelled, single_error
+from .._exception_groups import single_error
 from .._session import InFlight, Route, Session
 from ..protocol._envelope import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
-    EnvelopeError,
     discover_result,
     has_envelope,
     read_envelope,
     stamp_result,
 )
+from ..protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    NO_DATA,
     RESOURCE_NOT_FOUND,
     JSONObject,
     Notification,
@@ -79,11 +80,16 @@ MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
 
 
 class ToolError(Exception):
-    """Raise in a tool to fail it with this message as an ``isError`` result the model sees."""
+    """Raise in a tool to fail it with this message as an ``isError`` result the model sees.
+
+    Not an :class:`MCPError`: users raise it and the library never does, nor does it ever
+    reach a caller (it becomes the result), so ``except MCPError`` keeps meaning "trio_mcp
+    failed" and never catches a tool's own verdict.
+    """
 
 
-def _invalid(message: str, *data: Any) -> ProtocolError:
-    return ProtocolError(INVALID_PARAMS, message, *data)
+def _invalid(message: str, data: Any = NO_DATA) -> ProtocolError:
+    return ProtocolError(INVALID_PARAMS, message, data)
 
 
 def _require_str(params: JSONObject, key: str, what: str) -> str:
@@ -151,12 +157,7 @@ class ServerConnection:
     def _route_modern(self, request: Request) -> Route:
         """A request carrying its own version and capabilities (2026-07-28)."""
         self.state.check_modern_request()
-        try:
-            envelope = read_envelope(request.params)
-        except EnvelopeError as exc:
-            if exc.data is not None:
-                raise ProtocolError(exc.code, exc.message, exc.data) from None
-            raise ProtocolError(exc.code, exc.message) from None
+        envelope = read_envelope(request.params)
         if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":

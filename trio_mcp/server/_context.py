@@ -13,8 +13,9 @@ from typing import Any, Protocol, TypeVar, overload
 
 import trio
 
-from .._exceptions import MCPError, ProtocolError, RequestCancelled, collapse_exception_groups
+from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, Session
+from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
 from ..protocol._types import (
     LOGGING_LEVELS,
@@ -243,8 +244,7 @@ class Context:
                 method, params, related_request_id=self._record.id
             )
         except ProtocolError as exc:
-            data = (exc.data,) if exc.has_data else ()
-            raise NestedRequestError(exc.code, exc.message, *data) from None
+            raise NestedRequestError.from_error(exc.error) from None
 
     async def _input(
         self, modern: ModernRequest, method: str, params: dict[str, Any], key: str | None

@@ -25,11 +25,12 @@ import trio
 
 from .._session import Session
 from ..protocol._envelope import has_envelope
-from ..protocol._headers import HeaderProblem, check_request
+from ..protocol._errors import ProtocolError
+from ..protocol._headers import check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_REQUEST,
-    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     Batch,
     ErrorObject,
@@ -62,7 +63,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 class HttpServable(Registrations, Protocol):
@@ -97,26 +97,27 @@ class HttpOptions:
 
 
 class HttpError(Exception):
-    """An HTTP-level refusal, answered with a JSON-RPC error body."""
+    """An HTTP-level refusal: its status, and the JSON-RPC error its body carries.
+
+    A bare message is an Invalid Request (-32600); any other error is passed as an
+    :class:`ErrorObject`.
+    """
 
     def __init__(
         self,
         status: int,
-        message: str,
+        error: ErrorObject | str,
         *,
-        code: int = INVALID_REQUEST,
         request_id: RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
-        error: ErrorObject | None = None,
     ) -> None:
-        super().__init__(message)
+        if isinstance(error, str):
+            error = ErrorObject.make(INVALID_REQUEST, error)
+        super().__init__(error.message)
         self.status = status
-        self.message = message
-        self.code = code
+        self.error = error
         self.request_id = request_id
         self.headers = list(headers)
-        #: The JSON-RPC error to send, when it has more than a code and a message.
-        self.error = error if error is not None else ErrorObject.make(code, message)
 
 
 class _SessionTransport(BaseSender):
@@ -370,9 +371,11 @@ class McpHttpApp:
         if self._nursery is None:
             raise HttpError(
                 500,
-                "Internal error: the app's lifespan did not run; serve it with an ASGI server "
-                "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
-                code=-32603,
+                ErrorObject.make(
+                    INTERNAL_ERROR,
+                    "Internal error: the app's lifespan did not run; serve it with an ASGI server "
+                    "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
+                ),
             )
         if self._shutting_down:
             raise HttpError(503, "Service Unavailable: the server is shutting down")
@@ -531,12 +534,10 @@ class McpHttpApp:
             raise HttpError(415, "Unsupported Media Type: the body must be application/json")
         body = await self._read_body(receive)
         parsed = parse(body)
-        if isinstance(parsed, Invalid) and parsed.error.code == PARSE_ERROR:
-            raise HttpError(400, "Parse error: Invalid JSON", code=PARSE_ERROR)
         if isinstance(parsed, Batch):
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
-        if isinstance(parsed, Invalid):
-            raise HttpError(400, parsed.error.message, request_id=parsed.id, error=parsed.error)
+        if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
+            raise HttpError(400, parsed.error, request_id=parsed.id)
         plain_initialize = (
             isinstance(parsed, Request)
             and parsed.method == "initialize"
@@ -607,9 +608,11 @@ class McpHttpApp:
                 )
             raise HttpError(
                 400,
-                "Header mismatch: the body carries a modern protocol version but the "
-                "MCP-Protocol-Version header does not",
-                code=HEADER_MISMATCH,
+                ErrorObject.make(
+                    HEADER_MISMATCH,
+                    "Header mismatch: the body carries a modern protocol version but the "
+                    "MCP-Protocol-Version header does not",
+                ),
                 request_id=request.id,
             )
         if request.id in session.request_streams or session.engine.in_flight(request.id):
@@ -647,12 +650,10 @@ class McpHttpApp:
             supported = {"supported": list(MODERN_VERSIONS), "requested": version}
             raise HttpError(
                 400,
-                "Unsupported protocol version",
-                code=UNSUPPORTED_PROTOCOL_VERSION,
-                request_id=getattr(message, "id", None),
-                error=ErrorObject.make(
-                    UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", supported
+                ErrorObject.make(
+                    UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data=supported
                 ),
+                request_id=getattr(message, "id", None),
             )
         if _header(scope, b"mcp-session-id") is not None:
             raise HttpError(
@@ -672,16 +673,9 @@ class McpHttpApp:
         schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
         try:
             check_request(message, headers, schemas)
-        except HeaderProblem as problem:
-            error = ErrorObject.make(problem.code, problem.message, problem.data)
-            if problem.data is None:
-                error = ErrorObject.make(problem.code, problem.message)
+        except ProtocolError as problem:
             raise HttpError(
-                status_for(problem.code),
-                problem.message,
-                code=problem.code,
-                request_id=message.id,
-                error=error,
+                status_for(problem.code), problem.error, request_id=message.id
             ) from None
         session = HttpSession(self, "modern", kind=SessionKind.MODERN)
         # Registered while it runs, so that list changes reach its listen streams.

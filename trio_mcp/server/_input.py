@@ -15,7 +15,6 @@ from typing import Any
 
 import attrs
 
-from .._exceptions import MCPError
 from ..protocol._envelope import Envelope
 from ..protocol._request_state import StateSealer
 
@@ -23,10 +22,12 @@ from ..protocol._request_state import StateSealer
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
-class InputRequired(MCPError):
+class InputRequired(Exception):
     """Raised by a context method to end a modern request with an InputRequiredResult.
 
-    It carries every question of the round, by key: one, or several asked together.
+    It carries every question of the round, by key: one, or several asked together. Control
+    flow, not an error: it is no :class:`MCPError`, so a handler that catches those around
+    ``await ctx.elicit(...)`` (a ``CapabilityMissing``, say) does not swallow the question.
     """
 
     def __init__(self, requests: dict[str, dict[str, Any]]) -> None:

@@ -93,7 +93,6 @@ class Server:
         self.state_sealer = StateSealer(state_key)
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
-        self.pinned = protocol_version is not None
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
         self.page_size = page_size

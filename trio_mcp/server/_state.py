@@ -18,8 +18,8 @@ the back channel, and the client's ``logging/setLevel`` decides which log messag
 
 from __future__ import annotations
 
-from .._exceptions import ProtocolError
 from ..protocol._envelope import PROTOCOL_VERSION_KEY
+from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, JSONObject
 from ..protocol._types import LOGGING_LEVELS, ClientCapabilities, Implementation
 from ..protocol._versions import Era, negotiate

@@ -28,11 +28,13 @@ import attrs
 import httpx
 import trio
 
-from .._exceptions import ConnectionClosed
+from ..protocol._errors import ConnectionClosed
 from ..protocol._headers import modern_headers, tool_param_headers
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    NO_DATA,
+    SESSION_EXPIRED,
     Batch,
     ErrorObject,
     ErrorResponse,
@@ -51,10 +53,6 @@ from ..protocol._sse import SSEError, SSEParser
 from ._transport import BaseTransport
 
 logger = logging.getLogger("trio_mcp.http.client")
-
-#: The JSON-RPC code of the error a request gets when the server forgot the session and the
-#: request was not repeated (``tools/call``, or a list continuation with a cursor).
-SESSION_EXPIRED = -32001
 
 #: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
 #: cancel does not reach the server first (the server would ignore it and run the request).
@@ -140,10 +138,8 @@ def _reason(response: httpx.Response) -> str:
         return "Unknown"
 
 
-def _error_response(rid: RequestId, code: int, message: str, data: Any = None) -> ErrorResponse:
-    if data is None:
-        return ErrorResponse(rid, ErrorObject.make(code, message))
-    return ErrorResponse(rid, ErrorObject.make(code, message, data))
+def _error_response(rid: RequestId, code: int, message: str, data: Any = NO_DATA) -> ErrorResponse:
+    return ErrorResponse(rid, ErrorObject.make(code, message, data=data))
 
 
 async def _read_limited(response: httpx.Response, limit: int) -> bytes | None:
@@ -301,7 +297,7 @@ class StreamableHttpTransport(BaseTransport):
             else:
                 self.tool_headers.pop(name, None)
 
-    def _answer(self, post: _Post, code: int, message: str, data: Any = None) -> None:
+    def _answer(self, post: _Post, code: int, message: str, data: Any = NO_DATA) -> None:
         """Fail one request (not the connection) with a JSON-RPC error the caller will see."""
         if post.request_id is None or post.answered:
             return

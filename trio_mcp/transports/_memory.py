@@ -10,7 +10,7 @@ import math
 
 import trio
 
-from .._exceptions import ConnectionClosed
+from ..protocol._errors import ConnectionClosed
 from ..protocol._jsonrpc import RequestId
 from ._transport import BaseTransport
 

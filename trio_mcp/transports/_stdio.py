@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import trio
 
-from .._exceptions import ConnectionClosed
+from ..protocol._errors import ConnectionClosed
 from ..protocol._framing import DEFAULT_MAX_LINE_BYTES, END, TOO_LONG, LineFramer
 from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, Invalid, RequestId
 from ._transport import BaseTransport, OutgoingMessage
@@ -83,7 +83,7 @@ class LineTransport(BaseTransport):
             ErrorObject.make(
                 INVALID_REQUEST,
                 "Invalid Request",
-                f"message exceeds the limit of {self.max_line_bytes} bytes",
+                data=f"message exceeds the limit of {self.max_line_bytes} bytes",
             ),
         )
 
