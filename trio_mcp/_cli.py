@@ -93,9 +93,12 @@ async def _call_tool(client: Client, tool: str, arguments: dict[str, Any], as_js
     if as_json:
         _print_json(to_wire(result))
     else:
+        # A tool error (isError) is the tool's own output, but a failure: it goes to stderr, so
+        # a shell that captures stdout never mistakes it for a result.
+        out = sys.stderr if result.is_error else sys.stdout
         for block in result.content:
             text = getattr(block, "text", None)
-            print(text if text is not None else orjson.dumps(to_wire(block)).decode())
+            print(text if text is not None else orjson.dumps(to_wire(block)).decode(), file=out)
     return 1 if result.is_error else 0
 
 
