@@ -5,6 +5,7 @@ from ._client import (
     DiscoverInfo,
     InitializeError,
     PaginationError,
+    RequestOptions,
     Subscription,
     open_client,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "DiscoverInfo",
     "InitializeError",
     "PaginationError",
+    "RequestOptions",
     "Servable",
     "Subscription",
     "Target",

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 import attrs
 import trio
@@ -103,15 +103,16 @@ class _Paged(Protocol):
 P = TypeVar("P", bound=_Paged)
 
 
-@attrs.frozen
-class _Options:
-    """What every typed call accepts (see :meth:`Client.request`)."""
+class RequestOptions(TypedDict, total=False):
+    """What every typed request method of :class:`Client` accepts besides its own parameters:
+    the keywords of :meth:`Client.request`, given by name (``timeout=5``). One definition
+    serves every method, and mypy refuses a misspelt one."""
 
-    on_progress: ProgressCallback | None = None
-    timeout: float | None = None
-    max_total: float | None = None
-    request_id: RequestId | None = None
-    meta: JSONObject | None = None
+    on_progress: ProgressCallback | None
+    timeout: float | None
+    max_total: float | None
+    request_id: RequestId | None
+    meta: JSONObject | None
 
 
 class InitializeError(MCPError):
@@ -651,40 +652,23 @@ class Client:
                     nursery.start_soon(one, key, request)
         return answers
 
-    async def _call(self, method: str, params: JSONObject | None, options: _Options) -> JSONObject:
-        return await self.request(
-            method,
-            params,
-            on_progress=options.on_progress,
-            timeout=options.timeout,
-            max_total=options.max_total,
-            request_id=options.request_id,
-            meta=options.meta,
-        )
+    async def _call(
+        self, method: str, params: JSONObject | None, options: RequestOptions
+    ) -> JSONObject:
+        return await self.request(method, params, **options)
 
     async def ping(
         self,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
         """``ping``; the modern era removed it, so there a ``server/discover`` stands in."""
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         await self._call("server/discover" if self.modern else "ping", None, options)
 
     async def call_tool(
         self,
         name: str,
         arguments: dict[str, Any] | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> CallToolResult:
         """Call a tool. A tool's own failure is a result with ``is_error`` set, not an error.
 
@@ -692,7 +676,6 @@ class Client:
         ``x-mcp-header`` declarations are unknown or stale: the tools are listed again and the
         call is made once more (the server refused it before running it).
         """
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -704,21 +687,15 @@ class Client:
             if self._dispatcher.cache is not None:
                 self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
             await self.list_tools()
-            raw = await self._call("tools/call", params, attrs.evolve(options, request_id=None))
+            raw = await self._call("tools/call", params, {**options, "request_id": None})
         return from_wire(raw, CallToolResult)
 
     async def get_prompt(
         self,
         name: str,
         arguments: dict[str, str] | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> GetPromptResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -727,52 +704,29 @@ class Client:
     async def read_resource(
         self,
         uri: str,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ReadResourceResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         raw = await self._call("resources/read", {"uri": uri}, options)
         return from_wire(raw, ReadResourceResult)
 
     async def subscribe_resource(
         self,
         uri: str,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         await self._call("resources/subscribe", {"uri": uri}, options)
 
     async def unsubscribe_resource(
         self,
         uri: str,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         await self._call("resources/unsubscribe", {"uri": uri}, options)
 
     async def set_logging_level(
         self,
         level: str,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
         """``logging/setLevel``; in the modern era the level travels with every request."""
         if level not in LOGGING_LEVELS:
@@ -780,7 +734,6 @@ class Client:
         if self.modern:
             self.log_level = level
             return
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         await self._call("logging/setLevel", {"level": level}, options)
 
     async def complete(
@@ -790,13 +743,8 @@ class Client:
         value: str,
         *,
         context_arguments: dict[str, str] | None = None,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Completion:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         params: JSONObject = {"ref": to_wire(ref), "argument": {"name": argument, "value": value}}
         if context_arguments is not None:
             params["context"] = {"arguments": context_arguments}
@@ -873,68 +821,38 @@ class Client:
     async def list_tools_page(
         self,
         cursor: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ListToolsResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("tools/list", ListToolsResult, cursor, options)
 
     async def list_prompts_page(
         self,
         cursor: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ListPromptsResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("prompts/list", ListPromptsResult, cursor, options)
 
     async def list_resources_page(
         self,
         cursor: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ListResourcesResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page("resources/list", ListResourcesResult, cursor, options)
 
     async def list_resource_templates_page(
         self,
         cursor: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> ListResourceTemplatesResult:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         return await self._page(
             "resources/templates/list", ListResourceTemplatesResult, cursor, options
         )
 
     async def list_tools(
         self,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Tool]:
         """Every tool, walking all pages."""
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         pages = await self._walk(
             lambda cursor: self._page("tools/list", ListToolsResult, cursor, options)
         )
@@ -942,14 +860,8 @@ class Client:
 
     async def list_prompts(
         self,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Prompt]:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         pages = await self._walk(
             lambda cursor: self._page("prompts/list", ListPromptsResult, cursor, options)
         )
@@ -957,14 +869,8 @@ class Client:
 
     async def list_resources(
         self,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[Resource]:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         pages = await self._walk(
             lambda cursor: self._page("resources/list", ListResourcesResult, cursor, options)
         )
@@ -972,14 +878,8 @@ class Client:
 
     async def list_resource_templates(
         self,
-        *,
-        on_progress: ProgressCallback | None = None,
-        timeout: float | None = None,
-        max_total: float | None = None,
-        request_id: RequestId | None = None,
-        meta: JSONObject | None = None,
+        **options: Unpack[RequestOptions],
     ) -> list[ResourceTemplate]:
-        options = _Options(on_progress, timeout, max_total, request_id, meta)
         pages = await self._walk(
             lambda cursor: self._page(
                 "resources/templates/list", ListResourceTemplatesResult, cursor, options
@@ -987,7 +887,9 @@ class Client:
         )
         return [each for page in pages for each in page.resource_templates]
 
-    async def _page(self, method: str, cls: type[T], cursor: str | None, options: _Options) -> T:
+    async def _page(
+        self, method: str, cls: type[T], cursor: str | None, options: RequestOptions
+    ) -> T:
         params = {"cursor": cursor} if cursor is not None else None
         return from_wire(await self._call(method, params, options), cls)
 
