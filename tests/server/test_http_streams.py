@@ -14,6 +14,7 @@ from trio_mcp.server import Context
 from .._http import (
     VERSION,
     Park,
+    Served,
     SseComment,
     SseEvent,
     call_body,
@@ -388,33 +389,31 @@ async def test_resume_after_the_request_finished_replays_from_the_store() -> Non
         assert progress_messages(replayed) == ["step 1", "step 2", "step 3", "step 4"]
 
 
-async def test_unknown_or_foreign_last_event_id_gets_400() -> None:
-    async with serving(demo_server()) as served:
-        session = await served.initialize()
-        other = await served.initialize()
-        response = await served.post(call_body(1, "echo", {"text": "x"}), other)
-        foreign = parse_sse(response.text)[-1].id
-        assert foreign is not None and foreign.startswith(other + ".")
-        for value in ("garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"):
-            headers = served.headers(session, accept="text/event-stream")
-            headers["last-event-id"] = value
-            response = await served.client.get(served.url, headers=headers)
-            assert response.status_code == 400, value
-            assert "Last-Event-ID" in response.json()["error"]["message"]
+async def test_unknown_or_foreign_last_event_id_gets_400(demo_http: Served) -> None:
+    session = await demo_http.initialize()
+    other = await demo_http.initialize()
+    response = await demo_http.post(call_body(1, "echo", {"text": "x"}), other)
+    foreign = parse_sse(response.text)[-1].id
+    assert foreign is not None and foreign.startswith(other + ".")
+    for value in ("garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"):
+        headers = demo_http.headers(session, accept="text/event-stream")
+        headers["last-event-id"] = value
+        response = await demo_http.client.get(demo_http.url, headers=headers)
+        assert response.status_code == 400, value
+        assert "Last-Event-ID" in response.json()["error"]["message"]
 
 
-async def test_request_streams_are_primed_from_2025_11_25_on() -> None:
+async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) -> None:
     """Priming events (empty data) are new in 2025-11-25; older clients may choke on them."""
-    async with serving(demo_server()) as served:
-        for version, primed in (("2025-06-18", False), (VERSION, True)):
-            session = await served.initialize(version)
-            response = await served.post(
-                call_body(1, "echo", {"text": "x"}), session, version=version
-            )
-            events = parse_sse(response.text)
-            assert (events[0].data == "") is primed, version
-        response = await served.post(initialize_body(), version=None)
-        assert all(e.data for e in parse_sse(response.text))
+    for version, primed in (("2025-06-18", False), (VERSION, True)):
+        session = await demo_http.initialize(version)
+        response = await demo_http.post(
+            call_body(1, "echo", {"text": "x"}), session, version=version
+        )
+        events = parse_sse(response.text)
+        assert (events[0].data == "") is primed, version
+    response = await demo_http.post(initialize_body(), version=None)
+    assert all(e.data for e in parse_sse(response.text))
 
 
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
