@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
+import pytest
 import trio
 
 from trio_mcp import Context, Server, open_client
@@ -144,6 +145,33 @@ async def test_cancel_during_a_nested_request(autojump_clock: Any) -> None:
             "params": {"requestId": nested["id"]},
         }
         assert await peer.recv_within(5) is None
+        assert_clean(connection)
+
+
+@pytest.mark.invariant(3)
+async def test_a_handler_that_finishes_after_the_cancel_is_still_suppressed(
+    autojump_clock: Any,
+) -> None:
+    """The cancel came first, so it decides: a result returned after it (from a shielded
+    section, with no checkpoint left) is not sent."""
+    server = Server("shielded")
+    entered, release = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def commit() -> str:
+        with trio.CancelScope(shield=True):
+            entered.set()
+            await release.wait()
+        return "committed"
+
+    async with gated_wire(server) as (peer, _gate, connection):
+        await peer.send(call(1, "commit"))
+        await entered.wait()
+        await peer.send(cancel(1))
+        await trio.sleep(1)
+        release.set()
+        assert await peer.recv_within(5) is None
+        assert (await peer.request(2, "ping"))["result"] == {}
         assert_clean(connection)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from trio_mcp import Context, Server
@@ -142,6 +143,27 @@ async def test_a_duplicate_in_flight_id_is_refused_and_the_first_completes(
         assert {d["id"]: d["result"]["content"][0]["text"] for d in done} == {
             "req-1": "done 'req-1'",
             1: "done 1",
+        }
+
+
+@pytest.mark.invariant(1)
+async def test_a_refused_duplicate_leaves_the_first_requests_entry(autojump_clock: Any) -> None:
+    """The refusal touches nothing of the first request: a cancel still reaches it, and its id
+    is free again once it has ended."""
+    calls: list[str] = []
+    server, started, _ = gated_server(calls)
+    async with wire_to(server) as peer:
+        await peer.send(
+            {"jsonrpc": "2.0", "id": "req-1", "method": "tools/call", "params": {"name": "slow"}}
+        )
+        await started.wait()
+        assert (await peer.request("req-1", "ping"))["error"]["code"] == -32600
+        await peer.cancel("req-1")
+        assert await peer.recv_within(5) is None
+        assert await peer.request("req-1", "ping") == {
+            "jsonrpc": "2.0",
+            "id": "req-1",
+            "result": {},
         }
 
 

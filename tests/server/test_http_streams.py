@@ -298,6 +298,9 @@ async def test_a_second_get_replaces_the_first() -> None:
             async with served.stream_get(session) as second:
                 assert second.response.status_code == 200
                 assert await first.rest() == []  # the first response has ended
+                # Its handler has let go (only the second is active) and left the second's
+                # registration alone: removal is by identity.
+                await eventually(lambda: served.app.sessions[session].active == 1)
                 server.remove_tool("echo")
                 assert (await second.message())["method"] == "notifications/tools/list_changed"
 
