@@ -110,6 +110,7 @@ def cancel(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
 
 
+@pytest.mark.invariant(1)
 async def test_cancel_before_dispatch(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -132,6 +133,7 @@ async def test_cancel_during_the_handler(autojump_clock: Any) -> None:
         assert_clean(connection)
 
 
+@pytest.mark.invariant(6)
 async def test_cancel_during_a_nested_request(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -175,6 +177,7 @@ async def test_a_handler_that_finishes_after_the_cancel_is_still_suppressed(
         assert_clean(connection)
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_after_the_result_is_decided_but_before_it_is_written(
     autojump_clock: Any,
 ) -> None:
@@ -193,6 +196,7 @@ async def test_cancel_after_the_result_is_decided_but_before_it_is_written(
         assert_clean(connection)
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_after_the_response_is_written(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -203,6 +207,8 @@ async def test_cancel_after_the_response_is_written(autojump_clock: Any) -> None
         assert_clean(connection)
 
 
+@pytest.mark.invariant(6)
+@pytest.mark.invariant(7)
 async def test_client_cancel_before_and_after_the_write(autojump_clock: Any) -> None:
     """Request A is being written (held at the gate) and B is queued behind it. Cancelling both
     callers: B never reaches the wire; A is followed by its cancel."""

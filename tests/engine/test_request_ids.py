@@ -33,6 +33,7 @@ def gated_server(calls: list[str]) -> tuple[Server, trio.Event, trio.Event]:
     return server, started, release
 
 
+@pytest.mark.invariant(5)
 async def test_notification_methods_with_an_id_get_method_not_found(autojump_clock: Any) -> None:
     calls: list[str] = []
     server, _, _ = gated_server(calls)
@@ -111,6 +112,7 @@ async def test_batch_members_run_concurrently_and_reply_together(autojump_clock:
         assert by_id["d"]["error"]["code"] == -32600
 
 
+@pytest.mark.invariant(1)
 async def test_a_duplicate_in_flight_id_is_refused_and_the_first_completes(
     autojump_clock: Any,
 ) -> None:
@@ -167,6 +169,8 @@ async def test_a_refused_duplicate_leaves_the_first_requests_entry(autojump_cloc
         }
 
 
+@pytest.mark.invariant(2)
+@pytest.mark.invariant(4)
 async def test_a_refused_duplicate_initialize_leaves_the_registration(
     autojump_clock: Any,
 ) -> None:

@@ -334,6 +334,7 @@ async def test_bad_accept_gets_406() -> None:
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
 
 
+@pytest.mark.invariant(11)
 async def test_body_over_the_limit_gets_413() -> None:
     async with serving(demo_server(), max_body_bytes=1024) as served:
         session = await served.initialize()
@@ -360,6 +361,7 @@ async def test_wrong_content_type_gets_415() -> None:
 # -- 503 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(11)
 async def test_session_cap_gets_503_with_retry_after() -> None:
     async with serving(demo_server(), max_sessions=2) as served:
         first = await served.initialize()
@@ -469,6 +471,7 @@ async def test_cors_preflight_and_exposed_headers() -> None:
 
 
 @pytest.mark.parametrize("json_response", [False, True])
+@pytest.mark.invariant(8)
 async def test_no_internal_exception_text_reaches_the_client(json_response: bool) -> None:
     server = demo_server()
 

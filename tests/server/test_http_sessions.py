@@ -7,6 +7,7 @@ import collections
 import gc
 import tracemalloc
 
+import pytest
 import trio
 
 from trio_mcp import Server
@@ -337,6 +338,7 @@ async def test_an_initialize_without_an_id_gets_202_and_no_session() -> None:
         assert served.app.sessions == {}
 
 
+@pytest.mark.invariant(11)
 async def test_concurrent_initializes_cannot_overshoot_the_session_cap() -> None:
     async with serving(Server("capped"), max_sessions=1) as served:
         statuses: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from trio_mcp import Server
@@ -51,6 +52,7 @@ def ids_of(events: list[SseEvent]) -> list[tuple[str, int]]:
 # -- 409 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(1)
 async def test_duplicate_in_flight_id_gets_409_and_leaves_the_first_request_alone() -> None:
     server = demo_server()
     park = Park(server)
@@ -91,6 +93,7 @@ async def test_the_same_id_in_another_session_is_not_a_conflict() -> None:
 # -- cancellation ----------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
     server = demo_server()
     park = Park(server)
@@ -108,6 +111,7 @@ async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
         assert (await served.call(session, request_body(2, "ping")))["result"] == {}
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_in_json_mode_ends_the_original_post_with_an_empty_202() -> None:
     server = demo_server()
     park = Park(server)
@@ -204,6 +208,7 @@ async def test_nested_request_arrives_on_the_tool_stream_and_its_answer_gets_202
         assert outcome == ["answered"]
 
 
+@pytest.mark.invariant(6)
 async def test_cancelling_the_parent_cancels_the_nested_request_on_the_parent_stream() -> None:
     """Seed (a) 14-15: the nested request's cancel goes out on the parent's stream, which
     ends only after it (the engine tells the transport of the suppression in write order)."""
@@ -289,6 +294,7 @@ async def test_list_changed_waits_for_the_next_get_when_none_is_open() -> None:
             assert (await listener.message())["method"] == "notifications/tools/list_changed"
 
 
+@pytest.mark.invariant(2)
 async def test_a_second_get_replaces_the_first() -> None:
     server = demo_server()
     async with serving(server) as served:
@@ -419,6 +425,7 @@ async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) 
     assert all(e.data for e in parse_sse(response.text))
 
 
+@pytest.mark.invariant(11)
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose
     messages: the resume is refused instead, while the request is still running."""

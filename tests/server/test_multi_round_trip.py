@@ -110,6 +110,7 @@ async def test_missing_input_asks_again_and_extra_input_is_ignored() -> None:
         assert list(again["inputRequests"]) == ["elicitation-1"]
 
 
+@pytest.mark.invariant(10)
 async def test_answers_without_a_state_count_only_for_the_opening_question() -> None:
     """A request without a requestState may answer what its first round would ask (the client
     is the source of that answer either way); anything later needs the sealed state, so a client
@@ -162,6 +163,7 @@ async def test_a_retry_cannot_answer_ahead_a_question_not_yet_asked() -> None:
         assert list(second["inputRequests"]) == ["sampling-2"]
 
 
+@pytest.mark.invariant(10)
 async def test_a_tampered_or_foreign_state_is_refused() -> None:
     server = input_server()
     async with wire_to(server, initialize=False) as peer:
@@ -207,6 +209,7 @@ async def test_a_state_is_bound_to_its_method_and_to_its_target() -> None:
         assert again["resultType"] == "input_required"
 
 
+@pytest.mark.invariant(10)
 async def test_an_expired_state_is_refused() -> None:
     server = input_server()
     server.state_sealer.ttl = -1

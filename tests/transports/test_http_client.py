@@ -77,6 +77,7 @@ async def test_json_response_mode() -> None:
     assert [s.status for s in app.posts("tools/call")] == [200, 200]
 
 
+@pytest.mark.invariant(6)
 async def test_a_cancelled_caller_cancels_the_handler_on_the_server() -> None:
     started = trio.Event()
     records: list[RequestRecord] = []
@@ -142,6 +143,7 @@ class HoldTheCall(Recorder):
         await self.app(scope, receive, send)
 
 
+@pytest.mark.invariant(7)
 async def test_a_cancel_never_overtakes_its_request() -> None:
     handler_cancelled = trio.Event()
     server = Server("blocker")
@@ -557,6 +559,7 @@ def test_sse_parser_resumes_from_a_previous_last_event_id() -> None:
     assert parser.feed(b"id:\ndata: reset\n\n") == [ServerSentEvent("reset", "message", "")]
 
 
+@pytest.mark.invariant(11)
 def test_sse_parser_refuses_an_oversized_event() -> None:
     parser = SSEParser(max_event_bytes=64)
     with pytest.raises(SSEError):
