@@ -14,7 +14,7 @@ from ._http import Served, serving
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "invariant(n): this test fails without invariant n of DESIGN (the table in "
+        "invariant(n): this test fails without invariant n of the design (the table in "
         "docs/design.md lists them; tests/test_invariants.py keeps the two in step)",
     )
 

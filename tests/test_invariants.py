@@ -1,4 +1,4 @@
-"""DESIGN's invariants stay traced: the table in docs/design.md and the tests' markers agree.
+"""The design's invariants stay traced: the table in docs/design.md and the markers agree.
 
 The table ("Invariants and the tests that hold them") names, for each invariant, the tests that
 fail without it; each of those carries ``@pytest.mark.invariant(n)``. The markers are read from

@@ -1,4 +1,4 @@
-"""The package's layers, checked on its source (DESIGN: "Layers"; docs/design.md).
+"""The package's layers (docs/design.md), checked on its source.
 
 Every import counts: at the top of a module, inside a function, under ``if TYPE_CHECKING:``.
 Run ``python -m tests.test_layers`` to see the parts, the edges between them and any violation.
