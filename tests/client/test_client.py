@@ -108,6 +108,7 @@ async def test_a_modern_version_is_refused_before_anything_starts() -> None:
 
 
 @pytest.mark.parametrize("offered", ["2026-07-28", "2099-01-01"])
+@pytest.mark.invariant(9)
 async def test_an_unsupported_initialize_result_fails_the_connection(offered: str) -> None:
     result = {**INIT_RESULT, "protocolVersion": offered}
     ours, theirs = memory_transport_pair()
@@ -151,6 +152,7 @@ async def test_call_without_cancel_returns_the_result() -> None:
         assert results[0].content == [TextContent("ok")]
 
 
+@pytest.mark.invariant(6)
 async def test_a_pre_cancelled_caller_sends_nothing(autojump_clock: Any) -> None:
     async with scripted() as (client, peer, _):
         with trio.CancelScope() as scope:
@@ -160,6 +162,7 @@ async def test_a_pre_cancelled_caller_sends_nothing(autojump_clock: Any) -> None
         assert await peer.recv_within(5) is None
 
 
+@pytest.mark.invariant(6)
 async def test_cancelling_the_caller_cancels_on_the_wire(autojump_clock: Any) -> None:
     async with scripted() as (client, peer, _):
         async with trio.open_nursery() as nursery:
@@ -206,6 +209,7 @@ async def test_cancel_by_id_gives_the_caller_the_reason(autojump_clock: Any) -> 
         assert await peer.recv_within(5) is None
 
 
+@pytest.mark.invariant(6)
 async def test_a_late_cancel_sends_nothing(autojump_clock: Any) -> None:
     async with scripted() as (client, peer, _):
         rid = client.new_request_id()
@@ -217,6 +221,7 @@ async def test_a_late_cancel_sends_nothing(autojump_clock: Any) -> None:
         assert await peer.recv_within(5) is None
 
 
+@pytest.mark.invariant(6)
 async def test_a_response_racing_the_callers_cancel_sends_no_cancel(autojump_clock: Any) -> None:
     """The response is fed to the engine, then the caller's scope is cancelled in the same
     tick: whatever the caller sees, nothing follows on the wire."""
@@ -431,6 +436,7 @@ async def test_unknown_server_requests_get_method_not_found() -> None:
         assert (await peer.request(10, "ping")) == {"jsonrpc": "2.0", "id": 10, "result": {}}
 
 
+@pytest.mark.invariant(9)
 async def test_a_single_error_in_the_body_is_not_wrapped_in_a_group() -> None:
     with pytest.raises(KeyError):
         async with open_client(Server("s")):

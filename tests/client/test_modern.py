@@ -175,12 +175,14 @@ async def test_auto_retries_discover_with_a_shared_version_after_minus_32022() -
         assert [m["method"] for m in seen] == ["server/discover"]
 
 
+@pytest.mark.invariant(9)
 async def test_an_explicit_modern_version_never_falls_back() -> None:
     with pytest.raises(InitializeError, match="server/discover failed: Method not found"):
         async with scripted(method_not_found, protocol_version="2026-07-28"):
             pass  # pragma: no cover
 
 
+@pytest.mark.invariant(9)
 async def test_modern_mode_needs_a_mutual_version() -> None:
     def other(message: Any) -> Any:
         return {"result": {"supportedVersions": ["2027-01-01"], "capabilities": {}}}

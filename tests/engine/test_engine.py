@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 import trio
 import trio.testing
 
@@ -81,6 +82,7 @@ async def test_a_server_cancels_its_own_nested_request_by_id(autojump_clock: Any
         assert outcomes == ["nested cancelled: timeout", "nested cancelled: None"]
 
 
+@pytest.mark.invariant(3)
 async def test_messages_carry_the_request_they_belong_to(autojump_clock: Any) -> None:
     """Streamable HTTP routes by these hints: a nested request and its cancel travel on the
     parent's stream, and the transport hears of a suppressed response."""
@@ -159,6 +161,7 @@ class NoDispatch:
         pass  # pragma: no cover
 
 
+@pytest.mark.invariant(7)
 async def test_concurrent_writers_never_interleave_lines() -> None:
     wire_out = trio.testing.MemorySendStream()
     lines = LineTransport(trio.testing.MemoryReceiveStream(), wire_out)

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
+import pytest
 import trio
 
 from trio_mcp import Context, Server, open_client
@@ -106,6 +107,7 @@ def cancel(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
 
 
+@pytest.mark.invariant(1)
 async def test_cancel_before_dispatch(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -128,6 +130,7 @@ async def test_cancel_during_the_handler(autojump_clock: Any) -> None:
         assert_clean(connection)
 
 
+@pytest.mark.invariant(6)
 async def test_cancel_during_a_nested_request(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -144,6 +147,34 @@ async def test_cancel_during_a_nested_request(autojump_clock: Any) -> None:
         assert_clean(connection)
 
 
+@pytest.mark.invariant(3)
+async def test_a_handler_that_finishes_after_the_cancel_is_still_suppressed(
+    autojump_clock: Any,
+) -> None:
+    """The cancel came first, so it decides: a result returned after it (from a shielded
+    section, with no checkpoint left) is not sent."""
+    server = Server("shielded")
+    entered, release = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def commit() -> str:
+        with trio.CancelScope(shield=True):
+            entered.set()
+            await release.wait()
+        return "committed"
+
+    async with gated_wire(server) as (peer, _gate, connection):
+        await peer.send(call(1, "commit"))
+        await entered.wait()
+        await peer.send(cancel(1))
+        await trio.sleep(1)
+        release.set()
+        assert await peer.recv_within(5) is None
+        assert (await peer.request(2, "ping"))["result"] == {}
+        assert_clean(connection)
+
+
+@pytest.mark.invariant(3)
 async def test_cancel_after_the_result_is_decided_but_before_it_is_written(
     autojump_clock: Any,
 ) -> None:
@@ -162,6 +193,7 @@ async def test_cancel_after_the_result_is_decided_but_before_it_is_written(
         assert_clean(connection)
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_after_the_response_is_written(autojump_clock: Any) -> None:
     log: list[str] = []
     async with gated_wire(race_server(log)) as (peer, _gate, connection):
@@ -172,6 +204,8 @@ async def test_cancel_after_the_response_is_written(autojump_clock: Any) -> None
         assert_clean(connection)
 
 
+@pytest.mark.invariant(6)
+@pytest.mark.invariant(7)
 async def test_client_cancel_before_and_after_the_write(autojump_clock: Any) -> None:
     """Request A is being written (held at the gate) and B is queued behind it. Cancelling both
     callers: B never reaches the wire; A is followed by its cancel."""

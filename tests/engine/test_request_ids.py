@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from trio_mcp import Context, Server
@@ -32,6 +33,7 @@ def gated_server(calls: list[str]) -> tuple[Server, trio.Event, trio.Event]:
     return server, started, release
 
 
+@pytest.mark.invariant(5)
 async def test_notification_methods_with_an_id_get_method_not_found(autojump_clock: Any) -> None:
     calls: list[str] = []
     server, _, _ = gated_server(calls)
@@ -110,6 +112,7 @@ async def test_batch_members_run_concurrently_and_reply_together(autojump_clock:
         assert by_id["d"]["error"]["code"] == -32600
 
 
+@pytest.mark.invariant(1)
 async def test_a_duplicate_in_flight_id_is_refused_and_the_first_completes(
     autojump_clock: Any,
 ) -> None:
@@ -145,6 +148,29 @@ async def test_a_duplicate_in_flight_id_is_refused_and_the_first_completes(
         }
 
 
+@pytest.mark.invariant(1)
+async def test_a_refused_duplicate_leaves_the_first_requests_entry(autojump_clock: Any) -> None:
+    """The refusal touches nothing of the first request: a cancel still reaches it, and its id
+    is free again once it has ended."""
+    calls: list[str] = []
+    server, started, _ = gated_server(calls)
+    async with wire_to(server) as peer:
+        await peer.send(
+            {"jsonrpc": "2.0", "id": "req-1", "method": "tools/call", "params": {"name": "slow"}}
+        )
+        await started.wait()
+        assert (await peer.request("req-1", "ping"))["error"]["code"] == -32600
+        await peer.cancel("req-1")
+        assert await peer.recv_within(5) is None
+        assert await peer.request("req-1", "ping") == {
+            "jsonrpc": "2.0",
+            "id": "req-1",
+            "result": {},
+        }
+
+
+@pytest.mark.invariant(2)
+@pytest.mark.invariant(4)
 async def test_a_refused_duplicate_initialize_leaves_the_registration(
     autojump_clock: Any,
 ) -> None:

@@ -93,6 +93,7 @@ def test_sse_parser_resumes_from_a_previous_last_event_id() -> None:
     assert parser.feed(b"id:\ndata: reset\n\n") == [ServerSentEvent("reset", "message", "")]
 
 
+@pytest.mark.invariant(11)
 def test_sse_parser_refuses_an_oversized_event() -> None:
     parser = SSEParser(max_event_bytes=64)
     with pytest.raises(SSEError):

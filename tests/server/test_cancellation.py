@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -58,6 +59,7 @@ def slow_server(seen: list[tuple[str, bool, str | None]], started: trio.Event) -
     return server
 
 
+@pytest.mark.invariant(1)
 async def test_cancel_stops_the_handler_and_suppresses_the_response(autojump_clock: Any) -> None:
     seen: list[tuple[str, bool, str | None]] = []
     started = trio.Event()
@@ -73,6 +75,7 @@ async def test_cancel_stops_the_handler_and_suppresses_the_response(autojump_clo
         assert await peer.request(1, "ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
+@pytest.mark.invariant(1)
 async def test_every_handler_kind_observes_the_cancel(autojump_clock: Any) -> None:
     requests = [
         (201, "resources/read", {"uri": "test://slow"}, "resource"),
@@ -172,6 +175,7 @@ async def test_request_cancelled_raised_by_a_handler_suppresses(autojump_clock: 
         assert await peer.recv_within(10) is None
 
 
+@pytest.mark.invariant(3)
 async def test_unknown_duplicate_and_late_cancels_are_ignored(autojump_clock: Any) -> None:
     seen: list[tuple[str, bool, str | None]] = []
     started = trio.Event()
@@ -210,6 +214,7 @@ async def test_malformed_cancel_params_are_ignored(autojump_clock: Any) -> None:
         assert (await peer.request(1, "ping"))["result"] == {}
 
 
+@pytest.mark.invariant(4)
 async def test_initialize_is_never_registered(autojump_clock: Any) -> None:
     seen: list[tuple[str, bool, str | None]] = []
     started = trio.Event()
@@ -269,6 +274,7 @@ async def test_instrumentation_records_cancellation(autojump_clock: Any) -> None
     assert not by_id[79].cancelled and by_id[79].error_code == -32602
 
 
+@pytest.mark.invariant(6)
 async def test_nested_request_dies_with_its_parent(autojump_clock: Any) -> None:
     server = Server("nested")
     outcome: list[str] = []
@@ -310,6 +316,7 @@ async def test_nested_request_dies_with_its_parent(autojump_clock: Any) -> None:
         assert await peer.recv_within(5) is None
 
 
+@pytest.mark.invariant(6)
 async def test_answered_nested_request_is_not_cancelled_later(autojump_clock: Any) -> None:
     server = Server("nested")
     proceed = trio.Event()

@@ -656,6 +656,7 @@ async def test_a_tool_can_catch_the_client_error_as_a_protocol_error() -> None:
     ]
 
 
+@pytest.mark.invariant(8)
 async def test_a_client_error_in_other_handlers_is_an_internal_error(
     autojump_clock: Any,
 ) -> None:

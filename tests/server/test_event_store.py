@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trio_mcp.server import MemoryEventStore
 
 
@@ -13,6 +15,7 @@ class FakeClock:
         return self.now
 
 
+@pytest.mark.invariant(11)
 def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:
     store = MemoryEventStore(max_events_per_stream=3)
     for seq in range(1, 6):
@@ -27,6 +30,7 @@ def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:
     assert len(store) == 0
 
 
+@pytest.mark.invariant(11)
 def test_a_stream_expires_ttl_after_its_last_event() -> None:
     clock = FakeClock()
     store = MemoryEventStore(ttl=10, clock=clock)
@@ -39,6 +43,7 @@ def test_a_stream_expires_ttl_after_its_last_event() -> None:
     assert store.replay("s.r1", 0) is None
 
 
+@pytest.mark.invariant(11)
 def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
     """Streams that stay active (a session's GET stream, say) must not shield streams created
     after them from expiry: the store would grow without bound."""

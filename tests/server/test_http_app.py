@@ -21,6 +21,7 @@ from trio_mcp.server import HttpOptions, McpHttpApp
 from .._http import (
     GUARD,
     VERSION,
+    Served,
     call_body,
     cancel_body,
     error_of,
@@ -33,21 +34,20 @@ from .._http import (
 # -- 200 -------------------------------------------------------------------------------------------
 
 
-async def test_initialize_answers_sse_with_a_session_id() -> None:
-    async with serving(demo_server()) as served:
-        response = await served.post(initialize_body(), version=None)
-        assert response.status_code == 200
-        assert response.headers["content-type"] == "text/event-stream"
-        assert response.headers["cache-control"] == "no-cache"
-        assert response.headers["x-accel-buffering"] == "no"
-        session = response.headers["mcp-session-id"]
-        assert session and all(0x21 <= ord(c) <= 0x7E for c in session)
-        (event,) = parse_sse(response.text)
-        assert event.event == "message"
-        message = event.json()
-        assert message["id"] == "init"
-        assert message["result"]["protocolVersion"] == VERSION
-        assert list(served.app.sessions) == [session]
+async def test_initialize_answers_sse_with_a_session_id(demo_http: Served) -> None:
+    response = await demo_http.post(initialize_body(), version=None)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["x-accel-buffering"] == "no"
+    session = response.headers["mcp-session-id"]
+    assert session and all(0x21 <= ord(c) <= 0x7E for c in session)
+    (event,) = parse_sse(response.text)
+    assert event.event == "message"
+    message = event.json()
+    assert message["id"] == "init"
+    assert message["result"]["protocolVersion"] == VERSION
+    assert list(demo_http.app.sessions) == [session]
 
 
 async def test_json_mode_answers_application_json() -> None:
@@ -83,18 +83,19 @@ async def test_request_sse_stream_is_primed_then_answered() -> None:
         assert answer.id is not None and answer.id.startswith(session + ".")
 
 
-async def test_notification_method_with_an_id_is_a_request_answered_method_not_found() -> None:
-    async with serving(demo_server()) as served:
-        session = await served.initialize()
-        body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "id": "123"}
-        response = await served.post(body, session)
-        assert response.status_code == 200
-        assert response.headers["content-type"] == "text/event-stream"
-        messages = [e.json() for e in parse_sse(response.text) if e.data]
-        assert len(messages) == 1
-        assert messages[0]["id"] == "123"
-        assert messages[0]["error"]["code"] == -32601
-        assert "result" not in messages[0]
+async def test_notification_method_with_an_id_is_a_request_answered_method_not_found(
+    demo_http: Served,
+) -> None:
+    session = await demo_http.initialize()
+    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "id": "123"}
+    response = await demo_http.post(body, session)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    messages = [e.json() for e in parse_sse(response.text) if e.data]
+    assert len(messages) == 1
+    assert messages[0]["id"] == "123"
+    assert messages[0]["error"]["code"] == -32601
+    assert "result" not in messages[0]
 
 
 # -- 202 -------------------------------------------------------------------------------------------
@@ -155,16 +156,15 @@ async def test_invalid_request_object_gets_400_with_its_id_and_the_detail() -> N
         }
 
 
-async def test_missing_session_id_gets_400() -> None:
-    async with serving(demo_server()) as served:
-        await served.initialize()
-        for body in (request_body(1, "ping"), cancel_body(1)):
-            response = await served.post(body)
-            assert response.status_code == 400
-            assert error_of(response) == {
-                "code": -32600,
-                "message": "Bad Request: Missing session ID",
-            }
+async def test_missing_session_id_gets_400(demo_http: Served) -> None:
+    await demo_http.initialize()
+    for body in (request_body(1, "ping"), cancel_body(1)):
+        response = await demo_http.post(body)
+        assert response.status_code == 400
+        assert error_of(response) == {
+            "code": -32600,
+            "message": "Bad Request: Missing session ID",
+        }
 
 
 async def test_unsupported_protocol_version_header_gets_400() -> None:
@@ -282,18 +282,17 @@ async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
 # -- 404, 405, 406, 413, 415 ---------------------------------------------------------------------
 
 
-async def test_unknown_session_and_wrong_path_get_404() -> None:
-    async with serving(demo_server()) as served:
-        response = await served.post(request_body(1, "ping"), "no-such-session")
-        assert response.status_code == 404
-        assert error_of(response)["message"] == "Session not found"
-        response = await served.client.post(
-            served.base + "/other",
-            content=orjson.dumps(initialize_body()),
-            headers=served.headers(),
-        )
-        assert response.status_code == 404
-        assert "/mcp" in error_of(response)["message"]
+async def test_unknown_session_and_wrong_path_get_404(demo_http: Served) -> None:
+    response = await demo_http.post(request_body(1, "ping"), "no-such-session")
+    assert response.status_code == 404
+    assert error_of(response)["message"] == "Session not found"
+    response = await demo_http.client.post(
+        demo_http.base + "/other",
+        content=orjson.dumps(initialize_body()),
+        headers=demo_http.headers(),
+    )
+    assert response.status_code == 404
+    assert "/mcp" in error_of(response)["message"]
 
 
 async def test_trailing_slash_is_served_not_redirected() -> None:
@@ -339,6 +338,7 @@ async def test_bad_accept_gets_406() -> None:
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
 
 
+@pytest.mark.invariant(11)
 async def test_body_over_the_limit_gets_413() -> None:
     async with serving(demo_server(), HttpOptions(max_body_bytes=1024)) as served:
         session = await served.initialize()
@@ -365,6 +365,7 @@ async def test_wrong_content_type_gets_415() -> None:
 # -- 503 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(11)
 async def test_session_cap_gets_503_with_retry_after() -> None:
     async with serving(demo_server(), HttpOptions(max_sessions=2)) as served:
         first = await served.initialize()
@@ -474,6 +475,7 @@ async def test_cors_preflight_and_exposed_headers() -> None:
 
 
 @pytest.mark.parametrize("json_response", [False, True])
+@pytest.mark.invariant(8)
 async def test_no_internal_exception_text_reaches_the_client(json_response: bool) -> None:
     server = demo_server()
 

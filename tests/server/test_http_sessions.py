@@ -7,6 +7,7 @@ import collections
 import gc
 import tracemalloc
 
+import pytest
 import trio
 
 from trio_mcp import Server
@@ -50,20 +51,19 @@ def live_objects() -> tuple[int, collections.Counter[str]]:
 # -- creation and DELETE ---------------------------------------------------------------------------
 
 
-async def test_only_a_successful_initialize_mints_a_session() -> None:
-    async with serving(demo_server()) as served:
-        body = initialize_body()
-        del body["params"]["clientInfo"]
-        response = await served.post(body, version=None)
-        assert response.status_code == 200
-        assert "mcp-session-id" not in response.headers
-        message = response.json()
-        assert message["id"] == "init"
-        assert message["error"]["code"] == -32602
-        assert served.app.sessions == {}
-        # The refused session's engine ends and leaves nothing behind.
-        await eventually(lambda: not served.app.server.connections)
-        assert len(served.app.store) == 0  # type: ignore[arg-type]
+async def test_only_a_successful_initialize_mints_a_session(demo_http: Served) -> None:
+    body = initialize_body()
+    del body["params"]["clientInfo"]
+    response = await demo_http.post(body, version=None)
+    assert response.status_code == 200
+    assert "mcp-session-id" not in response.headers
+    message = response.json()
+    assert message["id"] == "init"
+    assert message["error"]["code"] == -32602
+    assert demo_http.app.sessions == {}
+    # The refused session's engine ends and leaves nothing behind.
+    await eventually(lambda: not demo_http.app.server.connections)
+    assert len(demo_http.app.store) == 0  # type: ignore[arg-type]
 
 
 async def test_delete_ends_the_session_and_cancels_its_requests() -> None:
@@ -94,11 +94,10 @@ async def test_delete_ends_the_session_and_cancels_its_requests() -> None:
         assert len(served.app.store) == 0  # type: ignore[arg-type]
 
 
-async def test_delete_without_a_session_id_gets_400() -> None:
-    async with serving(demo_server()) as served:
-        response = await served.client.delete(served.url, headers=served.headers())
-        assert response.status_code == 400
-        assert response.json()["error"]["message"] == "Bad Request: Missing session ID"
+async def test_delete_without_a_session_id_gets_400(demo_http: Served) -> None:
+    response = await demo_http.client.delete(demo_http.url, headers=demo_http.headers())
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "Bad Request: Missing session ID"
 
 
 # -- idle expiry -----------------------------------------------------------------------------------
@@ -339,6 +338,7 @@ async def test_an_initialize_without_an_id_gets_202_and_no_session() -> None:
         assert served.app.sessions == {}
 
 
+@pytest.mark.invariant(11)
 async def test_concurrent_initializes_cannot_overshoot_the_session_cap() -> None:
     async with serving(Server("capped"), HttpOptions(max_sessions=1)) as served:
         statuses: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from trio_mcp import Server
@@ -14,6 +15,7 @@ from trio_mcp.server import Context, HttpOptions
 from .._http import (
     VERSION,
     Park,
+    Served,
     SseComment,
     SseEvent,
     call_body,
@@ -50,6 +52,7 @@ def ids_of(events: list[SseEvent]) -> list[tuple[str, int]]:
 # -- 409 -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(1)
 async def test_duplicate_in_flight_id_gets_409_and_leaves_the_first_request_alone() -> None:
     server = demo_server()
     park = Park(server)
@@ -90,6 +93,7 @@ async def test_the_same_id_in_another_session_is_not_a_conflict() -> None:
 # -- cancellation ----------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
     server = demo_server()
     park = Park(server)
@@ -107,6 +111,7 @@ async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
         assert (await served.call(session, request_body(2, "ping")))["result"] == {}
 
 
+@pytest.mark.invariant(3)
 async def test_cancel_in_json_mode_ends_the_original_post_with_an_empty_202() -> None:
     server = demo_server()
     park = Park(server)
@@ -203,6 +208,7 @@ async def test_nested_request_arrives_on_the_tool_stream_and_its_answer_gets_202
         assert outcome == ["answered"]
 
 
+@pytest.mark.invariant(6)
 async def test_cancelling_the_parent_cancels_the_nested_request_on_the_parent_stream() -> None:
     """Seed (a) 14-15: the nested request's cancel goes out on the parent's stream, which
     ends only after it (the engine tells the transport of the suppression in write order)."""
@@ -288,6 +294,7 @@ async def test_list_changed_waits_for_the_next_get_when_none_is_open() -> None:
             assert (await listener.message())["method"] == "notifications/tools/list_changed"
 
 
+@pytest.mark.invariant(2)
 async def test_a_second_get_replaces_the_first() -> None:
     server = demo_server()
     async with serving(server) as served:
@@ -297,6 +304,9 @@ async def test_a_second_get_replaces_the_first() -> None:
             async with served.stream_get(session) as second:
                 assert second.response.status_code == 200
                 assert await first.rest() == []  # the first response has ended
+                # Its handler has let go (only the second is active) and left the second's
+                # registration alone: removal is by identity.
+                await eventually(lambda: served.app.sessions[session].active == 1)
                 server.remove_tool("echo")
                 assert (await second.message())["method"] == "notifications/tools/list_changed"
 
@@ -388,35 +398,34 @@ async def test_resume_after_the_request_finished_replays_from_the_store() -> Non
         assert progress_messages(replayed) == ["step 1", "step 2", "step 3", "step 4"]
 
 
-async def test_unknown_or_foreign_last_event_id_gets_400() -> None:
-    async with serving(demo_server()) as served:
-        session = await served.initialize()
-        other = await served.initialize()
-        response = await served.post(call_body(1, "echo", {"text": "x"}), other)
-        foreign = parse_sse(response.text)[-1].id
-        assert foreign is not None and foreign.startswith(other + ".")
-        for value in ("garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"):
-            headers = served.headers(session, accept="text/event-stream")
-            headers["last-event-id"] = value
-            response = await served.client.get(served.url, headers=headers)
-            assert response.status_code == 400, value
-            assert "Last-Event-ID" in response.json()["error"]["message"]
+async def test_unknown_or_foreign_last_event_id_gets_400(demo_http: Served) -> None:
+    session = await demo_http.initialize()
+    other = await demo_http.initialize()
+    response = await demo_http.post(call_body(1, "echo", {"text": "x"}), other)
+    foreign = parse_sse(response.text)[-1].id
+    assert foreign is not None and foreign.startswith(other + ".")
+    for value in ("garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"):
+        headers = demo_http.headers(session, accept="text/event-stream")
+        headers["last-event-id"] = value
+        response = await demo_http.client.get(demo_http.url, headers=headers)
+        assert response.status_code == 400, value
+        assert "Last-Event-ID" in response.json()["error"]["message"]
 
 
-async def test_request_streams_are_primed_from_2025_11_25_on() -> None:
+async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) -> None:
     """Priming events (empty data) are new in 2025-11-25; older clients may choke on them."""
-    async with serving(demo_server()) as served:
-        for version, primed in (("2025-06-18", False), (VERSION, True)):
-            session = await served.initialize(version)
-            response = await served.post(
-                call_body(1, "echo", {"text": "x"}), session, version=version
-            )
-            events = parse_sse(response.text)
-            assert (events[0].data == "") is primed, version
-        response = await served.post(initialize_body(), version=None)
-        assert all(e.data for e in parse_sse(response.text))
+    for version, primed in (("2025-06-18", False), (VERSION, True)):
+        session = await demo_http.initialize(version)
+        response = await demo_http.post(
+            call_body(1, "echo", {"text": "x"}), session, version=version
+        )
+        events = parse_sse(response.text)
+        assert (events[0].data == "") is primed, version
+    response = await demo_http.post(initialize_body(), version=None)
+    assert all(e.data for e in parse_sse(response.text))
 
 
+@pytest.mark.invariant(11)
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose
     messages: the resume is refused instead, while the request is still running."""

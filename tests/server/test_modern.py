@@ -312,6 +312,7 @@ def listen_params(rid: Any, **wanted: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.invariant(3)
 async def test_listen_acknowledges_then_delivers_tagged_notifications() -> None:
     server = era_server()
     async with wire_to(server, initialize=False) as peer:

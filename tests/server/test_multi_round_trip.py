@@ -110,6 +110,7 @@ async def test_missing_input_asks_again_and_extra_input_is_ignored() -> None:
         assert list(again["inputRequests"]) == ["elicitation-1"]
 
 
+@pytest.mark.invariant(10)
 async def test_answers_without_a_state_count_only_for_the_opening_question() -> None:
     """A request without a requestState may answer what its first round would ask (the client
     is the source of that answer either way); anything later needs the sealed state, so a client
@@ -142,6 +143,27 @@ async def test_answers_without_a_state_count_only_for_the_opening_question() -> 
         assert done["content"][0]["text"] == "Hello Ada (rounds: 2)"
 
 
+@pytest.mark.invariant(10)
+async def test_a_retry_cannot_answer_ahead_a_question_not_yet_asked() -> None:
+    """With a state, only the questions it says were asked take answers: a forged answer to
+    the next question is ignored, and that question is asked."""
+    async with wire_to(input_server(), initialize=False) as peer:
+        first = (await call(peer, 1))["result"]
+        ahead = {
+            "elicitation-1": {"action": "accept", "content": {"name": "Ada"}},
+            "sampling-2": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Forged"},
+                "model": "m",
+            },
+        }
+        retry = {"inputResponses": ahead, "requestState": first["requestState"]}
+        second = (await call(peer, 2, retry))["result"]
+        assert second["resultType"] == "input_required"
+        assert list(second["inputRequests"]) == ["sampling-2"]
+
+
+@pytest.mark.invariant(10)
 async def test_a_tampered_or_foreign_state_is_refused() -> None:
     server = input_server()
     async with wire_to(server, initialize=False) as peer:
@@ -159,6 +181,35 @@ async def test_a_tampered_or_foreign_state_is_refused() -> None:
         assert foreign["error"]["code"] == -32602
 
 
+@pytest.mark.invariant(10)
+async def test_a_state_is_bound_to_its_method_and_to_its_target() -> None:
+    """Each on its own: another tool of the same method, or the same name under another
+    method, cannot use a state issued for tools/call greet."""
+    server = input_server()
+
+    @server.tool()
+    async def other(ctx: Context) -> str:
+        await ctx.elicit("Other?", FORM)
+        return "other"  # pragma: no cover
+
+    @server.prompt(name="greet")
+    async def greet_prompt(ctx: Context) -> str:
+        await ctx.elicit("Prompt?", FORM)
+        return "prompt"  # pragma: no cover
+
+    async with wire_to(server, initialize=False) as peer:
+        state = (await call(peer, 1))["result"]["requestState"]
+        for rid, method, name in [(2, "tools/call", "other"), (3, "prompts/get", "greet")]:
+            params = {"name": name, "_meta": meta(), "requestState": state}
+            refused = await peer.request(rid, method, params)
+            assert refused["error"]["code"] == -32602, method
+            assert "requestState" in refused["error"]["message"]
+        # Where it was issued, the state is good.
+        again = (await call(peer, 4, {"requestState": state}))["result"]
+        assert again["resultType"] == "input_required"
+
+
+@pytest.mark.invariant(10)
 async def test_an_expired_state_is_refused() -> None:
     server = input_server()
     server.state_sealer.ttl = -1

@@ -298,6 +298,7 @@ async def test_tools_returning_content_blocks_results_and_none() -> None:
         assert await result_of(peer, "tools/call", {"name": "nothing"}) == {"content": []}
 
 
+@pytest.mark.invariant(8)
 async def test_tool_error_becomes_an_is_error_result_with_its_message() -> None:
     server = Server("errors")
 
@@ -312,6 +313,7 @@ async def test_tool_error_becomes_an_is_error_result_with_its_message() -> None:
         }
 
 
+@pytest.mark.invariant(8)
 async def test_unexpected_exception_is_an_is_error_result_that_hides_the_details() -> None:
     server = Server("errors")
     secret = "postgres://admin:hunter2@10.0.0.7/prod"
@@ -339,6 +341,7 @@ async def test_unexpected_exception_is_an_is_error_result_that_hides_the_details
             assert "internal error" in block["text"]
 
 
+@pytest.mark.invariant(8)
 async def test_prompt_and_resource_failures_are_generic_internal_errors() -> None:
     server = Server("errors")
     secret = "api-key-7f3a9c"
@@ -381,6 +384,7 @@ async def test_tool_raising_protocol_error_answers_with_that_error() -> None:
         }
 
 
+@pytest.mark.invariant(8)
 async def test_unknown_tool_is_invalid_params() -> None:
     async with wire_to(schema_server()) as peer:
         error = await error_of(peer, "tools/call", {"name": "nope", "arguments": {}})
@@ -388,6 +392,7 @@ async def test_unknown_tool_is_invalid_params() -> None:
     assert "nope" in error["message"]
 
 
+@pytest.mark.invariant(8)
 async def test_bad_arguments_are_a_tool_error_with_an_actionable_message() -> None:
     """SEP-1303: the model must see what is wrong to correct its call, so not a protocol error."""
     async with open_client(schema_server()) as client:
@@ -1160,6 +1165,7 @@ async def test_defining_a_custom_method_twice_is_refused() -> None:
         server.method("vendor/x")
 
 
+@pytest.mark.invariant(5)
 async def test_custom_notification_runs_without_an_id_and_not_with_one(
     autojump_clock: Any,
 ) -> None:
@@ -1300,6 +1306,7 @@ async def test_ping() -> None:
         await client.ping()
 
 
+@pytest.mark.invariant(8)
 async def test_unknown_method_is_method_not_found_with_the_method_name() -> None:
     async with wire_to(full_server()) as peer:
         assert await peer.request(3, "tools/destroy", {}) == {

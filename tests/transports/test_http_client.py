@@ -73,6 +73,7 @@ async def test_json_response_mode() -> None:
     assert [s.status for s in app.posts("tools/call")] == [200, 200]
 
 
+@pytest.mark.invariant(6)
 async def test_a_cancelled_caller_cancels_the_handler_on_the_server() -> None:
     started = trio.Event()
     records: list[RequestRecord] = []
@@ -138,6 +139,7 @@ class HoldTheCall(Recorder):
         await self.app(scope, receive, send)
 
 
+@pytest.mark.invariant(7)
 async def test_a_cancel_never_overtakes_its_request() -> None:
     handler_cancelled = trio.Event()
     server = Server("blocker")

@@ -31,6 +31,7 @@ async def test_lines_split_across_chunks_and_blank_lines() -> None:
         await lines.receive()
 
 
+@pytest.mark.invariant(11)
 async def test_an_oversized_line_is_refused_once_and_skipped() -> None:
     send, lines = pair(max_line_bytes=16)
     await send.send_all(b"x" * 40)

@@ -193,6 +193,7 @@ async def test_closing_leaves_no_process_behind(tmp_path: Path) -> None:
             await trio.sleep(0.05)
 
 
+@pytest.mark.invariant(11)
 async def test_oversized_lines_and_bad_json_lose_nothing() -> None:
     with trio.fail_after(GUARD):
         async with raw_process([sys.executable, str(SERVERS / "limited_server.py")]) as raw:
