@@ -98,11 +98,11 @@ async def test_a_modern_version_is_refused_before_anything_starts() -> None:
         await original(*args, **kwargs)
 
     server.serve_transport = spy  # type: ignore[method-assign]
-    with pytest.raises(ValueError, match="cannot be negotiated through the legacy `initialize`"):
+    with pytest.raises(ValueError, match="is a modern protocol version and cannot be pinned"):
         async with open_client(server, protocol_version="2026-07-28", mode="legacy"):
             pass  # pragma: no cover
     assert served == []
-    with pytest.raises(ValueError, match="unknown protocol version"):
+    with pytest.raises(ValueError, match="protocol_version must be one of"):
         async with open_client(server, protocol_version="1999-01-01"):
             pass  # pragma: no cover
 

@@ -199,7 +199,7 @@ def test_bad_modes_are_refused_before_anything_starts() -> None:
         resolve_mode("sometimes", None)
     with pytest.raises(ValueError, match="is a handshake version"):
         resolve_mode("modern", "2025-06-18")
-    with pytest.raises(ValueError, match="cannot be negotiated through the legacy"):
+    with pytest.raises(ValueError, match="is a modern protocol version and cannot be pinned"):
         resolve_mode("legacy", "2026-07-28")
     assert resolve_mode("auto", "2025-06-18") == ("legacy", "2025-06-18")
     assert resolve_mode(None, None) == ("legacy", "2025-11-25")

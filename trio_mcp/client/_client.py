@@ -74,6 +74,7 @@ from ..protocol._versions import (
     LATEST_MODERN_VERSION,
     MODERN_VERSIONS,
     Era,
+    check_pin,
 )
 from ..transports._memory import memory_transport_pair
 from ..transports._stdio import StderrTarget, open_process_transport
@@ -657,10 +658,7 @@ class Client:
     ) -> JSONObject:
         return await self.request(method, params, **options)
 
-    async def ping(
-        self,
-        **options: Unpack[RequestOptions],
-    ) -> None:
+    async def ping(self, **options: Unpack[RequestOptions]) -> None:
         """``ping``; the modern era removed it, so there a ``server/discover`` stands in."""
         await self._call("server/discover" if self.modern else "ping", None, options)
 
@@ -819,71 +817,46 @@ class Client:
     # -- lists ---------------------------------------------------------------------------------
 
     async def list_tools_page(
-        self,
-        cursor: str | None = None,
-        **options: Unpack[RequestOptions],
+        self, cursor: str | None = None, **options: Unpack[RequestOptions]
     ) -> ListToolsResult:
         return await self._page("tools/list", ListToolsResult, cursor, options)
 
     async def list_prompts_page(
-        self,
-        cursor: str | None = None,
-        **options: Unpack[RequestOptions],
+        self, cursor: str | None = None, **options: Unpack[RequestOptions]
     ) -> ListPromptsResult:
         return await self._page("prompts/list", ListPromptsResult, cursor, options)
 
     async def list_resources_page(
-        self,
-        cursor: str | None = None,
-        **options: Unpack[RequestOptions],
+        self, cursor: str | None = None, **options: Unpack[RequestOptions]
     ) -> ListResourcesResult:
         return await self._page("resources/list", ListResourcesResult, cursor, options)
 
     async def list_resource_templates_page(
-        self,
-        cursor: str | None = None,
-        **options: Unpack[RequestOptions],
+        self, cursor: str | None = None, **options: Unpack[RequestOptions]
     ) -> ListResourceTemplatesResult:
         return await self._page(
             "resources/templates/list", ListResourceTemplatesResult, cursor, options
         )
 
-    async def list_tools(
-        self,
-        **options: Unpack[RequestOptions],
-    ) -> list[Tool]:
-        """Every tool, walking all pages."""
-        pages = await self._walk(
-            lambda cursor: self._page("tools/list", ListToolsResult, cursor, options)
-        )
+    async def list_tools(self, **options: Unpack[RequestOptions]) -> list[Tool]:
+        """Every tool, walking all pages (likewise ``list_prompts``, ``list_resources`` and
+        ``list_resource_templates``); a cursor the server repeats is a ``PaginationError``."""
+        pages = await self._walk(lambda cursor: self.list_tools_page(cursor, **options))
         return [each for page in pages for each in page.tools]
 
-    async def list_prompts(
-        self,
-        **options: Unpack[RequestOptions],
-    ) -> list[Prompt]:
-        pages = await self._walk(
-            lambda cursor: self._page("prompts/list", ListPromptsResult, cursor, options)
-        )
+    async def list_prompts(self, **options: Unpack[RequestOptions]) -> list[Prompt]:
+        pages = await self._walk(lambda cursor: self.list_prompts_page(cursor, **options))
         return [each for page in pages for each in page.prompts]
 
-    async def list_resources(
-        self,
-        **options: Unpack[RequestOptions],
-    ) -> list[Resource]:
-        pages = await self._walk(
-            lambda cursor: self._page("resources/list", ListResourcesResult, cursor, options)
-        )
+    async def list_resources(self, **options: Unpack[RequestOptions]) -> list[Resource]:
+        pages = await self._walk(lambda cursor: self.list_resources_page(cursor, **options))
         return [each for page in pages for each in page.resources]
 
     async def list_resource_templates(
-        self,
-        **options: Unpack[RequestOptions],
+        self, **options: Unpack[RequestOptions]
     ) -> list[ResourceTemplate]:
         pages = await self._walk(
-            lambda cursor: self._page(
-                "resources/templates/list", ListResourceTemplatesResult, cursor, options
-            )
+            lambda cursor: self.list_resource_templates_page(cursor, **options)
         )
         return [each for page in pages for each in page.resource_templates]
 
@@ -909,23 +882,6 @@ class Client:
             seen.add(cursor)
 
 
-def check_offer(protocol_version: str | None) -> str:
-    """The handshake version to offer; a modern version is refused before anything starts."""
-    if protocol_version is None:
-        return LATEST_HANDSHAKE_VERSION
-    if protocol_version in MODERN_VERSIONS:
-        raise ValueError(
-            f"protocol version {protocol_version!r} cannot be negotiated through the legacy "
-            "`initialize` handshake; it is a modern version, reached without a handshake"
-        )
-    if protocol_version not in HANDSHAKE_VERSIONS:
-        raise ValueError(
-            f"unknown protocol version {protocol_version!r}; use one of "
-            + ", ".join(HANDSHAKE_VERSIONS)
-        )
-    return protocol_version
-
-
 MODES = ("auto", "legacy", "modern")
 
 
@@ -939,7 +895,7 @@ def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, s
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if protocol_version in MODERN_VERSIONS:
         if mode == "legacy":
-            check_offer(protocol_version)  # raises: a modern version has no handshake
+            check_pin(protocol_version)  # raises: a modern version has no handshake
         return "modern", protocol_version
     if mode == "modern":
         if protocol_version is not None:
@@ -950,10 +906,10 @@ def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, s
         return "modern", LATEST_MODERN_VERSION
     if mode == "auto":
         if protocol_version is not None:
-            check_offer(protocol_version)
+            check_pin(protocol_version)
             return "legacy", protocol_version  # an explicit handshake version: no probe
         return "auto", LATEST_MODERN_VERSION
-    return "legacy", check_offer(protocol_version)
+    return "legacy", check_pin(protocol_version)
 
 
 @asynccontextmanager
