@@ -266,8 +266,16 @@ class Server:
             if uri in self.resources or uri in self.templates:
                 raise ValueError(f"a resource {uri!r} is already registered")
             signature = function_signature(func, context_type=Context)
-            desc = description if description is not None else signature.description
-            icon_list = list(icons) if icons is not None else None
+            # What a resource and a template describe alike.
+            shared: dict[str, Any] = {
+                "name": name or func.__name__,
+                "title": title,
+                "description": description if description is not None else signature.description,
+                "mime_type": mime_type,
+                "icons": list(icons) if icons is not None else None,
+                "meta": meta,
+            }
+            is_async = is_async_callable(func)
             if "{" in uri:
                 pattern, variables = compile_template(uri)
                 params = set(inspect.signature(func).parameters) - {signature.context_param}
@@ -276,36 +284,18 @@ class Server:
                         f"the parameters of {func.__name__} ({sorted(params)}) must match the "
                         f"template variables of {uri!r} ({sorted(variables)})"
                     )
-                template = ResourceTemplate(
-                    uri_template=uri,
-                    name=name or func.__name__,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    icons=icon_list,
-                    meta=meta,
-                )
                 self.templates[uri] = TemplateEntry(
-                    template,
+                    ResourceTemplate(uri_template=uri, **shared),
                     pattern,
                     variables,
                     func,
                     signature.context_param,
-                    is_async_callable(func),
+                    is_async,
                     in_thread,
                 )
             else:
-                resource = Resource(
-                    uri=uri,
-                    name=name or func.__name__,
-                    title=title,
-                    description=desc,
-                    mime_type=mime_type,
-                    icons=icon_list,
-                    meta=meta,
-                )
                 self.resources[uri] = ResourceEntry(
-                    resource, func, signature.context_param, is_async_callable(func), in_thread
+                    Resource(uri=uri, **shared), func, signature.context_param, is_async, in_thread
                 )
             self.notify_list_changed("resources")
             return func
