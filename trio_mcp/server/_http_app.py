@@ -716,9 +716,9 @@ class McpHttpApp:
             if session.kind is SessionKind.MODERN:
                 await self._answer_modern(scope, send, stream, events)
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
-                await self._answer_initialize(scope, send, session, stream, events)
+                await self._answer_initialize(scope, send, session, await _ended(stream, events))
             elif self.options.json_response:
-                await self._answer_json(scope, send, stream, events)
+                await self._answer_json(scope, send, stream, await _ended(stream, events))
             elif session.kind is SessionKind.SESSION:
                 prime = self._priming(session, stream)
                 await self._stream(scope, receive, send, events, prime)
@@ -746,16 +746,9 @@ class McpHttpApp:
                 nursery.cancel_scope.cancel()
 
     async def _answer_initialize(
-        self,
-        scope: Scope,
-        send: Send,
-        session: HttpSession,
-        stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        self, scope: Scope, send: Send, session: HttpSession, items: list[tuple[str, bytes]]
     ) -> None:
         """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
-        await stream.done.wait()
-        items = _drain_now(events)
         self._opening.discard(session)
         if not session.connection.state.initialized:
             # Refused (bad params): no session is kept.
@@ -771,15 +764,9 @@ class McpHttpApp:
         await self._sse(scope, send, items, headers)
 
     async def _answer_json(
-        self,
-        scope: Scope,
-        send: Send,
-        stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        self, scope: Scope, send: Send, stream: EventStream, items: list[tuple[str, bytes]]
     ) -> None:
         """JSON mode: the response alone; 202 with no body when the request was cancelled."""
-        await stream.done.wait()
-        items = _drain_now(events)
         if not stream.responded or not items:
             await self._respond(scope, send, 202)
             return
@@ -1011,6 +998,14 @@ async def _cancel_on_disconnect(
 def _error_code(data: bytes) -> int | None:
     parsed = parse(data)
     return parsed.error.code if isinstance(parsed, ErrorResponse) else None
+
+
+async def _ended(
+    stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
+) -> list[tuple[str, bytes]]:
+    """Everything a request's stream carried, once the request has ended."""
+    await stream.done.wait()
+    return _drain_now(events)
 
 
 def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:
