@@ -45,6 +45,7 @@ from ._jsonschema import (
     ArgumentsError,
     Collector,
     Path,
+    canonical,
     compile_schema,
     join_or,
     json_kind,
@@ -542,30 +543,17 @@ def _choice(json_values: list[Any], results: list[Any]) -> _Node:
     else:
         schema["enum"] = json_values
         expected = "one of " + ", ".join(short_repr(v) for v in json_values)
-    table = {_canonical_key(v): r for v, r in zip(json_values, results, strict=True)}
+    table = {canonical(v): r for v, r in zip(json_values, results, strict=True)}
 
     def convert(value: Any, path: Path, found: Collector) -> Any:
-        key = _canonical_key(value)
-        if key is not None and key in table:
+        key = canonical(value)  # 1 and 1.0 are the same JSON number; true is not 1
+        if key in table:
             return table[key]
         found.wrong_type(path, expected, value)
         return _INVALID
 
     accepts = frozenset(kinds | (_NUMERIC if kinds & _NUMERIC else set()))
     return _Node(schema, convert, expected, frozenset(kinds), accepts)
-
-
-def _canonical_key(value: Any) -> tuple[str, Any] | None:
-    # 1 and 1.0 are the same JSON number; true is not 1.
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, int | float):
-        return ("n", value)
-    if isinstance(value, str):
-        return ("s", value)
-    if value is None:
-        return ("z", None)
-    return None
 
 
 def _all_distinct(items: list[Any], path: Path, found: Collector) -> bool:
