@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -88,6 +88,9 @@ class ToolError(Exception):
     """
 
 
+E = TypeVar("E")
+
+
 def _invalid(message: str, data: Any = NO_DATA) -> ProtocolError:
     return ProtocolError(INVALID_PARAMS, message, data)
 
@@ -97,6 +100,15 @@ def _require_str(params: JSONObject, key: str, what: str) -> str:
     if not isinstance(value, str):
         raise _invalid(f"Invalid params: {what} needs a string {key!r}")
     return value
+
+
+def _named(entries: Mapping[str, E], params: JSONObject, method: str, kind: str) -> tuple[str, E]:
+    """The entry a ``tools/call`` or ``prompts/get`` names: -32602 for a missing or unknown name."""
+    name = _require_str(params, "name", method)
+    entry = entries.get(name)
+    if entry is None:
+        raise _invalid(f"Unknown {kind}: {name}")
+    return name, entry
 
 
 class ServerConnection:
@@ -454,10 +466,7 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
     params = record.params
-    name = _require_str(params, "name", "tools/call")
-    entry = conn.server.tools.get(name)
-    if entry is None:
-        raise _invalid(f"Unknown tool: {name}")
+    name, entry = _named(conn.server.tools, params, "tools/call", "tool")
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise _invalid("Invalid params: 'arguments' must be an object")
@@ -503,10 +512,7 @@ async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
     params = record.params
-    name = _require_str(params, "name", "prompts/get")
-    entry = conn.server.prompts.get(name)
-    if entry is None:
-        raise _invalid(f"Unknown prompt: {name}")
+    name, entry = _named(conn.server.prompts, params, "prompts/get", "prompt")
     arguments = params.get("arguments") or {}
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         raise _invalid("Invalid params: prompt arguments must be an object of strings")
