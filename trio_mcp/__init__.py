@@ -8,9 +8,9 @@ protocol core in :mod:`trio_mcp.protocol`.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from typing import TYPE_CHECKING
 
+from ._version import __version__ as __version__
 from .client import (
     Client,
     DiscoverInfo,
@@ -115,7 +115,6 @@ if TYPE_CHECKING:
     from .server._hypercorn import serve_http
     from .transports._http_client import SessionExpired
 
-__version__ = importlib.metadata.version("trio-mcp")
 
 # Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
 # nor httpx.

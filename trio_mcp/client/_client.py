@@ -8,7 +8,6 @@ stops them.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import math
 import warnings
@@ -22,6 +21,7 @@ import trio
 
 from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, ProgressCallback, Route, Session
+from .._version import __version__
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._errors import MCPError, ProtocolError, RequestTimeout
 from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
@@ -91,9 +91,7 @@ T = TypeVar("T")
 Callback = Callable[..., Any]
 RootsSource = Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 
-DEFAULT_CLIENT_INFO = Implementation(
-    name="trio-mcp", version=importlib.metadata.version("trio-mcp")
-)
+DEFAULT_CLIENT_INFO = Implementation(name="trio-mcp", version=__version__)
 
 
 class _Paged(Protocol):
