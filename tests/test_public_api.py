@@ -10,8 +10,10 @@ import importlib.metadata
 import inspect
 import subprocess
 import sys
+import tomllib
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -165,8 +167,10 @@ def test_a_name_the_root_shares_with_a_public_package_is_the_same_object(module:
         assert getattr(trio_mcp, name) is getattr(public, name), name
 
 
-def test_the_version_comes_from_the_package_metadata() -> None:
+def test_the_version_is_written_once_and_the_package_metadata_agrees() -> None:
     assert trio_mcp.__version__ == importlib.metadata.version("trio-mcp")
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]
     assert DEFAULT_CLIENT_INFO.version == trio_mcp.__version__
 
 
@@ -179,6 +183,23 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
         "from trio_mcp.transports._http_client import SessionExpired as expired\n"
         "assert serve_http is real and SessionExpired is expired and SESSION_EXPIRED == -32001\n"
         "assert issubclass(SessionExpired, trio_mcp.ConnectionClosed)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_jsonschema_is_loaded_by_the_first_hand_written_schema_not_by_the_import() -> None:
+    """A stdio server that a host spawns pays for what it uses: most have no hand-written
+    schema, and the library costs tens of milliseconds and megabytes to import."""
+    code = (
+        "import sys, trio_mcp\n"
+        "assert 'jsonschema' not in sys.modules and 'importlib.metadata' not in sys.modules\n"
+        "server = trio_mcp.Server('s')\n"
+        "@server.tool()\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "assert 'jsonschema' not in sys.modules\n"
+        "server.tool(name='raw', input_schema={'type': 'object'})(lambda **kw: 'ok')\n"
+        "assert 'jsonschema' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

@@ -40,7 +40,6 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 import attrs
 import orjson
 
-from ._handwritten import compile_handwritten
 from ._jsonschema import (
     ArgumentsError,
     Collector,
@@ -1087,6 +1086,8 @@ def elicitation_schema(
     expect nothing more), checked by the compiled checker.
     """
     if isinstance(schema, dict):
+        from ._handwritten import compile_handwritten  # loads jsonschema: only when used
+
         requested = schema
         check = compile_handwritten(requested, "the elicitation schema")
     else:
@@ -1141,6 +1142,8 @@ def explicit_signature(
     ``$ref`` must resolve) raise :class:`TypeError` here, at registration, naming ``tool`` (by
     default the function).
     """
+    from ._handwritten import compile_handwritten  # loads jsonschema: only when used
+
     name = _callable_name(fn)
     who = f"tool {tool!r}" if tool is not None else name
     schema = _require_object_root(input_schema, f"{who}: input_schema")

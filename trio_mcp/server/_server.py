@@ -28,7 +28,6 @@ from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._connection import ServerConnection
 from ._context import Context
-from ._handwritten import compile_handwritten
 from ._http_app import HttpOptions, McpHttpApp
 from ._registry import (
     CONTENT_TYPES,
@@ -161,6 +160,9 @@ class Server:
                     skip_output_types=(*CONTENT_TYPES, CallToolResult),
                 )
                 if output_schema is not None:
+                    # Loads jsonschema, which a server with no hand-written schema never needs.
+                    from ._handwritten import compile_handwritten
+
                     compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
             tool = Tool(
                 name=tool_name,
