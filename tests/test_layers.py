@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: by paths under trio_mcp/ (a folder ends in "/"); every top-level module that no other part
 #: names is an entry point (__init__.py, lowlevel.py, _cli.py, __main__.py, _demo.py, demo.py).
 LAYERS: list[dict[str, tuple[str, ...]]] = [
-    {"protocol": ("protocol/",)},
+    # _version.py holds one constant and imports nothing: every layer may read it.
+    {"protocol": ("protocol/", "_version.py")},
     {"transports": ("transports/",)},
     {"engine": ("_session.py", "_exception_groups.py")},
     {"server": ("server/",), "client": ("client/",)},
