@@ -951,7 +951,7 @@ async def open_client(
       HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
       the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
       the session (HTTP 404), a new one is started and safe requests are repeated; others
-      fail with ``ProtocolError`` code -32001 ("Session expired: ...");
+      fail with ``ProtocolError`` code ``SESSION_EXPIRED`` ("Session expired: ...");
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
     """
