@@ -292,6 +292,19 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def _route_path(scope: Scope) -> str:
+    """The path below the app's mount point (``root_path``, e.g. Starlette's ``Mount("/api")``).
+
+    The ASGI specification lets ``path`` come in two forms: newer servers and routers include
+    ``root_path`` in it (``/api/mcp``), older ones strip it (``/mcp``); both reach the endpoint.
+    """
+    path: str = scope["path"]
+    root = str(scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
+
+
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
@@ -361,8 +374,9 @@ class McpHttpApp:
             await self._error(scope, send, error)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["path"] not in self._paths:
-            raise HttpError(404, "Not Found: the MCP endpoint is " + self.options.path)
+        if _route_path(scope) not in self._paths:
+            mounted = scope.get("root_path", "")
+            raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
         self._check_host_and_origin(scope)
         method = scope["method"]
         if method == "OPTIONS" and self.options.cors_origins is not None:
