@@ -42,4 +42,5 @@ async def main() -> None:
         print("cancelled; the server was told")
 
 
-trio.run(main)
+if __name__ == "__main__":  # run the client above; `trio-mcp serve` imports `server` only
+    trio.run(main)

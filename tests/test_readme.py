@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import trio
+
+from trio_mcp import open_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,3 +46,81 @@ def test_the_quick_start_runs_as_pasted(tmp_path: Path) -> None:
         "liftoff",
         "cancelled; the server was told",
     ]
+
+
+# -- serving the quick start: the README's one command, as a real child process -------------------
+
+
+def serve_commands() -> list[str]:
+    """The README's commands that serve the quick start (``trio-mcp serve ...``)."""
+    readme = (ROOT / "README.md").read_text()
+    lines = re.findall(r"^(trio-mcp serve [^#`\n]*)", readme, re.M)
+    return [line.strip() for line in lines]
+
+
+def as_child(command: str, port: str | None = None) -> list[str]:
+    """A README command run with this interpreter (``trio-mcp`` is ``python -m trio_mcp``)."""
+    words = command.split()
+    assert words[0] == "trio-mcp"
+    if port is not None:
+        words[words.index("--port") + 1] = port
+    return [sys.executable, "-m", "trio_mcp", *words[1:]]
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def pasted(tmp_path: Path) -> Path:
+    (tmp_path / "quickstart.py").write_text(quick_start_code())
+    return tmp_path
+
+
+def test_the_readme_names_the_commands_that_serve_it() -> None:
+    assert serve_commands() == [
+        "trio-mcp serve quickstart:server",
+        "trio-mcp serve quickstart:server --transport http --port 8000",
+        "trio-mcp serve examples.quickstart:server",
+    ]
+
+
+async def test_the_quick_start_served_over_stdio_in_one_command(tmp_path: Path) -> None:
+    stdio, _, in_repo = serve_commands()
+    for command, cwd in ((stdio, pasted(tmp_path)), (in_repo, ROOT)):
+        with trio.fail_after(60):
+            async with open_client(as_child(command), cwd=cwd, env=child_env()) as client:
+                assert client.server_info.name == "demo"
+                added = await client.call_tool("add", {"a": 2, "b": 3})
+                assert added.structured_content == {"result": 5}
+
+
+async def test_the_quick_start_served_over_http_in_one_command(tmp_path: Path) -> None:
+    http = serve_commands()[1]
+    process = await trio.lowlevel.open_process(
+        as_child(http, port="0"),
+        cwd=pasted(tmp_path),
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        with trio.fail_after(60):
+            assert process.stderr is not None and process.stdout is not None
+            seen = b""
+            while b"/mcp\n" not in seen:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, f"the server ended early: {seen.decode(errors='replace')}"
+                seen += chunk
+            url = re.search(rb"serving MCP at (\S+/mcp)", seen)
+            assert url is not None, seen
+            async with open_client(url.group(1).decode()) as client:
+                result = await client.call_tool("countdown", {"n": 2})
+                assert result.content[0].text == "liftoff"  # type: ignore[union-attr]
+            os.kill(process.pid, signal.SIGINT)
+            assert await process.wait() == 0
+            # Serving imported the module without running its demo client.
+            assert await process.stdout.receive_some(4096) == b""
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

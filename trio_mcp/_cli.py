@@ -156,6 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
         )
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
+        served.add_argument(
+            "--allowed-host",
+            action="append",
+            metavar="HOST",
+            help="HTTP: accept this Host header (host or host:port; repeatable); default: "
+            "loopback names for requests arriving on loopback, any name otherwise",
+        )
+        served.add_argument(
+            "--allowed-origin",
+            action="append",
+            metavar="ORIGIN",
+            help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
+            "origins for requests arriving on loopback, any origin otherwise",
+        )
     tools = commands.add_parser("tools", help="list the tools of a server")
     tools.add_argument("target", help="the server's command line (one quoted string) or URL")
     tools.add_argument("--json", action="store_true", help="print JSON")
@@ -179,13 +193,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.transport == "stdio":
             trio.run(server.serve_stdio)
             return 0
+        from .server._http_app import HttpOptions
         from .server._hypercorn import serve_http
+
+        options = HttpOptions(allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
 
         def ready(binds: list[str]) -> None:
             sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
             sys.stderr.flush()
 
-        trio.run(lambda: serve_http(server, host=args.host, port=args.port, on_ready=ready))
+        trio.run(
+            lambda: serve_http(
+                server, host=args.host, port=args.port, options=options, on_ready=ready
+            )
+        )
         return 0
     try:
         return trio.run(_drive, _target(args.target), args.command, args)

@@ -82,10 +82,11 @@ class HttpOptions:
     stateless: bool = False
     session_idle_timeout: float = 1800.0
     max_sessions: int = 10_000
-    #: Host header values accepted (``host`` or ``host:port``); None: loopback names when the
-    #: server is bound to a loopback address, anything otherwise.
+    #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
+    #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
+    #: loopback, as from a proxy on the same host), anything for one that arrived on another.
     allowed_hosts: list[str] | None = None
-    #: Origin header values accepted; None: loopback origins when bound to loopback.
+    #: Origin header values accepted; None: loopback origins on loopback, as for the Host.
     allowed_origins: list[str] | None = None
     max_body_bytes: int = 4 * 1024 * 1024
     #: Origins allowed by CORS (``["*"]`` for any); None disables CORS headers.
@@ -292,6 +293,19 @@ def _split_host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def _route_path(scope: Scope) -> str:
+    """The path below the app's mount point (``root_path``, e.g. Starlette's ``Mount("/api")``).
+
+    The ASGI specification lets ``path`` come in two forms: newer servers and routers include
+    ``root_path`` in it (``/api/mcp``), older ones strip it (``/mcp``); both reach the endpoint.
+    """
+    path: str = scope["path"]
+    root = str(scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
+
+
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
@@ -361,8 +375,9 @@ class McpHttpApp:
             await self._error(scope, send, error)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["path"] not in self._paths:
-            raise HttpError(404, "Not Found: the MCP endpoint is " + self.options.path)
+        if _route_path(scope) not in self._paths:
+            mounted = scope.get("root_path", "")
+            raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
         self._check_host_and_origin(scope)
         method = scope["method"]
         if method == "OPTIONS" and self.options.cors_origins is not None:
@@ -391,21 +406,33 @@ class McpHttpApp:
     # -- checks --------------------------------------------------------------------------------
 
     def _check_host_and_origin(self, scope: Scope) -> None:
+        # The default guards against DNS rebinding: a browser on this machine, tricked into
+        # resolving an attacker's name to 127.0.0.1, sends that name as Host and its page's
+        # origin as Origin. So a request that reached us on a loopback address (whatever the bind:
+        # 127.0.0.1, or 0.0.0.0 reached through loopback, as from a proxy on this host) needs
+        # loopback names, unless the names are configured. A request that reached a network
+        # address is not checked by default: that server is reachable without any rebinding.
         server_addr = scope.get("server") or ("", None)
-        bound_loopback = _is_loopback(str(server_addr[0] or ""))
+        local = str(server_addr[0] or "")
+        on_loopback = _is_loopback(local)
         host = _header(scope, b"host") or ""
         allowed_hosts = self.options.allowed_hosts
         if allowed_hosts is not None:
             if host not in allowed_hosts and _split_host(host) not in allowed_hosts:
                 raise HttpError(
                     403,
-                    f"Forbidden: Host {host!r} is not allowed; add it to allowed_hosts",
+                    f"Forbidden: Host {host!r} is not in allowed_hosts; to accept it, "
+                    f"add {_split_host(host)!r} to HttpOptions(allowed_hosts=[...]) "
+                    "or pass `--allowed-host` to trio-mcp serve",
                 )
-        elif bound_loopback and not _is_loopback(_split_host(host)):
+        elif on_loopback and not _is_loopback(_split_host(host)):
             raise HttpError(
                 403,
-                f"Forbidden: Host {host!r} is not a loopback name; this server is bound to "
-                "loopback, so pass allowed_hosts=[...] to http_app() to accept other names",
+                f"Forbidden: Host {host!r} refused: the request arrived on the loopback address "
+                f"{local}, where only loopback names (localhost, 127.0.0.1, [::1]) are accepted "
+                "by default, against DNS rebinding; if this name is yours (a proxy in front, "
+                f"say), accept it with HttpOptions(allowed_hosts=[{_split_host(host)!r}]) or "
+                f"`trio-mcp serve --allowed-host {_split_host(host)}`",
             )
         origin = _header(scope, b"origin")
         if origin is None:
@@ -416,15 +443,20 @@ class McpHttpApp:
         if allowed_origins is not None:
             if origin not in allowed_origins and "*" not in allowed_origins:
                 raise HttpError(
-                    403, f"Forbidden: Origin {origin!r} is not allowed; add it to allowed_origins"
+                    403,
+                    f"Forbidden: Origin {origin!r} is not in allowed_origins; to accept it, "
+                    "add it to HttpOptions(allowed_origins=[...]) or pass `--allowed-origin` "
+                    "to trio-mcp serve",
                 )
             return
         origin_host = origin.split("://", 1)[-1].split("/")[0]
-        if bound_loopback and not _is_loopback(_split_host(origin_host)):
+        if on_loopback and not _is_loopback(_split_host(origin_host)):
             raise HttpError(
                 403,
-                f"Forbidden: Origin {origin!r} is not a loopback origin; pass "
-                "allowed_origins=[...] to http_app() to accept it",
+                f"Forbidden: Origin {origin!r} refused: the request arrived on the loopback "
+                f"address {local}, where only loopback origins are accepted by default, against "
+                f"DNS rebinding; accept it with HttpOptions(allowed_origins=[{origin!r}]) or "
+                f"`trio-mcp serve --allowed-origin {origin}`",
             )
 
     def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
