@@ -106,6 +106,7 @@ from .server import (
     McpHttpApp,
     MemoryEventStore,
     RequestRecord,
+    ResourceNotFound,
     Server,
     ToolError,
 )
@@ -209,6 +210,7 @@ __all__ = [
     "RequestTimeout",
     "Resource",
     "ResourceLink",
+    "ResourceNotFound",
     "ResourceTemplate",
     "ResourceTemplateReference",
     "Root",

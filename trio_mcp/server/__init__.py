@@ -1,6 +1,6 @@
 """The server side: ``Server``, its decorators, and the ``Context`` handlers receive."""
 
-from ._connection import ServerConnection, ToolError
+from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context
 from ._event_store import EventStore, MemoryEventStore
 from ._http_app import HttpOptions, McpHttpApp
@@ -17,6 +17,7 @@ __all__ = [
     "McpHttpApp",
     "MemoryEventStore",
     "RequestRecord",
+    "ResourceNotFound",
     "Server",
     "ServerConnection",
     "ToolError",

@@ -88,6 +88,40 @@ class ToolError(Exception):
     """
 
 
+class ResourceNotFound(ProtocolError):
+    """Raise in a resource handler when what the URI names does not exist.
+
+    The client gets the protocol's "Resource not found" error with the URI as its data: -32002
+    in the handshake era, -32602 in the modern era (SEP-2164), as for a URI nothing matches.
+    """
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        self.uri = uri
+
+
+def _not_found(uri: str, modern: bool) -> ProtocolError:
+    # 2026-07-28 (SEP-2164) retired -32002 for Invalid params; the handshake era keeps it.
+    if modern:
+        return ProtocolError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+    return ResourceNotFound(uri)
+
+
+async def _call_handler(
+    fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], in_thread: bool
+) -> Any:
+    """Call a prompt or resource handler: a ``ToolError`` it raises is its own verdict on the
+    request, so its message reaches the client as a -32602 error (an unexpected exception
+    stays a generic -32603 that hides the details)."""
+    try:
+        return await call_user(fn, is_async, kwargs, in_thread=in_thread)
+    except Exception as exc:
+        only = single_error(exc)
+        if isinstance(only, ToolError) and str(only):
+            raise _invalid(str(only)) from None
+        raise
+
+
 E = TypeVar("E")
 
 
@@ -525,7 +559,7 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
     kwargs: dict[str, Any] = dict(arguments)
     if entry.context_param is not None:
         kwargs[entry.context_param] = Context(record, conn)
-    value = await call_user(entry.fn, entry.is_async, kwargs, in_thread=entry.in_thread)
+    value = await _call_handler(entry.fn, entry.is_async, kwargs, entry.in_thread)
     return to_wire(entry.to_result(value))  # type: ignore[no-any-return]
 
 
@@ -555,15 +589,22 @@ async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObjec
             if variables is not None:
                 fn, is_async, in_thread = template.fn, template.is_async, template.in_thread
                 context_param, mime_type = template.context_param, template.template.mime_type
-                kwargs = dict(variables)
+                try:
+                    kwargs = template.arguments(variables)
+                except ArgumentsError as exc:
+                    raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
                 break
         else:
-            # 2026-07-28 (SEP-2164) retired -32002 for Invalid params; the handshake era keeps it.
-            code = INVALID_PARAMS if record.envelope is not None else RESOURCE_NOT_FOUND
-            raise ProtocolError(code, "Resource not found", {"uri": uri})
+            raise _not_found(uri, record.envelope is not None)
     if context_param is not None:
         kwargs[context_param] = Context(record, conn)
-    value = await call_user(fn, is_async, kwargs, in_thread=in_thread)
+    try:
+        value = await _call_handler(fn, is_async, kwargs, in_thread)
+    except Exception as exc:
+        missing = single_error(exc)
+        if isinstance(missing, ResourceNotFound):
+            raise _not_found(missing.uri, record.envelope is not None) from None
+        raise
     return {"contents": [to_wire(c) for c in resource_contents(uri, mime_type, value)]}
 
 

@@ -1,0 +1,181 @@
+"""What a new user meets first on the server side: resources that read as written, decorators
+that work bare and called, and failures with their own clear message (issue 10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from trio_mcp import (
+    RESOURCE_NOT_FOUND,
+    Context,
+    ProtocolError,
+    ResourceNotFound,
+    Server,
+    TextResourceContents,
+    ToolError,
+    open_client,
+)
+
+INVALID_PARAMS = -32602
+
+
+# -- resources --------------------------------------------------------------------------------
+
+
+def resources() -> Server:
+    server = Server("resources")
+
+    @server.resource("test://numbers")
+    async def numbers() -> list[int]:
+        return [1, 2, 3]
+
+    @server.resource("test://words")
+    def words() -> list[str]:
+        return ["a", "b"]
+
+    @server.resource("test://two")
+    async def two() -> list[TextResourceContents]:
+        return [
+            TextResourceContents(uri="test://two#1", text="one"),
+            TextResourceContents(uri="test://two#2", text="two"),
+        ]
+
+    @server.resource("test://items/{item_id}")
+    async def item(item_id: int, ctx: Context) -> dict[str, Any]:
+        if item_id > 10:
+            raise ResourceNotFound(f"test://items/{item_id}")
+        return {"id": item_id, "type": type(item_id).__name__}
+
+    @server.resource("test://names/{name}")
+    async def name(name: str) -> str:
+        return f"{name}:{type(name).__name__}"
+
+    @server.resource("test://locked")
+    async def locked() -> str:
+        raise ToolError("the vault is locked until noon")
+
+    @server.prompt
+    async def greet(who: str) -> str:
+        if who == "nobody":
+            raise ToolError("greet needs somebody to greet")
+        return f"Hello, {who}"
+
+    return server
+
+
+async def test_a_list_or_dict_is_one_json_document() -> None:
+    async with open_client(resources()) as client:
+        [content] = (await client.read_resource("test://numbers")).contents
+        assert isinstance(content, TextResourceContents)
+        assert content.mime_type == "application/json"
+        assert orjson.loads(content.text) == [1, 2, 3]
+        [content] = (await client.read_resource("test://words")).contents
+        assert isinstance(content, TextResourceContents)
+        assert orjson.loads(content.text) == ["a", "b"]
+        # Only a list of content objects is several contents.
+        several = (await client.read_resource("test://two")).contents
+        assert [c.text for c in several if isinstance(c, TextResourceContents)] == ["one", "two"]
+
+
+async def test_template_variables_are_converted_by_the_type_hint() -> None:
+    async with open_client(resources()) as client:
+        [content] = (await client.read_resource("test://items/5")).contents
+        assert isinstance(content, TextResourceContents)
+        assert orjson.loads(content.text) == {"id": 5, "type": "int"}
+        # A str parameter keeps the text, even when it reads as a number.
+        [content] = (await client.read_resource("test://names/5")).contents
+        assert isinstance(content, TextResourceContents)
+        assert content.text == "5:str"
+        with pytest.raises(ProtocolError) as info:
+            await client.read_resource("test://items/five")
+    assert info.value.code == INVALID_PARAMS
+    assert "item_id" in info.value.message
+    assert info.value.data == {"uri": "test://items/five"}
+
+
+async def test_resource_not_found_is_raised_by_a_handler() -> None:
+    assert ResourceNotFound("x://y").code == RESOURCE_NOT_FOUND == -32002
+    async with open_client(resources()) as client:
+        with pytest.raises(ProtocolError) as info:
+            await client.read_resource("test://items/11")
+    assert info.value.code == RESOURCE_NOT_FOUND
+    assert info.value.message == "Resource not found"
+    assert info.value.data == {"uri": "test://items/11"}
+
+
+async def test_tool_error_in_a_resource_or_prompt_reaches_the_client() -> None:
+    async with open_client(resources()) as client:
+        with pytest.raises(ProtocolError) as info:
+            await client.read_resource("test://locked")
+        assert (info.value.code, info.value.message) == (
+            INVALID_PARAMS,
+            "the vault is locked until noon",
+        )
+        with pytest.raises(ProtocolError) as info:
+            await client.get_prompt("greet", {"who": "nobody"})
+        assert (info.value.code, info.value.message) == (
+            INVALID_PARAMS,
+            "greet needs somebody to greet",
+        )
+
+
+# -- decorators, bare and called --------------------------------------------------------------
+
+
+async def test_every_decorator_works_bare_and_called() -> None:
+    server = Server("decorators")
+
+    @server.tool
+    async def bare_tool() -> str:
+        return "bare tool"
+
+    @server.tool("named_tool")
+    async def tool_under_another_name() -> str:
+        return "named tool"
+
+    @server.prompt
+    async def bare_prompt() -> str:
+        return "bare prompt"
+
+    @server.prompt()
+    async def called_prompt() -> str:
+        return "called prompt"
+
+    @server.prompt("named_prompt")
+    async def prompt_under_another_name() -> str:
+        return "named prompt"
+
+    @server.completion
+    async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
+        return ["done"]
+
+    # The decorators give the function back, so it can still be called directly.
+    assert await bare_prompt() == "bare prompt"
+    assert await bare_tool() == "bare tool"
+    async with open_client(server) as client:
+        assert [t.name for t in await client.list_tools()] == ["bare_tool", "named_tool"]
+        assert [p.name for p in await client.list_prompts()] == [
+            "bare_prompt",
+            "called_prompt",
+            "named_prompt",
+        ]
+        prompt = await client.get_prompt("bare_prompt")
+        assert prompt.messages[0].content.text == "bare prompt"  # type: ignore[union-attr]
+        assert (await client.call_tool("named_tool")).content[0].text == "named tool"  # type: ignore[union-attr]
+        assert client.server_capabilities.completions is not None
+
+
+def test_decorators_that_need_an_argument_say_so_when_bare() -> None:
+    server = Server("bare")
+
+    async def handler() -> str:
+        return ""
+
+    with pytest.raises(TypeError, match=r"server\.resource needs the resource's URI.*handler"):
+        server.resource(handler)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"server\.method needs the method's name.*handler"):
+        server.method(handler)  # type: ignore[arg-type]
+    assert not server.resources and not server.custom_methods
