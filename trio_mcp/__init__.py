@@ -110,7 +110,7 @@ from .server import (
     Server,
     ToolError,
 )
-from .server._context import NestedRequestError
+from .server._context import InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
@@ -184,6 +184,7 @@ __all__ = [
     "Implementation",
     "InitializeError",
     "InitializeResult",
+    "InvalidAnswer",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
     "ListResourcesResult",

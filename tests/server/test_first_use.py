@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 
 from trio_mcp import (
     RESOURCE_NOT_FOUND,
+    CallToolResult,
     Context,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitResult,
     ProtocolError,
     ResourceNotFound,
+    SamplingMessage,
     Server,
+    TextContent,
     TextResourceContents,
     ToolError,
     open_client,
@@ -179,3 +187,108 @@ def test_decorators_that_need_an_argument_say_so_when_bare() -> None:
     with pytest.raises(TypeError, match=r"server\.method needs the method's name.*handler"):
         server.method(handler)  # type: ignore[arg-type]
     assert not server.resources and not server.custom_methods
+
+
+# -- failures of nested requests, each with its own message ----------------------------------
+
+
+@attrs.define
+class Contact:
+    email: str
+    age: int
+
+
+def nested() -> Server:
+    server = Server("nested")
+
+    @server.tool
+    async def summarize(ctx: Context) -> str:
+        result = await ctx.sample("Summarize this.", max_tokens=10)
+        return result.content.text  # type: ignore[union-attr]
+
+    @server.tool
+    async def chat(ctx: Context) -> str:
+        result = await ctx.sample(
+            [
+                {"role": "user", "content": {"type": "text", "text": "Hi"}},
+                {"role": "assistant", "content": {"type": "text", "text": "Hello"}},
+                "How are you?",
+            ],
+            max_tokens=10,
+        )
+        return result.content.text  # type: ignore[union-attr]
+
+    @server.tool
+    async def bad_chat(ctx: Context) -> str:
+        await ctx.sample([{"role": "user", "text": "Hi"}], max_tokens=10)
+        return "unreachable"
+
+    @server.tool
+    async def contact(ctx: Context) -> str:
+        answer = await ctx.elicit("Contact?", Contact)
+        return answer.action
+
+    return server
+
+
+def text_of(result: CallToolResult) -> str:
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def test_a_client_without_the_capability_gets_a_tool_error_naming_it() -> None:
+    async with open_client(nested()) as client:
+        sampled = await client.call_tool("summarize")
+        elicited = await client.call_tool("contact")
+    assert sampled.is_error
+    assert text_of(sampled) == (
+        "Tool summarize failed: the client did not declare the 'sampling' capability"
+    )
+    assert elicited.is_error
+    assert text_of(elicited) == (
+        "Tool contact failed: the client did not declare the 'elicitation' capability"
+    )
+
+
+async def test_an_elicitation_answer_that_fails_validation_says_why() -> None:
+    def on_elicit(params: ElicitRequestFormParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"email": "a@b.c", "age": "old"})
+
+    async with open_client(nested(), on_elicit=on_elicit) as client:
+        result = await client.call_tool("contact")
+    assert result.is_error
+    text = text_of(result)
+    assert text.startswith("Tool contact failed: the client's elicitation answer is invalid: ")
+    assert "age" in text
+
+
+async def test_sample_takes_messages_as_dicts_in_the_wire_shape_and_strings() -> None:
+    requests: list[CreateMessageRequestParams] = []
+
+    def on_sample(params: CreateMessageRequestParams) -> CreateMessageResult:
+        requests.append(params)
+        return CreateMessageResult(role="assistant", content=TextContent("fine"), model="m")
+
+    async with open_client(nested(), on_sample=on_sample) as client:
+        result = await client.call_tool("chat")
+        bad = await client.call_tool("bad_chat")
+    assert text_of(result) == "fine"
+    assert not result.is_error
+    assert requests[0].messages == [
+        SamplingMessage(role="user", content=TextContent("Hi")),
+        SamplingMessage(role="assistant", content=TextContent("Hello")),
+        SamplingMessage(role="user", content=TextContent("How are you?")),
+    ]
+    # A dict of another shape is the server author's mistake: logged, never sent.
+    assert len(requests) == 1
+    assert bad.is_error
+
+
+def test_a_malformed_sampling_message_names_the_expected_shape() -> None:
+    from trio_mcp.server._context import _sampling_message
+
+    with pytest.raises(TypeError, match=r"message 0 is not a sampling message in the wire shape"):
+        _sampling_message(0, {"role": "user", "text": "Hi"})
+    with pytest.raises(TypeError, match=r"message 2 is of type int; expected a SamplingMessage"):
+        _sampling_message(2, 5)

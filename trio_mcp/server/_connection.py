@@ -54,7 +54,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
-from ._context import Context, NestedRequestError
+from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
 from ._input import (
     INPUT_METHODS,
     InputRequired,
@@ -532,6 +532,9 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
             raise only from None
         if isinstance(only, ToolError):
             message = str(only) or f"Tool {name} failed"
+        elif isinstance(only, CapabilityMissing | InvalidAnswer):
+            # About the client, not the tool's code: the model (and its user) can act on it.
+            message = f"Tool {name} failed: {only}"
         else:
             logger.error("tool %r failed", name, exc_info=exc)
             message = f"Tool {name} failed with an internal error"
