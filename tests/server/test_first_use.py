@@ -3,11 +3,15 @@ that work bare and called, and failures with their own clear message (issue 10).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
 import pytest
+import trio
 
 from trio_mcp import (
     RESOURCE_NOT_FOUND,
@@ -25,9 +29,12 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
     open_client,
+    to_wire,
 )
+from trio_mcp.transports import LineTransport
 
 INVALID_PARAMS = -32602
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- resources --------------------------------------------------------------------------------
@@ -292,3 +299,87 @@ def test_a_malformed_sampling_message_names_the_expected_shape() -> None:
         _sampling_message(0, {"role": "user", "text": "Hi"})
     with pytest.raises(TypeError, match=r"message 2 is of type int; expected a SamplingMessage"):
         _sampling_message(2, 5)
+
+
+# -- smaller points: wrapped results, piped requests, the default version --------------------
+
+
+async def test_a_wrapped_result_carries_the_mark_fastmcp_unwraps() -> None:
+    server = Server("wrapped")
+
+    @server.tool
+    async def numbers() -> list[int]:
+        return [1, 2, 3]
+
+    @server.tool
+    async def point() -> dict[str, int]:
+        return {"x": 1}
+
+    async with open_client(server) as client:
+        tools = {t.name: to_wire(t) for t in await client.list_tools()}
+        result = await client.call_tool("numbers")
+    # fastmcp's client returns structuredContent["result"] when the schema has this mark
+    # (and an object built from the schema, Root(result=[...]), when it has not).
+    assert tools["numbers"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+        "x-fastmcp-wrap-result": True,
+    }
+    assert result.structured_content == {"result": [1, 2, 3]}
+    # An object result is not wrapped, so it is not marked either.
+    assert "x-fastmcp-wrap-result" not in tools["point"]["outputSchema"]
+
+
+async def test_requests_piped_after_initialize_are_answered_after_it() -> None:
+    """Over a real stdio pipe, a client that does not wait for the initialize result.
+
+    Without the hold the order is up to the scheduler, so three processes are tried."""
+    for _ in range(3):
+        await _pipe_ahead()
+
+
+async def _pipe_ahead() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "eager", "version": "0"},
+        },
+    }
+    piped = [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in range(1, 9)]
+    data = b"".join(orjson.dumps(m) + b"\n" for m in [initialize, *piped])
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "trio_mcp", "demo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        with trio.fail_after(30):
+            await process.stdin.send_all(data)  # all at once, stdin left open
+            lines = LineTransport(process.stdout, process.stdin)
+            answers = []
+            for _ in range(9):
+                frame = await lines.receive()
+                assert isinstance(frame, bytes)
+                answers.append(orjson.loads(frame))
+    finally:
+        process.kill()
+        await process.wait()
+    assert answers[0]["id"] == 0
+    assert "protocolVersion" in answers[0]["result"]
+    assert sorted(a["id"] for a in answers[1:]) == list(range(1, 9))
+    assert all(a["result"]["tools"] for a in answers[1:])
+
+
+async def test_a_server_given_no_version_says_it_has_none() -> None:
+    async with open_client(Server("plain")) as client:
+        info = client.server_info
+    assert info is not None
+    assert (info.name, info.version) == ("plain", "0.0.0")

@@ -158,6 +158,8 @@ class ServerConnection:
         self._routes: dict[str, Route] = {}
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
+        #: Set once the first ``initialize`` is answered; None until one arrives.
+        self._initialized: trio.Event | None = None
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -175,7 +177,19 @@ class ServerConnection:
             # Built once per method and connection: the per-message path stays lean. What is
             # registered decides routes, so a registration change clears them.
             self._routes[method] = route
-        return route
+        if self._initialized is None or self._initialized.is_set():
+            if method == "initialize" and self.state.era is None and self._initialized is None:
+                self._initialized = trio.Event()
+                return Route(_setting(route.handler, self._initialized), register=False)
+            return route
+        if method in _BEFORE_INITIALIZED:
+            return route
+        # Sent before initialize was answered (piped after it): served once it is.
+        return Route(
+            _after(route.handler, self._initialized),
+            register=route.register,
+            on_cancel=route.on_cancel,
+        )
 
     @property
     def server_info_wire(self) -> JSONObject:
@@ -367,6 +381,35 @@ class ServerConnection:
 
 
 # -- handlers of the standard methods ---------------------------------------------------------
+
+#: Answered at once even while ``initialize`` is being answered.
+_BEFORE_INITIALIZED = frozenset({"ping", "initialize", "server/discover"})
+
+
+def _setting(
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+) -> Callable[[InFlight], Awaitable[JSONObject]]:
+    """``initialize``: set ``done`` as it ends. The engine queues the answer before any other
+    task runs (no checkpoint between the handler's return and the queueing), so the requests
+    held until ``done`` are answered after it."""
+
+    async def run(record: InFlight) -> JSONObject:
+        try:
+            return await handler(record)
+        finally:
+            done.set()
+
+    return run
+
+
+def _after(
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+) -> Callable[[InFlight], Awaitable[JSONObject]]:
+    async def run(record: InFlight) -> JSONObject:
+        await done.wait()
+        return await handler(record)
+
+    return run
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:

@@ -45,6 +45,14 @@ from ._schema import explicit_signature, function_signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The version a server reports when it is given none. Not trio_mcp's own version (what
+#: fastmcp and the official SDK report): clients show it as the server's, and a library's
+#: release number would pass for a release of the server that it is not.
+UNVERSIONED = "0.0.0"
+
+#: Marks an output schema whose ``{"result": ...}`` object only wraps a non-object value.
+WRAP_RESULT_MARK = "x-fastmcp-wrap-result"
+
 logger = logging.getLogger("trio_mcp.server")
 
 
@@ -60,7 +68,7 @@ class Server:
     def __init__(
         self,
         name: str,
-        version: str = "0.1.0",
+        version: str = UNVERSIONED,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -169,14 +177,17 @@ class Server:
                     from ._handwritten import compile_handwritten
 
                     compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
+            derived = signature.output_schema
+            if derived is not None and signature.wraps_output:
+                # The mark fastmcp puts on a wrapped result, by which its client gives back
+                # the value itself rather than an object holding it under "result".
+                derived = {**derived, WRAP_RESULT_MARK: True}
             tool = Tool(
                 name=tool_name,
                 title=title,
                 description=description if description is not None else signature.description,
                 input_schema=signature.input_schema,
-                output_schema=output_schema
-                if output_schema is not None
-                else signature.output_schema,
+                output_schema=output_schema if output_schema is not None else derived,
                 annotations=annotations,
                 icons=list(icons) if icons is not None else None,
                 meta=meta,
