@@ -121,6 +121,17 @@ async def test_resource_not_found_is_raised_by_a_handler() -> None:
     assert info.value.data == {"uri": "test://items/11"}
 
 
+async def test_resource_not_found_in_the_modern_era_is_invalid_params() -> None:
+    async with open_client(resources(), mode="modern") as client:
+        with pytest.raises(ProtocolError) as info:
+            await client.read_resource("test://items/11")
+        [content] = (await client.read_resource("test://items/3")).contents
+    assert info.value.code == INVALID_PARAMS  # SEP-2164 retired -32002
+    assert info.value.data == {"uri": "test://items/11"}
+    assert isinstance(content, TextResourceContents)
+    assert orjson.loads(content.text) == {"id": 3, "type": "int"}
+
+
 async def test_tool_error_in_a_resource_or_prompt_reaches_the_client() -> None:
     async with open_client(resources()) as client:
         with pytest.raises(ProtocolError) as info:
