@@ -106,10 +106,11 @@ from .server import (
     McpHttpApp,
     MemoryEventStore,
     RequestRecord,
+    ResourceNotFound,
     Server,
     ToolError,
 )
-from .server._context import NestedRequestError
+from .server._context import InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
@@ -183,6 +184,7 @@ __all__ = [
     "Implementation",
     "InitializeError",
     "InitializeResult",
+    "InvalidAnswer",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
     "ListResourcesResult",
@@ -209,6 +211,7 @@ __all__ = [
     "RequestTimeout",
     "Resource",
     "ResourceLink",
+    "ResourceNotFound",
     "ResourceTemplate",
     "ResourceTemplateReference",
     "Root",

@@ -131,6 +131,7 @@ async def test_input_schemas_from_hints_are_exact_in_tools_list() -> None:
             "type": "object",
             "properties": {"result": {"type": "integer"}},
             "required": ["result"],
+            "x-fastmcp-wrap-result": True,
         },
     }
     # A str return is plain text: no outputSchema.

@@ -1,7 +1,7 @@
 """The server side: ``Server``, its decorators, and the ``Context`` handlers receive."""
 
-from ._connection import ServerConnection, ToolError
-from ._context import CapabilityMissing, Context
+from ._connection import ResourceNotFound, ServerConnection, ToolError
+from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, MemoryEventStore
 from ._http_app import HttpOptions, McpHttpApp
 from ._registry import RequestRecord
@@ -14,9 +14,11 @@ __all__ = [
     "Context",
     "EventStore",
     "HttpOptions",
+    "InvalidAnswer",
     "McpHttpApp",
     "MemoryEventStore",
     "RequestRecord",
+    "ResourceNotFound",
     "Server",
     "ServerConnection",
     "ToolError",

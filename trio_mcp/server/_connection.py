@@ -54,7 +54,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
-from ._context import Context, NestedRequestError
+from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
 from ._input import (
     INPUT_METHODS,
     InputRequired,
@@ -86,6 +86,40 @@ class ToolError(Exception):
     reach a caller (it becomes the result), so ``except MCPError`` keeps meaning "trio_mcp
     failed" and never catches a tool's own verdict.
     """
+
+
+class ResourceNotFound(ProtocolError):
+    """Raise in a resource handler when what the URI names does not exist.
+
+    The client gets the protocol's "Resource not found" error with the URI as its data: -32002
+    in the handshake era, -32602 in the modern era (SEP-2164), as for a URI nothing matches.
+    """
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        self.uri = uri
+
+
+def _not_found(uri: str, modern: bool) -> ProtocolError:
+    # 2026-07-28 (SEP-2164) retired -32002 for Invalid params; the handshake era keeps it.
+    if modern:
+        return ProtocolError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+    return ResourceNotFound(uri)
+
+
+async def _call_handler(
+    fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], in_thread: bool
+) -> Any:
+    """Call a prompt or resource handler: a ``ToolError`` it raises is its own verdict on the
+    request, so its message reaches the client as a -32602 error (an unexpected exception
+    stays a generic -32603 that hides the details)."""
+    try:
+        return await call_user(fn, is_async, kwargs, in_thread=in_thread)
+    except Exception as exc:
+        only = single_error(exc)
+        if isinstance(only, ToolError) and str(only):
+            raise _invalid(str(only)) from None
+        raise
 
 
 E = TypeVar("E")
@@ -124,6 +158,8 @@ class ServerConnection:
         self._routes: dict[str, Route] = {}
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
+        #: Set once the first ``initialize`` is answered; None until one arrives.
+        self._initialized: trio.Event | None = None
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -141,7 +177,19 @@ class ServerConnection:
             # Built once per method and connection: the per-message path stays lean. What is
             # registered decides routes, so a registration change clears them.
             self._routes[method] = route
-        return route
+        if self._initialized is None or self._initialized.is_set():
+            if method == "initialize" and self.state.era is None and self._initialized is None:
+                self._initialized = trio.Event()
+                return Route(_setting(route.handler, self._initialized), register=False)
+            return route
+        if method in _BEFORE_INITIALIZED:
+            return route
+        # Sent before initialize was answered (piped after it): served once it is.
+        return Route(
+            _after(route.handler, self._initialized),
+            register=route.register,
+            on_cancel=route.on_cancel,
+        )
 
     @property
     def server_info_wire(self) -> JSONObject:
@@ -334,6 +382,35 @@ class ServerConnection:
 
 # -- handlers of the standard methods ---------------------------------------------------------
 
+#: Answered at once even while ``initialize`` is being answered.
+_BEFORE_INITIALIZED = frozenset({"ping", "initialize", "server/discover"})
+
+
+def _setting(
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+) -> Callable[[InFlight], Awaitable[JSONObject]]:
+    """``initialize``: set ``done`` as it ends. The engine queues the answer before any other
+    task runs (no checkpoint between the handler's return and the queueing), so the requests
+    held until ``done`` are answered after it."""
+
+    async def run(record: InFlight) -> JSONObject:
+        try:
+            return await handler(record)
+        finally:
+            done.set()
+
+    return run
+
+
+def _after(
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+) -> Callable[[InFlight], Awaitable[JSONObject]]:
+    async def run(record: InFlight) -> JSONObject:
+        await done.wait()
+        return await handler(record)
+
+    return run
+
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
     """Never relay the client's error to a nested request as the answer to this one: -32603."""
@@ -498,6 +575,9 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
             raise only from None
         if isinstance(only, ToolError):
             message = str(only) or f"Tool {name} failed"
+        elif isinstance(only, CapabilityMissing | InvalidAnswer):
+            # About the client, not the tool's code: the model (and its user) can act on it.
+            message = f"Tool {name} failed: {only}"
         else:
             logger.error("tool %r failed", name, exc_info=exc)
             message = f"Tool {name} failed with an internal error"
@@ -525,7 +605,7 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
     kwargs: dict[str, Any] = dict(arguments)
     if entry.context_param is not None:
         kwargs[entry.context_param] = Context(record, conn)
-    value = await call_user(entry.fn, entry.is_async, kwargs, in_thread=entry.in_thread)
+    value = await _call_handler(entry.fn, entry.is_async, kwargs, entry.in_thread)
     return to_wire(entry.to_result(value))  # type: ignore[no-any-return]
 
 
@@ -555,15 +635,22 @@ async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObjec
             if variables is not None:
                 fn, is_async, in_thread = template.fn, template.is_async, template.in_thread
                 context_param, mime_type = template.context_param, template.template.mime_type
-                kwargs = dict(variables)
+                try:
+                    kwargs = template.arguments(variables)
+                except ArgumentsError as exc:
+                    raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
                 break
         else:
-            # 2026-07-28 (SEP-2164) retired -32002 for Invalid params; the handshake era keeps it.
-            code = INVALID_PARAMS if record.envelope is not None else RESOURCE_NOT_FOUND
-            raise ProtocolError(code, "Resource not found", {"uri": uri})
+            raise _not_found(uri, record.envelope is not None)
     if context_param is not None:
         kwargs[context_param] = Context(record, conn)
-    value = await call_user(fn, is_async, kwargs, in_thread=in_thread)
+    try:
+        value = await _call_handler(fn, is_async, kwargs, in_thread)
+    except Exception as exc:
+        missing = single_error(exc)
+        if isinstance(missing, ResourceNotFound):
+            raise _not_found(missing.uri, record.envelope is not None) from None
+        raise
     return {"contents": [to_wire(c) for c in resource_contents(uri, mime_type, value)]}
 
 

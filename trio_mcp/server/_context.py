@@ -56,6 +56,12 @@ class CapabilityMissing(MCPError):
     """The client did not declare the capability a nested request needs."""
 
 
+class InvalidAnswer(MCPError):
+    """The client's answer to a nested request does not fit what was asked (an elicitation
+    answer that fails its schema, say). Left uncaught in a tool, its message is the tool's
+    ``isError`` result, so the model learns what went wrong."""
+
+
 class NestedRequestError(ProtocolError):
     """The client answered a nested request (sampling, elicitation, roots) with an error.
 
@@ -344,7 +350,7 @@ class Context:
             try:
                 check_answer(result.content or {})
             except ArgumentsError as exc:
-                raise MCPError(f"the client's elicitation answer is invalid: {exc}") from None
+                raise InvalidAnswer(f"the client's elicitation answer is invalid: {exc}") from None
         return result
 
     async def elicit_url(
@@ -360,7 +366,7 @@ class Context:
 
     async def sample(
         self,
-        messages: str | Sequence[SamplingMessage],
+        messages: str | Sequence[SamplingMessage | str | dict[str, Any]],
         *,
         max_tokens: int,
         system_prompt: str | None = None,
@@ -370,12 +376,17 @@ class Context:
         **extra: Any,
     ) -> CreateMessageResult:
         """Ask the client's model for a completion (``sampling/createMessage``); ``key`` as for
-        :meth:`elicit`."""
+        :meth:`elicit`.
+
+        ``messages`` is one user message as a string, or a sequence of ``SamplingMessage``,
+        strings (user messages) and dicts in the wire shape (``{"role": "user", "content":
+        {"type": "text", "text": "..."}}``).
+        """
         self._require("sampling")
         if isinstance(messages, str):
-            messages = [SamplingMessage(role="user", content=TextContent(messages))]
+            messages = [messages]
         request = CreateMessageRequestParams(
-            messages=list(messages),
+            messages=[_sampling_message(index, m) for index, m in enumerate(messages)],
             max_tokens=max_tokens,
             system_prompt=system_prompt,
             temperature=temperature,
@@ -391,3 +402,23 @@ class Context:
         self._require("roots")
         raw = await self._nested("roots/list", {}, key)
         return list(from_wire(raw, ListRootsResult).roots)
+
+
+def _sampling_message(index: int, message: object) -> SamplingMessage:
+    """One message for :meth:`Context.sample`, from any of the forms it accepts."""
+    if isinstance(message, SamplingMessage):
+        return message
+    if isinstance(message, str):
+        return SamplingMessage(role="user", content=TextContent(message))
+    if isinstance(message, dict):
+        try:
+            return from_wire(message, SamplingMessage)
+        except ValueError as exc:
+            raise TypeError(
+                f"ctx.sample: message {index} is not a sampling message in the wire shape "
+                f"({{'role': ..., 'content': {{'type': 'text', 'text': ...}}}}): {exc}"
+            ) from None
+    raise TypeError(
+        f"ctx.sample: message {index} is of type {type(message).__name__}; expected a "
+        "SamplingMessage, a str or a dict in the wire shape"
+    )

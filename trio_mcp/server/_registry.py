@@ -196,10 +196,29 @@ class TemplateEntry:
     context_param: str | None
     is_async: bool
     in_thread: bool
+    #: Converts the variables to the parameters' types (raises ArgumentsError).
+    signature: FunctionSignature
+    #: The variables whose parameter is not a string: their text is read as JSON first
+    #: (``"5"`` for an ``int``), then converted like tool arguments.
+    typed: frozenset[str] = frozenset()
 
     def match(self, uri: str) -> dict[str, str] | None:
         found = self.pattern.fullmatch(uri)
         return None if found is None else found.groupdict()
+
+    def arguments(self, variables: dict[str, str]) -> dict[str, Any]:
+        """The handler's keyword arguments for matched variables; raises ArgumentsError."""
+        values: dict[str, Any] = {}
+        for name, text in variables.items():
+            values[name] = _json_or_text(text) if name in self.typed else text
+        return self.signature.convert_arguments(values)
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
 
 
 _VARIABLE = re.compile(r"\{([+#]?)([A-Za-z0-9_]+)\}")
@@ -238,11 +257,12 @@ def resource_contents(uri: str, mime_type: str | None, value: Any) -> list[Any]:
                 uri=uri, blob=blob, mime_type=mime_type or "application/octet-stream"
             )
         ]
-    if isinstance(value, list | tuple):
-        out: list[Any] = []
-        for item in value:
-            out.extend(resource_contents(uri, mime_type, item))
-        return out
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(v, TextResourceContents | BlobResourceContents) for v in value)
+    ):
+        return list(value)  # several contents, as given; any other list is one JSON document
     text = orjson.dumps(value, default=_json_default).decode()
     return [TextResourceContents(uri=uri, text=text, mime_type=mime_type or "application/json")]
 

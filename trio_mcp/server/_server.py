@@ -45,6 +45,14 @@ from ._schema import explicit_signature, function_signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The version a server reports when it is given none. Not trio_mcp's own version (what
+#: fastmcp and the official SDK report): clients show it as the server's, and a library's
+#: release number would pass for a release of the server that it is not.
+UNVERSIONED = "0.0.0"
+
+#: Marks an output schema whose ``{"result": ...}`` object only wraps a non-object value.
+WRAP_RESULT_MARK = "x-fastmcp-wrap-result"
+
 logger = logging.getLogger("trio_mcp.server")
 
 
@@ -60,7 +68,7 @@ class Server:
     def __init__(
         self,
         name: str,
-        version: str = "0.1.0",
+        version: str = UNVERSIONED,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -111,7 +119,7 @@ class Server:
     @overload
     def tool(
         self,
-        fn: None = None,
+        fn: str | None = None,
         /,
         *,
         name: str | None = None,
@@ -127,7 +135,7 @@ class Server:
 
     def tool(
         self,
-        fn: F | None = None,
+        fn: F | str | None = None,
         /,
         *,
         name: str | None = None,
@@ -144,8 +152,13 @@ class Server:
 
         A typed return value (anything but ``str``, ``None`` or content blocks) becomes
         ``structuredContent`` with an ``outputSchema`` and a JSON text fallback. Sync functions
-        run in a worker thread unless ``in_thread=False``.
+        run in a worker thread unless ``in_thread=False``. Use it bare (``@server.tool``),
+        called (``@server.tool()``), or with the name first (``@server.tool("add")``).
         """
+        if isinstance(fn, str):
+            if name is not None:
+                raise TypeError("server.tool() takes the name once: positionally or as name=")
+            name, fn = fn, None
 
         def register(func: F) -> F:
             tool_name = name or func.__name__
@@ -164,14 +177,17 @@ class Server:
                     from ._handwritten import compile_handwritten
 
                     compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
+            derived = signature.output_schema
+            if derived is not None and signature.wraps_output:
+                # The mark fastmcp puts on a wrapped result, by which its client gives back
+                # the value itself rather than an object holding it under "result".
+                derived = {**derived, WRAP_RESULT_MARK: True}
             tool = Tool(
                 name=tool_name,
                 title=title,
                 description=description if description is not None else signature.description,
                 input_schema=signature.input_schema,
-                output_schema=output_schema
-                if output_schema is not None
-                else signature.output_schema,
+                output_schema=output_schema if output_schema is not None else derived,
                 annotations=annotations,
                 icons=list(icons) if icons is not None else None,
                 meta=meta,
@@ -191,6 +207,9 @@ class Server:
         del self.tools[name]
         self.notify_list_changed("tools")
 
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+    @overload
     def prompt(
         self,
         name: str | None = None,
@@ -200,8 +219,25 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
-    ) -> Callable[[F], F]:
-        """Register a prompt; its string parameters are the prompt's arguments."""
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: F | str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Iterable[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool = True,
+    ) -> F | Callable[[F], F]:
+        """Register a prompt; its string parameters are the prompt's arguments.
+
+        Bare (``@server.prompt``), called (``@server.prompt()``) or named
+        (``@server.prompt("greet")``).
+        """
+        fn = None if name is None or isinstance(name, str) else name
+        prompt_name = name if isinstance(name, str) else None
 
         def register(func: F) -> F:
             signature = function_signature(func, context_type=Context)
@@ -224,7 +260,7 @@ class Server:
                 if arg != signature.context_param
             ]
             prompt = Prompt(
-                name=name or func.__name__,
+                name=prompt_name or func.__name__,
                 title=title,
                 description=description if description is not None else signature.description,
                 arguments=arguments or None,
@@ -245,7 +281,7 @@ class Server:
             self.notify_list_changed("prompts")
             return func
 
-        return register
+        return register(fn) if fn is not None else register
 
     def resource(
         self,
@@ -261,8 +297,15 @@ class Server:
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` has ``{variables}``.
 
-        A template's variables are passed to the function as keyword arguments (strings).
+        A template's variables are passed to the function as keyword arguments, converted
+        to the parameter's type hint (a URI that does not convert is -32602).
         """
+        if not isinstance(uri, str):
+            what = getattr(uri, "__name__", type(uri).__name__)
+            raise TypeError(
+                f"server.resource needs the resource's URI: write "
+                f"@server.resource('scheme://...') above {what}, not a bare @server.resource"
+            )
 
         def register(func: F) -> F:
             if uri in self.resources or uri in self.templates:
@@ -286,6 +329,8 @@ class Server:
                         f"the parameters of {func.__name__} ({sorted(params)}) must match the "
                         f"template variables of {uri!r} ({sorted(variables)})"
                     )
+                props = signature.input_schema.get("properties", {})
+                typed = frozenset(v for v in variables if not _is_string_schema(props.get(v, {})))
                 self.templates[uri] = TemplateEntry(
                     ResourceTemplate(uri_template=uri, **shared),
                     pattern,
@@ -294,6 +339,8 @@ class Server:
                     signature.context_param,
                     is_async,
                     in_thread,
+                    signature,
+                    typed,
                 )
             else:
                 self.resources[uri] = ResourceEntry(
@@ -304,11 +351,17 @@ class Server:
 
         return register
 
-    def completion(self) -> Callable[[F], F]:
+    @overload
+    def completion(self, fn: F, /) -> F: ...
+    @overload
+    def completion(self, fn: None = None, /) -> Callable[[F], F]: ...
+
+    def completion(self, fn: F | None = None, /) -> F | Callable[[F], F]:
         """Register the completion handler: ``(ref, argument, context) -> list[str] | Completion``.
 
         ``ref`` is a ``PromptReference`` or ``ResourceTemplateReference``, ``argument`` a
-        ``CompletionArgument`` and ``context`` a ``CompletionContext`` or None.
+        ``CompletionArgument`` and ``context`` a ``CompletionContext`` or None. Bare
+        (``@server.completion``) or called (``@server.completion()``).
         """
 
         def register(func: F) -> F:
@@ -317,7 +370,7 @@ class Server:
             )
             return func
 
-        return register
+        return register(fn) if fn is not None else register
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a handler for a custom request or a custom ``notifications/*`` method.
@@ -328,6 +381,12 @@ class Server:
         """
         from ..protocol._methods import BUILTIN_METHODS
 
+        if not isinstance(name, str):
+            what = getattr(name, "__name__", type(name).__name__)
+            raise TypeError(
+                f"server.method needs the method's name: write @server.method('x/y') above "
+                f"{what}, not a bare @server.method"
+            )
         if name in BUILTIN_METHODS or name in self.custom_methods:
             raise ValueError(f"method {name!r} is already defined")
 
