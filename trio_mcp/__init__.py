@@ -109,7 +109,7 @@ from .server import (
     Server,
     ToolError,
 )
-from .server._context import NestedRequestError
+from .server._context import Elicited, NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
@@ -172,6 +172,7 @@ __all__ = [
     "ElicitRequestFormParams",
     "ElicitRequestURLParams",
     "ElicitResult",
+    "Elicited",
     "EmbeddedResource",
     "Era",
     "ErrorObject",
