@@ -227,7 +227,7 @@ def test_a_pydantic_model_parameter_has_pydantics_schema_inlined_and_its_validat
     assert "$ref" not in str(schema) and "$defs" not in schema
     assert schema["properties"]["items"]["items"]["properties"]["qty"]["minimum"] == 1
     order = sig.convert_arguments({"order": {"customer": "ada", "items": [{"sku": "x"}]}})
-    assert order == {"order": Order(customer="ada", items=[Item(sku="x")])}
+    assert order == {"order": Order(customer="ada", items=[Item(sku="x", qty=1)])}
     with pytest.raises(ArgumentsError) as info:
         sig.convert_arguments({"order": {"items": [{"sku": "x", "qty": 0}]}})
     assert str(info.value) == (

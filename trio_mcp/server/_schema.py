@@ -332,7 +332,7 @@ class _Builder:
                 return self._class(tp, self._attrs_fields)
             if dataclasses.is_dataclass(tp):
                 return self._class(tp, self._dataclass_fields)
-            if typing.is_typeddict(tp):
+            if _is_typeddict(tp):
                 return self._class(tp, self._typeddict_fields)
         raise TypeError(f"unsupported type annotation {_type_name(tp)}")
 
@@ -521,14 +521,14 @@ class _Builder:
             fields = fields_of(cls)
         finally:
             self.stack.pop()
-        build = dict if typing.is_typeddict(cls) else cls
+        build = dict if _is_typeddict(cls) else cls
         return _object_node(fields, build, f"a {cls.__qualname__} object", cls.__qualname__)
 
     def _model(self, cls: Any) -> _Node:
         """A pydantic model: pydantic's own schema (references inlined) and validation."""
         mode = "serialization" if self.output else "validation"
         raw = cls.model_json_schema(mode=mode)
-        schema = _inline_refs(raw, raw.get("$defs", {}))
+        schema = _without_titles(_inline_refs(raw, raw.get("$defs", {})))
         check = compile_schema(schema) if self.strict else None
         label = f"a {cls.__qualname__} object"
         error_type = sys.modules["pydantic"].ValidationError
@@ -694,6 +694,15 @@ def _field_info(default: Any) -> Any:
     return None
 
 
+def _is_typeddict(tp: Any) -> bool:
+    """A ``TypedDict`` from ``typing`` or (before Python 3.12, pydantic requires it there) from
+    ``typing_extensions``, which is not imported here."""
+    if typing.is_typeddict(tp):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(tp))
+
+
 def _pydantic_model(tp: Any) -> bool:
     main = sys.modules.get("pydantic.main")  # a model exists only if pydantic is loaded
     return main is not None and isinstance(tp, type) and issubclass(tp, main.BaseModel)
@@ -717,6 +726,24 @@ def _inline_refs(schema: Any, defs: Mapping[str, Any], seen: tuple[str, ...] = (
         if name not in defs:
             raise TypeError(f"unresolvable reference {ref!r}")
         out = {**_inline_refs(defs[name], defs, (*seen, name)), **out}
+    return out
+
+
+def _without_titles(schema: Any) -> Any:
+    """``schema`` without ``title`` keywords (pydantic titles every model and field from its
+    name; fastmcp drops them too), keeping properties that happen to be named ``title``."""
+    if isinstance(schema, list):
+        return [_without_titles(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "patternProperties", "$defs") and isinstance(value, Mapping):
+            out[key] = {k: _without_titles(v) for k, v in value.items()}
+        else:
+            out[key] = _without_titles(value)
     return out
 
 
