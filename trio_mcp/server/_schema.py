@@ -9,9 +9,15 @@ call does no reflection.
 
 Decisions worth knowing:
 
-* Conversion is strict, like the schema: no ``"5"`` -> ``5`` coercion. An ``int`` accepts a JSON
-  number with an integral value (``3.0`` -> ``3``), because JSON Schema's ``integer`` does; a
-  ``float`` accepts integers. ``bool`` is never a number.
+* Conversion is lax by default, as pydantic's lax mode (so fastmcp and the official SDK) is: a
+  string holding exactly a number or a boolean is accepted for an ``int``, ``float`` or
+  ``bool`` (``"5"`` -> ``5``, ``"true"`` -> ``True``); ``strict=True`` refuses it, as the schema
+  does. Either way an ``int`` accepts a JSON number with an integral value (``3.0`` -> ``3``),
+  because JSON Schema's ``integer`` does; a ``float`` accepts integers. ``bool`` is never a number.
+* ``annotated_types`` constraints and pydantic ``Field(...)`` become schema keywords, and
+  pydantic models keep pydantic's schema and validation. Neither package is imported here: their
+  objects are recognised by module and class name, and only exist once the user loaded them.
+* Return values are checked against the output schema (:class:`ResultError`).
 * Objects built from classes (attrs, dataclasses, ``TypedDict``) reject unknown keys
   (``additionalProperties: false``), so a misspelt field is reported rather than ignored.
 * ``set``/``frozenset`` reject duplicate items, matching the ``uniqueItems`` they advertise.
