@@ -368,3 +368,17 @@ def test_a_dict_elicitation_schema_gives_the_content_and_extra_keys_are_dropped(
     assert check({"a": "x"}) == {"a": "x"}
     _, check = elicitation_schema(Contact)
     assert check({"email": "e", "extra": 1}) == Contact("e")
+
+
+def test_pydantic_strict_makes_one_parameter_strict() -> None:
+    assert error(Annotated[int, pydantic.Strict()], "10") == (
+        "argument 'v': expected an integer, got a string ('10')"
+    )
+    assert error(Annotated[int, pydantic.Field(strict=True, ge=1)], "10") == (
+        "argument 'v': expected an integer, got a string ('10')"
+    )
+    assert convert(Annotated[int, pydantic.Strict(False)], "10", strict=True) == 10
+    assert schema_for_type(Annotated[int, pydantic.Field(strict=True, ge=1)]) == {
+        "type": "integer",
+        "minimum": 1,
+    }

@@ -346,7 +346,13 @@ class _Builder:
 
     def _annotated(self, tp: Any) -> _Node:
         inner_tp, *metadata = get_args(tp)
-        inner = self.build(inner_tp)
+        strict = _strictness(metadata)
+        if strict is not None and strict != self.strict:  # pydantic's Strict() / Field(strict=)
+            builder = _Builder(output=self.output, strict=strict)
+            builder.stack = self.stack
+            inner = builder.build(inner_tp)
+        else:
+            inner = self.build(inner_tp)
         description: str | None = None
         constraints: dict[str, Any] = {}
         for item in metadata:
@@ -665,6 +671,8 @@ def _metadata_schema(item: Any, json_type: Any) -> dict[str, Any] | None:
     fields = sys.modules.get("pydantic.fields")  # a Field(...) exists only if pydantic is loaded
     if fields is not None and isinstance(item, fields.FieldInfo):
         return _field_info_schema(item, json_type)
+    if _is_pydantic_strict(item):
+        return None  # it chose how the type converts (see _Builder._annotated), not the schema
     if cls.__name__ == "_PydanticGeneralMetadata":
         extra = dict(vars(item))
         out = {"pattern": extra.pop("pattern")} if "pattern" in extra else {}
@@ -672,6 +680,23 @@ def _metadata_schema(item: Any, json_type: Any) -> dict[str, Any] | None:
             raise TypeError(f"the Field options {sorted(extra)} are not supported")
         return out
     return None
+
+
+def _is_pydantic_strict(item: Any) -> bool:
+    cls = type(item)
+    return cls.__name__ == "Strict" and cls.__module__.split(".")[0] == "pydantic"
+
+
+def _strictness(metadata: list[Any]) -> bool | None:
+    """What pydantic's ``Strict()`` (or ``Field(strict=...)``) in ``metadata`` asks for, if any."""
+    fields = sys.modules.get("pydantic.fields")
+    found: bool | None = None
+    for item in metadata:
+        if fields is not None and isinstance(item, fields.FieldInfo):
+            found = _strictness(list(item.metadata)) if item.metadata else found
+        elif _is_pydantic_strict(item):
+            found = bool(item.strict)
+    return found
 
 
 def _field_info_schema(info: Any, json_type: Any) -> dict[str, Any]:
