@@ -107,6 +107,8 @@ def _met_by_users(obj: object) -> Iterator[tuple[str, type]]:
                 yield f"{obj.__name__}.{name}", cls
     if attrs.has(obj):
         for field in attrs.fields(obj):
+            if field.inherited:
+                continue  # its annotation is read in its own class's module, when that is walked
             for cls in _classes_in(field.type, namespace):
                 yield f"{obj.__name__}.{field.name}", cls
 

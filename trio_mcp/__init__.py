@@ -110,7 +110,7 @@ from .server import (
     Server,
     ToolError,
 )
-from .server._context import InvalidAnswer, NestedRequestError
+from .server._context import Elicited, InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
     from .server._hypercorn import serve_http
@@ -173,6 +173,7 @@ __all__ = [
     "ElicitRequestFormParams",
     "ElicitRequestURLParams",
     "ElicitResult",
+    "Elicited",
     "EmbeddedResource",
     "Era",
     "ErrorObject",

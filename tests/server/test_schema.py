@@ -154,14 +154,15 @@ def errors_of(sig: FunctionSignature, arguments: Any) -> str:
     return str(info.value)
 
 
-def one_arg(tp: Any) -> FunctionSignature:
-    """A signature with a single required parameter ``v`` of annotation ``tp``."""
+def one_arg(tp: Any, *, strict: bool = True) -> FunctionSignature:
+    """A signature with a single required parameter ``v`` of annotation ``tp`` (strict unless
+    told: most tests here are about the exact types; the lax conversions have their own)."""
 
     def fn(v: Any) -> None:
         pass
 
     fn.__annotations__ = {"v": tp, "return": None}
-    return function_signature(fn)
+    return function_signature(fn, strict=strict)
 
 
 def convert_one(tp: Any, value: Any) -> Any:

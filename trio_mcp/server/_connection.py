@@ -71,7 +71,7 @@ from ._registry import (
     page,
     resource_contents,
 )
-from ._schema import ArgumentsError
+from ._schema import ArgumentsError, ResultError
 from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
@@ -578,6 +578,11 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         elif isinstance(only, CapabilityMissing | InvalidAnswer):
             # About the client, not the tool's code: the model (and its user) can act on it.
             message = f"Tool {name} failed: {only}"
+        elif isinstance(only, ResultError):
+            # Structured content MUST conform to the output schema: the mismatch is the tool's
+            # error, named so the model (and the author, in the log) can see what is wrong.
+            logger.warning("tool %r returned a value outside its output schema: %s", name, only)
+            message = f"Tool {name} returned an invalid result: {only}"
         else:
             logger.error("tool %r failed", name, exc_info=exc)
             message = f"Tool {name} failed with an internal error"

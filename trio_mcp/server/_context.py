@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar, overload
 
+import attrs
 import trio
 
 from .._exception_groups import collapse_exception_groups
@@ -38,6 +39,18 @@ from ._schema import ArgumentsError, elicitation_schema
 from ._state import ConnectionState
 
 T = TypeVar("T")
+
+
+@attrs.frozen
+class Elicited(ElicitResult):
+    """The user's answer to ``ctx.elicit``: the wire's :class:`ElicitResult` (``content`` is
+    the dict the client sent) plus ``data``, the accepted answer checked and converted: an
+    instance of the class asked for (the content dict for a JSON Schema), ``None`` unless
+    ``action`` is ``"accept"``."""
+
+    data: Any = None
+
+
 A = TypeVar("A")
 B = TypeVar("B")
 C = TypeVar("C")
@@ -333,25 +346,34 @@ class Context:
 
     async def elicit(
         self, message: str, schema: dict[str, Any] | type[Any], *, key: str | None = None
-    ) -> ElicitResult:
+    ) -> Elicited:
         """Ask the user for structured input (form mode).
 
-        ``schema`` is a flat JSON Schema object, or a class (attrs, dataclass, TypedDict) whose
-        schema is derived. Accepted content is checked against the schema, so a handler never
-        sees content the client was not asked for. ``key`` names the question in a modern
-        InputRequiredResult (by default questions are numbered in the order asked).
+        ``schema`` is a flat JSON Schema object, or a class (attrs, dataclass, TypedDict,
+        pydantic model) whose schema is derived. Accepted content is checked against the
+        schema, so a handler never sees content the client was not asked for; the answer's
+        ``data`` is then an instance of the class (for a dict schema, the content dict).
+        ``key`` names the question in a modern InputRequiredResult (by default questions are
+        numbered in the order asked).
         """
         self._require("elicitation", "form")
         requested, check_answer = elicitation_schema(schema)
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
         raw = await self._nested("elicitation/create", params, key)
         result = from_wire(raw, ElicitResult)
+        data: Any = None
         if result.action == "accept":
             try:
-                check_answer(result.content or {})
+                data = check_answer(result.content or {})
             except ArgumentsError as exc:
                 raise InvalidAnswer(f"the client's elicitation answer is invalid: {exc}") from None
-        return result
+        return Elicited(
+            action=result.action,
+            content=result.content,
+            meta=result.meta,
+            extra=result.extra,
+            data=data,
+        )
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str, *, key: str | None = None

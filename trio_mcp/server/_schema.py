@@ -9,9 +9,15 @@ call does no reflection.
 
 Decisions worth knowing:
 
-* Conversion is strict, like the schema: no ``"5"`` -> ``5`` coercion. An ``int`` accepts a JSON
-  number with an integral value (``3.0`` -> ``3``), because JSON Schema's ``integer`` does; a
-  ``float`` accepts integers. ``bool`` is never a number.
+* Conversion is lax by default, as pydantic's lax mode (so fastmcp and the official SDK) is: a
+  string holding exactly a number or a boolean is accepted for an ``int``, ``float`` or
+  ``bool`` (``"5"`` -> ``5``, ``"true"`` -> ``True``); ``strict=True`` refuses it, as the schema
+  does. Either way an ``int`` accepts a JSON number with an integral value (``3.0`` -> ``3``),
+  because JSON Schema's ``integer`` does; a ``float`` accepts integers. ``bool`` is never a number.
+* ``annotated_types`` constraints and pydantic ``Field(...)`` become schema keywords, and
+  pydantic models keep pydantic's schema and validation. Neither package is imported here: their
+  objects are recognised by module and class name, and only exist once the user loaded them.
+* Return values are checked against the output schema (:class:`ResultError`).
 * Objects built from classes (attrs, dataclasses, ``TypedDict``) reject unknown keys
   (``additionalProperties: false``), so a misspelt field is reported rather than ignored.
 * ``set``/``frozenset`` reject duplicate items, matching the ``uniqueItems`` they advertise.
@@ -29,7 +35,9 @@ import datetime
 import enum
 import functools
 import inspect
+import math
 import re
+import sys
 import types
 import typing
 import uuid
@@ -42,6 +50,7 @@ import orjson
 
 from ._jsonschema import (
     ArgumentsError,
+    Check,
     Collector,
     Path,
     canonical,
@@ -55,6 +64,7 @@ from ._jsonschema import (
 __all__ = [
     "ArgumentsError",
     "FunctionSignature",
+    "ResultError",
     "elicitation_schema",
     "explicit_signature",
     "function_signature",
@@ -132,6 +142,40 @@ def _convert_bool(value: Any, path: Path, found: Collector) -> Any:
     return _INVALID
 
 
+# Lax conversion (the default): a string holding exactly a number or a boolean is accepted for
+# an int, float or bool, as pydantic's lax mode (and so fastmcp and the official SDK) does.
+_LAX_INT = re.compile(r"\s*[+-]?\d+(?:\.0*)?\s*\Z")
+_LAX_FLOAT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*\Z")
+_LAX_BOOL = {
+    **dict.fromkeys(("true", "t", "yes", "y", "on", "1"), True),
+    **dict.fromkeys(("false", "f", "no", "n", "off", "0"), False),
+}
+
+
+def _convert_int_lax(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, str) and _LAX_INT.match(value):
+        return int(value.strip().split(".")[0])
+    return _convert_int(value, path, found)
+
+
+def _convert_float_lax(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, str) and _LAX_FLOAT.match(value):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+        found.fail(path, f"number is too large, got {short_repr(value)}")
+        return _INVALID
+    return _convert_float(value, path, found)
+
+
+def _convert_bool_lax(value: Any, path: Path, found: Collector) -> Any:
+    if isinstance(value, str):
+        flag = _LAX_BOOL.get(value.strip().lower())
+        if flag is not None:
+            return flag
+    return _convert_bool(value, path, found)
+
+
 def _convert_null(value: Any, path: Path, found: Collector) -> Any:
     if value is None:
         return None
@@ -194,6 +238,18 @@ _LEAVES: dict[Any, _Node] = {
     ),
 }
 
+#: The leaves that differ in lax mode: they also accept (exact) strings.
+_LAX_LEAVES: dict[Any, _Node] = {
+    tp: attrs.evolve(
+        _LEAVES[tp], convert=convert, accepts=(_LEAVES[tp].accepts or frozenset()) | {"string"}
+    )
+    for tp, convert in (
+        (int, _convert_int_lax),
+        (float, _convert_float_lax),
+        (bool, _convert_bool_lax),
+    )
+}
+
 _LIST_TYPES: frozenset[Any] = frozenset(
     {
         list,
@@ -236,8 +292,9 @@ class _Builder:
     takes, with defaults; an output object lists every field, all of them present.
     """
 
-    def __init__(self, *, output: bool = False) -> None:
+    def __init__(self, *, output: bool = False, strict: bool = True) -> None:
         self.output = output
+        self.strict = strict
         self.stack: list[type] = []
 
     def build(self, tp: Any) -> _Node:
@@ -259,6 +316,8 @@ class _Builder:
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return self._enum(tp)
         if isinstance(tp, type) and tp in _LEAVES:
+            if not self.strict and tp in _LAX_LEAVES:
+                return _LAX_LEAVES[tp]
             return _LEAVES[tp]
         container = origin if origin is not None else tp
         args = get_args(tp)
@@ -272,12 +331,14 @@ class _Builder:
             return self._array(args[0] if args else Any, _SET_TYPES[container], unique=True)
         if container in _MAPPING_TYPES:
             return self._mapping(args)
+        if _pydantic_model(tp):
+            return self._model(tp)
         if isinstance(tp, type):
             if attrs.has(tp):
                 return self._class(tp, self._attrs_fields)
             if dataclasses.is_dataclass(tp):
                 return self._class(tp, self._dataclass_fields)
-            if typing.is_typeddict(tp):
+            if _is_typeddict(tp):
                 return self._class(tp, self._typeddict_fields)
         raise TypeError(f"unsupported type annotation {_type_name(tp)}")
 
@@ -285,7 +346,13 @@ class _Builder:
 
     def _annotated(self, tp: Any) -> _Node:
         inner_tp, *metadata = get_args(tp)
-        inner = self.build(inner_tp)
+        strict = _strictness(metadata)
+        if strict is not None and strict != self.strict:  # pydantic's Strict() / Field(strict=)
+            builder = _Builder(output=self.output, strict=strict)
+            builder.stack = self.stack
+            inner = builder.build(inner_tp)
+        else:
+            inner = self.build(inner_tp)
         description: str | None = None
         constraints: dict[str, Any] = {}
         for item in metadata:
@@ -293,6 +360,11 @@ class _Builder:
                 description = item
             elif isinstance(item, Mapping):
                 constraints.update(item)
+            else:
+                found = _metadata_schema(item, inner.schema.get("type"))
+                if found is not None:
+                    constraints.update(found)
+        description = constraints.pop("description", description)
         schema = {**inner.schema, **constraints}
         if description is not None:
             schema["description"] = description
@@ -306,7 +378,10 @@ class _Builder:
             result = convert_inner(value, path, found)
             if len(found) != before:
                 return _INVALID
-            check(value, path, found)  # constraints apply to the JSON value, as clients see them
+            # Constraints apply to the JSON value, as clients see them; a string taken as a
+            # number or boolean (lax mode) is checked as the value it became.
+            coerced = type(value) is str and type(result) in (int, float, bool)
+            check(result if coerced else value, path, found)
             return _INVALID if len(found) != before else result
 
         return attrs.evolve(inner, schema=schema, convert=convert)
@@ -318,19 +393,23 @@ class _Builder:
         # Per JSON kind, the alternatives worth trying: natural matches first (so ``float | int``
         # keeps ``3`` an int), then any other that might convert it, in declaration order.
         candidates: dict[str, list[_Node]] = {}
+        #: Whether some alternative is the natural match of a kind (not only a lax conversion).
+        natural: dict[str, bool] = {}
         for kind in _ALL_KINDS:
             exact = [o for o in options if o.kinds is not None and kind in o.kinds]
             rest = [
                 o for o in options if o not in exact and (o.accepts is None or kind in o.accepts)
             ]
             candidates[kind] = exact + rest
+            natural[kind] = bool(exact)
 
         def convert(value: Any, path: Path, found: Collector) -> Any:
-            tries = candidates[json_kind(value)]
+            kind = json_kind(value)
+            tries = candidates[kind]
             if not tries:
                 found.wrong_type(path, expected, value)
                 return _INVALID
-            if len(tries) == 1:
+            if len(tries) == 1 and natural[kind]:
                 return tries[0].convert(value, path, found)
             failures = []
             for option in tries:
@@ -339,6 +418,11 @@ class _Builder:
                 if not attempt.issues:
                     return result
                 failures.append((option.expected, attempt))
+            if not natural[kind] and all(
+                i.kind == "type" and i.path == path for _, a in failures for i in a.issues
+            ):
+                found.wrong_type(path, expected, value)  # say every alternative, not the lax one
+                return _INVALID
             found.none_matched(path, value, failures)
             return _INVALID
 
@@ -449,8 +533,34 @@ class _Builder:
             fields = fields_of(cls)
         finally:
             self.stack.pop()
-        build = dict if typing.is_typeddict(cls) else cls
+        build = dict if _is_typeddict(cls) else cls
         return _object_node(fields, build, f"a {cls.__qualname__} object", cls.__qualname__)
+
+    def _model(self, cls: Any) -> _Node:
+        """A pydantic model: pydantic's own schema (references inlined) and validation."""
+        mode = "serialization" if self.output else "validation"
+        raw = cls.model_json_schema(mode=mode)
+        schema = _without_titles(_inline_refs(raw, raw.get("$defs", {})))
+        check = compile_schema(schema) if self.strict else None
+        label = f"a {cls.__qualname__} object"
+        error_type = sys.modules["pydantic"].ValidationError
+
+        def convert(value: Any, path: Path, found: Collector) -> Any:
+            if not isinstance(value, Mapping):
+                found.wrong_type(path, label, value)
+                return _INVALID
+            before = len(found)
+            if check is not None:  # strict: the exact schema first, then pydantic's checks
+                check(value, path, found)
+                if len(found) != before:
+                    return _INVALID
+            try:
+                return cls.model_validate(value)
+            except error_type as exc:
+                _pydantic_errors(exc, path, found)
+                return _INVALID
+
+        return _leaf(schema, convert, label, "object")
 
     def _attrs_fields(self, cls: type) -> list[_Field]:
         hints = _class_hints(cls)
@@ -511,6 +621,174 @@ class _Builder:
             return self.build(hint)
         except TypeError as exc:
             raise TypeError(f"field {cls.__qualname__}.{name}: {exc}") from None
+
+
+#: ``annotated_types`` constraints, recognised by class name and attribute (so that package is
+#: never imported here): the attribute holding the bound and the keyword it becomes.
+_BOUNDS = {
+    "Gt": ("gt", "exclusiveMinimum"),
+    "Ge": ("ge", "minimum"),
+    "Lt": ("lt", "exclusiveMaximum"),
+    "Le": ("le", "maximum"),
+    "MultipleOf": ("multiple_of", "multipleOf"),
+}
+_LENGTHS = {"MinLen": ("min_length", "min"), "MaxLen": ("max_length", "max")}
+_LENGTH_KEYWORDS = {
+    "string": {"min": "minLength", "max": "maxLength"},
+    "array": {"min": "minItems", "max": "maxItems"},
+    "object": {"min": "minProperties", "max": "maxProperties"},
+}
+
+
+def _metadata_schema(item: Any, json_type: Any) -> dict[str, Any] | None:
+    """The schema keywords an ``Annotated`` metadata object stands for (``annotated_types``
+    constraints, a pydantic ``Field(...)``), ``None`` for metadata with no bearing on JSON.
+
+    A constraint that cannot be expressed raises :class:`TypeError`: dropping it silently
+    would accept values the author meant to refuse.
+    """
+    cls = type(item)
+    if cls.__module__.split(".")[0] == "annotated_types":
+        if getattr(item, "__is_annotated_types_grouped_metadata__", False):  # Interval, Len
+            out: dict[str, Any] = {}
+            for part in item:
+                out.update(_metadata_schema(part, json_type) or {})
+            return out
+        name = cls.__name__
+        if name in _BOUNDS:
+            attr, keyword = _BOUNDS[name]
+            bound = getattr(item, attr)
+            if isinstance(bound, bool) or not isinstance(bound, int | float):
+                raise TypeError(f"{name}({bound!r}): only numeric bounds can be checked")
+            return {keyword: bound}
+        if name in _LENGTHS:
+            attr, side = _LENGTHS[name]
+            keywords = _LENGTH_KEYWORDS.get(json_type)
+            if keywords is None:
+                raise TypeError(f"{name} applies to strings, arrays and objects only")
+            return {keywords[side]: getattr(item, attr)}
+        raise TypeError(f"the constraint {item!r} is not supported")
+    fields = sys.modules.get("pydantic.fields")  # a Field(...) exists only if pydantic is loaded
+    if fields is not None and isinstance(item, fields.FieldInfo):
+        return _field_info_schema(item, json_type)
+    if _is_pydantic_strict(item):
+        return None  # it chose how the type converts (see _Builder._annotated), not the schema
+    if cls.__name__ == "_PydanticGeneralMetadata":
+        extra = dict(vars(item))
+        out = {"pattern": extra.pop("pattern")} if "pattern" in extra else {}
+        if extra:
+            raise TypeError(f"the Field options {sorted(extra)} are not supported")
+        return out
+    return None
+
+
+def _is_pydantic_strict(item: Any) -> bool:
+    cls = type(item)
+    return cls.__name__ == "Strict" and cls.__module__.split(".")[0] == "pydantic"
+
+
+def _strictness(metadata: list[Any]) -> bool | None:
+    """What pydantic's ``Strict()`` (or ``Field(strict=...)``) in ``metadata`` asks for, if any."""
+    fields = sys.modules.get("pydantic.fields")
+    found: bool | None = None
+    for item in metadata:
+        if fields is not None and isinstance(item, fields.FieldInfo):
+            found = _strictness(list(item.metadata)) if item.metadata else found
+        elif _is_pydantic_strict(item):
+            found = bool(item.strict)
+    return found
+
+
+def _field_info_schema(info: Any, json_type: Any) -> dict[str, Any]:
+    """What a pydantic ``FieldInfo`` adds to its type's schema: constraints and annotations."""
+    out: dict[str, Any] = {}
+    for item in info.metadata:
+        found = _metadata_schema(item, json_type)
+        if found is not None:
+            out.update(found)
+    if info.description is not None:
+        out["description"] = info.description
+    if info.title is not None:
+        out["title"] = info.title
+    if info.examples is not None:
+        out["examples"] = to_json(info.examples)
+    if isinstance(info.json_schema_extra, dict):
+        out.update(info.json_schema_extra)
+    return out
+
+
+def _field_info(default: Any) -> Any:
+    """``default`` if it is a pydantic ``FieldInfo`` (``n: int = Field(3)``), else ``None``."""
+    fields = sys.modules.get("pydantic.fields")
+    if fields is not None and isinstance(default, fields.FieldInfo):
+        return default
+    return None
+
+
+def _is_typeddict(tp: Any) -> bool:
+    """A ``TypedDict`` from ``typing`` or (before Python 3.12, pydantic requires it there) from
+    ``typing_extensions``, which is not imported here."""
+    if typing.is_typeddict(tp):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(tp))
+
+
+def _pydantic_model(tp: Any) -> bool:
+    main = sys.modules.get("pydantic.main")  # a model exists only if pydantic is loaded
+    return main is not None and isinstance(tp, type) and issubclass(tp, main.BaseModel)
+
+
+def _inline_refs(schema: Any, defs: Mapping[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """``schema`` with every ``#/$defs/X`` reference replaced by its definition."""
+    if isinstance(schema, list):
+        return [_inline_refs(s, defs, seen) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {k: _inline_refs(v, defs, seen) for k, v in schema.items() if k not in ("$defs", "$ref")}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen:
+            raise TypeError(
+                f"{name} refers to itself; recursive types are not supported because tool "
+                "schemas are inlined (no $ref)"
+            )
+        if name not in defs:
+            raise TypeError(f"unresolvable reference {ref!r}")
+        out = {**_inline_refs(defs[name], defs, (*seen, name)), **out}
+    return out
+
+
+def _without_titles(schema: Any) -> Any:
+    """``schema`` without ``title`` keywords (pydantic titles every model and field from its
+    name; fastmcp drops them too), keeping properties that happen to be named ``title``."""
+    if isinstance(schema, list):
+        return [_without_titles(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "patternProperties", "$defs") and isinstance(value, Mapping):
+            out[key] = {k: _without_titles(v) for k, v in value.items()}
+        else:
+            out[key] = _without_titles(value)
+    return out
+
+
+def _pydantic_errors(error: Any, path: Path, found: Collector) -> None:
+    """A pydantic ``ValidationError``'s problems, worded as ours are (paths and reasons)."""
+    for problem in error.errors(include_url=False, include_context=False, include_input=True):
+        where = (*path, *problem["loc"])
+        kind = problem["type"]
+        if kind == "missing":
+            found.missing(where)
+        elif kind == "extra_forbidden":
+            found.unexpected(where)
+        else:
+            found.fail(where, f"{problem['msg']}, got {short_repr(problem.get('input'))}")
 
 
 def _union_kinds(sets: list[frozenset[str] | None]) -> frozenset[str] | None:
@@ -700,6 +978,8 @@ def to_json(value: Any) -> Any:
     names = _field_names(cls)
     if names is not None:
         return {key: to_json(getattr(value, attr)) for attr, key in names}
+    if _pydantic_model(cls):
+        return value.model_dump(mode="json", by_alias=True)
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, uuid.UUID):
@@ -883,6 +1163,18 @@ def _rest_params(lines: list[str], params: dict[str, str]) -> None:
 # --- signatures --------------------------------------------------------------------------------
 
 
+class ResultError(ValueError):
+    """A tool's return value does not match its declared output type (or output schema).
+
+    The message names the path and the reason, like :class:`ArgumentsError`'s; ``errors`` holds
+    every individual problem.
+    """
+
+    def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors or (message,)
+
+
 @attrs.frozen
 class FunctionSignature:
     """What a tool's function looks like over MCP: its schemas, and how to call it.
@@ -898,6 +1190,8 @@ class FunctionSignature:
     description: str | None
     context_param: str | None
     _convert: Callable[[Mapping[str, Any]], dict[str, Any]] = attrs.field(repr=False, eq=False)
+    #: Checks a return value (as JSON, unwrapped) against the output schema.
+    _check_output: Check | None = attrs.field(default=None, repr=False, eq=False)
 
     def convert_arguments(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Check ``arguments`` and return the function's keyword arguments.
@@ -910,8 +1204,15 @@ class FunctionSignature:
 
     def convert_result(self, value: Any) -> Any:
         """A return value as JSON-ready structured content (wrapped as ``{"result": ...}`` when
-        ``wraps_output``). The value is not validated against ``output_schema``."""
+        ``wraps_output``), checked against ``output_schema``: structured content MUST conform
+        to it, so a mismatch raises :class:`ResultError` naming what is wrong."""
         data = to_json(value)
+        if self._check_output is not None:
+            found = Collector()
+            self._check_output(data, (), found)
+            if found.issues:
+                error = found.error("property", "the return value")
+                raise ResultError(str(error), error.errors)
         return {"result": data} if self.wraps_output else data
 
 
@@ -1002,6 +1303,7 @@ def function_signature(
     *,
     context_type: type | None = None,
     skip_output_types: tuple[type, ...] = (),
+    strict: bool = False,
 ) -> FunctionSignature:
     """Derive a tool's schemas and argument converter from ``fn``'s type hints and docstring.
 
@@ -1011,6 +1313,11 @@ def function_signature(
     ``skip_output_types`` (content blocks: unstructured results), or one that cannot be
     described; object-like returns give their own schema, others are wrapped as ``result``.
 
+    ``strict=False`` (the default) also accepts a string holding exactly a number or a boolean
+    for an ``int``, ``float`` or ``bool`` (``"10"``, ``"2.5"``, ``"true"``), as pydantic's lax
+    mode does; the schemas are the same either way. A pydantic ``Field(...)`` default
+    (``n: int = Field(3, ge=1)``) gives its constraints to the schema and its default to calls.
+
     Raises :class:`TypeError` with the offending parameter named when ``fn`` cannot be a tool.
     """
     name = _callable_name(fn)
@@ -1018,19 +1325,27 @@ def function_signature(
     hints = _function_hints(target, name)
     description, param_docs = parse_docstring(inspect.getdoc(target))
     params, context_param, _ = _parameters(fn, name, hints, context_type, allow_var_kw=False)
-    builder = _Builder()
+    builder = _Builder(strict=strict)
     fields = []
+    #: Parameters whose Python default is a ``Field(...)``: the value to pass when omitted.
+    fills: dict[str, Callable[[], Any]] = {}
     for p in params:
+        hint = hints.get(p.name, Any)
+        default = _NO_DEFAULT if p.default is p.empty else p.default
+        info = _field_info(default)
+        if info is not None:
+            hint = Annotated[hint, info]
+            default = _NO_DEFAULT
+            if not info.is_required():
+                fills[p.name] = functools.partial(info.get_default, call_default_factory=True)
+                if info.default_factory is None:
+                    default = info.default
         try:
-            node = builder.build(hints.get(p.name, Any))
+            node = builder.build(hint)
         except TypeError as exc:
             raise TypeError(f"{name}: parameter {p.name!r}: {exc}") from None
-        default = _NO_DEFAULT if p.default is p.empty else p.default
-        fields.append(
-            _make_field(
-                p.name, p.name, node, default is _NO_DEFAULT, param_docs.get(p.name), default
-            )
-        )
+        required = p.default is p.empty or (info is not None and info.is_required())
+        fields.append(_make_field(p.name, p.name, node, required, param_docs.get(p.name), default))
     arguments = _object_node(fields, None, "an object", name)
     convert = arguments.convert
 
@@ -1039,9 +1354,15 @@ def function_signature(
         result = convert(values, (), found)
         if found.issues:
             raise found.error("argument", "arguments")
-        return typing.cast("dict[str, Any]", result)
+        kwargs = typing.cast("dict[str, Any]", result)
+        for key, fill in fills.items():
+            if key not in kwargs:
+                kwargs[key] = fill()
+        return kwargs
 
-    output_schema, wraps = _output_schema(hints.get("return", _NO_DEFAULT), skip_output_types)
+    output_schema, wraps, returned = _output_schema(
+        hints.get("return", _NO_DEFAULT), skip_output_types
+    )
     return FunctionSignature(
         input_schema=arguments.schema,
         output_schema=output_schema,
@@ -1049,23 +1370,28 @@ def function_signature(
         description=description,
         context_param=context_param,
         convert=convert_arguments,
+        check_output=compile_schema(returned) if returned is not None else None,
     )
 
 
-def _output_schema(hint: Any, skip: tuple[type, ...]) -> tuple[dict[str, Any] | None, bool]:
+def _output_schema(
+    hint: Any, skip: tuple[type, ...]
+) -> tuple[dict[str, Any] | None, bool, dict[str, Any] | None]:
+    """The output schema, whether it wraps the value as ``result``, and the returned value's
+    own schema (what a return value is checked against)."""
     bare = get_args(hint)[0] if get_origin(hint) is Annotated else hint
     if bare is _NO_DEFAULT or bare in (None, type(None), Any, object, str):
-        return None, False
+        return None, False, None
     if skip and _mentions(bare, skip):
-        return None, False
+        return None, False, None
     try:
         node = _Builder(output=True).build(hint)
     except TypeError:
-        return None, False  # not describable: the server falls back to unstructured content
+        return None, False, None  # not describable: the server sends unstructured content
     if node.schema.get("type") == "object":
-        return node.schema, False
+        return node.schema, False, node.schema
     wrapped = {"type": "object", "properties": {"result": node.schema}, "required": ["result"]}
-    return wrapped, True
+    return wrapped, True, node.schema
 
 
 def schema_for_type(tp: Any) -> dict[str, Any]:
@@ -1075,31 +1401,43 @@ def schema_for_type(tp: Any) -> dict[str, Any]:
 
 def elicitation_schema(
     schema: dict[str, Any] | type[Any],
-) -> tuple[dict[str, Any], Callable[[Any], None]]:
+) -> tuple[dict[str, Any], Callable[[Any], Any]]:
     """The ``requestedSchema`` to send for ``ctx.elicit(message, schema)``, and the check of an
-    accepted answer (it raises :class:`ArgumentsError` naming what is wrong).
+    accepted answer: it raises :class:`ArgumentsError` naming what is wrong, and returns the
+    answer as the handler receives it (the content dict for a dict schema, an instance of the
+    class for a class).
 
     A dict is hand-written, so the ``jsonschema`` library checks answers against it; it is
     prepared here, before the question is sent, so a broken schema fails in the handler rather
     than after the user answered. A class gets its derived schema, without
     ``additionalProperties`` (elicitation schemas are flat objects of primitives, and clients
-    expect nothing more), checked by the compiled checker.
+    expect nothing more), checked by the compiled checker; its properties (extra keys dropped)
+    then make the instance.
     """
+    convert: Convert | None = None
     if isinstance(schema, dict):
         from ._handwritten import compile_handwritten  # loads jsonschema: only when used
 
         requested = schema
         check = compile_handwritten(requested, "the elicitation schema")
     else:
-        derived = schema_for_type(schema)
-        requested = {k: v for k, v in derived.items() if k != "additionalProperties"}
+        node = _Builder().build(schema)
+        requested = {k: v for k, v in node.schema.items() if k != "additionalProperties"}
         check = compile_schema(requested)
+        convert = node.convert
+    known = frozenset(requested.get("properties", ()))
 
-    def check_answer(content: Any) -> None:
+    def check_answer(content: Any) -> Any:
         found = Collector()
         check(content, (), found)
         if found.issues:
             raise found.error()
+        if convert is None:
+            return content
+        value = convert({k: v for k, v in content.items() if k in known}, (), found)
+        if found.issues:
+            raise found.error()
+        return value
 
     return requested, check_answer
 
@@ -1148,9 +1486,10 @@ def explicit_signature(
     who = f"tool {tool!r}" if tool is not None else name
     schema = _require_object_root(input_schema, f"{who}: input_schema")
     output = None
+    check_output = None
     if output_schema is not None:
         output = _require_object_root(output_schema, f"{who}: output_schema")
-        compile_handwritten(output, f"{who}: output_schema")
+        check_output = compile_handwritten(output, f"{who}: output_schema")
     check = compile_handwritten(schema, f"{who}: input_schema")
     target = _hint_target(fn)
     hints = _function_hints(target, name)
@@ -1204,4 +1543,5 @@ def explicit_signature(
         description=parse_docstring(inspect.getdoc(target))[0],
         context_param=context_param,
         convert=convert_arguments,
+        check_output=check_output,
     )

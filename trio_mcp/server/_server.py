@@ -81,6 +81,7 @@ class Server:
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         state_key: bytes | None = None,
+        strict: bool = False,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -104,6 +105,9 @@ class Server:
             raise ValueError("page_size must be a positive integer or None")
         self.page_size = page_size
         self.on_request = on_request
+        #: The default of ``@server.tool(strict=...)``: whether a string holding a number or a
+        #: boolean is refused for an int, float or bool parameter (by default it is accepted).
+        self.strict = strict
         self.tools: dict[str, ToolEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
@@ -131,6 +135,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        strict: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -147,13 +152,16 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        strict: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
         A typed return value (anything but ``str``, ``None`` or content blocks) becomes
         ``structuredContent`` with an ``outputSchema`` and a JSON text fallback. Sync functions
-        run in a worker thread unless ``in_thread=False``. Use it bare (``@server.tool``),
-        called (``@server.tool()``), or with the name first (``@server.tool("add")``).
+        run in a worker thread unless ``in_thread=False``. ``strict`` (by default the server's)
+        refuses strings for numeric and boolean parameters instead of converting exact ones. Use
+        it bare (``@server.tool``), called (``@server.tool()``), or with the name first
+        (``@server.tool("add")``).
         """
         if isinstance(fn, str):
             if name is not None:
@@ -171,6 +179,7 @@ class Server:
                     func,
                     context_type=Context,
                     skip_output_types=(*CONTENT_TYPES, CallToolResult),
+                    strict=self.strict if strict is None else strict,
                 )
                 if output_schema is not None:
                     # Loads jsonschema, which a server with no hand-written schema never needs.
