@@ -256,10 +256,15 @@ def test_a_bad_serve_target_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert done.returncode == 2, (spec, done.stderr)
         assert done.stderr.startswith(start), (spec, done.stderr)
         assert len(done.stderr.splitlines()) == 1, done.stderr
-    picked = run_cli(
-        "call", f"{sys.executable} -m trio_mcp serve two.py:second", "which", cwd=tmp_path
-    )
+    second = f"{sys.executable} -m trio_mcp serve two.py:second"
+    picked = run_cli("call", second, "which", cwd=tmp_path)
     assert picked.stdout == "second\n", picked.stderr
+    # A server without prompts has none to list: said, not failed with "Method not found".
+    no_prompts = run_cli("prompts", second, cwd=tmp_path)
+    assert no_prompts.returncode == 0
+    assert no_prompts.stderr == "trio-mcp: the server offers no prompts\n"
+    as_json = run_cli("resources", second, "--json", cwd=tmp_path)
+    assert as_json.stdout == "[]\n", as_json.stderr
 
 
 # -- stdio serving: what a person at a terminal sees, and Ctrl-C ----------------------------------

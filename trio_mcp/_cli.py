@@ -222,6 +222,7 @@ def _arguments(words: Sequence[str], schema: dict[str, Any] | None) -> dict[str,
     return arguments
 
 
+_CLEAR_LINE = "\r\033[K"
 #: Types ``mimetypes`` may not know (it depends on the platform's tables).
 _EXTENSIONS = {
     "audio/wav": ".wav",
@@ -315,6 +316,14 @@ def _listing(head: str, description: str | None) -> str:
 
 
 async def _list(client: Client, what: str, as_json: bool) -> int:
+    capability = "resources" if what == "templates" else what
+    if getattr(client.server_capabilities, capability) is None:
+        # Nothing to list, and asking would only fetch "Method not found".
+        if as_json:
+            _print_json([])
+        else:
+            sys.stderr.write(f"trio-mcp: the server offers no {capability}\n")
+        return 0
     if what == "tools":
         tools = await client.list_tools()
         if as_json:
@@ -540,7 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"trio-mcp: {exc}\n")
         return EXIT_USAGE
     except MCPError as exc:
-        sys.stderr.write(f"trio-mcp: {exc}\n")
+        # On a terminal, clear a progress line first.
+        sys.stderr.write(f"{_CLEAR_LINE if sys.stderr.isatty() else ''}trio-mcp: {exc}\n")
         return 1
     except OSError as exc:
         sys.stderr.write(f"trio-mcp: cannot reach {args.target!r}: {exc}\n")
