@@ -236,6 +236,14 @@ def test_serve_a_file_by_path_from_another_directory(tmp_path: Path) -> None:
         done = run_cli("call", f"{sys.executable} -m trio_mcp serve {spec}", "hello", cwd=cwd)
         assert done.returncode == 0, (spec, done.stderr)
         assert done.stdout == "hello from a file\n"
+    # A file named like a module already loaded is served without replacing that module.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "helper.py").write_text('GREETING = "still served"\n')
+    (shadow / "trio_mcp.py").write_text(ONE_SERVER)  # it imports the real trio_mcp
+    serve_shadow = f"{sys.executable} -m trio_mcp serve {shadow / 'trio_mcp.py'}"
+    done = run_cli("call", serve_shadow, "hello", cwd=elsewhere)
+    assert done.stdout == "still served\n", done.stderr
 
 
 def test_a_bad_serve_target_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -78,7 +78,9 @@ def _import_file(path: Path) -> ModuleType:
     directory = str(path.parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)  # so the file can import its neighbours
-    name = path.stem if path.stem.isidentifier() else "_trio_mcp_served"
+    name = path.stem
+    if not name.isidentifier() or name in sys.modules:  # never replace a loaded module
+        name = "_trio_mcp_served"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot load {str(path)!r} as Python")
