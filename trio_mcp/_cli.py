@@ -1,59 +1,150 @@
 """The ``trio-mcp`` command: serve a server over stdio, or drive one from the shell.
 
     trio-mcp demo                          serve the built-in demo server over stdio
-    trio-mcp serve package.module:server   serve any Server object over stdio
+    trio-mcp serve FILE.py[:server]        serve a Server from a file (or package.module:server)
     trio-mcp tools TARGET [--json]         list a server's tools
-    trio-mcp call TARGET TOOL [JSON]       call a tool (Ctrl-C cancels it on the wire)
+    trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
+    trio-mcp resources TARGET              list resources (templates: resource templates)
+    trio-mcp read TARGET URI               read a resource
+    trio-mcp prompts TARGET                list prompts
+    trio-mcp get TARGET PROMPT [ARGS...]   render a prompt
 
 TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
-Streamable HTTP endpoint (http:// or https://).
+Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
+(a value is typed by the tool's input schema).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib
+import importlib.util
+import math
+import mimetypes
 import os
 import shlex
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
 import trio
 
+from ._exception_groups import collapse_exception_groups
+from ._version import __version__
 from .client import Client, open_client
 from .protocol._errors import MCPError
-from .protocol._types import to_wire
+from .protocol._types import (
+    LOGGING_LEVELS,
+    AudioContent,
+    BlobResourceContents,
+    EmbeddedResource,
+    ImageContent,
+    LoggingMessageNotificationParams,
+    TextResourceContents,
+    to_wire,
+)
 from .server import Server
 
 EXIT_INTERRUPTED = 130
+EXIT_USAGE = 2
+#: The names a server is looked up by in a module, when the target names none.
+SERVER_NAMES = ("server", "mcp", "app")
 
 
-def load_server(spec: str) -> Server:
-    """Import ``module:attribute`` (the current directory is importable) and return the Server.
+class UsageError(Exception):
+    """A bad command line or target: one line on stderr, exit status 2, no traceback."""
 
-    The attribute may also be a function returning a Server.
-    """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise SystemExit(f"trio-mcp: expected module:attribute, got {spec!r}")
+
+# -- serving: what ``serve`` loads ----------------------------------------------------------------
+
+
+def _split_target(spec: str) -> tuple[str, str | None]:
+    """``path/x.py:attr`` or ``module:attr`` into its module part and attribute (if any)."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail and head and "/" not in tail and "\\" not in tail:
+        return head, tail
+    return spec, None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UsageError(f"no such file: {str(path)!r}")
+    directory = str(path.parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)  # so the file can import its neighbours
+    name = path.stem
+    if not name.isidentifier() or name in sys.modules:  # never replace a loaded module
+        name = "_trio_mcp_served"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot load {str(path)!r} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise UsageError(f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(name)
     except ImportError as exc:
-        raise SystemExit(f"trio-mcp: cannot import {module_name!r}: {exc}") from None
+        raise UsageError(f"cannot import {name!r}: {exc}") from None
+    except Exception as exc:
+        raise UsageError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _find_server(module: ModuleType, where: str) -> Server:
+    servers = {name: v for name, v in vars(module).items() if isinstance(v, Server)}
+    distinct = {id(v): v for v in servers.values()}
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    for name in SERVER_NAMES:
+        if name in servers:
+            return servers[name]
+    if not servers:
+        raise UsageError(f"{where} defines no trio_mcp.Server; name one with {where}:ATTRIBUTE")
+    names = ", ".join(sorted(servers))
+    raise UsageError(f"{where} defines several servers ({names}); pick one with {where}:NAME")
+
+
+def load_server(spec: str) -> Server:
+    """The Server that ``spec`` names.
+
+    ``spec`` is a file (``./x.py``, ``/abs/x.py``) or an importable module (the current
+    directory is importable), optionally followed by ``:attribute``. Without one, the module's
+    only Server is taken, else the one called ``server``, ``mcp`` or ``app``. The attribute may
+    also be a function returning a Server. A bad spec raises :class:`UsageError`.
+    """
+    location, attribute = _split_target(spec)
+    if not location:
+        raise UsageError(f"expected FILE.py[:attribute] or module[:attribute], got {spec!r}")
+    is_file = location.endswith(".py") or os.sep in location or "/" in location
+    module = _import_file(Path(location).resolve()) if is_file else _import_module(location)
+    if attribute is None:
+        return _find_server(module, location)
     try:
         value: Any = getattr(module, attribute)
     except AttributeError:
-        raise SystemExit(f"trio-mcp: {module_name!r} has no attribute {attribute!r}") from None
+        raise UsageError(f"{location!r} has no attribute {attribute!r}") from None
     if callable(value) and not isinstance(value, Server):
         value = value()
     if not isinstance(value, Server):
-        raise SystemExit(f"trio-mcp: {spec!r} is a {type(value).__name__}, not a trio_mcp.Server")
+        raise UsageError(f"{spec!r} is a {type(value).__name__}, not a trio_mcp.Server")
     return value
+
+
+# -- driving: the client commands -----------------------------------------------------------------
 
 
 def _target(text: str) -> list[str] | str:
@@ -61,95 +152,323 @@ def _target(text: str) -> list[str] | str:
         return text.strip()
     command = shlex.split(text)
     if not command:
-        raise SystemExit("trio-mcp: TARGET is empty")
+        raise UsageError("TARGET is empty")
     return command
+
+
+def _headers(values: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header expects NAME:VALUE, got {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
 
 
 def _print_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-async def _list_tools(client: Client, as_json: bool) -> None:
-    tools = await client.list_tools()
-    if as_json:
-        _print_json([to_wire(tool) for tool in tools])
-        return
-    for tool in tools:
-        params = ", ".join(tool.input_schema.get("properties", {}))
-        description = (tool.description or "").strip().splitlines()
-        line = f"{tool.name}({params})"
-        print(f"{line}  {description[0]}" if description else line)
+def _json_or_text(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
 
 
-def _show_progress(progress: float, total: float | None, message: str | None) -> None:
-    amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
-    sys.stderr.write(f"\rprogress {amount}{'  ' + message if message else ''}\033[K")
-    sys.stderr.flush()
+def _typed(value: str, schema: Any) -> Any:
+    """A ``key=value`` value as the property's schema types it (a string unless told)."""
+    if not isinstance(schema, dict):
+        return _json_or_text(value)
+    kinds = schema.get("type")
+    if kinds is None and isinstance(schema.get("anyOf"), list):
+        kinds = [option.get("type") for option in schema["anyOf"] if isinstance(option, dict)]
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    if not kinds:
+        return _json_or_text(value)
+    if "string" in kinds and not ({"integer", "number", "boolean", "array", "object"} & set(kinds)):
+        return value
+    parsed = _json_or_text(value)
+    matches = {
+        "integer": isinstance(parsed, int) and not isinstance(parsed, bool),
+        "number": isinstance(parsed, int | float) and not isinstance(parsed, bool),
+        "boolean": isinstance(parsed, bool),
+        "array": isinstance(parsed, list),
+        "object": isinstance(parsed, dict),
+        "null": parsed is None,
+    }
+    if any(matches.get(kind, False) for kind in kinds):
+        return parsed
+    return value  # as written: the server's validation says what is wrong with it
 
 
-async def _call_tool(client: Client, tool: str, arguments: dict[str, Any], as_json: bool) -> int:
-    result = await client.call_tool(tool, arguments, on_progress=_show_progress)
-    sys.stderr.write("\r\033[K")
-    if as_json:
-        _print_json(to_wire(result))
+def _arguments(words: Sequence[str], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """One JSON object, or ``key=value`` pairs typed by ``schema`` (strings without one)."""
+    if len(words) == 1 and words[0].lstrip().startswith("{"):
+        try:
+            value = orjson.loads(words[0])
+        except orjson.JSONDecodeError as exc:
+            raise UsageError(f"the arguments are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise UsageError("the arguments must be a JSON object")
+        return value
+    properties = (schema or {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected key=value or one JSON object, got {word!r}")
+        arguments[key] = value if schema is None else _typed(value, properties.get(key))
+    return arguments
+
+
+_CLEAR_LINE = "\r\033[K"
+#: Types ``mimetypes`` may not know (it depends on the platform's tables).
+_EXTENSIONS = {
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/mpeg": ".mp3",
+    "audio/ogg": ".ogg",
+    "audio/webm": ".webm",
+    "image/webp": ".webp",
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+}
+
+
+class Output:
+    """Where the commands write: stdout for results, stderr for progress, logs and failures."""
+
+    def __init__(self, save_dir: str | None) -> None:
+        self.terminal = sys.stderr.isatty()
+        self._save_dir = save_dir
+        self._saved = 0
+        self._progress_shown = False
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        amount = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        text = f"progress {amount}{'  ' + message if message else ''}"
+        if self.terminal:
+            sys.stderr.write(f"\r{text}\033[K")
+            self._progress_shown = True
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def end_progress(self) -> None:
+        if self._progress_shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self._progress_shown = False
+
+    def note(self, text: str) -> None:
+        """One line on stderr, on a line of its own even while progress is shown."""
+        self.end_progress()
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def log(self, message: LoggingMessageNotificationParams) -> None:
+        data = message.data if isinstance(message.data, str) else orjson.dumps(message.data)
+        text = data if isinstance(data, str) else data.decode()
+        source = f" {message.logger}" if message.logger else ""
+        self.note(f"[{message.level}{source}] {text}")
+
+    def save(self, data: str, mime_type: str | None, stem: str) -> str:
+        """Decode base64 ``data`` into a new file; its path."""
+        if self._save_dir is None:
+            self._save_dir = tempfile.mkdtemp(prefix="trio-mcp-")
+        directory = Path(self._save_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        base = (mime_type or "").split(";")[0].strip().lower()
+        extension = _EXTENSIONS.get(base) or mimetypes.guess_extension(base) or ".bin"
+        self._saved += 1
+        path = directory / f"{stem}-{self._saved}{extension}"
+        try:
+            path.write_bytes(base64.b64decode(data, validate=True))
+        except ValueError:
+            raise MCPError(f"the server sent {stem} data that is not base64") from None
+        return str(path)
+
+    def contents(self, item: Any) -> str:
+        """A content block or resource contents, as a line of text (binary saved to a file)."""
+        if isinstance(item, ImageContent | AudioContent):
+            path = self.save(item.data, item.mime_type, item.type)
+            return f"{item.type} ({item.mime_type}) saved to {path}"
+        if isinstance(item, EmbeddedResource):
+            return self.contents(item.resource)
+        if isinstance(item, TextResourceContents):
+            return item.text
+        if isinstance(item, BlobResourceContents):
+            path = self.save(item.blob, item.mime_type, "resource")
+            return f"{item.uri} ({item.mime_type or 'binary'}) saved to {path}"
+        text = getattr(item, "text", None)
+        return text if isinstance(text, str) else orjson.dumps(to_wire(item)).decode()
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _listing(head: str, description: str | None) -> str:
+    first = _first_line(description)
+    return f"{head}  {first}" if first else head
+
+
+async def _list(client: Client, what: str, as_json: bool) -> int:
+    capability = "resources" if what == "templates" else what
+    if getattr(client.server_capabilities, capability) is None:
+        # Nothing to list, and asking would only fetch "Method not found".
+        if as_json:
+            _print_json([])
+        else:
+            sys.stderr.write(f"trio-mcp: the server offers no {capability}\n")
+        return 0
+    if what == "tools":
+        tools = await client.list_tools()
+        if as_json:
+            _print_json([to_wire(t) for t in tools])
+        for tool in [] if as_json else tools:
+            params = ", ".join(tool.input_schema.get("properties", {}))
+            print(_listing(f"{tool.name}({params})", tool.description))
+    elif what == "resources":
+        resources = await client.list_resources()
+        if as_json:
+            _print_json([to_wire(r) for r in resources])
+        for resource in [] if as_json else resources:
+            print(_listing(resource.uri, resource.description or resource.name))
+    elif what == "templates":
+        templates = await client.list_resource_templates()
+        if as_json:
+            _print_json([to_wire(t) for t in templates])
+        for template in [] if as_json else templates:
+            print(_listing(template.uri_template, template.description or template.name))
     else:
-        # A tool error (isError) is the tool's own output, but a failure: it goes to stderr, so
-        # a shell that captures stdout never mistakes it for a result.
-        out = sys.stderr if result.is_error else sys.stdout
-        for block in result.content:
-            text = getattr(block, "text", None)
-            print(text if text is not None else orjson.dumps(to_wire(block)).decode(), file=out)
+        prompts = await client.list_prompts()
+        if as_json:
+            _print_json([to_wire(p) for p in prompts])
+        for prompt in [] if as_json else prompts:
+            params = ", ".join(
+                a.name if a.required else f"[{a.name}]" for a in prompt.arguments or []
+            )
+            print(_listing(f"{prompt.name}({params})", prompt.description))
+    return 0
+
+
+async def _call_tool(client: Client, args: argparse.Namespace, out: Output) -> int:
+    schema: dict[str, Any] | None = None
+    if args.arguments and not args.arguments[0].lstrip().startswith("{"):
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        if args.tool in tools:
+            schema = tools[args.tool].input_schema
+    arguments = _arguments(args.arguments, schema if schema is not None else {})
+    result = await client.call_tool(args.tool, arguments, on_progress=out.progress)
+    out.end_progress()
+    if args.json:
+        _print_json(to_wire(result))
+        return 1 if result.is_error else 0
+    # A tool error (isError) is the tool's own output, but a failure: it goes to stderr, so a
+    # shell that captures stdout never mistakes it for a result.
+    stream = sys.stderr if result.is_error else sys.stdout
+    for block in result.content:
+        print(out.contents(block), file=stream)
     return 1 if result.is_error else 0
 
 
-async def _drive(command: list[str] | str, action: str, args: argparse.Namespace) -> int:
+async def _read(client: Client, args: argparse.Namespace, out: Output) -> int:
+    result = await client.read_resource(args.uri)
+    if args.json:
+        _print_json(to_wire(result))
+        return 0
+    for contents in result.contents:
+        print(out.contents(contents))
+    return 0
+
+
+async def _get_prompt(client: Client, args: argparse.Namespace, out: Output) -> int:
+    arguments = _arguments(args.arguments, None)
+    prompt_arguments = {
+        key: value if isinstance(value, str) else orjson.dumps(value).decode()
+        for key, value in arguments.items()
+    }
+    result = await client.get_prompt(args.name, prompt_arguments)
+    if args.json:
+        _print_json(to_wire(result))
+        return 0
+    for message in result.messages:
+        print(f"{message.role}: {out.contents(message.content)}")
+    return 0
+
+
+async def _run_action(client: Client, args: argparse.Namespace, out: Output) -> int:
+    if client.server_capabilities.logging is not None:
+        await client.set_logging_level(args.log_level)
+    if args.command in ("tools", "resources", "templates", "prompts"):
+        return await _list(client, args.command, args.json)
+    if args.command == "call":
+        return await _call_tool(client, args, out)
+    if args.command == "read":
+        return await _read(client, args, out)
+    return await _get_prompt(client, args, out)
+
+
+async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
-    interrupted = False
+    out = Output(args.save_dir)
+    interrupted = timed_out = False
     code = 0
+    options: dict[str, Any] = {}
+    if args.header:
+        if not isinstance(target, str):
+            raise UsageError("--header is for an http(s):// TARGET")
+        options["headers"] = _headers(args.header)
     with trio.open_signal_receiver(signal.SIGINT) as signals:
-        async with open_client(command) as client, trio.open_nursery() as nursery:
+        async with trio.open_nursery() as outer:
 
             async def on_interrupt() -> None:
                 nonlocal interrupted
                 async for _ in signals:
                     interrupted = True
-                    nursery.cancel_scope.cancel()
+                    outer.cancel_scope.cancel()
                     return
 
             async def run() -> None:
-                nonlocal code
-                if action == "tools":
-                    await _list_tools(client, args.json)
-                else:
-                    code = await _call_tool(client, args.tool, args.arguments, args.json)
-                nursery.cancel_scope.cancel()
+                nonlocal code, timed_out
+                limit = math.inf if args.timeout is None else args.timeout
+                with trio.move_on_after(limit) as deadline:
+                    async with open_client(target, on_log=out.log, **options) as client:
+                        code = await _run_action(client, args, out)
+                timed_out = deadline.cancelled_caught
+                outer.cancel_scope.cancel()
 
-            nursery.start_soon(on_interrupt)
-            nursery.start_soon(run)
+            outer.start_soon(on_interrupt)
+            outer.start_soon(run)
     if interrupted:
-        sys.stderr.write("\rcancelled\033[K\n")
+        out.note("cancelled")
         return EXIT_INTERRUPTED
+    if timed_out:
+        out.note(f"trio-mcp: no answer within --timeout {args.timeout:g}s; cancelled")
+        return 1
     return code
 
 
-def _arguments(text: str) -> dict[str, Any]:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise SystemExit(f"trio-mcp: the tool arguments are not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise SystemExit("trio-mcp: the tool arguments must be a JSON object")
-    return value
+# -- the command line -----------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp", description="Serve or drive Model Context Protocol servers."
     )
+    parser.add_argument("--version", action="version", version=f"trio-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="serve the built-in demo server")
-    serve = commands.add_parser("serve", help="serve a Server object")
-    serve.add_argument("server", help="module:attribute naming a trio_mcp.Server")
+    serve = commands.add_parser("serve", help="serve a Server from a file or module")
+    serve.add_argument(
+        "server",
+        help="FILE.py or package.module, optionally :attribute (default: the module's Server)",
+    )
     for served in (demo, serve):
         served.add_argument(
             "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
@@ -170,49 +489,92 @@ def build_parser() -> argparse.ArgumentParser:
             help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
             "origins for requests arriving on loopback, any origin otherwise",
         )
-    tools = commands.add_parser("tools", help="list the tools of a server")
-    tools.add_argument("target", help="the server's command line (one quoted string) or URL")
-    tools.add_argument("--json", action="store_true", help="print JSON")
-    call = commands.add_parser("call", help="call a tool")
-    call.add_argument("target", help="the server's command line (one quoted string) or URL")
+
+    def client_command(name: str, help: str) -> argparse.ArgumentParser:
+        command = commands.add_parser(name, help=help)
+        command.add_argument("target", help="the server's command line (one quoted string) or URL")
+        return command
+
+    listings = {
+        "tools": "list the tools of a server",
+        "resources": "list the resources of a server",
+        "templates": "list the resource templates of a server",
+        "prompts": "list the prompts of a server",
+    }
+    drivers = [client_command(name, text) for name, text in listings.items()]
+    call = client_command("call", "call a tool")
     call.add_argument("tool", help="the tool's name")
-    call.add_argument("arguments", nargs="?", default="{}", type=_arguments, help="JSON object")
-    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    call.add_argument("arguments", nargs="*", help="key=value ... or one JSON object")
+    read = client_command("read", "read a resource")
+    read.add_argument("uri", help="the resource's URI")
+    get = client_command("get", "render a prompt")
+    get.add_argument("name", help="the prompt's name")
+    get.add_argument("arguments", nargs="*", help="key=value ... or one JSON object")
+    for command in [*drivers, call, read, get]:
+        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        command.add_argument(
+            "--header",
+            "-H",
+            action="append",
+            default=[],
+            metavar="NAME:VALUE",
+            help="an HTTP header for every request (repeatable; http(s) targets)",
+        )
+        command.add_argument(
+            "--timeout",
+            type=float,
+            metavar="SECONDS",
+            help="give up (cancelling on the wire) after this long, connecting included",
+        )
+        command.add_argument(
+            "--log-level",
+            default="info",
+            choices=list(LOGGING_LEVELS),
+            help="the server's log messages shown on stderr from this level (default: info)",
+        )
+        command.add_argument(
+            "--save-dir",
+            metavar="DIR",
+            help="where images, audio and binary resources are saved (default: a new temp dir)",
+        )
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from ._demo import demo_server
+
+        server = demo_server()
+    else:
+        server = load_server(args.server)
+    options = None
+    if args.transport == "http":
+        from .server._http_app import HttpOptions
+
+        options = HttpOptions(allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
+    try:
+        server.run(args.transport, host=args.host, port=args.port, options=options)
+    except SystemExit as exit:
+        return exit.code if isinstance(exit.code, int) else 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("demo", "serve"):
-        if args.command == "demo":
-            from ._demo import demo_server
-
-            server = demo_server()
-        else:
-            server = load_server(args.server)
-        if args.transport == "stdio":
-            trio.run(server.serve_stdio)
-            return 0
-        from .server._http_app import HttpOptions
-        from .server._hypercorn import serve_http
-
-        options = HttpOptions(allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin)
-
-        def ready(binds: list[str]) -> None:
-            sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
-            sys.stderr.flush()
-
-        trio.run(
-            lambda: serve_http(
-                server, host=args.host, port=args.port, options=options, on_ready=ready
-            )
-        )
-        return 0
     try:
-        return trio.run(_drive, _target(args.target), args.command, args)
+        if args.command in ("demo", "serve"):
+            return _serve(args)
+        with collapse_exception_groups():
+            return trio.run(_drive, _target(args.target), args)
+    except UsageError as exc:
+        sys.stderr.write(f"trio-mcp: {exc}\n")
+        return EXIT_USAGE
     except MCPError as exc:
-        sys.stderr.write(f"\ntrio-mcp: {exc}\n")
+        # On a terminal, clear a progress line first.
+        sys.stderr.write(f"{_CLEAR_LINE if sys.stderr.isatty() else ''}trio-mcp: {exc}\n")
         return 1
     except OSError as exc:
-        sys.stderr.write(f"trio-mcp: cannot start {args.target!r}: {exc}\n")
+        sys.stderr.write(f"trio-mcp: cannot reach {args.target!r}: {exc}\n")
         return 1
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

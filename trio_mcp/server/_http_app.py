@@ -351,6 +351,10 @@ class McpHttpApp:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
+        if not _under_trio():
+            # Under asyncio (hypercorn's default worker) nothing of Trio can run: say so.
+            await send({"type": "lifespan.startup.failed", "message": NOT_UNDER_TRIO})
+            return
         async with self.running():
             await send({"type": "lifespan.startup.complete"})
             while (await receive())["type"] != "lifespan.shutdown":
@@ -1050,3 +1054,17 @@ def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str,
         if item is None:
             return out
         out.append(item)
+
+
+NOT_UNDER_TRIO = (
+    "trio_mcp's HTTP app runs on Trio, but this ASGI server runs it on asyncio: "
+    "start hypercorn with --worker-class trio"
+)
+
+
+def _under_trio() -> bool:
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True

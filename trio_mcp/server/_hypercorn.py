@@ -5,19 +5,25 @@ from __future__ import annotations
 import functools
 import signal
 from collections.abc import Callable
-from typing import cast
+from typing import Protocol, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 
-from ._http_app import HttpOptions
-from ._server import Server
+from ._http_app import HttpOptions, McpHttpApp
+
+
+class HttpServable(Protocol):
+    """What :func:`serve_http` serves: a :class:`~trio_mcp.Server` (whose ``run()`` calls this,
+    so this module does not import it)."""
+
+    def http_app(self, options: HttpOptions | None = None) -> McpHttpApp: ...
 
 
 async def serve_http(
-    server: Server,
+    server: HttpServable,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,

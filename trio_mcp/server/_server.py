@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
@@ -451,10 +454,52 @@ class Server:
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport
 
+        require_trio("server.serve_stdio()")
         await serve_stdio_transport(
             self.serve_transport,
             max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
+            banner=f"{self.info.name} {self.info.version}: an MCP server on stdio, waiting for "
+            "a client on stdin. Press Ctrl-C to stop.",
         )
+
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        options: HttpOptions | None = None,
+    ) -> None:
+        """Serve until stopped, blocking: calls ``trio.run`` (so not from inside an event loop).
+
+        ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
+        at ``host``:``port``, with ``options``). Ctrl-C stops the server without a traceback:
+        over stdio it exits with status 130, over HTTP it shuts down gracefully and returns.
+        """
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        if _in_an_event_loop():
+            raise RuntimeError(
+                "server.run() starts its own Trio event loop and cannot be called from async "
+                "code; there, await server.serve_stdio() (or serve_http) under Trio instead"
+            )
+        try:
+            if transport == "stdio":
+                trio.run(self.serve_stdio)
+            else:
+                from ._hypercorn import serve_http
+
+                def ready(binds: list[str]) -> None:
+                    sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
+                    sys.stderr.flush()
+
+                trio.run(
+                    functools.partial(
+                        serve_http, self, host=host, port=port, options=options, on_ready=ready
+                    )
+                )
+        except KeyboardInterrupt:
+            raise SystemExit(130) from None
 
     def http_app(self, options: HttpOptions | None = None) -> McpHttpApp:
         """The Streamable HTTP endpoint as an ASGI app, for ``hypercorn --worker-class trio``.
@@ -472,6 +517,31 @@ class Server:
             self.on_request(record)
         except Exception:
             logger.exception("the on_request hook failed")
+
+
+def _in_an_event_loop() -> bool:
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        pass
+    else:
+        return True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def require_trio(what: str) -> None:
+    """Fail with the real cause when ``what`` is awaited outside Trio (say under asyncio)."""
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        raise RuntimeError(
+            f"{what} must run under Trio: trio_mcp is Trio-native and does not run on asyncio. "
+            "Use trio.run(server.serve_stdio), or server.run() to serve without writing async code"
+        ) from None
 
 
 def _is_string_schema(schema: dict[str, Any]) -> bool:

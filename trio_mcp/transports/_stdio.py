@@ -8,8 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -118,18 +119,64 @@ class _StdioFiles:
         os.close(saved_out)
 
 
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return os.isatty(2)
+    except OSError:
+        return False
+
+
 async def serve_stdio_transport(
     serve: Callable[[LineTransport], Any],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    banner: str | None = None,
 ) -> None:
-    """Run ``serve(transport)`` on this process's stdin and stdout until stdin ends."""
-    with _StdioFiles() as (protocol_in, protocol_out):
+    """Run ``serve(transport)`` on this process's stdin and stdout until stdin ends.
+
+    ``banner`` is written to stderr first, only when stderr is a terminal (a person is
+    watching; an MCP host's log gets nothing). In the main thread SIGINT stops serving the way
+    the end of input does, then ``KeyboardInterrupt`` is raised on its own, never inside an
+    exception group, so an entry point can exit quietly.
+    """
+    if banner is not None and _stderr_is_a_terminal():
+        sys.stderr.write(banner.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    interrupted = False
+    with _StdioFiles() as (protocol_in, protocol_out), _sigint_receiver() as signals:
         async with (
             trio.lowlevel.FdStream(protocol_in) as receive,
             trio.lowlevel.FdStream(protocol_out) as send,
+            trio.open_nursery() as nursery,
         ):
-            await serve(LineTransport(receive, send, max_line_bytes=max_line_bytes))
+
+            async def stop_on_sigint() -> None:
+                nonlocal interrupted
+                if signals is None:
+                    return
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+            async def run() -> None:
+                await serve(LineTransport(receive, send, max_line_bytes=max_line_bytes))
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_sigint)
+            nursery.start_soon(run)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigint_receiver() -> Iterator[AsyncIterator[int] | None]:
+    """SIGINT as a stream in the main thread (where signals arrive), else None."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        yield signals
 
 
 # -- the client side ----------------------------------------------------------------------------
