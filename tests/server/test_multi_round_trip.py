@@ -11,6 +11,7 @@ import pytest
 
 from trio_mcp import Context, MCPError, Server
 
+from .._http import Served, serving
 from ..wire import WirePeer, wire_to
 
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -168,9 +169,9 @@ async def test_a_tampered_or_foreign_state_is_refused() -> None:
     server = input_server()
     async with wire_to(server, initialize=False) as peer:
         state = (await call(peer, 1))["result"]["requestState"]
-        body, mac = state.split(".")
-        tampered = body[:-2] + ("AA" if body[-2:] != "AA" else "BB") + "." + mac
-        for bad in [tampered, state + "x", "garbage", 42]:
+        middle = len(state) // 2
+        tampered = state[:middle] + ("A" if state[middle] != "A" else "B") + state[middle + 1 :]
+        for bad in [tampered, state + "x", "garbage", 42, "x" * (64 * 1024 + 1)]:
             refused = await call(peer, 2, {"requestState": bad})
             assert refused["error"]["code"] == -32602, bad
             assert "requestState" in refused["error"]["message"]
@@ -238,7 +239,8 @@ async def test_prompts_can_ask_and_other_methods_cannot() -> None:
 
 async def test_a_shared_key_lets_replicas_accept_each_others_state() -> None:
     one, two = Server("a", state_key=b"k" * 32), Server("b", state_key=b"k" * 32)
-    for server in (one, two):
+    stranger = Server("c", state_key=b"x" * 32)
+    for server in (one, two, stranger):
         await_server = input_server()
         server.tools.update(await_server.tools)
     async with wire_to(one, initialize=False) as peer:
@@ -249,6 +251,10 @@ async def test_a_shared_key_lets_replicas_accept_each_others_state() -> None:
             "result"
         ]
         assert result["content"][0]["text"] == "no name"
+    async with wire_to(stranger, initialize=False) as peer:
+        answered = {"elicitation-1": {"action": "decline"}}
+        refused = await call(peer, 1, {"requestState": state, "inputResponses": answered})
+        assert refused["error"]["code"] == -32602
 
 
 @pytest.mark.parametrize("era", ["handshake"])
@@ -422,3 +428,154 @@ async def test_a_handler_catching_mcp_errors_still_asks_for_input() -> None:
         retry = {**params, "inputResponses": answered, "requestState": first["requestState"]}
         second = (await peer.request(2, "tools/call", retry))["result"]
         assert second["content"] == [{"type": "text", "text": "Hi Ada"}]
+
+
+# -- a state is bound to its request's arguments (over a real hypercorn) ---------------------------
+
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+ACCEPT = {"action": "accept", "content": {"ok": True}}
+PRICES = {"pencil": 0.99, "laptop": 1999.0}
+
+
+def bank_server(ledger: list[str]) -> Server:
+    server = Server("bank")
+
+    @server.tool()
+    async def transfer(amount: int, to: str, ctx: Context) -> str:
+        answer = await ctx.elicit(f"Send {amount} to {to}?", CONFIRM, key="confirm")
+        if answer.action != "accept":
+            return "cancelled"
+        ledger.append(f"sent {amount} to {to}")
+        return "sent"
+
+    @server.tool()
+    async def buy(item: str, ctx: Context) -> str:
+        # The quote is made once, in the first round, and kept in the sealed state.
+        quote = ctx.state.setdefault("quote", {"item": item, "price": PRICES[item]})
+        await ctx.elicit(f"Pay {quote['price']} for a {quote['item']}?", CONFIRM, key="confirm")
+        ledger.append(f"charged {quote['price']} for a {item}")
+        return "bought"
+
+    return server
+
+
+async def post_call(
+    served: Served, rid: int, name: str, **params: Any
+) -> tuple[int, dict[str, Any]]:
+    """A modern tools/call POST over HTTP; its status and JSON-RPC response."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "_meta": meta({"elicitation": {}}), **params},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+    }
+    response = await served.client.post(served.url, json=body, headers=headers)
+    assert response.headers["content-type"] == "application/json"
+    reply: dict[str, Any] = response.json()
+    return response.status_code, reply
+
+
+@pytest.mark.invariant(10)
+async def test_a_state_approved_for_one_transfer_cannot_complete_another() -> None:
+    """The user approved "Send 1 to bob?": the same state cannot send 1000000 to mallory."""
+    ledger: list[str] = []
+    async with serving(bank_server(ledger)) as served:
+        _, asked = await post_call(served, 1, "transfer", arguments={"amount": 1, "to": "bob"})
+        state = asked["result"]["requestState"]
+        assert asked["result"]["inputRequests"]["confirm"]["params"]["message"] == (
+            "Send 1 to bob?"
+        )
+        status, swapped = await post_call(
+            served,
+            2,
+            "transfer",
+            arguments={"amount": 1000000, "to": "mallory"},
+            requestState=state,
+            inputResponses={"confirm": ACCEPT},
+        )
+        assert (status, swapped["error"]["code"]) == (400, -32602)
+        assert "requestState" in swapped["error"]["message"]
+        assert ledger == []
+        # The approval stands for the transfer it was given for (keys in any order).
+        status, approved = await post_call(
+            served,
+            3,
+            "transfer",
+            arguments={"to": "bob", "amount": 1},
+            requestState=state,
+            inputResponses={"confirm": ACCEPT},
+        )
+        assert status == 200
+        assert approved["result"]["content"][0]["text"] == "sent"
+        assert ledger == ["sent 1 to bob"]
+
+
+@pytest.mark.invariant(10)
+async def test_a_quote_kept_for_a_pencil_cannot_be_charged_for_a_laptop() -> None:
+    ledger: list[str] = []
+    async with serving(bank_server(ledger)) as served:
+        _, asked = await post_call(served, 1, "buy", arguments={"item": "pencil"})
+        state = asked["result"]["requestState"]
+        assert b"pencil" not in state.encode() and b"0.99" not in state.encode()
+        status, laptop = await post_call(
+            served,
+            2,
+            "buy",
+            arguments={"item": "laptop"},
+            requestState=state,
+            inputResponses={"confirm": ACCEPT},
+        )
+        assert (status, laptop["error"]["code"]) == (400, -32602)
+        assert ledger == []
+        status, pencil = await post_call(
+            served,
+            3,
+            "buy",
+            arguments={"item": "pencil"},
+            requestState=state,
+            inputResponses={"confirm": ACCEPT},
+        )
+        assert status == 200
+        assert pencil["result"]["content"][0]["text"] == "bought"
+        assert ledger == ["charged 0.99 for a pencil"]
+
+
+@pytest.mark.invariant(10)
+async def test_a_prompt_or_resource_state_is_bound_to_its_arguments_or_uri() -> None:
+    server = Server("bound")
+
+    @server.prompt()
+    async def topic(subject: str, ctx: Context) -> str:
+        await ctx.elicit(f"Write about {subject}?", CONFIRM, key="confirm")
+        return f"Write about {subject}"
+
+    for name in ("a", "b"):
+
+        @server.resource(f"memo://{name}")
+        async def memo(ctx: Context) -> str:
+            await ctx.elicit("Read the memo?", CONFIRM, key="confirm")
+            return "memo"
+
+    async with wire_to(server, initialize=False) as peer:
+        params = {"name": "topic", "arguments": {"subject": "cats"}, "_meta": meta()}
+        state = (await peer.request(1, "prompts/get", params))["result"]["requestState"]
+        answered = {"requestState": state, "inputResponses": {"confirm": ACCEPT}}
+        other = {**params, "arguments": {"subject": "dogs"}, **answered}
+        assert (await peer.request(2, "prompts/get", other))["error"]["code"] == -32602
+        same = (await peer.request(3, "prompts/get", {**params, **answered}))["result"]
+        assert same["messages"][0]["content"]["text"] == "Write about cats"
+
+        params = {"uri": "memo://a", "_meta": meta()}
+        state = (await peer.request(4, "resources/read", params))["result"]["requestState"]
+        answered = {"requestState": state, "inputResponses": {"confirm": ACCEPT}}
+        other = {**params, "uri": "memo://b", **answered}
+        assert (await peer.request(5, "resources/read", other))["error"]["code"] == -32602
+        same = (await peer.request(6, "resources/read", {**params, **answered}))["result"]
+        assert same["contents"][0]["text"] == "memo"

@@ -3,9 +3,9 @@
 In the modern era a server never sends requests. A handler's ``await ctx.elicit(...)`` instead
 ends the request with an ``InputRequiredResult``; the client fulfils it and retries with
 ``inputResponses`` and the ``requestState`` it was given, and on the retry the handler runs again
-and the same ``await`` returns the answer. The state is sealed with an HMAC, so a client cannot
-forge answers for questions it was never asked, replay a state for another tool, or keep one
-forever.
+and the same ``await`` returns the answer. The state is encrypted and bound to the request (its
+method, target and arguments), so a client can neither read nor forge it, use it for another
+tool or other arguments, or keep it forever.
 """
 
 from __future__ import annotations
@@ -98,16 +98,28 @@ def target_of(method: str, params: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def arguments_of(method: str, params: dict[str, Any]) -> object:
+    """What a state's argument digest covers: ``arguments`` (absent counts as ``{}``); a
+    resource has none, its uri (the target) is all there is."""
+    return None if method == "resources/read" else params.get("arguments")
+
+
 class MalformedInput(ValueError):
     """A retry's ``inputResponses`` are not answers at all (answered with -32602)."""
 
 
 def gather(
-    request: ModernRequest, method: str, params: dict[str, Any], sealer: StateSealer
+    request: ModernRequest,
+    method: str,
+    params: dict[str, Any],
+    sealer: StateSealer,
+    *,
+    subject: str = "",
 ) -> bool:
     """Fill ``request`` from a retry's sealed state and input responses.
 
-    Returns False when a state was sent but is not one of ours (tampered, expired, foreign).
+    Returns False when a state was sent but is not one of ours for this very request (tampered,
+    expired, sealed for another method, target, arguments or ``subject``, the principal).
     Responses are taken only for keys the state says were asked; extra ones are ignored. Without
     a state, responses can answer only the opening question (see ``ModernRequest.unsolicited``).
     """
@@ -122,7 +134,14 @@ def gather(
             request.unsolicited = dict(responses)
         return True
     # Wall-clock time: the retry may reach another worker, which must agree on expiry.
-    payload = sealer.open(method, target_of(method, params), token, now=time.time())
+    payload = sealer.open(
+        method,
+        target_of(method, params),
+        arguments_of(method, params),
+        token,
+        now=time.time(),
+        subject=subject,
+    )
     if payload is None:
         return False
     answers = payload.get("answers")
@@ -143,11 +162,22 @@ def input_required_result(
     method: str,
     params: dict[str, Any],
     sealer: StateSealer,
+    *,
+    subject: str = "",
 ) -> dict[str, Any]:
-    """The InputRequiredResult that asks for ``exc``'s input and remembers everything else."""
+    """The InputRequiredResult that asks for ``exc``'s input and remembers everything else,
+    sealed for this request (and ``subject``, the principal it serves)."""
     payload = {"answers": request.answers, "data": request.data, "asked": list(exc.requests)}
+    state = sealer.seal(
+        method,
+        target_of(method, params),
+        arguments_of(method, params),
+        payload,
+        now=time.time(),
+        subject=subject,
+    )
     return {
         "resultType": "input_required",
         "inputRequests": dict(exc.requests),
-        "requestState": sealer.seal(method, target_of(method, params), payload, now=time.time()),
+        "requestState": state,
     }
