@@ -38,6 +38,18 @@ def input_server() -> Server:
         reply = await ctx.sample(f"Greet {answer.content['name']}", max_tokens=10)
         return f"{reply.content.text} (rounds: {ctx.state['rounds']})"  # type: ignore[union-attr]
 
+    @server.tool()
+    async def greet_ahead(ctx: Context) -> str:
+        """greet, with both questions open to answers sent ahead."""
+        ctx.state["rounds"] = ctx.state.get("rounds", 0) + 1
+        answer = await ctx.elicit("Your name?", FORM, answer_ahead=True)
+        if answer.action != "accept" or answer.content is None:
+            return "no name"
+        reply = await ctx.sample(
+            f"Greet {answer.content['name']}", max_tokens=10, answer_ahead=True
+        )
+        return f"{reply.content.text} (rounds: {ctx.state['rounds']})"  # type: ignore[union-attr]
+
     @server.prompt()
     async def asks(ctx: Context) -> str:
         answer = await ctx.elicit("Topic?", FORM)
@@ -51,8 +63,15 @@ def input_server() -> Server:
     return server
 
 
-async def call(peer: WirePeer, rid: Any, extra: dict[str, Any] | None = None, **kw: Any) -> Any:
-    params = {"name": "greet", "_meta": meta(**kw), **(extra or {})}
+async def call(
+    peer: WirePeer,
+    rid: Any,
+    extra: dict[str, Any] | None = None,
+    *,
+    tool: str = "greet",
+    **kw: Any,
+) -> Any:
+    params = {"name": tool, "_meta": meta(**kw), **(extra or {})}
     return await peer.request(rid, "tools/call", params)
 
 
@@ -112,10 +131,26 @@ async def test_missing_input_asks_again_and_extra_input_is_ignored() -> None:
 
 
 @pytest.mark.invariant(10)
-async def test_answers_without_a_state_count_only_for_the_opening_question() -> None:
-    """A request without a requestState may answer what its first round would ask (the client
-    is the source of that answer either way); anything later needs the sealed state, so a client
-    cannot answer ahead a question it was never shown."""
+async def test_answers_without_a_state_are_ignored_unless_the_question_opted_in() -> None:
+    """By default an answer sent without a requestState stands for nothing: the question is
+    asked, with a sealed state, as if no answer had been sent."""
+    async with wire_to(input_server(), initialize=False) as peer:
+        ahead = {"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}}
+        first = (await call(peer, 1, {"inputResponses": ahead}))["result"]
+        assert first["resultType"] == "input_required"
+        assert list(first["inputRequests"]) == ["elicitation-1"]
+        # Answered with the state, it counts.
+        retry = {"inputResponses": ahead, "requestState": first["requestState"]}
+        second = (await call(peer, 2, retry))["result"]
+        assert list(second["inputRequests"]) == ["sampling-2"]
+
+
+@pytest.mark.invariant(10)
+async def test_answers_without_a_state_count_only_for_an_opening_question_that_opted_in() -> None:
+    """A request without a requestState may answer what its first round would ask, if the
+    question opted in (``answer_ahead=True``: the client is the source of that answer either
+    way); anything later needs the sealed state, even when it opted in, so a client cannot
+    answer ahead a question it was never shown."""
     async with wire_to(input_server(), initialize=False) as peer:
         ahead = {
             "elicitation-1": {"action": "accept", "content": {"name": "Ada"}},
@@ -126,7 +161,7 @@ async def test_answers_without_a_state_count_only_for_the_opening_question() -> 
             },
             "unknown": {"action": "accept", "content": {"name": "ignored"}},
         }
-        first = (await call(peer, 1, {"inputResponses": ahead}))["result"]
+        first = (await call(peer, 1, {"inputResponses": ahead}, tool="greet_ahead"))["result"]
         assert first["resultType"] == "input_required"
         assert list(first["inputRequests"]) == ["sampling-2"]
         asked = first["inputRequests"]["sampling-2"]["params"]["messages"][0]["content"]
@@ -140,7 +175,7 @@ async def test_answers_without_a_state_count_only_for_the_opening_question() -> 
             }
         }
         retry = {"inputResponses": sampled, "requestState": first["requestState"]}
-        done = (await call(peer, 2, retry))["result"]
+        done = (await call(peer, 2, retry, tool="greet_ahead"))["result"]
         assert done["content"][0]["text"] == "Hello Ada (rounds: 2)"
 
 
@@ -310,6 +345,26 @@ def together_server() -> Server:
         return f"{reply.content.text} {who} ({len(roots)} roots)"  # type: ignore[union-attr]
 
     @server.tool()
+    async def onboard_ahead(ctx: Context) -> str:
+        name, reply, roots = await ctx.ask_together(
+            ctx.elicit("Your name?", FORM, key="user_name", answer_ahead=True),
+            ctx.sample("A greeting", max_tokens=10, key="greeting", answer_ahead=True),
+            ctx.list_roots(key="client_roots", answer_ahead=True),
+        )
+        who = name.content["name"] if name.content else "?"
+        return f"{reply.content.text} {who} ({len(roots)} roots)"  # type: ignore[union-attr]
+
+    @server.tool()
+    async def onboard_partly_ahead(ctx: Context) -> str:
+        name, reply, roots = await ctx.ask_together(
+            ctx.elicit("Your name?", FORM, key="user_name", answer_ahead=True),
+            ctx.sample("A greeting", max_tokens=10, key="greeting"),
+            ctx.list_roots(key="client_roots", answer_ahead=True),
+        )
+        who = name.content["name"] if name.content else "?"
+        return f"{reply.content.text} {who} ({len(roots)} roots)"  # type: ignore[union-attr]
+
+    @server.tool()
     async def twice(ctx: Context) -> str:
         await ctx.elicit("One?", FORM, key="same")
         await ctx.elicit("Two?", FORM, key="same")
@@ -340,12 +395,30 @@ async def test_questions_asked_together_travel_in_one_result_under_their_keys() 
         assert third["content"][0]["text"] == "Hi Ada (1 roots)"
 
 
-async def test_an_opening_batch_can_be_answered_without_a_state() -> None:
+async def test_an_opening_batch_can_be_answered_without_a_state_where_it_opted_in() -> None:
+    """Each question of an opening batch opts in on its own: the ones that did take the
+    answers sent ahead, the others are asked."""
     async with wire_to(together_server(), initialize=False) as peer:
         answers = {"user_name": NAMED, "greeting": GREETING, "client_roots": ROOTS, "extra": {}}
-        params = {"name": "onboard", "_meta": meta(ALL_CAPS), "inputResponses": answers}
+        params = {"name": "onboard_ahead", "_meta": meta(ALL_CAPS), "inputResponses": answers}
         done = (await peer.request(1, "tools/call", params))["result"]
         assert done["content"][0]["text"] == "Hi Ada (1 roots)"
+        params = {**params, "name": "onboard_partly_ahead"}
+        partly = (await peer.request(2, "tools/call", params))["result"]
+        assert list(partly["inputRequests"]) == ["greeting"]
+        # What was taken ahead travels on in the state.
+        retry = {
+            "name": "onboard_partly_ahead",
+            "_meta": meta(ALL_CAPS),
+            "requestState": partly["requestState"],
+            "inputResponses": {"greeting": GREETING},
+        }
+        done = (await peer.request(3, "tools/call", retry))["result"]
+        assert done["content"][0]["text"] == "Hi Ada (1 roots)"
+        # By default, nothing of the batch is taken ahead.
+        params = {**params, "name": "onboard"}
+        asked = (await peer.request(4, "tools/call", params))["result"]
+        assert list(asked["inputRequests"]) == ["user_name", "greeting", "client_roots"]
 
 
 async def test_asking_together_for_an_undeclared_capability_leaves_nothing_behind() -> None:
@@ -447,6 +520,14 @@ def bank_server(ledger: list[str]) -> Server:
             return "cancelled"
         ledger.append(f"sent {amount} to {to}")
         return "sent"
+
+    @server.tool()
+    async def delete_file(path: str, ctx: Context) -> str:
+        answer = await ctx.elicit(f"Delete {path}?", CONFIRM, key="confirm")
+        if answer.action != "accept":
+            return "kept"
+        ledger.append(f"deleted {path}")
+        return "deleted"
 
     @server.tool()
     async def buy(item: str, ctx: Context) -> str:
@@ -579,3 +660,34 @@ async def test_a_prompt_or_resource_state_is_bound_to_its_arguments_or_uri() -> 
         assert (await peer.request(5, "resources/read", other))["error"]["code"] == -32602
         same = (await peer.request(6, "resources/read", {**params, **answered}))["result"]
         assert same["contents"][0]["text"] == "memo"
+
+
+@pytest.mark.invariant(10)
+async def test_a_confirmation_answered_ahead_is_asked_anyway_and_nothing_runs() -> None:
+    """A client cannot skip a confirmation by sending its answer with the first request."""
+    ledger: list[str] = []
+    async with serving(bank_server(ledger)) as served:
+        status, ahead = await post_call(
+            served,
+            1,
+            "delete_file",
+            arguments={"path": "report.txt"},
+            inputResponses={"confirm": ACCEPT},
+        )
+        assert status == 200
+        assert ahead["result"]["resultType"] == "input_required"
+        assert ahead["result"]["inputRequests"]["confirm"]["params"]["message"] == (
+            "Delete report.txt?"
+        )
+        assert ledger == []
+        # Once asked, the user's answer (with the state) is what counts.
+        status, declined = await post_call(
+            served,
+            2,
+            "delete_file",
+            arguments={"path": "report.txt"},
+            requestState=ahead["result"]["requestState"],
+            inputResponses={"confirm": {"action": "decline"}},
+        )
+        assert declined["result"]["content"][0]["text"] == "kept"
+        assert ledger == []
