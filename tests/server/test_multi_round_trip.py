@@ -691,3 +691,18 @@ async def test_a_confirmation_answered_ahead_is_asked_anyway_and_nothing_runs() 
         )
         assert declined["result"]["content"][0]["text"] == "kept"
         assert ledger == []
+
+
+async def test_a_state_over_the_size_limit_is_never_issued() -> None:
+    """The client could never send it back: the request fails (generically) instead."""
+    server = Server("hoarder")
+
+    @server.tool()
+    async def hoard(ctx: Context) -> str:
+        ctx.state["blob"] = "x" * (64 * 1024)
+        await ctx.elicit("Go on?", FORM)
+        return "never"  # pragma: no cover
+
+    async with wire_to(server, initialize=False) as peer:
+        refused = await call(peer, 1, tool="hoard")
+        assert refused["error"] == {"code": -32603, "message": "Internal error"}
