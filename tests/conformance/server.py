@@ -477,8 +477,10 @@ async def test_x_mcp_header(region: str = "<none>") -> str:
 
 @server.tool()
 async def test_input_required_result_elicitation(ctx: Context) -> str:
-    """One question, under the key the scenarios answer (``user_name``)."""
-    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    """One question, under the key the scenarios answer (``user_name``). A name is data the
+    client could pass as an argument, so it may be answered ahead: the scenario
+    ``input-required-result-ignore-extra-params`` answers it in its first request."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name", answer_ahead=True)
     return f"Hello, {_content(answer, 'name')}!"
 
 

@@ -1,5 +1,5 @@
 """protocol/ is sans-IO: it imports the standard library (no clocks, sockets, processes or event
-loops), attrs, cattrs and orjson, and itself; nothing else."""
+loops), attrs, cattrs, orjson and cryptography (for requestState), and itself; nothing else."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio_mcp.protocol
 
-THIRD_PARTY = {"attrs", "cattrs", "orjson"}
+THIRD_PARTY = {"attrs", "cattrs", "orjson", "cryptography"}
 #: Standard modules that reach a clock, the network, processes, files or an event loop.
 IO = {
     "asyncio",

@@ -253,11 +253,15 @@ class Context:
             raise CapabilityMissing("the client did not declare form-mode elicitation")
 
     async def _nested(
-        self, method: str, params: dict[str, Any], key: str | None = None
+        self,
+        method: str,
+        params: dict[str, Any],
+        key: str | None = None,
+        answer_ahead: bool = False,
     ) -> dict[str, Any]:
         modern = self._record.envelope
         if modern is not None:
-            return await self._input(modern, method, params, key)
+            return await self._input(modern, method, params, key, answer_ahead)
         try:
             return await self._connection.session.request(
                 method, params, related_request_id=self._record.id
@@ -266,7 +270,12 @@ class Context:
             raise NestedRequestError.from_error(exc.error) from None
 
     async def _input(
-        self, modern: ModernRequest, method: str, params: dict[str, Any], key: str | None
+        self,
+        modern: ModernRequest,
+        method: str,
+        params: dict[str, Any],
+        key: str | None,
+        answer_ahead: bool,
     ) -> dict[str, Any]:
         """Modern era: the answer gathered for this question, or end the request to ask it."""
         if self.method not in INPUT_METHODS:
@@ -277,7 +286,7 @@ class Context:
         if key is None:
             key = modern.next_key(method)
         modern.claim(key)
-        answer = modern.answer(key)
+        answer = modern.answer(key, ahead=answer_ahead)
         if answer is not None:
             return answer
         raise InputRequired({key: {"method": method, "params": params}})
@@ -297,7 +306,8 @@ class Context:
         Pass the calls unawaited: ``await ctx.ask_together(ctx.elicit(...), ctx.sample(...))``.
         In the modern era they end the request with one InputRequiredResult, so the client
         answers them all in one round trip instead of one each; in the handshake era they are
-        sent to the client concurrently.
+        sent to the client concurrently. Each question keeps its own ``key`` and
+        ``answer_ahead``.
         """
         modern = self._record.envelope
         if modern is None:
@@ -345,7 +355,12 @@ class Context:
         return self._local_state
 
     async def elicit(
-        self, message: str, schema: dict[str, Any] | type[Any], *, key: str | None = None
+        self,
+        message: str,
+        schema: dict[str, Any] | type[Any],
+        *,
+        key: str | None = None,
+        answer_ahead: bool = False,
     ) -> Elicited:
         """Ask the user for structured input (form mode).
 
@@ -355,11 +370,16 @@ class Context:
         ``data`` is then an instance of the class (for a dict schema, the content dict).
         ``key`` names the question in a modern InputRequiredResult (by default questions are
         numbered in the order asked).
+
+        ``answer_ahead=True`` lets a modern client answer this question in its first request,
+        without being asked (``inputResponses`` with no ``requestState``), if it is the opening
+        question. Only for data the client could equally have passed as an argument, never
+        for a confirmation: by default such an answer is ignored and the question is asked.
         """
         self._require("elicitation", "form")
         requested, check_answer = elicitation_schema(schema)
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
-        raw = await self._nested("elicitation/create", params, key)
+        raw = await self._nested("elicitation/create", params, key, answer_ahead)
         result = from_wire(raw, ElicitResult)
         data: Any = None
         if result.action == "accept":
@@ -395,10 +415,11 @@ class Context:
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
         key: str | None = None,
+        answer_ahead: bool = False,
         **extra: Any,
     ) -> CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``); ``key`` as for
-        :meth:`elicit`.
+        """Ask the client's model for a completion (``sampling/createMessage``); ``key`` and
+        ``answer_ahead`` as for :meth:`elicit`.
 
         ``messages`` is one user message as a string, or a sequence of ``SamplingMessage``,
         strings (user messages) and dicts in the wire shape (``{"role": "user", "content":
@@ -416,13 +437,14 @@ class Context:
         )
         params = to_wire(request)
         params.update(extra)
-        raw = await self._nested("sampling/createMessage", params, key)
+        raw = await self._nested("sampling/createMessage", params, key, answer_ahead)
         return from_wire(raw, CreateMessageResult)
 
-    async def list_roots(self, *, key: str | None = None) -> list[Root]:
-        """The client's roots (``roots/list``); ``key`` as for :meth:`elicit`."""
+    async def list_roots(self, *, key: str | None = None, answer_ahead: bool = False) -> list[Root]:
+        """The client's roots (``roots/list``); ``key`` and ``answer_ahead`` as for
+        :meth:`elicit`."""
         self._require("roots")
-        raw = await self._nested("roots/list", {}, key)
+        raw = await self._nested("roots/list", {}, key, answer_ahead)
         return list(from_wire(raw, ListRootsResult).roots)
 
 

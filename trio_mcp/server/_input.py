@@ -3,9 +3,14 @@
 In the modern era a server never sends requests. A handler's ``await ctx.elicit(...)`` instead
 ends the request with an ``InputRequiredResult``; the client fulfils it and retries with
 ``inputResponses`` and the ``requestState`` it was given, and on the retry the handler runs again
-and the same ``await`` returns the answer. The state is sealed with an HMAC, so a client cannot
-forge answers for questions it was never asked, replay a state for another tool, or keep one
-forever.
+and the same ``await`` returns the answer. The state is encrypted and bound to the request (its
+method, target and arguments), so a client can neither read nor forge it, use it for another
+tool or other arguments, or keep it forever.
+
+Answers that come without a state (``inputResponses`` on a first request) are ignored, except
+for an opening question whose asker opted in with ``answer_ahead=True``: data the client could
+equally have passed as an argument, never a confirmation. Every other question is asked, with a
+sealed state, before its answer counts.
 """
 
 from __future__ import annotations
@@ -47,9 +52,10 @@ class ModernRequest:
     asked: int = 0
     #: Keys the handler has asked under in this run: one key, one question.
     claimed: set[str] = attrs.field(factory=set)
-    #: A request without a state may already carry answers (``inputResponses``), but only for
-    #: its opening question, or the opening questions asked together: the ones its first
-    #: InputRequiredResult would have asked. Every later question is asked with a sealed state.
+    #: A request without a state may already carry answers (``inputResponses``). One counts
+    #: only for an opening question (the opening questions asked together included: the ones
+    #: its first InputRequiredResult would ask) whose asker opted in (``answer_ahead=True``);
+    #: every other question is asked with a sealed state, so no confirmation is ever skipped.
     unsolicited: dict[str, Any] = attrs.field(factory=dict)
     opening: bool = True
     together: bool = False
@@ -81,10 +87,12 @@ class ModernRequest:
             raise ValueError(f"the input key {key!r} is already used by another question")
         self.claimed.add(key)
 
-    def answer(self, key: str) -> dict[str, Any] | None:
-        """The answer to the question asked under ``key``, if the client gave one."""
+    def answer(self, key: str, *, ahead: bool = False) -> dict[str, Any] | None:
+        """The answer to the question asked under ``key``, if the client gave one. An answer
+        sent without a state counts only with ``ahead`` (the asker opted in), and only for an
+        opening question."""
         answer = self.answers.get(key)
-        if answer is None and self.opening:
+        if answer is None and ahead and self.opening:
             answer = self.unsolicited.get(key)
             if isinstance(answer, dict):
                 self.answers[key] = answer  # sealed into the next state, if there is one
@@ -98,18 +106,31 @@ def target_of(method: str, params: dict[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def arguments_of(method: str, params: dict[str, Any]) -> object:
+    """What a state's argument digest covers: ``arguments`` (absent counts as ``{}``); a
+    resource has none, its uri (the target) is all there is."""
+    return None if method == "resources/read" else params.get("arguments")
+
+
 class MalformedInput(ValueError):
     """A retry's ``inputResponses`` are not answers at all (answered with -32602)."""
 
 
 def gather(
-    request: ModernRequest, method: str, params: dict[str, Any], sealer: StateSealer
+    request: ModernRequest,
+    method: str,
+    params: dict[str, Any],
+    sealer: StateSealer,
+    *,
+    subject: str = "",
 ) -> bool:
     """Fill ``request`` from a retry's sealed state and input responses.
 
-    Returns False when a state was sent but is not one of ours (tampered, expired, foreign).
+    Returns False when a state was sent but is not one of ours for this very request (tampered,
+    expired, sealed for another method, target, arguments or ``subject``, the principal).
     Responses are taken only for keys the state says were asked; extra ones are ignored. Without
-    a state, responses can answer only the opening question (see ``ModernRequest.unsolicited``).
+    a state, responses can answer only an opening question asked with ``answer_ahead=True``
+    (see ``ModernRequest.unsolicited``).
     """
     responses = params.get("inputResponses")
     if responses is not None and (
@@ -122,7 +143,14 @@ def gather(
             request.unsolicited = dict(responses)
         return True
     # Wall-clock time: the retry may reach another worker, which must agree on expiry.
-    payload = sealer.open(method, target_of(method, params), token, now=time.time())
+    payload = sealer.open(
+        method,
+        target_of(method, params),
+        arguments_of(method, params),
+        token,
+        now=time.time(),
+        subject=subject,
+    )
     if payload is None:
         return False
     answers = payload.get("answers")
@@ -143,11 +171,22 @@ def input_required_result(
     method: str,
     params: dict[str, Any],
     sealer: StateSealer,
+    *,
+    subject: str = "",
 ) -> dict[str, Any]:
-    """The InputRequiredResult that asks for ``exc``'s input and remembers everything else."""
+    """The InputRequiredResult that asks for ``exc``'s input and remembers everything else,
+    sealed for this request (and ``subject``, the principal it serves)."""
     payload = {"answers": request.answers, "data": request.data, "asked": list(exc.requests)}
+    state = sealer.seal(
+        method,
+        target_of(method, params),
+        arguments_of(method, params),
+        payload,
+        now=time.time(),
+        subject=subject,
+    )
     return {
         "resultType": "input_required",
         "inputRequests": dict(exc.requests),
-        "requestState": sealer.seal(method, target_of(method, params), payload, now=time.time()),
+        "requestState": state,
     }

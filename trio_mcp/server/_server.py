@@ -99,8 +99,10 @@ class Server:
         #: Cache hints for cacheable results: always sent in the modern era (default 0 and
         #: private); in the handshake era only when configured here.
         self.cache_hints = CacheHints.configure(ttl_ms, cache_scope)
-        #: Seals the requestState of multi round-trip requests. Give every replica behind a
-        #: load balancer the same ``state_key``; by default each process makes its own.
+        #: Seals (AES-256-GCM) the requestState of multi round-trip requests, under a key
+        #: derived with HKDF-SHA256 from ``state_key`` (at least 16 bytes; 32 random ones, say).
+        #: Give every replica behind a load balancer the same ``state_key``; by default each
+        #: process makes its own, at random.
         self.state_sealer = StateSealer(state_key)
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
