@@ -1,4 +1,5 @@
-"""The in-memory event store behind resumable SSE streams: bounded per stream and in time."""
+"""The in-memory event store behind resumable SSE streams: bounded per stream, in bytes and in
+time, and holding only streams that can still be resumed."""
 
 from __future__ import annotations
 
@@ -63,3 +64,42 @@ def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
     assert store.replay("idle0.r1", 0) is None
     # Only the busy streams and the ones created within the ttl are left.
     assert len(store) == len(busy) + 11
+
+
+def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:
+    store = MemoryEventStore(max_bytes=10_000)
+    for n in range(3):
+        store.append(f"s.r{n}", 1, b"x" * 2000)
+    store.append("s.r0", 2, b"y")  # active again: now the most recent
+    store.append("s.r3", 1, b"x" * 2000)
+    assert store.held_bytes <= 10_000
+    assert store.replay("s.r0", 0) == [(1, b"x" * 2000), (2, b"y")]
+    assert store.replay("s.r2", 0) == [(1, b"x" * 2000)]
+    assert store.replay("s.r3", 0) == [(1, b"x" * 2000)]
+    # The least recently active went: a resume of it gets the same answer as an expired one.
+    assert store.replay("s.r1", 0) is None
+    assert len(store) == 3
+    for stream in ("s.r0", "s.r2", "s.r3"):
+        store.forget(stream)
+    assert store.held_bytes == 0
+
+
+def test_a_stream_keeps_its_newest_bytes_and_refuses_a_resume_across_a_gap() -> None:
+    store = MemoryEventStore(max_stream_bytes=5_000)
+    for seq in range(1, 5):
+        store.append("s.r1", seq, bytes([seq]) * 1500)
+    assert [seq for seq, _ in store.replay("s.r1", 2) or []] == [3, 4]
+    assert store.replay("s.r1", 1) is None  # event 2 was dropped
+    # An event larger than a stream may hold is not kept: nothing before it can be resumed.
+    store.append("s.r1", 5, b"z" * 6000)
+    assert store.replay("s.r1", 4) is None
+    assert store.replay("s.r1", 5) == []
+    assert store.held_bytes < 5_000
+
+
+def test_many_small_events_are_counted_with_their_overhead() -> None:
+    store = MemoryEventStore(max_bytes=100_000)
+    for n in range(10_000):
+        store.append(f"s.r{n}", 1, b"")
+    assert store.held_bytes <= 100_000
+    assert len(store) < 100

@@ -22,65 +22,134 @@ from ..protocol._sse import event_id, stream_id
 
 
 class EventStore(Protocol):
-    """Where stream events are kept for replay; implement it to keep them elsewhere."""
+    """Where stream events are kept for replay; implement it to keep them elsewhere.
+
+    The HTTP app calls ``forget`` as soon as nobody can resume a stream any more: its events and
+    its end reached the client on a live connection, or its session ended. A store may also drop
+    a stream on its own (age, size); ``replay`` then answers None, as for one it never had.
+    """
 
     def append(self, stream_id: str, seq: int, data: bytes) -> None: ...
 
     def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
-        """The events after ``after``, or None if the stream is unknown or expired."""
+        """The events after ``after``, or None if the stream is unknown or expired, or if some of
+        them were dropped (a silent gap would lose messages)."""
         ...
 
     def forget(self, stream_id: str) -> None: ...
 
 
+#: What an event or a stream costs beyond its data, counted in the byte caps (the tuples, the
+#: deque and the dict entry), so that many small events cannot slip under them.
+EVENT_OVERHEAD = 64
+STREAM_OVERHEAD = 1024
+
+
+class _Kept:
+    """One stream in a :class:`MemoryEventStore`: its newest events, and what they cost."""
+
+    __slots__ = ("events", "last_activity", "last_seq", "size")
+
+    def __init__(self, now: float) -> None:
+        self.events: collections.deque[tuple[int, bytes]] = collections.deque()
+        self.last_activity = now
+        self.last_seq = 0
+        self.size = STREAM_OVERHEAD
+
+
 class MemoryEventStore:
-    """Ring buffers per stream; each is dropped ``ttl`` seconds after its last event."""
+    """Ring buffers per stream, bounded in events and bytes per stream and in bytes in total.
+
+    A stream keeps its newest events (``max_events_per_stream``, ``max_stream_bytes``); past
+    ``max_bytes`` for the whole store the streams least recently active are dropped first; a
+    stream is dropped ``ttl`` seconds after its last event. A resume of a dropped stream, or from
+    before its oldest kept event, is refused (``replay`` answers None), never given with a gap.
+    """
 
     def __init__(
         self,
         *,
         max_events_per_stream: int = 256,
+        max_stream_bytes: int = 8 * 1024 * 1024,
+        max_bytes: int = 32 * 1024 * 1024,
         ttl: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_events_per_stream = max_events_per_stream
+        self.max_bytes = max_bytes
+        # One stream never needs more than the whole store may hold.
+        self.max_stream_bytes = min(max_stream_bytes, max_bytes)
         self.ttl = ttl
         self._clock = clock
-        self._streams: dict[str, tuple[float, collections.deque[tuple[int, bytes]]]] = {}
+        # In order of last activity, oldest first: expiry and the byte cap both start there.
+        self._streams: dict[str, _Kept] = {}
+        self._size = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """What the kept events cost, as the byte caps count it (data and overhead)."""
+        return self._size
 
     def append(self, stream_id: str, seq: int, data: bytes) -> None:
         now = self._clock()
         self._expire(now)
+        kept = self._streams.pop(stream_id, None)
+        if kept is None:
+            kept = _Kept(now)
+            self._size += kept.size
         # Re-inserted at the end, so the dict stays in order of last activity.
-        entry = self._streams.pop(stream_id, None)
-        events = (
-            entry[1] if entry is not None else collections.deque(maxlen=self.max_events_per_stream)
-        )
-        events.append((seq, data))
-        self._streams[stream_id] = (now, events)
+        self._streams[stream_id] = kept
+        kept.last_activity = now
+        kept.last_seq = seq
+        # A copy of exactly its size: an encoder may have reserved far more for the bytes it was
+        # handed, and the caps count what is kept.
+        data = memoryview(data).tobytes()
+        kept.events.append((seq, data))
+        self._grow(kept, len(data) + EVENT_OVERHEAD)
+        # The oldest events of the stream go first; an event larger than the stream may hold is
+        # not kept at all (a resume from before it is refused).
+        while kept.events and (
+            len(kept.events) > self.max_events_per_stream or kept.size > self.max_stream_bytes
+        ):
+            _, old = kept.events.popleft()
+            self._grow(kept, -(len(old) + EVENT_OVERHEAD))
+        # Then whole streams, least recently active first; this one is the most recent.
+        while self._size > self.max_bytes:
+            oldest = next(iter(self._streams))
+            if oldest == stream_id:
+                break
+            self.forget(oldest)
 
     def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
-        entry = self._streams.get(stream_id)
-        if entry is None or self._clock() - entry[0] > self.ttl:
+        kept = self._streams.get(stream_id)
+        if kept is None or self._clock() - kept.last_activity > self.ttl:
             return None
-        events = entry[1]
-        if events and events[0][0] > after + 1:
+        if after >= kept.last_seq:
+            return []
+        events = kept.events
+        if not events or events[0][0] > after + 1:
             return None  # what the client missed was already dropped from the ring
         return [(seq, data) for seq, data in events if seq > after]
 
     def forget(self, stream_id: str) -> None:
-        self._streams.pop(stream_id, None)
+        kept = self._streams.pop(stream_id, None)
+        if kept is not None:
+            self._size -= kept.size
 
     def __len__(self) -> int:
         return len(self._streams)
+
+    def _grow(self, kept: _Kept, delta: int) -> None:
+        kept.size += delta
+        self._size += delta
 
     def _expire(self, now: float) -> None:
         # Oldest activity first: stop at the first stream still alive (amortized O(1)).
         while self._streams:
             stream_id = next(iter(self._streams))
-            if now - self._streams[stream_id][0] <= self.ttl:
+            if now - self._streams[stream_id].last_activity <= self.ttl:
                 return
-            del self._streams[stream_id]
+            self.forget(stream_id)
 
 
 #: What a listener is sent: an event (id, data), a keep-alive nudge, or the end of the stream.
