@@ -10,7 +10,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.server import Context, HttpOptions, MemoryEventStore
 
 from .._http import (
     VERSION,
@@ -391,11 +391,13 @@ async def test_resume_after_the_request_finished_replays_from_the_store() -> Non
             events = await resumed.rest()
         assert progress_messages(events) == ["step 2", "step 3", "step 4"]
         assert events[-1].json()["result"]["content"][0]["text"] == "all steps"
-        # Resuming again from the priming event replays everything once more.
+        # That resume carried the stream to its end: nothing is left to resume, and the store
+        # has let it go.
         prime_id = first.id.rsplit(".", 1)[0] + ".0"
-        async with served.stream_get(session, last_event_id=prime_id) as again:
-            replayed = await again.rest()
-        assert progress_messages(replayed) == ["step 1", "step 2", "step 3", "step 4"]
+        headers = served.headers(session, accept="text/event-stream", last_event_id=prime_id)
+        response = await served.client.get(served.url, headers=headers)
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"
 
 
 async def test_unknown_or_foreign_last_event_id_gets_400(demo_http: Served) -> None:
@@ -429,8 +431,6 @@ async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) 
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose
     messages: the resume is refused instead, while the request is still running."""
-    from trio_mcp.server import MemoryEventStore
-
     server, gates = stepper_server()
     async with serving(
         server, HttpOptions(event_store=MemoryEventStore(max_events_per_stream=1))
@@ -452,3 +452,74 @@ async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
         assert response.status_code == 400
         assert "no longer kept" in response.json()["error"]["message"]
         gates[3].set()
+
+
+# -- bounded buffers -------------------------------------------------------------------------------
+
+
+def chatty_server(steps: int, size: int = 16) -> Server:
+    """A tool that reports progress ``steps`` times (messages of ``size`` bytes), then answers."""
+    server = demo_server()
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        for step in range(steps):
+            await ctx.report_progress(step, message=f"{step:08}".ljust(size, "."))
+        return "chatted"
+
+    return server
+
+
+async def test_json_mode_keeps_no_progress_for_a_get_that_never_came() -> None:
+    """A JSON response cannot carry a request's progress, and with no GET open there is nobody
+    to give it to: 200 calls leave nothing queued, and a later GET gets none of it stale."""
+    server = chatty_server(steps=30)
+    async with serving(server, HttpOptions(json_response=True)) as served:
+        session = await served.initialize()
+        for rid in range(200):
+            response = await served.post(call_body(rid, "chatty"), session)
+            assert result_text(response.json()) == "chatted"
+        state = served.app.sessions[session]
+        assert not state.standalone.backlog
+        assert state.standalone.seq == 0
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        assert len(store) == 0
+        async with served.stream_get(session) as listener:
+            server.remove_tool("echo")
+            assert await listener.message() == {
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+            }
+
+
+async def test_json_mode_keeps_a_server_request_for_the_next_get() -> None:
+    """A nested request waits for its answer, so unlike progress it is kept for a GET to come."""
+    server, _, outcome = sampling_server()
+    async with serving(server, HttpOptions(json_response=True)) as served:
+        session = await served.initialize(capabilities={"sampling": {}})
+        state = served.app.sessions[session]
+        original: list[Any] = []
+
+        async def call() -> None:
+            original.append(await served.post(call_body("parent", "ask"), session))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            await eventually(lambda: len(state.standalone.backlog) == 1)
+            async with served.stream_get(session) as listener:
+                nested = await listener.message()
+            assert nested["method"] == "sampling/createMessage"
+            answer = {
+                "jsonrpc": "2.0",
+                "id": nested["id"],
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "42"},
+                    "model": "test-model",
+                },
+            }
+            assert (await served.post(answer, session)).status_code == 202
+        (response,) = original
+        assert result_text(response.json()) == "the model said 42"
+        assert outcome == ["answered"]

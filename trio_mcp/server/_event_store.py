@@ -152,7 +152,9 @@ class MemoryEventStore:
             self.forget(stream_id)
 
 
-#: What a listener is sent: an event (id, data), a keep-alive nudge, or the end of the stream.
+#: What a listener is sent: an event (id, data), or None, the end of the stream. A listener whose
+#: channel closes instead (``EndOfChannel``) was cut: replaced by a newer one, or too far behind;
+#: its client resumes with ``Last-Event-ID``.
 StreamItem = tuple[str, bytes] | None
 
 
@@ -202,14 +204,18 @@ class EventStream:
                 pass
         self.done.set()
 
+    def delivered(self) -> None:
+        """A listener carried the stream to its end on a live connection: nothing is left to
+        resume, so its events leave the store now (a client resumes only a stream that was
+        cut)."""
+        if self.finished:
+            self.store.forget(self.stream_id)
+
     def attach(self, replay_after: int | None = None) -> trio.MemoryReceiveChannel[StreamItem]:
         """Give this stream a new listener (replacing any old one), with what it missed."""
         send, receive = trio.open_memory_channel[StreamItem](math.inf)
         if self.listener is not None:
-            try:
-                self.listener.send_nowait(None)  # the stale connection ends
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+            self.listener.close()  # the stale connection ends, as cut: its client resumes
         missed: list[tuple[str, bytes]]
         if replay_after is not None:
             events = self.store.replay(self.stream_id, replay_after) or []

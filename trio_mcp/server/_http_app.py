@@ -184,18 +184,26 @@ class HttpSession:
 
     def route(self, data: bytes, related: RequestId | None, final: bool) -> None:
         stream = self.request_streams.get(related) if related is not None else None
-        if stream is None or stream.finished:
-            self.standalone.push(data)
+        # A JSON response carries one message: the request's others cannot go on its stream.
+        if (
+            stream is not None
+            and not stream.finished
+            and (final or not self.app.options.json_response)
+        ):
+            stream.push(data)
+            if final:
+                stream.finish(responded=True)
+                self.forget_stream(stream)
+                self.touch()  # its client may be gone: the session can go idle now
             return
-        if self.app.options.json_response and not final:
-            # A JSON response carries one message: the rest goes on the standalone stream.
-            self.standalone.push(data)
+        if related is not None and self.standalone.listener is None and not _waits(data):
+            # A request's progress and log messages that its own stream cannot carry (a JSON
+            # response carries one message; or the stream is gone) go to the GET stream only
+            # while one is open: queued, they would reach a later GET stale, or pile up for one
+            # that never comes. A server request, which waits for its answer, and the cancel of
+            # one are kept for the next GET.
             return
-        stream.push(data)
-        if final:
-            stream.finish(responded=True)
-            self.forget_stream(stream)
-            self.touch()  # its client may be gone: the session can go idle now
+        self.standalone.push(data)
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
         self._stream_numbers += 1
@@ -752,14 +760,18 @@ class McpHttpApp:
             if session.kind is SessionKind.MODERN:
                 await self._answer_modern(scope, send, stream, events)
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
-                await self._answer_initialize(scope, send, session, await _ended(stream, events))
+                items = await _ended(stream, events)
+                stream.delivered()  # answered whole, at once: there is nothing to resume
+                await self._answer_initialize(scope, send, session, items)
             elif self.options.json_response:
-                await self._answer_json(scope, send, stream, await _ended(stream, events))
+                items = await _ended(stream, events)
+                stream.delivered()  # a JSON response carries no event id to resume from
+                await self._answer_json(scope, send, stream, items)
             elif session.kind is SessionKind.SESSION:
                 prime = self._priming(session, stream)
-                await self._stream(scope, receive, send, events, prime)
+                await self._stream(scope, receive, send, stream, events, prime)
             else:
-                await self._stream(scope, None, send, events, None)
+                await self._stream(scope, None, send, stream, events, None)
         finally:
             stream.detach(events)
             session.idle()
@@ -817,7 +829,10 @@ class McpHttpApp:
     ) -> None:
         """One JSON object when the response is all there is; SSE when notifications (progress,
         log messages) come first. The status follows the error code."""
-        first = await events.receive()
+        try:
+            first = await events.receive()
+        except trio.EndOfChannel:
+            return
         if first is None:
             return  # cancelled: the client went away
         if stream.finished:
@@ -832,7 +847,7 @@ class McpHttpApp:
         await self._sse_start(scope, send)
         body = encode_event(first[1], event="message", id=first[0])
         await send({"type": "http.response.body", "body": body, "more_body": True})
-        await self._relay(send, events)
+        await self._relay(send, stream, events)
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -872,6 +887,7 @@ class McpHttpApp:
         scope: Scope,
         receive: Receive | None,
         send: Send,
+        stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
@@ -893,17 +909,30 @@ class McpHttpApp:
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            await self._relay(send, events)
+            await self._relay(send, stream, events)
             nursery.cancel_scope.cancel()
 
-    async def _relay(self, send: Send, events: trio.MemoryReceiveChannel[StreamItem]) -> None:
+    async def _relay(
+        self, send: Send, stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
+    ) -> None:
+        """Write a stream's events as SSE until its end or a cut (a replacing listener).
+
+        Once the end is taken, every event before it was written to a live connection (a
+        disconnect would have cancelled this): the stream is delivered, nothing is left to
+        resume. Decided before the last write, which the disconnect that hypercorn reports once
+        a response is complete may interrupt.
+        """
         interval = self.options.keepalive_interval
         ended = False
         try:
             while True:
                 with trio.move_on_after(interval):
-                    item = await events.receive()
+                    try:
+                        item = await events.receive()
+                    except trio.EndOfChannel:
+                        break  # cut: the client resumes with Last-Event-ID
                     if item is None:
+                        stream.delivered()
                         break
                     await send(
                         {
@@ -982,7 +1011,7 @@ class McpHttpApp:
         events = stream.attach(replay_after=after)
         session.busy()
         try:
-            await self._stream(scope, receive, send, events, None)
+            await self._stream(scope, receive, send, stream, events, None)
         finally:
             stream.detach(events)
             session.idle()
@@ -1029,6 +1058,15 @@ async def _cancel_on_disconnect(
     if engine is not None:
         engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+def _waits(data: bytes) -> bool:
+    """Whether a message must wait for the next GET: a server request (its handler waits for
+    the answer), or the cancel of one."""
+    parsed = parse(data)
+    if isinstance(parsed, Request):
+        return True
+    return isinstance(parsed, Notification) and parsed.method == "notifications/cancelled"
 
 
 def _error_code(data: bytes) -> int | None:
