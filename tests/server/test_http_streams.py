@@ -3,6 +3,9 @@ GET stream, keep-alives and resuming with ``Last-Event-ID``."""
 
 from __future__ import annotations
 
+import functools
+import gc
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -11,6 +14,8 @@ import trio
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.server import Context, HttpOptions, MemoryEventStore
+from trio_mcp.server._event_store import EventStream
+from trio_mcp.server._http_app import HttpSession
 
 from .._http import (
     VERSION,
@@ -18,6 +23,7 @@ from .._http import (
     Served,
     SseComment,
     SseEvent,
+    SseReader,
     call_body,
     cancel_body,
     eventually,
@@ -28,6 +34,8 @@ from .._http import (
     serving,
 )
 
+MIB = 1024 * 1024
+
 CONFLICT = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
     b'"message":"Conflict: Request id is already in flight for this session"}}'
@@ -37,6 +45,11 @@ CONFLICT = (
 def result_text(message: dict[str, Any]) -> str:
     text: str = message["result"]["content"][0]["text"]
     return text
+
+
+def traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
 
 
 def ids_of(events: list[SseEvent]) -> list[tuple[str, int]]:
@@ -523,3 +536,211 @@ async def test_json_mode_keeps_a_server_request_for_the_next_get() -> None:
         (response,) = original
         assert result_text(response.json()) == "the model said 42"
         assert outcome == ["answered"]
+
+
+def list_changes(server: Server, count: int) -> None:
+    """``count`` list-changed notifications to every session, each 58 bytes on the wire."""
+    for _ in range(count):
+        server.notify_list_changed("tools")
+
+
+async def test_the_get_backlog_keeps_the_newest_events_within_its_bounds() -> None:
+    """What waits for a GET that is not open is bounded in count and bytes per session, the
+    oldest dropped first; the GET then gets the newest ones."""
+    server = demo_server()
+    options = HttpOptions(max_backlog_events=5, max_backlog_bytes=1000)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        list_changes(server, 100)
+        await eventually(lambda: state.standalone.seq == 100)
+        assert len(state.standalone.backlog) == 5
+        async with served.stream_get(session) as listener:
+            got = [await listener.next() for _ in range(5)]
+        assert [event.id for event in got if event is not None] == [
+            f"{session}.0.{seq}" for seq in range(96, 101)
+        ]
+    options = HttpOptions(max_backlog_bytes=200)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        list_changes(server, 100)
+        await eventually(lambda: state.standalone.seq == 100)
+        assert len(state.standalone.backlog) == 3
+        assert state.standalone.backlog_bytes <= 200
+
+
+def all_at(states: list[HttpSession], seq: int) -> bool:
+    return all(state.standalone.seq == seq for state in states)
+
+
+async def test_the_backlogs_of_all_sessions_share_one_bound() -> None:
+    """Past ``max_buffered_bytes`` for all the sessions' backlogs together, the oldest event of
+    them all goes first: each session keeps its newest."""
+    server = demo_server()
+    async with serving(server, HttpOptions(max_buffered_bytes=1000)) as served:
+        sessions = [await served.initialize() for _ in range(4)]
+        states = [served.app.sessions[session] for session in sessions]
+        for number in range(1, 51):  # one at a time, so that the sessions' events interleave
+            list_changes(server, 1)
+            await eventually(functools.partial(all_at, states, number))
+        kept = [state.standalone.backlog_bytes for state in states]
+        assert sum(kept) <= 1000
+        assert served.app.budget.used == sum(kept)
+        assert max(kept) - min(kept) <= 58  # each keeps its newest, about a quarter
+        waiting = len(states[-1].standalone.backlog)
+        async with served.stream_get(sessions[-1]) as listener:
+            events = [await listener.next() for _ in range(waiting)]
+        assert [event.id for event in events if event is not None][-1] == f"{sessions[-1]}.0.50"
+        assert served.app.budget.used == sum(kept[:-1])
+
+
+def flood_server(count: int, size: int) -> tuple[Server, trio.Event]:
+    """A tool that reports progress ``count`` times with ``size``-byte messages, then answers."""
+    server = demo_server()
+    done = trio.Event()
+
+    @server.tool()
+    async def flood(ctx: Context) -> str:
+        for step in range(count):
+            await ctx.report_progress(step, message="x" * size)
+        done.set()
+        return "flooded"
+
+    return server, done
+
+
+async def flooded_stream(served: Served, session: str, reader: SseReader) -> EventStream:
+    """The stream of the ``flood`` call ``reader`` made, once its first event has arrived."""
+    state = served.app.sessions[session]
+    await eventually(lambda: "f" in state.request_streams)
+    stream = state.request_streams["f"]
+    prime = await reader.next()
+    assert prime is not None and prime.data == ""
+    return stream
+
+
+async def test_a_client_that_does_not_read_its_stream_is_cut_before_memory_grows() -> None:
+    """25 MiB of progress to a client that reads none of it: past ``max_pending_bytes`` waiting
+    to be written, its connection is ended after what it has, and the rest goes only to the
+    (bounded) store. The server's memory stays bounded meanwhile."""
+    server, done = flood_server(400, 64 * 1024)
+    options = HttpOptions(
+        max_pending_bytes=MIB, event_store=MemoryEventStore(max_stream_bytes=2 * MIB)
+    )
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        tracemalloc.start()
+        try:
+            before = traced()
+            async with served.stream_post(call_body("f", "flood"), session) as reader:
+                stream = await flooded_stream(served, session, reader)
+                await done.wait()
+                await eventually(lambda: stream.finished)
+                after = traced()
+                cut = stream.listener is None
+        finally:
+            tracemalloc.stop()
+        assert after - before < 40 * MIB, (before, after)
+        assert cut  # the client was not reading
+        assert served.app.budget.used == 0
+
+
+async def test_a_client_cut_for_not_reading_resumes_where_it_stopped() -> None:
+    server, done = flood_server(400, 64 * 1024)
+    store = MemoryEventStore(
+        max_events_per_stream=1000, max_stream_bytes=64 * MIB, max_bytes=64 * MIB
+    )
+    options = HttpOptions(max_pending_bytes=MIB, event_store=store)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        async with served.stream_post(call_body("f", "flood"), session) as reader:
+            stream = await flooded_stream(served, session, reader)
+            await done.wait()
+            await eventually(lambda: stream.finished)
+            assert stream.listener is None
+            # What was on its way still arrives, then the response ends, without the result.
+            first = await reader.rest()
+        assert first and all(e.json()["method"] == "notifications/progress" for e in first)
+        last = first[-1].id
+        assert last is not None
+        async with served.stream_get(session, last_event_id=last) as resumed:
+            rest = await resumed.rest()
+        assert rest[-1].json()["result"]["content"][0]["text"] == "flooded"
+        seqs = [seq for _, seq in ids_of([*first, *rest])]
+        assert seqs == list(range(1, 402))
+
+
+async def test_a_request_whose_client_is_away_queues_nothing_beyond_the_store() -> None:
+    """While its client is away, a request's events go to the (bounded) store only: 12.5 MiB of
+    progress to nobody leaves the server's memory within the store's bound."""
+    server = demo_server()
+    gate, flooded = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def away(ctx: Context) -> str:
+        await gate.wait()
+        for step in range(200):
+            await ctx.report_progress(step, message="x" * 64 * 1024)
+        flooded.set()
+        await trio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    options = HttpOptions(event_store=MemoryEventStore(max_stream_bytes=MIB))
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        tracemalloc.start()
+        try:
+            before = traced()
+            async with served.stream_post(call_body("a", "away"), session) as reader:
+                assert (await reader.next()) is not None  # priming
+            stream = state.request_streams["a"]
+            await eventually(lambda: stream.listener is None)
+            gate.set()
+            await flooded.wait()
+            await eventually(lambda: stream.seq == 200)
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 16 * MIB, (before, after)
+        assert not stream.backlog
+        assert (await served.post(cancel_body("a"), session)).status_code == 202
+
+
+async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
+    server = demo_server()
+    gate = trio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        await gate.wait()
+        return "waited"
+
+    async with serving(server, HttpOptions(max_requests_per_session=2)) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        answers: list[Any] = []
+
+        async def call(rid: int) -> None:
+            answers.append(await served.call(session, call_body(rid, "wait")))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, 1)
+            nursery.start_soon(call, 2)
+            await eventually(lambda: len(state.request_streams) == 2)
+            refused = await served.post(call_body(3, "wait"), session)
+            assert refused.status_code == 429
+            assert refused.headers["retry-after"] == "1"
+            assert refused.json() == {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "error": {
+                    "code": -32600,
+                    "message": "Too Many Requests: this session already has 2 requests in "
+                    "flight; retry when one has finished",
+                },
+            }
+            gate.set()
+        assert [result_text(answer) for answer in answers] == ["waited", "waited"]
+        assert result_text(await served.call(session, call_body(3, "wait"))) == "waited"

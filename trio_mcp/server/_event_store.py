@@ -9,6 +9,7 @@ stream of one session.
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ import trio
 
 from ..protocol._jsonrpc import RequestId
 from ..protocol._sse import event_id, stream_id
+
+logger = logging.getLogger("trio_mcp.http")
 
 
 class EventStore(Protocol):
@@ -158,14 +161,90 @@ class MemoryEventStore:
 StreamItem = tuple[str, bytes] | None
 
 
+@attrs.frozen
+class StreamLimits:
+    """How much a stream queues for a connection that is behind, and for a GET not there yet."""
+
+    #: Events handed to a connection and not yet written to it: when one more would pass either
+    #: bound (and at least one is waiting), the connection is ended after what it has, and its
+    #: client resumes from the event store with ``Last-Event-ID``.
+    pending_events: int = 1024
+    pending_bytes: int = 8 * 1024 * 1024
+    #: Events waiting for the next GET (the standalone stream only), the oldest dropped first.
+    backlog_events: int = 256
+    backlog_bytes: int = 1024 * 1024
+
+
+class ByteBudget:
+    """Bytes shared by many queues (every session's backlog, every connection's pending
+    events): what they use together, and how much they may.
+
+    When the backlogs must make room, the oldest event of them all goes first, whichever
+    session it waits in: ``_order`` names the stream of every event queued, oldest first. An
+    event that left its backlog otherwise (taken by a GET, dropped by its stream's own bounds)
+    leaves a stale entry, always among its stream's oldest: the stream counts them, and they
+    are skipped, or swept out once they outnumber the live ones.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._order: collections.deque[EventStream] = collections.deque()
+        self._live = 0
+
+    @property
+    def exceeded(self) -> bool:
+        return self.used > self.limit
+
+    def queued(self, stream: EventStream) -> None:
+        self._order.append(stream)
+        self._live += 1
+
+    def left(self, stream: EventStream, count: int) -> None:
+        """``count`` of the oldest events of ``stream``'s backlog left it."""
+        stream.stale_entries += count
+        self._live -= count
+        if len(self._order) > 2 * self._live + 64:
+            self._sweep()
+
+    def make_room(self) -> None:
+        """Drop the oldest backlog events of all until the budget holds (or none is left)."""
+        while self.exceeded and self._live:
+            stream = self._order.popleft()
+            if stream.stale_entries:
+                stream.stale_entries -= 1
+                continue
+            self._live -= 1
+            stream.drop_oldest()
+
+    def _sweep(self) -> None:
+        order: collections.deque[EventStream] = collections.deque()
+        for stream in self._order:
+            if stream.stale_entries:
+                stream.stale_entries -= 1
+            else:
+                order.append(stream)
+        self._order = order
+
+
 @attrs.define(eq=False)
 class EventStream:
-    """One SSE stream of a session: a request's, or the standalone (GET) one."""
+    """One SSE stream of a session: a request's, or the standalone (GET) one.
+
+    Every event goes to the store, then to the listener if there is one. Nothing else is kept
+    for a request's stream: a client that went away resumes from the store. The standalone
+    stream also keeps a bounded backlog for the next GET, which may come without
+    ``Last-Event-ID``.
+    """
 
     session_id: str
     key: str
     store: EventStore
     request_id: RequestId | None = None
+    limits: StreamLimits = attrs.field(factory=StreamLimits)
+    #: Shared with the other streams of the app: the bytes of every backlog and of every
+    #: connection's pending events together.
+    budget: ByteBudget = attrs.field(factory=lambda: ByteBudget(2**63))
     seq: int = 0
     finished: bool = False
     #: Set when the request ended with a response (False: suppressed by a cancel).
@@ -173,7 +252,13 @@ class EventStream:
     listener: trio.MemorySendChannel[StreamItem] | None = None
     listener_token: object = None
     #: Events no listener has seen yet (the standalone stream keeps them for the next GET).
-    backlog: list[tuple[str, bytes]] = attrs.field(factory=list)
+    backlog: collections.deque[tuple[str, bytes]] = attrs.field(factory=collections.deque)
+    backlog_bytes: int = 0
+    #: Entries of this stream's events in the budget's order that no longer stand for one.
+    stale_entries: int = 0
+    #: Sizes of the events handed to the listener, oldest first, not yet known to be written.
+    _pending: collections.deque[int] = attrs.field(factory=collections.deque)
+    pending_bytes: int = 0
     done: trio.Event = attrs.field(factory=trio.Event)
 
     @property
@@ -185,12 +270,26 @@ class EventStream:
         self.store.append(self.stream_id, self.seq, data)
         item = (event_id(self.session_id, self.key, self.seq), data)
         if self.listener is not None:
-            try:
-                self.listener.send_nowait(item)
-                return
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-                self.listener = None
-        self.backlog.append(item)
+            self._settle()
+            if self._pending and self._too_far_behind(len(data)):
+                logger.info(
+                    "an SSE client fell %d events (%d bytes) behind: its connection is ended, "
+                    "and it may resume with Last-Event-ID",
+                    len(self._pending),
+                    self.pending_bytes,
+                )
+                self._cut()
+            else:
+                try:
+                    self.listener.send_nowait(item)
+                    self._add_pending(len(data))
+                    return
+                except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+                    self._drop_listener()
+        if self.request_id is None and not self.finished:
+            # Only the standalone stream waits for a GET to come, and only while its session
+            # lives.
+            self._queue(item)
 
     def finish(self, *, responded: bool) -> None:
         if self.finished:
@@ -215,24 +314,94 @@ class EventStream:
         """Give this stream a new listener (replacing any old one), with what it missed."""
         send, receive = trio.open_memory_channel[StreamItem](math.inf)
         if self.listener is not None:
-            self.listener.close()  # the stale connection ends, as cut: its client resumes
+            self._cut()  # the stale connection ends, as cut: its client resumes if it can
         missed: list[tuple[str, bytes]]
         if replay_after is not None:
             events = self.store.replay(self.stream_id, replay_after) or []
             missed = [(event_id(self.session_id, self.key, s), d) for s, d in events]
         else:
-            missed = self.backlog
-        self.backlog = []
-        for item in missed:
-            send.send_nowait(item)
-        if self.finished:
-            send.send_nowait(None)
+            missed = list(self.backlog)
+        self.discard_backlog()
         self.listener = send
         self.listener_token = receive
+        for item in missed:
+            send.send_nowait(item)
+            self._add_pending(len(item[1]))
+        if self.finished:
+            send.send_nowait(None)
         return receive
 
     def detach(self, receive: trio.MemoryReceiveChannel[StreamItem]) -> None:
         """The listener's connection ended; only its own registration is removed."""
         if self.listener_token is receive:
-            self.listener = None
-            self.listener_token = None
+            self._drop_listener()
+
+    def settle(self, receive: trio.MemoryReceiveChannel[StreamItem]) -> None:
+        """The listener ``receive`` took an event to write it: it is no longer pending."""
+        if self.listener_token is receive:
+            self._settle()
+
+    def discard_backlog(self) -> None:
+        self.budget.used -= self.backlog_bytes
+        self.budget.left(self, len(self.backlog))
+        self.backlog.clear()
+        self.backlog_bytes = 0
+
+    def drop_oldest(self) -> None:
+        """The budget makes room: the oldest event waiting here goes (its entry is spent)."""
+        _, old = self.backlog.popleft()
+        self.backlog_bytes -= len(old)
+        self.budget.used -= len(old)
+
+    # -- the bounds ----------------------------------------------------------------------------
+
+    def _queue(self, item: tuple[str, bytes]) -> None:
+        """Keep an event for the next GET; the oldest go first when a bound is passed: this
+        stream's own, then the oldest of all the backlogs."""
+        size = len(item[1])
+        self.backlog.append(item)
+        self.backlog_bytes += size
+        self.budget.used += size
+        self.budget.queued(self)
+        limits = self.limits
+        while self.backlog and (
+            len(self.backlog) > limits.backlog_events or self.backlog_bytes > limits.backlog_bytes
+        ):
+            self.drop_oldest()
+            self.budget.left(self, 1)
+        self.budget.make_room()
+
+    def _too_far_behind(self, size: int) -> bool:
+        limits = self.limits
+        return (
+            len(self._pending) >= limits.pending_events
+            or self.pending_bytes + size > limits.pending_bytes
+            or self.budget.used + size > self.budget.limit
+        )
+
+    def _add_pending(self, size: int) -> None:
+        self._pending.append(size)
+        self.pending_bytes += size
+        self.budget.used += size
+
+    def _settle(self) -> None:
+        """Forget the pending events the listener has taken (its channel holds the rest)."""
+        assert self.listener is not None
+        waiting = self.listener.statistics().current_buffer_used
+        while len(self._pending) > waiting:
+            size = self._pending.popleft()
+            self.pending_bytes -= size
+            self.budget.used -= size
+
+    def _cut(self) -> None:
+        """End the listener's connection after what it already has, as if it had been cut."""
+        assert self.listener is not None
+        self.listener.close()
+        self._drop_listener()
+
+    def _drop_listener(self) -> None:
+        self.listener = None
+        self.listener_token = None
+        self.budget.used -= self.pending_bytes
+        self._pending.clear()
+        self.pending_bytes = 0

@@ -51,7 +51,14 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseSender
 from ._connection import ServerConnection
-from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
+from ._event_store import (
+    ByteBudget,
+    EventStore,
+    EventStream,
+    MemoryEventStore,
+    StreamItem,
+    StreamLimits,
+)
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
 
@@ -95,6 +102,19 @@ class HttpOptions:
     retry_ms: int = 1000
     shutdown_grace: float = 5.0
     event_store: EventStore | None = None
+    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
+    max_requests_per_session: int = 256
+    #: Events handed to one SSE connection and not yet written to it (a client that does not
+    #: read): past either bound the connection is ended, and its client resumes with
+    #: ``Last-Event-ID``.
+    max_pending_events: int = 1024
+    max_pending_bytes: int = 8 * 1024 * 1024
+    #: Events kept for a session's next GET while none is open (list changes, server requests),
+    #: the oldest dropped first.
+    max_backlog_events: int = 256
+    max_backlog_bytes: int = 1024 * 1024
+    #: All of those together, over every session and connection of the app.
+    max_buffered_bytes: int = 64 * 1024 * 1024
 
 
 class HttpError(Exception):
@@ -173,7 +193,7 @@ class HttpSession:
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
         self.store = app.store if kind is SessionKind.SESSION else _NO_STORE
-        self.standalone = EventStream(session_id, "0", self.store)
+        self.standalone = self._new_stream("0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
@@ -206,10 +226,25 @@ class HttpSession:
         self.standalone.push(data)
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
+        limit = self.app.options.max_requests_per_session
+        if self.kind is SessionKind.SESSION and len(self.request_streams) >= limit:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this session already has {limit} requests in flight; "
+                "retry when one has finished",
+                request_id=request_id,
+                headers=[(b"retry-after", b"1")],
+            )
         self._stream_numbers += 1
-        stream = EventStream(self.id, f"r{self._stream_numbers}", self.store, request_id=request_id)
+        stream = self._new_stream(f"r{self._stream_numbers}", request_id)
         self.request_streams[request_id] = stream
         return stream
+
+    def _new_stream(self, key: str, request_id: RequestId | None = None) -> EventStream:
+        app = self.app
+        return EventStream(
+            self.id, key, self.store, request_id, limits=app.limits, budget=app.budget
+        )
 
     def forget_stream(self, stream: EventStream) -> None:
         """Removal by identity: a stream registered later under the same id stays."""
@@ -263,6 +298,7 @@ class HttpSession:
             stream.finish(responded=False)
         self.request_streams.clear()
         self.standalone.finish(responded=False)
+        self.standalone.discard_backlog()
 
     def forget_events(self) -> None:
         """Nobody can resume a stream of an ended session: drop its events from the store."""
@@ -324,6 +360,15 @@ class McpHttpApp:
             self.options.event_store if self.options.event_store is not None else MemoryEventStore()
         )
         self.sessions: dict[str, HttpSession] = {}
+        options = self.options
+        self.limits = StreamLimits(
+            pending_events=options.max_pending_events,
+            pending_bytes=options.max_pending_bytes,
+            backlog_events=options.max_backlog_events,
+            backlog_bytes=options.max_backlog_bytes,
+        )
+        #: What every backlog and every connection's pending events hold together.
+        self.budget = ByteBudget(options.max_buffered_bytes)
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
@@ -892,7 +937,8 @@ class McpHttpApp:
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
-        """Relay a stream's events until it ends, its listener is replaced, or the client goes.
+        """Relay a stream's events until it ends, its listener is cut (replaced, or too far
+        behind), or the client goes.
 
         The stream itself outlives a client that goes away: it waits for a resume. With
         ``receive`` None the caller watches for the disconnect itself.
@@ -915,7 +961,8 @@ class McpHttpApp:
     async def _relay(
         self, send: Send, stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
     ) -> None:
-        """Write a stream's events as SSE until its end or a cut (a replacing listener).
+        """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
+        far behind).
 
         Once the end is taken, every event before it was written to a live connection (a
         disconnect would have cancelled this): the stream is delivered, nothing is left to
@@ -934,6 +981,7 @@ class McpHttpApp:
                     if item is None:
                         stream.delivered()
                         break
+                    stream.settle(events)
                     await send(
                         {
                             "type": "http.response.body",
