@@ -13,6 +13,7 @@ import trio
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.server import MemoryEventStore
+from trio_mcp.server._event_store import ByteBudget, EventStream, StreamLimits
 
 from .._http import call_body, eventually, serving
 
@@ -112,6 +113,24 @@ def test_many_small_events_are_counted_with_their_overhead() -> None:
         store.append(f"s.r{n}", 1, b"")
     assert store.held_bytes <= 100_000
     assert len(store) < 100
+
+
+def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:
+    """Events taken by a GET leave entries behind in the app-wide order of backlog events: they
+    are swept out, so that order stays as small as what is queued."""
+    budget = ByteBudget(10_000)
+    limits = StreamLimits(backlog_events=5_000)
+    stream = EventStream("s", "0", MemoryEventStore(), limits=limits, budget=budget)
+    for _ in range(5_000):
+        stream.push(b"x" * 10)
+        stream.push(b"y" * 10)
+        stream.detach(stream.attach())
+    assert budget.used == 0
+    assert len(budget._order) <= 100
+    for _ in range(2_000):  # twice what the budget holds: the oldest go, the order follows
+        stream.push(b"z" * 10)
+    assert budget.used == stream.backlog_bytes == 10_000
+    assert len(budget._order) <= 2 * len(stream.backlog) + 64
 
 
 # -- through a real hypercorn ----------------------------------------------------------------------

@@ -4,6 +4,11 @@ A stream outlives the HTTP connection that carries it: a request's stream keeps 
 messages while its client is away, and a client that comes back with ``Last-Event-ID`` is given
 what it missed. Event ids encode session, stream and sequence, so a reconnect names exactly one
 stream of one session.
+
+Everything here is bounded: the store in events and bytes per stream, in bytes in total and in
+age, and it keeps only what can still be resumed; a connection is handed only so much it has
+not written yet before it is cut (its client resumes); the standalone stream's backlog for a GET
+not open yet keeps only its newest events, within its own bounds and an app-wide budget.
 """
 
 from __future__ import annotations
