@@ -1,10 +1,21 @@
-"""The in-memory event store behind resumable SSE streams: bounded per stream and in time."""
+"""The in-memory event store behind resumable SSE streams: bounded per stream, in bytes and in
+time, and holding only streams that can still be resumed."""
 
 from __future__ import annotations
 
-import pytest
+import collections
+import gc
+import tracemalloc
 
+import pytest
+import trio
+
+from trio_mcp import Server
+from trio_mcp._demo import demo_server
 from trio_mcp.server import MemoryEventStore
+from trio_mcp.server._event_store import ByteBudget, EventStream, StreamLimits
+
+from .._http import call_body, eventually, serving
 
 
 class FakeClock:
@@ -63,3 +74,157 @@ def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
     assert store.replay("idle0.r1", 0) is None
     # Only the busy streams and the ones created within the ttl are left.
     assert len(store) == len(busy) + 11
+
+
+def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:
+    store = MemoryEventStore(max_bytes=10_000)
+    for n in range(3):
+        store.append(f"s.r{n}", 1, b"x" * 2000)
+    store.append("s.r0", 2, b"y")  # active again: now the most recent
+    store.append("s.r3", 1, b"x" * 2000)
+    assert store.held_bytes <= 10_000
+    assert store.replay("s.r0", 0) == [(1, b"x" * 2000), (2, b"y")]
+    assert store.replay("s.r2", 0) == [(1, b"x" * 2000)]
+    assert store.replay("s.r3", 0) == [(1, b"x" * 2000)]
+    # The least recently active went: a resume of it gets the same answer as an expired one.
+    assert store.replay("s.r1", 0) is None
+    assert len(store) == 3
+    for stream in ("s.r0", "s.r2", "s.r3"):
+        store.forget(stream)
+    assert store.held_bytes == 0
+
+
+def test_a_stream_keeps_its_newest_bytes_and_refuses_a_resume_across_a_gap() -> None:
+    store = MemoryEventStore(max_stream_bytes=5_000)
+    for seq in range(1, 5):
+        store.append("s.r1", seq, bytes([seq]) * 1500)
+    assert [seq for seq, _ in store.replay("s.r1", 2) or []] == [3, 4]
+    assert store.replay("s.r1", 1) is None  # event 2 was dropped
+    # An event larger than a stream may hold is not kept: nothing before it can be resumed.
+    store.append("s.r1", 5, b"z" * 6000)
+    assert store.replay("s.r1", 4) is None
+    assert store.replay("s.r1", 5) == []
+    assert store.held_bytes < 5_000
+
+
+def test_many_small_events_are_counted_with_their_overhead() -> None:
+    store = MemoryEventStore(max_bytes=100_000)
+    for n in range(10_000):
+        store.append(f"s.r{n}", 1, b"")
+    assert store.held_bytes <= 100_000
+    assert len(store) < 100
+
+
+def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:
+    """Events taken by a GET leave entries behind in the app-wide order of backlog events: they
+    are swept out, so that order stays as small as what is queued."""
+    budget = ByteBudget(10_000)
+    limits = StreamLimits(backlog_events=5_000)
+    stream = EventStream("s", "0", MemoryEventStore(), limits=limits, budget=budget)
+    for _ in range(5_000):
+        stream.push(b"x" * 10)
+        stream.push(b"y" * 10)
+        stream.detach(stream.attach())
+    assert budget.used == 0
+    assert len(budget._order) <= 100
+    for _ in range(2_000):  # twice what the budget holds: the oldest go, the order follows
+        stream.push(b"z" * 10)
+    assert budget.used == stream.backlog_bytes == 10_000
+    assert len(budget._order) <= 2 * len(stream.backlog) + 64
+
+
+# -- through a real hypercorn ----------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+def big_result_server(size: int) -> tuple[Server, dict[int, trio.Event]]:
+    """A tool whose result is ``size`` bytes of text; ``big(gate=n)`` answers once the test
+    sets ``gates[n]``."""
+    server = demo_server()
+    gates: dict[int, trio.Event] = collections.defaultdict(trio.Event)
+
+    @server.tool()
+    async def big(gate: int | None = None) -> str:
+        if gate is not None:
+            await gates[gate].wait()
+        return "x" * size
+
+    return server, gates
+
+
+async def test_results_delivered_on_a_live_stream_are_not_kept() -> None:
+    """Every event of a stream that reached its client, up to the response, has nothing left to
+    resume: 40 results of 2 MiB leave the server's memory where it was (they used to be kept
+    for the store's ttl)."""
+    server, _ = big_result_server(2 * MIB)
+    async with serving(server) as served:
+        session = await served.initialize()
+        assert "result" in await served.call(session, call_body(0, "big"))
+        tracemalloc.start()
+        try:
+            before = traced()
+            for rid in range(1, 41):
+                message = await served.call(session, call_body(rid, "big"))
+                assert len(message["result"]["content"][0]["text"]) == 2 * MIB
+                del message
+            # The engine's writer holds the last batch it wrote until the next one: a small
+            # call takes its place.
+            assert "result" in await served.call(session, call_body(41, "echo", {"text": "x"}))
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 8 * MIB, (before, after)
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        assert len(store) == 0
+        assert store.held_bytes == 0
+
+
+async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_first() -> None:
+    """Streams whose client went away before the response are kept for a resume, but only up to
+    the store's byte cap: 40 cut streams of 2 MiB under the default 32 MiB keep the newest ones;
+    the newest resumes whole, the oldest gets the same 400 as an expired one."""
+    server, gates = big_result_server(2 * MIB)
+    async with serving(server) as served:
+        store = served.app.store
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        primes: list[str] = []
+
+        async def cut(rid: int) -> None:
+            async with served.stream_post(call_body(rid, "big", {"gate": rid}), session) as r:
+                prime = await r.next()
+                assert prime is not None and prime.id is not None
+                primes.append(prime.id)
+            # Once the server has seen the client go, the result comes: it waits for a resume.
+            await eventually(lambda: state.request_streams[rid].listener is None)
+            gates[rid].set()
+            await eventually(lambda: rid not in state.request_streams)
+
+        tracemalloc.start()
+        try:
+            before = traced()
+            for rid in range(1, 41):
+                await cut(rid)
+            # The engine's writer holds the last batch it wrote until the next one: a small
+            # call takes its place.
+            assert "result" in await served.call(session, call_body(41, "echo", {"text": "x"}))
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 40 * MIB, (before, after)
+        assert isinstance(store, MemoryEventStore)
+        assert 8 * MIB < store.held_bytes <= 32 * MIB
+        async with served.stream_get(session, last_event_id=primes[-1]) as resumed:
+            (event,) = await resumed.rest()
+        assert len(event.json()["result"]["content"][0]["text"]) == 2 * MIB
+        headers = served.headers(session, accept="text/event-stream", last_event_id=primes[0])
+        response = await served.client.get(served.url, headers=headers)
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"

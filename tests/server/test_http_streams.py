@@ -3,6 +3,9 @@ GET stream, keep-alives and resuming with ``Last-Event-ID``."""
 
 from __future__ import annotations
 
+import functools
+import gc
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -10,7 +13,9 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.server import Context, HttpOptions, MemoryEventStore
+from trio_mcp.server._event_store import EventStream
+from trio_mcp.server._http_app import HttpSession
 
 from .._http import (
     VERSION,
@@ -18,6 +23,7 @@ from .._http import (
     Served,
     SseComment,
     SseEvent,
+    SseReader,
     call_body,
     cancel_body,
     eventually,
@@ -28,6 +34,8 @@ from .._http import (
     serving,
 )
 
+MIB = 1024 * 1024
+
 CONFLICT = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
     b'"message":"Conflict: Request id is already in flight for this session"}}'
@@ -37,6 +45,11 @@ CONFLICT = (
 def result_text(message: dict[str, Any]) -> str:
     text: str = message["result"]["content"][0]["text"]
     return text
+
+
+def traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
 
 
 def ids_of(events: list[SseEvent]) -> list[tuple[str, int]]:
@@ -391,11 +404,13 @@ async def test_resume_after_the_request_finished_replays_from_the_store() -> Non
             events = await resumed.rest()
         assert progress_messages(events) == ["step 2", "step 3", "step 4"]
         assert events[-1].json()["result"]["content"][0]["text"] == "all steps"
-        # Resuming again from the priming event replays everything once more.
+        # That resume carried the stream to its end: nothing is left to resume, and the store
+        # has let it go.
         prime_id = first.id.rsplit(".", 1)[0] + ".0"
-        async with served.stream_get(session, last_event_id=prime_id) as again:
-            replayed = await again.rest()
-        assert progress_messages(replayed) == ["step 1", "step 2", "step 3", "step 4"]
+        headers = served.headers(session, accept="text/event-stream", last_event_id=prime_id)
+        response = await served.client.get(served.url, headers=headers)
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"
 
 
 async def test_unknown_or_foreign_last_event_id_gets_400(demo_http: Served) -> None:
@@ -429,8 +444,6 @@ async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) 
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose
     messages: the resume is refused instead, while the request is still running."""
-    from trio_mcp.server import MemoryEventStore
-
     server, gates = stepper_server()
     async with serving(
         server, HttpOptions(event_store=MemoryEventStore(max_events_per_stream=1))
@@ -452,3 +465,285 @@ async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
         assert response.status_code == 400
         assert "no longer kept" in response.json()["error"]["message"]
         gates[3].set()
+
+
+# -- bounded buffers -------------------------------------------------------------------------------
+
+
+def chatty_server(steps: int, size: int = 16) -> Server:
+    """A tool that reports progress ``steps`` times (messages of ``size`` bytes), then answers."""
+    server = demo_server()
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        for step in range(steps):
+            await ctx.report_progress(step, message=f"{step:08}".ljust(size, "."))
+        return "chatted"
+
+    return server
+
+
+async def test_json_mode_keeps_no_progress_for_a_get_that_never_came() -> None:
+    """A JSON response cannot carry a request's progress, and with no GET open there is nobody
+    to give it to: 200 calls leave nothing queued, and a later GET gets none of it stale."""
+    server = chatty_server(steps=30)
+    async with serving(server, HttpOptions(json_response=True)) as served:
+        session = await served.initialize()
+        for rid in range(200):
+            response = await served.post(call_body(rid, "chatty"), session)
+            assert result_text(response.json()) == "chatted"
+        state = served.app.sessions[session]
+        assert not state.standalone.backlog
+        assert state.standalone.seq == 0
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        assert len(store) == 0
+        assert store.held_bytes == 0
+        # The last response counts as pending until its POST's handler lets go of it.
+        await eventually(lambda: served.app.budget.used == 0)
+        async with served.stream_get(session) as listener:
+            server.remove_tool("echo")
+            assert await listener.message() == {
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+            }
+
+
+async def test_json_mode_keeps_a_server_request_for_the_next_get() -> None:
+    """A nested request waits for its answer, so unlike progress it is kept for a GET to come."""
+    server, _, outcome = sampling_server()
+    async with serving(server, HttpOptions(json_response=True)) as served:
+        session = await served.initialize(capabilities={"sampling": {}})
+        state = served.app.sessions[session]
+        original: list[Any] = []
+
+        async def call() -> None:
+            original.append(await served.post(call_body("parent", "ask"), session))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            await eventually(lambda: len(state.standalone.backlog) == 1)
+            async with served.stream_get(session) as listener:
+                nested = await listener.message()
+            assert nested["method"] == "sampling/createMessage"
+            answer = {
+                "jsonrpc": "2.0",
+                "id": nested["id"],
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "42"},
+                    "model": "test-model",
+                },
+            }
+            assert (await served.post(answer, session)).status_code == 202
+        (response,) = original
+        assert result_text(response.json()) == "the model said 42"
+        assert outcome == ["answered"]
+
+
+def list_changes(server: Server, count: int) -> None:
+    """``count`` list-changed notifications to every session, each 58 bytes on the wire."""
+    for _ in range(count):
+        server.notify_list_changed("tools")
+
+
+async def test_the_get_backlog_keeps_the_newest_events_within_its_bounds() -> None:
+    """What waits for a GET that is not open is bounded in count and bytes per session, the
+    oldest dropped first; the GET then gets the newest ones."""
+    server = demo_server()
+    options = HttpOptions(max_backlog_events=5, max_backlog_bytes=1000)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        list_changes(server, 100)
+        await eventually(lambda: state.standalone.seq == 100)
+        assert len(state.standalone.backlog) == 5
+        async with served.stream_get(session) as listener:
+            got = [await listener.next() for _ in range(5)]
+        assert [event.id for event in got if event is not None] == [
+            f"{session}.0.{seq}" for seq in range(96, 101)
+        ]
+    options = HttpOptions(max_backlog_bytes=200)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        list_changes(server, 100)
+        await eventually(lambda: state.standalone.seq == 100)
+        assert len(state.standalone.backlog) == 3
+        assert state.standalone.backlog_bytes <= 200
+
+
+def all_at(states: list[HttpSession], seq: int) -> bool:
+    return all(state.standalone.seq == seq for state in states)
+
+
+async def test_the_backlogs_of_all_sessions_share_one_bound() -> None:
+    """Past ``max_buffered_bytes`` for all the sessions' backlogs together, the oldest event of
+    them all goes first: each session keeps its newest."""
+    server = demo_server()
+    async with serving(server, HttpOptions(max_buffered_bytes=1000)) as served:
+        sessions = [await served.initialize() for _ in range(4)]
+        states = [served.app.sessions[session] for session in sessions]
+        for number in range(1, 51):  # one at a time, so that the sessions' events interleave
+            list_changes(server, 1)
+            await eventually(functools.partial(all_at, states, number))
+        kept = [state.standalone.backlog_bytes for state in states]
+        assert sum(kept) <= 1000
+        assert served.app.budget.used == sum(kept)
+        assert max(kept) - min(kept) <= 58  # each keeps its newest, about a quarter
+        waiting = len(states[-1].standalone.backlog)
+        async with served.stream_get(sessions[-1]) as listener:
+            events = [await listener.next() for _ in range(waiting)]
+        assert [event.id for event in events if event is not None][-1] == f"{sessions[-1]}.0.50"
+        assert served.app.budget.used == sum(kept[:-1])
+
+
+def flood_server(count: int, size: int) -> tuple[Server, trio.Event]:
+    """A tool that reports progress ``count`` times with ``size``-byte messages, then answers."""
+    server = demo_server()
+    done = trio.Event()
+
+    @server.tool()
+    async def flood(ctx: Context) -> str:
+        for step in range(count):
+            await ctx.report_progress(step, message="x" * size)
+        done.set()
+        return "flooded"
+
+    return server, done
+
+
+async def flooded_stream(served: Served, session: str, reader: SseReader) -> EventStream:
+    """The stream of the ``flood`` call ``reader`` made, once its first event has arrived."""
+    state = served.app.sessions[session]
+    await eventually(lambda: "f" in state.request_streams)
+    stream = state.request_streams["f"]
+    prime = await reader.next()
+    assert prime is not None and prime.data == ""
+    return stream
+
+
+async def test_a_client_that_does_not_read_its_stream_is_cut_before_memory_grows() -> None:
+    """25 MiB of progress to a client that reads none of it: past ``max_pending_bytes`` waiting
+    to be written, its connection is ended after what it has, and the rest goes only to the
+    (bounded) store. The server's memory stays bounded meanwhile."""
+    server, done = flood_server(400, 64 * 1024)
+    options = HttpOptions(
+        max_pending_bytes=MIB, event_store=MemoryEventStore(max_stream_bytes=2 * MIB)
+    )
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        tracemalloc.start()
+        try:
+            before = traced()
+            async with served.stream_post(call_body("f", "flood"), session) as reader:
+                stream = await flooded_stream(served, session, reader)
+                await done.wait()
+                await eventually(lambda: stream.finished)
+                after = traced()
+                cut = stream.listener is None
+        finally:
+            tracemalloc.stop()
+        assert after - before < 40 * MIB, (before, after)
+        assert cut  # the client was not reading
+        assert served.app.budget.used == 0
+
+
+async def test_a_client_cut_for_not_reading_resumes_where_it_stopped() -> None:
+    server, done = flood_server(400, 64 * 1024)
+    store = MemoryEventStore(
+        max_events_per_stream=1000, max_stream_bytes=64 * MIB, max_bytes=64 * MIB
+    )
+    options = HttpOptions(max_pending_bytes=MIB, event_store=store)
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        async with served.stream_post(call_body("f", "flood"), session) as reader:
+            stream = await flooded_stream(served, session, reader)
+            await done.wait()
+            await eventually(lambda: stream.finished)
+            assert stream.listener is None
+            # What was on its way still arrives, then the response ends, without the result.
+            first = await reader.rest()
+        assert first and all(e.json()["method"] == "notifications/progress" for e in first)
+        last = first[-1].id
+        assert last is not None
+        async with served.stream_get(session, last_event_id=last) as resumed:
+            rest = await resumed.rest()
+        assert rest[-1].json()["result"]["content"][0]["text"] == "flooded"
+        seqs = [seq for _, seq in ids_of([*first, *rest])]
+        assert seqs == list(range(1, 402))
+
+
+async def test_a_request_whose_client_is_away_queues_nothing_beyond_the_store() -> None:
+    """While its client is away, a request's events go to the (bounded) store only: 12.5 MiB of
+    progress to nobody leaves the server's memory within the store's bound."""
+    server = demo_server()
+    gate, flooded = trio.Event(), trio.Event()
+
+    @server.tool()
+    async def away(ctx: Context) -> str:
+        await gate.wait()
+        for step in range(200):
+            await ctx.report_progress(step, message="x" * 64 * 1024)
+        flooded.set()
+        await trio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    options = HttpOptions(event_store=MemoryEventStore(max_stream_bytes=MIB))
+    async with serving(server, options) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        tracemalloc.start()
+        try:
+            before = traced()
+            async with served.stream_post(call_body("a", "away"), session) as reader:
+                assert (await reader.next()) is not None  # priming
+            stream = state.request_streams["a"]
+            await eventually(lambda: stream.listener is None)
+            gate.set()
+            await flooded.wait()
+            await eventually(lambda: stream.seq == 200)
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 16 * MIB, (before, after)
+        assert not stream.backlog
+        assert (await served.post(cancel_body("a"), session)).status_code == 202
+
+
+async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
+    server = demo_server()
+    gate = trio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        await gate.wait()
+        return "waited"
+
+    async with serving(server, HttpOptions(max_requests_per_session=2)) as served:
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        answers: list[Any] = []
+
+        async def call(rid: int) -> None:
+            answers.append(await served.call(session, call_body(rid, "wait")))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, 1)
+            nursery.start_soon(call, 2)
+            await eventually(lambda: len(state.request_streams) == 2)
+            refused = await served.post(call_body(3, "wait"), session)
+            assert refused.status_code == 429
+            assert refused.headers["retry-after"] == "1"
+            assert refused.json() == {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "error": {
+                    "code": -32600,
+                    "message": "Too Many Requests: this session already has 2 requests in "
+                    "flight; retry when one has finished",
+                },
+            }
+            gate.set()
+        assert [result_text(answer) for answer in answers] == ["waited", "waited"]
+        assert result_text(await served.call(session, call_body(3, "wait"))) == "waited"

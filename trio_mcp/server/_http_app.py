@@ -51,7 +51,14 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseSender
 from ._connection import ServerConnection
-from ._event_store import EventStore, EventStream, MemoryEventStore, StreamItem
+from ._event_store import (
+    ByteBudget,
+    EventStore,
+    EventStream,
+    MemoryEventStore,
+    StreamItem,
+    StreamLimits,
+)
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
 
@@ -95,6 +102,19 @@ class HttpOptions:
     retry_ms: int = 1000
     shutdown_grace: float = 5.0
     event_store: EventStore | None = None
+    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
+    max_requests_per_session: int = 256
+    #: Events handed to one SSE connection and not yet written to it (a client that does not
+    #: read): past either bound the connection is ended, and its client resumes with
+    #: ``Last-Event-ID``.
+    max_pending_events: int = 1024
+    max_pending_bytes: int = 8 * 1024 * 1024
+    #: Events kept for a session's next GET while none is open (list changes, server requests),
+    #: the oldest dropped first.
+    max_backlog_events: int = 256
+    max_backlog_bytes: int = 1024 * 1024
+    #: All of those together, over every session and connection of the app.
+    max_buffered_bytes: int = 64 * 1024 * 1024
 
 
 class HttpError(Exception):
@@ -173,7 +193,7 @@ class HttpSession:
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
         self.store = app.store if kind is SessionKind.SESSION else _NO_STORE
-        self.standalone = EventStream(session_id, "0", self.store)
+        self.standalone = self._new_stream("0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
@@ -184,24 +204,47 @@ class HttpSession:
 
     def route(self, data: bytes, related: RequestId | None, final: bool) -> None:
         stream = self.request_streams.get(related) if related is not None else None
-        if stream is None or stream.finished:
-            self.standalone.push(data)
+        # A JSON response carries one message: the request's others cannot go on its stream.
+        if (
+            stream is not None
+            and not stream.finished
+            and (final or not self.app.options.json_response)
+        ):
+            stream.push(data)
+            if final:
+                stream.finish(responded=True)
+                self.forget_stream(stream)
+                self.touch()  # its client may be gone: the session can go idle now
             return
-        if self.app.options.json_response and not final:
-            # A JSON response carries one message: the rest goes on the standalone stream.
-            self.standalone.push(data)
+        if related is not None and self.standalone.listener is None and not _waits(data):
+            # A request's progress and log messages that its own stream cannot carry (a JSON
+            # response carries one message; or the stream is gone) go to the GET stream only
+            # while one is open: queued, they would reach a later GET stale, or pile up for one
+            # that never comes. A server request, which waits for its answer, and the cancel of
+            # one are kept for the next GET.
             return
-        stream.push(data)
-        if final:
-            stream.finish(responded=True)
-            self.forget_stream(stream)
-            self.touch()  # its client may be gone: the session can go idle now
+        self.standalone.push(data)
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
+        limit = self.app.options.max_requests_per_session
+        if self.kind is SessionKind.SESSION and len(self.request_streams) >= limit:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this session already has {limit} requests in flight; "
+                "retry when one has finished",
+                request_id=request_id,
+                headers=[(b"retry-after", b"1")],
+            )
         self._stream_numbers += 1
-        stream = EventStream(self.id, f"r{self._stream_numbers}", self.store, request_id=request_id)
+        stream = self._new_stream(f"r{self._stream_numbers}", request_id)
         self.request_streams[request_id] = stream
         return stream
+
+    def _new_stream(self, key: str, request_id: RequestId | None = None) -> EventStream:
+        app = self.app
+        return EventStream(
+            self.id, key, self.store, request_id, limits=app.limits, budget=app.budget
+        )
 
     def forget_stream(self, stream: EventStream) -> None:
         """Removal by identity: a stream registered later under the same id stays."""
@@ -255,6 +298,7 @@ class HttpSession:
             stream.finish(responded=False)
         self.request_streams.clear()
         self.standalone.finish(responded=False)
+        self.standalone.discard_backlog()
 
     def forget_events(self) -> None:
         """Nobody can resume a stream of an ended session: drop its events from the store."""
@@ -316,6 +360,15 @@ class McpHttpApp:
             self.options.event_store if self.options.event_store is not None else MemoryEventStore()
         )
         self.sessions: dict[str, HttpSession] = {}
+        options = self.options
+        self.limits = StreamLimits(
+            pending_events=options.max_pending_events,
+            pending_bytes=options.max_pending_bytes,
+            backlog_events=options.max_backlog_events,
+            backlog_bytes=options.max_backlog_bytes,
+        )
+        #: What every backlog and every connection's pending events hold together.
+        self.budget = ByteBudget(options.max_buffered_bytes)
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
@@ -752,14 +805,18 @@ class McpHttpApp:
             if session.kind is SessionKind.MODERN:
                 await self._answer_modern(scope, send, stream, events)
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
-                await self._answer_initialize(scope, send, session, await _ended(stream, events))
+                items = await _ended(stream, events)
+                stream.delivered()  # answered whole, at once: there is nothing to resume
+                await self._answer_initialize(scope, send, session, items)
             elif self.options.json_response:
-                await self._answer_json(scope, send, stream, await _ended(stream, events))
+                items = await _ended(stream, events)
+                stream.delivered()  # a JSON response carries no event id to resume from
+                await self._answer_json(scope, send, stream, items)
             elif session.kind is SessionKind.SESSION:
                 prime = self._priming(session, stream)
-                await self._stream(scope, receive, send, events, prime)
+                await self._stream(scope, receive, send, stream, events, prime)
             else:
-                await self._stream(scope, None, send, events, None)
+                await self._stream(scope, None, send, stream, events, None)
         finally:
             stream.detach(events)
             session.idle()
@@ -817,7 +874,10 @@ class McpHttpApp:
     ) -> None:
         """One JSON object when the response is all there is; SSE when notifications (progress,
         log messages) come first. The status follows the error code."""
-        first = await events.receive()
+        try:
+            first = await events.receive()
+        except trio.EndOfChannel:
+            return
         if first is None:
             return  # cancelled: the client went away
         if stream.finished:
@@ -832,7 +892,7 @@ class McpHttpApp:
         await self._sse_start(scope, send)
         body = encode_event(first[1], event="message", id=first[0])
         await send({"type": "http.response.body", "body": body, "more_body": True})
-        await self._relay(send, events)
+        await self._relay(send, stream, events)
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -872,11 +932,13 @@ class McpHttpApp:
         scope: Scope,
         receive: Receive | None,
         send: Send,
+        stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
-        """Relay a stream's events until it ends, its listener is replaced, or the client goes.
+        """Relay a stream's events until it ends, its listener is cut (replaced, or too far
+        behind), or the client goes.
 
         The stream itself outlives a client that goes away: it waits for a resume. With
         ``receive`` None the caller watches for the disconnect itself.
@@ -893,18 +955,33 @@ class McpHttpApp:
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            await self._relay(send, events)
+            await self._relay(send, stream, events)
             nursery.cancel_scope.cancel()
 
-    async def _relay(self, send: Send, events: trio.MemoryReceiveChannel[StreamItem]) -> None:
+    async def _relay(
+        self, send: Send, stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
+    ) -> None:
+        """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
+        far behind).
+
+        Once the end is taken, every event before it was written to a live connection (a
+        disconnect would have cancelled this): the stream is delivered, nothing is left to
+        resume. Decided before the last write, which the disconnect that hypercorn reports once
+        a response is complete may interrupt.
+        """
         interval = self.options.keepalive_interval
         ended = False
         try:
             while True:
                 with trio.move_on_after(interval):
-                    item = await events.receive()
+                    try:
+                        item = await events.receive()
+                    except trio.EndOfChannel:
+                        break  # cut: the client resumes with Last-Event-ID
                     if item is None:
+                        stream.delivered()
                         break
+                    stream.settle(events)
                     await send(
                         {
                             "type": "http.response.body",
@@ -982,7 +1059,7 @@ class McpHttpApp:
         events = stream.attach(replay_after=after)
         session.busy()
         try:
-            await self._stream(scope, receive, send, events, None)
+            await self._stream(scope, receive, send, stream, events, None)
         finally:
             stream.detach(events)
             session.idle()
@@ -1029,6 +1106,15 @@ async def _cancel_on_disconnect(
     if engine is not None:
         engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+def _waits(data: bytes) -> bool:
+    """Whether a message must wait for the next GET: a server request (its handler waits for
+    the answer), or the cancel of one."""
+    parsed = parse(data)
+    if isinstance(parsed, Request):
+        return True
+    return isinstance(parsed, Notification) and parsed.method == "notifications/cancelled"
 
 
 def _error_code(data: bytes) -> int | None:
