@@ -22,6 +22,7 @@ import trio
 
 from ._exception_groups import single_error
 from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
+from .protocol._framing import Envelope, Oversized
 from .protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -47,6 +48,15 @@ from .transports._transport import OutgoingMessage, Sender, Transport
 logger = logging.getLogger("trio_mcp")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+#: The bytes queued for writing above which the read loop stops reading (backpressure).
+DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024
+#: The requests of the peer that may run at once on one connection; more are refused.
+DEFAULT_MAX_IN_FLIGHT = 4096
+#: Roughly the most the writer hands the transport in one write.
+_BATCH_BYTES = 1024 * 1024
+#: The error a request still running when a half-closed connection's drain timeout ends gets.
+INPUT_ENDED_MESSAGE = "Request cancelled: the input ended and it did not finish in time"
 
 
 class Dispatcher(Protocol):
@@ -84,6 +94,8 @@ class InFlight:
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     cancel_requested: bool = False
     cancel_reason: str | None = None
+    #: The answer of a request cancelled by the engine rather than by the peer (None: none).
+    cancel_error: ErrorObject | None = None
     settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
@@ -221,11 +233,22 @@ class Session:
         *,
         id_prefix: str = "",
         drain_timeout: float = 2.0,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.transport = transport
         #: After the peer stops sending: how long cancelled requests may take to finish and
-        #: already-decided messages may take to flush before the connection is torn down.
+        #: already-decided messages may take to flush before the connection is torn down. On a
+        #: half-closed transport, first how long what was received may take to finish.
         self.drain_timeout = drain_timeout
+        #: Above this many bytes queued for writing, the read loop waits for the writer before
+        #: it reads on, so a peer that does not read makes its own writes block.
+        self.max_queued_bytes = max_queued_bytes
+        #: At most this many requests of the peer run at once; one more is refused (-32600).
+        self.max_in_flight = max_in_flight
+        self._queued_bytes = 0
+        self._writer_caught_up = trio.Event()
+        self._writer_caught_up.set()
         self._running = 0
         self._all_done = trio.Event()
         self._all_done.set()
@@ -244,6 +267,8 @@ class Session:
         self._closed: BaseException | None = None
         self.closed = trio.Event()
         self._input_ended = trio.Event()
+        #: Why the input of a half-closed transport ended, while the output still works.
+        self._input_closed: BaseException | None = None
 
     # -- running -------------------------------------------------------------------------------
 
@@ -271,12 +296,29 @@ class Session:
                 task_status.started(self)
                 try:
                     why = await (self._read_loop() if pull else self._until_input_ends())
+                    if getattr(self.transport, "half_close", False) and self._closed is None:
+                        await self._finish_received(why)
                     await self._drain(why)
                 finally:
                     self._close(why)
                     nursery.cancel_scope.cancel()
         finally:
             self._close(why)
+
+    async def _finish_received(self, why: BaseException) -> None:
+        """The input of a half-closed transport ended, its output still works: give what was
+        received ``drain_timeout`` to finish; answer what is still running then with an error.
+
+        Our own requests cannot be answered any more, so they fail at once, and new ones are
+        refused; the requests of the peer go on, their notifications included.
+        """
+        self._input_closed = why
+        self._fail_pending(why)
+        with trio.move_on_after(self.drain_timeout):
+            await self._all_done.wait()
+        error = ErrorObject.make(INTERNAL_ERROR, INPUT_ENDED_MESSAGE)
+        for record in list(self._in_flight.values()):
+            self.cancel_incoming(record.id, "input ended", error=error)
 
     async def _drain(self, why: BaseException) -> None:
         """The peer stopped sending: cancel what is in flight, then flush what was decided."""
@@ -292,13 +334,17 @@ class Session:
         if self._closed is not None:
             return
         self._closed = why
+        self._fail_pending(why)
+        self.closed.set()
+        self._writer_caught_up.set()  # a read loop waiting for the writer stops waiting
+
+    def _fail_pending(self, why: BaseException) -> None:
         for pending in list(self._pending.values()):
             if not pending.done:
                 pending.done = True
                 pending.send.send_nowait(_Closed(why))
         self._pending.clear()
         self._progress.clear()
-        self.closed.set()
 
     def feed_eof(self) -> None:
         """The peer is gone: for a session run with ``pull=False``, what a transport's end is
@@ -323,6 +369,11 @@ class Session:
                 "and feed() it what arrives"
             )
         while True:
+            while self._queued_bytes > self.max_queued_bytes and self._closed is None:
+                # Backpressure: read nothing more until the writer has caught up, so the
+                # peer's writes block instead of our queue growing.
+                self._writer_caught_up = trio.Event()
+                await self._writer_caught_up.wait()
             try:
                 data = await transport.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
@@ -355,7 +406,28 @@ class Session:
         elif isinstance(parsed, Response | ErrorResponse):
             self._on_response(parsed)
         else:
+            if isinstance(parsed, Oversized):
+                self._on_oversized(parsed)
             self._enqueue(encode(parsed.response()), None)
+
+    def _on_oversized(self, frame: Oversized) -> None:
+        """A message over the transport's limit was skipped. If it may have been the answer
+        to requests of ours, they fail now rather than wait for an answer that was dropped:
+        the one its start names, or, when its start does not say, every one waiting."""
+        if frame.kind is Envelope.REQUEST:
+            return
+        named = frame.peer_id if frame.kind is Envelope.RESPONSE else None
+        victims = [named] if named is not None and named in self._pending else list(self._pending)
+        error = ErrorObject.make(
+            INVALID_REQUEST,
+            f"Message too large: the peer sent a message over the limit of {frame.limit} "
+            "bytes; it was skipped",
+        )
+        for rid in victims:
+            pending = self._pending[rid]
+            if not pending.done:
+                pending.done = True
+                pending.send.send_nowait(_Failed(error))
 
     def _feed_batch(self, batch: Batch) -> None:
         sink = _BatchSink(self)
@@ -379,13 +451,16 @@ class Session:
         try:
             async for item in self._out_recv:
                 batch = [item]
-                while True:
+                size = len(item.data)
+                while size < _BATCH_BYTES:  # one write is not a second copy of the queue
                     try:
                         batch.append(self._out_recv.receive_nowait())
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
+                    size += len(batch[-1].data)
                 try:
                     await self._write_batch(batch)
+                    self._written(batch)
                 except (
                     trio.BrokenResourceError,
                     trio.ClosedResourceError,
@@ -397,6 +472,11 @@ class Session:
                     return
         finally:
             self._writer_done.set()
+
+    def _written(self, batch: list[_Outgoing]) -> None:
+        self._queued_bytes -= sum(len(item.data) for item in batch)
+        if self._queued_bytes <= self.max_queued_bytes:
+            self._writer_caught_up.set()
 
     async def _write_batch(self, batch: list[_Outgoing]) -> None:
         if len(batch) == 1 and not batch[0].suppressed:
@@ -447,6 +527,8 @@ class Session:
             self._out_send.send_nowait(item)
         except trio.ClosedResourceError:
             item.withdrawn = True  # the connection is shutting down
+        else:
+            self._queued_bytes += len(data)
         return item
 
     # -- incoming requests ---------------------------------------------------------------------
@@ -468,6 +550,17 @@ class Session:
             return
         record = InFlight(request, self)
         if route.register:
+            if len(self._in_flight) >= self.max_in_flight:
+                sink(
+                    _error(
+                        request.id,
+                        INVALID_REQUEST,
+                        "Invalid Request",
+                        f"Invalid Request: more than {self.max_in_flight} requests in flight "
+                        "on this connection",
+                    )
+                )
+                return
             if request.id in self._in_flight:
                 sink(
                     _error(
@@ -507,9 +600,12 @@ class Session:
                 outcome = self._error_outcome(record, exc)
             # Settle exactly once, synchronously: a cancel that arrived first suppresses.
             if record.cancel_requested:
-                outcome = (
-                    None if route.on_cancel is None else Response(rid, route.on_cancel(record))
-                )
+                if route.on_cancel is not None:
+                    outcome = Response(rid, route.on_cancel(record))
+                elif record.cancel_error is not None:
+                    outcome = ErrorResponse(rid, record.cancel_error)
+                else:
+                    outcome = None
         finally:
             record.settled = True
             if self._in_flight.get(rid) is record:
@@ -543,13 +639,17 @@ class Session:
         )
         return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
 
-    def cancel_incoming(self, request_id: RequestId, reason: str | None = None) -> bool:
-        """Cancel an incoming request as ``notifications/cancelled`` would."""
+    def cancel_incoming(
+        self, request_id: RequestId, reason: str | None = None, *, error: ErrorObject | None = None
+    ) -> bool:
+        """Cancel an incoming request as ``notifications/cancelled`` would; with ``error``, it
+        is answered with that error instead of nothing."""
         record = self._in_flight.get(request_id)
         if record is None or record.settled or record.cancel_requested:
             return False
         record.cancel_requested = True
         record.cancel_reason = reason
+        record.cancel_error = error
         record.scope.cancel()
         return True
 
@@ -639,6 +739,8 @@ class Session:
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
+        if self._input_closed is not None:
+            raise ConnectionClosed(str(self._input_closed))  # no answer could arrive
         rid = self.new_request_id() if request_id is None else request_id
         if not is_valid_id(rid):
             raise ValueError("a request id must be a string or an integer")

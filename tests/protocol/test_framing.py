@@ -6,7 +6,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.protocol._framing import END, NEED_DATA, TOO_LONG, Framing, LineFramer
+from trio_mcp.protocol._framing import (
+    END,
+    NEED_DATA,
+    TOO_LONG,
+    CuttingLineSplitter,
+    Envelope,
+    Framing,
+    LineFramer,
+    peek_envelope,
+)
 
 
 def drain(framer: LineFramer) -> list[bytes | Framing]:
@@ -88,3 +97,54 @@ def test_any_chunking_gives_each_line_once_or_one_refusal(
         elif line.strip():
             expected.append(line)
     assert got == [*expected, END]
+
+
+def test_a_refused_line_keeps_its_start_to_read_the_envelope_from() -> None:
+    framer = LineFramer(max_line_bytes=32)
+    framer.feed(b'{"jsonrpc":"2.0","id":7,"result":{"text":"' + b"x" * 40)
+    assert framer.next_line() is TOO_LONG
+    assert peek_envelope(framer.refused_head) == (Envelope.RESPONSE, 7)
+
+
+def test_the_envelope_is_read_from_the_scalar_members_at_the_top_level() -> None:
+    assert peek_envelope(b'{"jsonrpc":"2.0","id":"a\\"b","result":{') == (Envelope.RESPONSE, 'a"b')
+    assert peek_envelope(b' { "id" : 3 , "jsonrpc" : "2.0" , "error" : {') == (Envelope.RESPONSE, 3)
+    assert peek_envelope(b'{"jsonrpc":"2.0","id":3,"method":"x","params":{') == (
+        Envelope.REQUEST,
+        3,
+    )
+    assert peek_envelope(b'{"jsonrpc":"2.0","method":"notifications/message","par') == (
+        Envelope.REQUEST,
+        None,
+    )
+    # The id written last (as some peers do), or inside a value: a response to an unknown id.
+    assert peek_envelope(b'{"result":{"id":5,"content":[') == (Envelope.RESPONSE, None)
+    assert peek_envelope(b'{"params":{"id":5,"method":"x"') == (Envelope.UNKNOWN, None)
+    assert peek_envelope(b'{"jsonrpc":"2.0","id":1.5,"result":{') == (Envelope.RESPONSE, None)
+    assert peek_envelope(b"[1,2") == (Envelope.UNKNOWN, None)
+
+
+def test_a_line_for_a_person_is_cut_at_the_bound_and_says_how_much_was_cut() -> None:
+    lines = CuttingLineSplitter(max_line_bytes=4)
+    assert lines.feed(b"ab") == []
+    assert lines.feed(b"cdefg\r\nok\r\n" + b"x" * 9) == ["abcd... (3 bytes cut)", "ok"]
+    assert lines.feed(b"\nabcd\r") == ["xxxx... (5 bytes cut)"]
+    assert lines.feed(b"\n") == ["abcd"]  # a line ending in \r\n, cut or not
+    assert lines.feed(b"y" * 100) == []
+    assert lines.end() == ["yyyy... (96 bytes cut)"]
+    assert lines.end() == []
+
+
+@given(st.binary(max_size=200), st.lists(st.integers(min_value=1, max_value=40), min_size=1))
+def test_cut_lines_are_the_same_however_the_stream_is_read(data: bytes, cuts: list[int]) -> None:
+    whole = CuttingLineSplitter(max_line_bytes=8)
+    expected = whole.feed(data) + whole.end()
+    lines = CuttingLineSplitter(max_line_bytes=8)
+    got: list[str] = []
+    position = index = 0
+    while position < len(data):
+        size = cuts[index % len(cuts)]
+        got += lines.feed(data[position : position + size])
+        position, index = position + size, index + 1
+    assert got + lines.end() == expected
+    assert len(expected) == data.count(b"\n") + (not data.endswith(b"\n") and bool(data))

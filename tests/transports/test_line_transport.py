@@ -83,3 +83,69 @@ def test_any_chunking_gives_back_the_same_lines(messages: list[bytes], cuts: lis
 
     expected = [m for m in messages if m.strip()]
     assert trio.run(run) == expected
+
+
+async def _reply_over_the_limit(reply: bytes) -> list[str]:
+    """Two calls in flight over a line transport; the peer sends ``reply`` (too long), then
+    answers both calls. What each call got."""
+    to_us, our_input = trio.testing.memory_stream_one_way_pair()
+    lines = LineTransport(our_input, trio.testing.MemorySendStream(), max_line_bytes=64)
+    outcomes: list[str] = []
+    with trio.fail_after(10):  # a hang guard
+        await _run_calls(lines, to_us, reply, outcomes)
+    return sorted(outcomes)
+
+
+async def _run_calls(
+    lines: LineTransport, to_us: trio.testing.MemorySendStream, reply: bytes, outcomes: list[str]
+) -> None:
+    from trio_mcp import ProtocolError
+    from trio_mcp._session import Session
+
+    class NoMethods:
+        def route(self, request: object, session: object) -> object:
+            raise AssertionError("no request expected")
+
+        def on_notification(self, notification: object, session: object) -> None:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        session = Session(lines, NoMethods())  # type: ignore[arg-type]
+        await nursery.start(session.run)
+
+        async def call(n: int) -> None:
+            try:
+                await session.request("tools/call", {"n": n}, request_id=n)
+                outcomes.append(f"{n}: answered")
+            except ProtocolError as exc:
+                outcomes.append(f"{n}: {exc.message}")
+
+        async with trio.open_nursery() as calls:
+            calls.start_soon(call, 1)
+            calls.start_soon(call, 2)
+            await trio.testing.wait_all_tasks_blocked()
+            await to_us.send_all(reply + b"\n")
+            await trio.testing.wait_all_tasks_blocked()
+            # Late answers for a call that already failed are ignored.
+            await to_us.send_all(
+                b'{"jsonrpc":"2.0","id":1,"result":{}}\n{"jsonrpc":"2.0","id":2,"result":{}}\n'
+            )
+        nursery.cancel_scope.cancel()
+
+
+TOO_LARGE = "Message too large: the peer sent a message over the limit of 64 bytes; it was skipped"
+
+
+async def test_a_reply_over_the_limit_fails_the_call_its_start_names() -> None:
+    reply = b'{"jsonrpc":"2.0","id":1,"result":{"text":"' + b"x" * 100 + b'"}}'
+    assert await _reply_over_the_limit(reply) == [f"1: {TOO_LARGE}", "2: answered"]
+
+
+async def test_a_reply_over_the_limit_whose_start_names_no_id_fails_every_call() -> None:
+    reply = b'{"result":{"text":"' + b"x" * 100 + b'"},"jsonrpc":"2.0","id":1}'
+    assert await _reply_over_the_limit(reply) == [f"1: {TOO_LARGE}", f"2: {TOO_LARGE}"]
+
+
+async def test_a_request_over_the_limit_fails_no_call_of_ours() -> None:
+    request = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"text":"' + b"x" * 100 + b'"}}'
+    assert await _reply_over_the_limit(request) == ["1: answered", "2: answered"]

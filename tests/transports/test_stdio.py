@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from trio_mcp import ConnectionClosed, open_client
+from trio_mcp._session import INPUT_ENDED_MESSAGE
 from trio_mcp.transports import LineTransport
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,13 +64,16 @@ class RawProcess:
 
 
 @asynccontextmanager
-async def raw_process(command: list[str]) -> AsyncIterator[RawProcess]:
+async def raw_process(
+    command: list[str], env: dict[str, str] | None = None
+) -> AsyncIterator[RawProcess]:
     process = await trio.lowlevel.open_process(
         command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=ROOT,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         yield RawProcess(process)
@@ -220,7 +224,7 @@ async def test_oversized_lines_and_bad_json_lose_nothing() -> None:
             assert done["id"] == 1 and done["result"]["content"][0]["text"] == "slept 0.5s"
 
 
-async def test_end_of_input_cancels_in_flight_work_and_exits_zero() -> None:
+async def test_end_of_input_answers_what_outlives_the_drain_timeout_and_exits_zero() -> None:
     with trio.fail_after(GUARD):
         async with raw_process(DEMO) as raw:
             await raw.initialize()
@@ -236,6 +240,10 @@ async def test_end_of_input_cancels_in_flight_work_and_exits_zero() -> None:
             assert (await raw.recv())["id"] == 2  # the sleep is running
             assert raw.process.stdin is not None
             await raw.process.stdin.aclose()
+            # The sleep outlives the drain timeout: it is cancelled and answered, not dropped.
+            cut = await raw.recv()
+            assert cut["id"] == 1 and cut["error"]["code"] == -32603
+            assert cut["error"]["message"] == INPUT_ENDED_MESSAGE
             assert await raw.process.wait() == 0
             with pytest.raises(trio.EndOfChannel):
                 await raw.lines.receive()
@@ -318,3 +326,192 @@ def test_the_console_script_works_from_the_environment() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "from the script\n"
+
+
+# -- limits and lifecycles -------------------------------------------------------------------
+
+UNRULY = [sys.executable, str(SERVERS / "unruly_server.py")]
+
+
+def _status_kib(pid: int, field: str) -> int:
+    """A memory figure of a process, from /proc/PID/status (VmRSS now, VmHWM its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
+async def test_a_long_stderr_line_is_forwarded_cut_with_bounded_memory() -> None:
+    import tracemalloc
+
+    from trio_mcp.transports._stdio import MAX_STDERR_LINE_BYTES
+
+    flood = 32 * 1024 * 1024
+    lines: list[str] = []
+    tracemalloc.start()
+    try:
+        with trio.fail_after(GUARD):
+            async with open_client(
+                UNRULY,
+                env={"UNRULY_STDERR_FLOOD": str(flood), "PYTHONPATH": str(ROOT)},
+                stderr=lines.append,
+            ) as client:
+                assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Never the whole line in memory: the cap, a read, and the session itself.
+    assert peak < 8 * 1024 * 1024, peak
+    cut = f"... ({flood - MAX_STDERR_LINE_BYTES} bytes cut)"
+    assert lines[0] == "x" * MAX_STDERR_LINE_BYTES + cut
+    assert lines[1] == "after the flood"
+
+
+async def test_a_reply_over_the_line_limit_fails_its_call_and_the_session_goes_on() -> None:
+    from trio_mcp import ProtocolError
+
+    with trio.fail_after(GUARD):
+        async with open_client(UNRULY, env={"PYTHONPATH": str(ROOT)}, stderr="discard") as client:
+            with pytest.raises(ProtocolError) as failed:
+                await client.call_tool("big", {"size": 5 * 1024 * 1024})
+            assert failed.value.code == -32600
+            assert "over the limit of 4194304 bytes" in failed.value.message
+            assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
+
+
+async def test_a_client_that_does_not_read_makes_the_server_stop_reading() -> None:
+    text = "x" * 65536
+    count = 1500  # about 96 MiB of answers, six times the write queue's bound
+    with trio.fail_after(GUARD):
+        # Blocks of 64 KiB and more come from (and go back to) the system directly, so the
+        # child's RSS follows what it holds, not what its allocator keeps around.
+        async with raw_process(DEMO, env={"MALLOC_MMAP_THRESHOLD_": "65536"}) as raw:
+            await raw.initialize()
+            pid = raw.process.pid
+            idle = _status_kib(pid, "VmRSS")
+            written = trio.Event()
+
+            async def write_all() -> None:
+                for i in range(count):
+                    await raw.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": i,
+                            "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": text}},
+                        }
+                    )
+                written.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write_all)
+                # Not reading for a while: the server stops reading once its queue is full,
+                # so our writes block (an unbounded server takes them all meanwhile).
+                with trio.move_on_after(1.5):
+                    await written.wait()
+                answered = set()
+                for _ in range(count):
+                    reply = await raw.recv()
+                    assert reply["result"]["content"][0]["text"] == text
+                    answered.add(reply["id"])
+            assert answered == set(range(count))
+            grown_mib = (_status_kib(pid, "VmHWM") - idle) / 1024
+            # The write queue's bound (16 MiB) and what is being handled; never the 96 MiB.
+            assert grown_mib < 32, grown_mib
+
+
+def test_every_request_received_before_the_end_of_input_is_answered() -> None:
+    script = Path(sys.executable).parent / "trio-mcp"
+
+    def frame(message: dict[str, Any]) -> bytes:
+        return orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n"
+
+    lines = [
+        frame(
+            {
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "pipe", "version": "0"},
+                },
+            }
+        ),
+        frame({"method": "notifications/initialized"}),
+        *(frame({"id": i, "method": "tools/list"}) for i in range(6)),
+        frame(
+            {
+                "id": "slept",
+                "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 0.2}},
+            }
+        ),
+    ]
+    done = subprocess.run(
+        [str(script), "demo"],
+        input=b"".join(lines),  # then the end of input, at once
+        capture_output=True,
+        timeout=GUARD,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {r["id"]: r for r in map(orjson.loads, done.stdout.splitlines())}
+    assert set(replies) == {"init", 0, 1, 2, 3, 4, 5, "slept"}
+    assert all("tools" in replies[i]["result"] for i in range(6))
+    assert replies["slept"]["result"]["content"][0]["text"] == "slept 0.2s"
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_closed_clients_leave_no_pipe_open() -> None:
+    import gc
+
+    from trio_mcp.transports._stdio import open_process_transport
+
+    child = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stderr.write('up\\n'); sys.stdout.write(sys.stdin.readline())",
+    ]
+    lines: list[str] = []
+    gc.collect()
+    gc.disable()  # a pipe closed only by the collector counts as left open
+    try:
+        before = _open_fds()
+        with trio.fail_after(GUARD):
+            for _ in range(40):
+                async with (
+                    trio.open_nursery() as nursery,
+                    open_process_transport(child, nursery, stderr=lines.append) as transport,
+                ):
+                    await transport.send(b'{"n":1}')
+                    assert await transport.receive() == b'{"n":1}'
+        after = _open_fds()
+    finally:
+        gc.enable()
+    assert lines == ["up"] * 40
+    assert after == before
+
+
+async def test_closing_kills_a_grandchild_that_left_the_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    grandchild = None
+    try:
+        with trio.fail_after(GUARD):
+            async with open_client(
+                UNRULY,
+                env={"UNRULY_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
+                stderr="discard",
+            ) as client:
+                assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
+                grandchild = int(pidfile.read_text())
+                assert os.getpgid(grandchild) != client.session.transport.process.pid  # type: ignore[attr-defined]
+            # SIGKILL is immediate, but reaping an orphan by init may take a moment.
+            while not _gone(grandchild):  # noqa: ASYNC110 - /proc has no event
+                await trio.sleep(0.05)
+    finally:
+        if grandchild is not None and not _gone(grandchild):
+            os.kill(grandchild, signal.SIGKILL)

@@ -945,8 +945,8 @@ async def open_client(
       string): spawned as a child process in its own process group and spoken to over stdio
       (``env`` adds to the environment, ``cwd``, ``stderr`` is ``"inherit"``, ``"discard"``, a
       path or file, or a callable given each line). On exit its stdin is closed, then it is
-      sent SIGTERM after ``close_timeout``, then SIGKILL after ``terminate_timeout``; nothing
-      it started is left behind;
+      sent SIGTERM after ``close_timeout``, then SIGKILL after ``terminate_timeout``; its
+      process group goes with it (and, on Linux, descendants that left the group);
     - an ``http://`` or ``https://`` URL: Streamable HTTP. ``headers`` are sent with every
       HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
       the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets

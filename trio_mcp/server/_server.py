@@ -450,8 +450,8 @@ class Server:
         """Serve on stdin and stdout until stdin ends: ``trio.run(server.serve_stdio)``.
 
         The protocol uses private copies of fd 0 and 1; fd 1 then points at stderr, so a stray
-        ``print()`` cannot corrupt the stream. On end of input everything in flight is
-        cancelled, what was already decided is written, and this returns.
+        ``print()`` cannot corrupt the stream. On end of input what was received is finished
+        and answered (bounded; what is still running then gets an error), and this returns.
         """
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport

@@ -17,8 +17,15 @@ from typing import IO, Any
 import trio
 
 from ..protocol._errors import ConnectionClosed
-from ..protocol._framing import DEFAULT_MAX_LINE_BYTES, END, TOO_LONG, LineFramer
-from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, Invalid, RequestId
+from ..protocol._framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    END,
+    TOO_LONG,
+    CuttingLineSplitter,
+    LineFramer,
+    Oversized,
+)
+from ..protocol._jsonrpc import Invalid, RequestId
 from ._transport import BaseTransport, OutgoingMessage
 
 _CHUNK = 65536
@@ -28,8 +35,13 @@ class LineTransport(BaseTransport):
     """Newline-delimited JSON-RPC over a pair of trio byte streams.
 
     One message per line. A line longer than ``max_line_bytes`` is skipped up to its newline and
-    answered with -32600, so one oversized message costs nothing else on the connection.
+    given to the engine as :class:`Oversized` (answered with -32600, and failing the request of
+    ours it may have answered), so one oversized message costs nothing else on the connection.
+    The end of the input is a half-close: the output still works, so what was received is
+    finished and answered.
     """
+
+    half_close = True
 
     def __init__(
         self,
@@ -78,15 +90,8 @@ class LineTransport(BaseTransport):
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return b""
 
-    def _too_long(self) -> Invalid:
-        return Invalid(
-            None,
-            ErrorObject.make(
-                INVALID_REQUEST,
-                "Invalid Request",
-                data=f"message exceeds the limit of {self.max_line_bytes} bytes",
-            ),
-        )
+    def _too_long(self) -> Oversized:
+        return Oversized.from_head(self.max_line_bytes, self._framer.refused_head)
 
 
 # -- the server side ----------------------------------------------------------------------------
@@ -187,6 +192,9 @@ StderrTarget = None | str | int | Path | IO[Any] | Callable[[str], Any]
 class ProcessTransport(LineTransport):
     """A line transport to a child process; its end says how the child ended."""
 
+    #: The child closing its stdout is the child going away: nothing to finish for it.
+    half_close = False
+
     def __init__(self, process: trio.Process, *, max_line_bytes: int) -> None:
         assert process.stdout is not None and process.stdin is not None
         super().__init__(process.stdout, process.stdin, max_line_bytes=max_line_bytes)
@@ -222,25 +230,36 @@ def _stderr_argument(stderr: StderrTarget) -> tuple[Any, IO[Any] | None]:
     raise TypeError(f"unsupported stderr target: {stderr!r}")
 
 
-async def _forward_lines(stream: trio.abc.ReceiveStream, callback: Callable[[str], Any]) -> None:
-    buffer = bytearray()
-    while True:
-        try:
-            chunk = await stream.receive_some(_CHUNK)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            chunk = b""
-        if not chunk:
-            if buffer:
-                callback(buffer.decode(errors="replace"))
-            return
-        buffer += chunk
-        *lines, rest = buffer.split(b"\n")
-        buffer = bytearray(rest)
-        for line in lines:
+#: The longest stderr line given to a callback; the rest of a longer one is dropped.
+MAX_STDERR_LINE_BYTES = 64 * 1024
+
+
+async def _forward_lines(
+    stream: trio.abc.ReceiveStream,
+    callback: Callable[[str], Any],
+    done: trio.Event | None = None,
+    *,
+    max_line_bytes: int = MAX_STDERR_LINE_BYTES,
+) -> None:
+    """Give each line of ``stream`` to ``callback``, cut at ``max_line_bytes`` (linear in the
+    bytes read; never more than that held). ``done`` is set at the end of the stream."""
+    lines = CuttingLineSplitter(max_line_bytes)
+    try:
+        while True:
             try:
-                callback(line.rstrip(b"\r").decode(errors="replace"))
-            except Exception:  # a logging callback must not take the connection down
-                pass
+                chunk = await stream.receive_some(_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                chunk = b""
+            for line in lines.feed(chunk) if chunk else lines.end():
+                try:
+                    callback(line)
+                except Exception:  # a logging callback must not take the connection down
+                    pass
+            if not chunk:
+                return
+    finally:
+        if done is not None:
+            done.set()
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -248,6 +267,65 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# -- descendants (Linux: /proc) ------------------------------------------------------------------
+#
+# A process that calls setsid() leaves the child's process group, so signalling the group misses
+# it. On Linux the parent links in /proc find it, as long as its parent is still alive when we
+# look: so the tree is read before the child is stopped, and again (from what was found) after.
+
+_Identity = tuple[int, int]  # (pid, start time in clock ticks): a pid that was reused differs
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """Every visible process: pid -> (parent pid, start time). Empty without /proc."""
+    table: dict[int, tuple[int, int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        # After the name: state, ppid, ... starttime is the 22nd field of the whole line.
+        table[int(entry)] = (int(fields[1]), int(fields[19]))
+    return table
+
+
+def _descendants(roots: Iterable[int]) -> set[_Identity]:
+    """The processes below ``roots`` (pids), as identities."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found: set[_Identity] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            identity = (child, table[child][1])
+            if identity not in found:
+                found.add(identity)
+                todo.append(child)
+    return found
+
+
+def _still_running(identities: Iterable[_Identity]) -> set[_Identity]:
+    table = _process_table()
+    return {(pid, start) for pid, start in identities if table.get(pid, (0, -1))[1] == start}
+
+
+def _signal_all(identities: Iterable[_Identity], signum: int) -> None:
+    for pid, _ in _still_running(identities):
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 async def stop_process(
@@ -259,10 +337,13 @@ async def stop_process(
 ) -> None:
     """Close stdin and wait; then SIGTERM the process group and wait; then SIGKILL it.
 
-    Whatever the server left in its process group is killed at the end, so nothing outlives
-    the client. Each step is bounded; the caller shields this from cancellation.
+    Whatever the server left in its process group is killed at the end. On Linux, so is every
+    process found below the child before it was stopped, and below those afterwards, in its
+    group or not (``setsid()``). Each step is bounded; the caller shields this from
+    cancellation.
     """
     pgid = process.pid  # the child leads its own session and process group
+    below = _descendants([process.pid])
     if process.stdin is not None:
         try:
             await process.stdin.aclose()
@@ -271,14 +352,20 @@ async def stop_process(
     with trio.move_on_after(close_timeout):
         await process.wait()
     if process.returncode is None:
+        below |= _descendants([process.pid])
         _signal_group(pgid, signal.SIGTERM)
+        _signal_all(below, signal.SIGTERM)
         with trio.move_on_after(terminate_timeout):
             await process.wait()
     if process.returncode is None:
+        below |= _descendants([process.pid])
         _signal_group(pgid, signal.SIGKILL)
         with trio.move_on_after(kill_timeout):
             await process.wait()
     _signal_group(pgid, signal.SIGKILL)
+    # What left the group: the processes found before, and what those started since.
+    below |= _descendants(pid for pid, _ in _still_running(below))
+    _signal_all(below, signal.SIGKILL)
 
 
 @asynccontextmanager
@@ -317,9 +404,11 @@ async def open_process_transport(
         if opened is not None:
             opened.close()
         raise
+    forwarded: trio.Event | None = None
     try:
         if process.stderr is not None and callable(stderr):
-            nursery.start_soon(_forward_lines, process.stderr, stderr)
+            forwarded = trio.Event()
+            nursery.start_soon(_forward_lines, process.stderr, stderr, forwarded)
         yield ProcessTransport(process, max_line_bytes=max_line_bytes)
     finally:
         with trio.CancelScope(shield=True):
@@ -329,5 +418,13 @@ async def open_process_transport(
                 terminate_timeout=terminate_timeout,
                 kill_timeout=kill_timeout,
             )
+            if forwarded is not None:
+                # The last lines the child wrote, up to the end of its stderr (bounded).
+                with trio.move_on_after(kill_timeout):
+                    await forwarded.wait()
+            # Every pipe is closed now, not when the process object is collected.
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    await pipe.aclose()
         if opened is not None:
             opened.close()

@@ -75,6 +75,13 @@ class BaseSender(abc.ABC):
     """A :class:`Sender` with the defaults: ``send_many`` sends each message in turn, and a
     suppressed request needs nothing done."""
 
+    #: Whether the end of the input leaves the output working (a byte stream's half-close).
+    #: If so, the engine finishes what it received (bounded by its ``drain_timeout``) and
+    #: writes the answers before it closes; if not (the peer is gone, nothing it is sent can
+    #: arrive), what is in flight is cancelled at once. The engine reads it with a default of
+    #: False, so a transport that does not subclass this class need not have it.
+    half_close: bool = False
+
     @abc.abstractmethod
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
