@@ -160,7 +160,8 @@ def peek_envelope(head: bytes) -> tuple[Envelope, RequestId | None]:
 
 @attrs.frozen
 class Oversized(Invalid):
-    """A line over the bound, skipped: answered like any :class:`Invalid` (-32600, id null),
+    """A line over the bound, skipped: answered like any :class:`Invalid` (-32600), with the
+    request's id when its start names one (so the caller's request fails instead of waiting),
     and read for what it was, since it may have been the answer to one of our own requests."""
 
     #: The bound it exceeded, in bytes.
@@ -175,7 +176,8 @@ class Oversized(Invalid):
         error = ErrorObject.make(
             INVALID_REQUEST, "Invalid Request", data=f"message exceeds the limit of {limit} bytes"
         )
-        return cls(None, error, limit=limit, kind=kind, peer_id=rid)
+        answer_to = rid if kind is Envelope.REQUEST else None
+        return cls(answer_to, error, limit=limit, kind=kind, peer_id=rid)
 
 
 class CuttingLineSplitter:
