@@ -134,7 +134,8 @@ def is_valid_id(value: object) -> TypeGuard[RequestId]:
 # integer outside the 64-bit range as a float and cannot write one. So a frame whose id (or the
 # id a cancel or a progress notification names) came back as such a float is read once more
 # with exact integers, and a message holding one is written with it spliced in exactly. Both
-# happen only for those frames: the common path is orjson's alone.
+# happen only for those frames: the common path is orjson's alone. Such an integer anywhere else
+# (in a result, say) still cannot be written: its request gets the generic -32603.
 
 #: Outside [-2**63, 2**64) orjson reads an integer as a float.
 _WIDE_FLOAT = float(2**63)
@@ -178,15 +179,25 @@ def _is_wide_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64
 
 
-def _with_fragments(value: Any) -> Any:
-    """``value`` with each integer orjson cannot write replaced by its exact JSON text."""
-    if isinstance(value, dict):
-        return {k: _with_fragments(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_with_fragments(v) for v in value]
-    if _is_wide_int(value):
-        return orjson.Fragment(str(value))
-    return value
+def _exact_ids(out: JSONObject) -> JSONObject:
+    """``out`` with its id, and the id or token its params name, as exact JSON text where
+    orjson cannot write them. Nothing else: a result holding such an integer still fails."""
+
+    def exact(value: Any) -> Any:
+        return orjson.Fragment(str(value)) if _is_wide_int(value) else value
+
+    out = {**out, "id": exact(out["id"])} if "id" in out else dict(out)
+    params = out.get("params")
+    if isinstance(params, dict):
+        params = {**params}
+        for key in ("requestId", "progressToken"):
+            if key in params:
+                params[key] = exact(params[key])
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta:
+            params["_meta"] = {**meta, "progressToken": exact(meta["progressToken"])}
+        out["params"] = params
+    return out
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
@@ -285,9 +296,9 @@ def encode(message: Message | Invalid) -> bytes:
     try:
         return orjson.dumps(out)
     except orjson.JSONEncodeError:
-        # An integer outside 64 bits (an id a peer chose) is written exactly; anything else
-        # that cannot be serialized still raises.
-        return orjson.dumps(_with_fragments(out))
+        # An id outside 64 bits (one a peer chose) is written exactly; anything else that
+        # cannot be serialized still raises.
+        return orjson.dumps(_exact_ids(out))
 
 
 def describe_id(rid: RequestId) -> str:
