@@ -4,12 +4,13 @@ everyday paths (tools with progress and cancellation, a prompt, resources, a tem
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import trio
 
 from .protocol._types import PromptMessage, TextContent, ToolAnnotations
-from .server import Context, Server
+from .server import Context, Server, ToolError
 
 README_TEXT = """trio-mcp demo server.
 
@@ -37,7 +38,10 @@ def demo_server() -> Server:
     ) -> int | float:
         """Add two numbers."""
         total = a + b
-        return int(total) if total.is_integer() else total
+        if not math.isfinite(total):
+            raise ToolError(f"the sum of {a:g} and {b:g} is too large")
+        # Past 2**53 a float holds no exact integer: it stays a float, which JSON can carry.
+        return int(total) if total.is_integer() and abs(total) <= 2**53 else total
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def sleep(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import trio
 
 from trio_mcp import Context, Server
+from trio_mcp._demo import demo_server
 
+from .._http import Served, parse_sse, serving
+from .._raw_stdio import RawChild, raw_child
 from ..wire import wire_to
 
 
@@ -248,3 +252,98 @@ async def test_malformed_frames_get_clear_errors_and_lose_nothing(autojump_clock
         assert (await peer.recv())["id"] is None
         release.set()
         assert (await peer.recv())["id"] == 5
+
+
+# -- ids of any size, through the real paths ------------------------------------------------------
+
+#: Past 64 bits both ways, and far past. Compared as exact text: orjson would read them as floats.
+WIDE = [2**64, -(2**63) - 1, 10**100]
+
+
+def exact(line: bytes | str) -> Any:
+    """A frame decoded with exact integers."""
+    return json.loads(line)
+
+
+def wide_call(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
+    params = {"name": name, "arguments": arguments}
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    return json.dumps(body).encode() + b"\n"
+
+
+async def accepted_again(child: RawChild, rid: int) -> dict[str, Any]:
+    """Reuse ``rid`` until it is free: a request still in flight under it is refused every time,
+    so a cancel that missed it fails here (bounded), and one that hit it frees it."""
+    for _ in range(50):
+        await child.send_raw(wide_call(rid, "echo", {"text": "again"}))
+        answer: dict[str, Any] = exact(await child.line() or b"null")
+        if "result" in answer:
+            return answer
+        assert answer["error"]["code"] == -32600, answer
+        await trio.sleep(0.05)
+    raise AssertionError(f"request id {rid} stayed in flight after its cancel")
+
+
+@pytest.mark.parametrize("rid", WIDE)
+async def test_an_id_outside_64_bits_is_echoed_exactly_over_stdio(rid: int) -> None:
+    async with raw_child() as child:
+        await child.initialize()
+        await child.send_raw(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % rid)
+        assert await child.line() == b'{"jsonrpc":"2.0","id":%d,"result":{}}' % rid
+        # A call under it, cancelled by a notification naming it: suppressed, and freed.
+        await child.send_raw(wide_call(rid, "sleep", {"seconds": 3600}))
+        await child.send_raw(wide_call(rid, "sleep", {"seconds": 1}))
+        duplicate = exact(await child.line() or b"null")
+        assert duplicate["id"] == rid and duplicate["error"]["code"] == -32600
+        assert str(rid) in duplicate["error"]["data"]
+        params = {"requestId": rid}
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        await child.send_raw(json.dumps(cancel).encode() + b"\n")
+        again = await accepted_again(child, rid)
+        assert again["id"] == rid and again["result"]["content"][0]["text"] == "again"
+        # The cancelled call was never answered: the next line answers the next request.
+        after = await child.request("after", "ping")
+        assert after == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    assert b"Traceback" not in child.stderr, child.stderr.decode(errors="replace")
+
+
+async def sse_messages(served: Served, body: bytes, session: str) -> list[Any]:
+    response = await served.post(body, session)
+    assert response.status_code == 200, response.text
+    if response.headers["content-type"] == "application/json":
+        return [exact(response.text)]
+    return [exact(e.data) for e in parse_sse(response.text) if e.data]
+
+
+@pytest.mark.parametrize("rid", WIDE)
+async def test_an_id_outside_64_bits_is_echoed_exactly_over_http(rid: int) -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        ping = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % rid
+        assert await sse_messages(served, ping, session) == [
+            {"jsonrpc": "2.0", "id": rid, "result": {}}
+        ]
+        echoed = await sse_messages(served, wide_call(rid, "echo", {"text": "wide"}), session)
+        assert echoed[-1]["id"] == rid and echoed[-1]["result"]["content"][0]["text"] == "wide"
+        # A refusal the HTTP layer writes itself carries it exactly too (never a 500).
+        again = b'{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{}}' % rid
+        refused = await served.post(again, session)
+        assert refused.status_code == 400
+        assert exact(refused.text)["id"] == rid
+        # A modern (2026-07-28) request, served in its own POST.
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        modern = json.dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": {"_meta": meta}}
+        )
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/list",
+        }
+        answer = await served.post(modern.encode(), headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert exact(answer.text)["id"] == rid

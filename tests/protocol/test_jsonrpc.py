@@ -128,3 +128,69 @@ def test_request_round_trip(rid: int | str, method: str, p: dict[str, object]) -
 @given(ids, params)
 def test_response_round_trip(rid: int | str, result: dict[str, object]) -> None:
     assert parse(encode(Response(rid, result))) == Response(rid, result)
+
+
+# Ids of any size: JSON-RPC allows any number, and JSON any integer.
+WIDE = [2**64, 2**64 + 1, -(2**63) - 1, 10**100, -(10**300)]
+
+
+@pytest.mark.parametrize("rid", WIDE)
+def test_an_id_outside_64_bits_is_read_and_written_exactly(rid: int) -> None:
+    raw = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % rid
+    assert parse(raw) == Request(rid, "ping")
+    assert encode(Response(rid, {})) == b'{"jsonrpc":"2.0","id":%d,"result":{}}' % rid
+    assert parse(encode(ErrorResponse(rid, ErrorObject.make(-32601)))) == ErrorResponse(
+        rid, ErrorObject.make(-32601)
+    )
+    batch = parse(b"[" + raw + b"," + raw.replace(b"ping", b"other") + b"]")
+    assert batch == Batch((Request(rid, "ping"), Request(rid, "other")))
+    assert describe_id(rid) == str(rid)
+
+
+@pytest.mark.parametrize("rid", WIDE)
+def test_a_cancel_or_progress_naming_a_wide_id_keeps_it_exact(rid: int) -> None:
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}'
+    assert parse(cancel % rid) == Notification("notifications/cancelled", {"requestId": rid})
+    progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d}}'
+    assert parse(progress % rid) == Notification("notifications/progress", {"progressToken": rid})
+    meta = b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":%d}}}'
+    assert parse(meta % rid) == Request(1, "m", {"_meta": {"progressToken": rid}})
+    note = Notification("notifications/progress", {"progressToken": rid, "progress": 1})
+    assert parse(encode(note)) == note
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":1e19,"method":"m"}',  # a float, however integral
+        b'{"jsonrpc":"2.0","id":18446744073709551616.0,"method":"m"}',
+        b'{"jsonrpc":"2.0","id":-1.5e300,"method":"m"}',
+    ],
+)
+def test_a_float_id_stays_refused_however_large(raw: bytes) -> None:
+    parsed = parse(raw)
+    assert isinstance(parsed, Invalid) and parsed.error.code == INVALID_REQUEST
+    assert parsed.id is None
+
+
+def test_an_integer_beyond_what_a_double_holds_is_a_parse_error() -> None:
+    """Past ~1.8e308 (309 digits) orjson refuses the number itself: the whole frame is
+    unreadable, as for any text it cannot decode."""
+    parsed = parse(b'{"jsonrpc":"2.0","id":%s,"method":"m"}' % (b"9" * 400))
+    assert isinstance(parsed, Invalid) and parsed.error.code == PARSE_ERROR
+
+
+def test_only_ids_are_written_wide() -> None:
+    """A wide id is echoed; a wide integer in a result still cannot be written (the engine
+    answers its request with -32603)."""
+    with pytest.raises(TypeError):
+        encode(Response(1, {"n": 2**70}))
+    with pytest.raises(TypeError):
+        encode(Response(2**64, {"n": 2**70}))
+    request = Request(2**64, "m", {"_meta": {"progressToken": 2**64}, "requestId": -(2**64)})
+    assert parse(encode(request)) == request
+
+
+@given(st.integers(-(10**300), 10**300), params)
+def test_any_integer_id_round_trips(rid: int, result: dict[str, object]) -> None:
+    assert parse(encode(Response(rid, result))) == Response(rid, result)

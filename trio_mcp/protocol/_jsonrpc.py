@@ -7,6 +7,7 @@ Sans-IO, like h11: nothing here reads a socket or knows about trio. The engine f
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias, TypeGuard
 
@@ -125,8 +126,78 @@ class Batch:
 
 
 def is_valid_id(value: object) -> TypeGuard[RequestId]:
-    """Ids are strings or integers; null, floats and booleans are not ids."""
+    """Ids are strings or integers (of any size); null, floats and booleans are not ids."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+# Ids of any size. JSON-RPC allows any number as an id and JSON any integer; orjson reads an
+# integer outside the 64-bit range as a float and cannot write one. So a frame whose id (or the
+# id a cancel or a progress notification names) came back as such a float is read once more
+# with exact integers, and a message holding one is written with it spliced in exactly. Both
+# happen only for those frames: the common path is orjson's alone. Such an integer anywhere else
+# (in a result, say) still cannot be written: its request gets the generic -32603.
+
+#: Outside [-2**63, 2**64) orjson reads an integer as a float.
+_WIDE_FLOAT = float(2**63)
+
+
+def _maybe_wide(value: object) -> bool:
+    """Whether ``value`` may be an integer orjson read as a float (too large for 64 bits)."""
+    return isinstance(value, float) and abs(value) >= _WIDE_FLOAT and value.is_integer()
+
+
+def _names_wide_id(obj: object) -> bool:
+    """Whether an id, or the id or token a message's params name, may have lost its exactness."""
+    if not isinstance(obj, dict):
+        return False
+    if _maybe_wide(obj.get("id")):
+        return True
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        return False
+    if _maybe_wide(params.get("requestId")) or _maybe_wide(params.get("progressToken")):
+        return True
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and _maybe_wide(meta.get("progressToken"))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _exact(data: bytes | bytearray | memoryview | str, fallback: Any) -> Any:
+    """``data`` decoded with integers of any size, or ``fallback`` if that fails (integers too
+    long for Python's own limit on digits, nesting deeper than its recursion limit)."""
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+        return json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return fallback
+
+
+def _is_wide_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64
+
+
+def _exact_ids(out: JSONObject) -> JSONObject:
+    """``out`` with its id, and the id or token its params name, as exact JSON text where
+    orjson cannot write them. Nothing else: a result holding such an integer still fails."""
+
+    def exact(value: Any) -> Any:
+        return orjson.Fragment(str(value)) if _is_wide_int(value) else value
+
+    out = {**out, "id": exact(out["id"])} if "id" in out else dict(out)
+    params = out.get("params")
+    if isinstance(params, dict):
+        params = {**params}
+        for key in ("requestId", "progressToken"):
+            if key in params:
+                params[key] = exact(params[key])
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta:
+            params["_meta"] = {**meta, "progressToken": exact(meta["progressToken"])}
+        out["params"] = params
+    return out
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
@@ -138,7 +209,11 @@ def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
     if isinstance(obj, list):
         if not obj:
             return Invalid(None, ErrorObject.make(INVALID_REQUEST, "Invalid Request: empty batch"))
+        if any(_names_wide_id(item) for item in obj):
+            obj = _exact(data, obj)
         return Batch(tuple(parse_object(item) for item in obj))
+    if _names_wide_id(obj):
+        obj = _exact(data, obj)
     return parse_object(obj)
 
 
@@ -214,10 +289,18 @@ def to_json(message: Message | Invalid) -> JSONObject:
 
 
 def encode(message: Message | Invalid) -> bytes:
-    """Serialize one message to compact JSON bytes (no trailing newline)."""
-    return orjson.dumps(to_json(message))
+    """Serialize one message to compact JSON bytes (no trailing newline).
+
+    Raises :class:`TypeError` for what JSON cannot hold (an object in a result, say)."""
+    out = to_json(message)
+    try:
+        return orjson.dumps(out)
+    except orjson.JSONEncodeError:
+        # An id outside 64 bits (one a peer chose) is written exactly; anything else that
+        # cannot be serialized still raises.
+        return orjson.dumps(_exact_ids(out))
 
 
 def describe_id(rid: RequestId) -> str:
     """How an id is quoted in messages: strings in double quotes, integers bare."""
-    return orjson.dumps(rid).decode()
+    return str(rid) if isinstance(rid, int) else orjson.dumps(rid).decode()

@@ -76,6 +76,11 @@ from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
 
+#: The default of ``Server(max_listens=...)``: ``subscriptions/listen`` requests in flight on one
+#: connection (a client needs one, or one per filter; the official Python SDK caps a whole
+#: server at 1,024).
+DEFAULT_MAX_LISTENS = 16
+
 MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
 
 
@@ -505,6 +510,15 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
     if isinstance(uris, list) and "resources" in caps:
         subscribed = frozenset(u for u in uris if isinstance(u, str))
         honoured["resourceSubscriptions"] = sorted(subscribed)
+    # Checked and claimed with no checkpoint between: listens racing in cannot overshoot.
+    limit = conn.server.max_listens
+    if len(conn.listeners) >= limit:
+        raise ProtocolError(
+            INTERNAL_ERROR,
+            f"Subscription limit reached: at most {limit} subscriptions/listen in flight per "
+            "connection",
+            {"maxListens": limit},
+        )
     listener = Listener(record.id, frozenset(kinds), subscribed)
     conn.listeners[record.id] = listener
     try:

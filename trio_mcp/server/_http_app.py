@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
-import orjson
 import trio
 
 from .._session import Session
@@ -39,6 +38,7 @@ from ..protocol._jsonrpc import (
     Notification,
     Request,
     RequestId,
+    encode,
     parse,
 )
 from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id
@@ -563,9 +563,7 @@ class McpHttpApp:
     # -- responses -----------------------------------------------------------------------------
 
     async def _error(self, scope: Scope, send: Send, error: HttpError) -> None:
-        body = orjson.dumps(
-            {"jsonrpc": "2.0", "id": error.request_id, "error": error.error.to_json()}
-        )
+        body = encode(ErrorResponse(error.request_id, error.error))
         await self._respond(scope, send, error.status, body, error.headers)
 
     async def _respond(

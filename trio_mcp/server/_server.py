@@ -29,7 +29,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._connection import ServerConnection
+from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
 from ._registry import (
@@ -85,6 +85,7 @@ class Server:
         cache_scope: str | None = None,
         state_key: bytes | None = None,
         strict: bool = False,
+        max_listens: int = DEFAULT_MAX_LISTENS,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -113,6 +114,11 @@ class Server:
         #: The default of ``@server.tool(strict=...)``: whether a string holding a number or a
         #: boolean is refused for an int, float or bool parameter (by default it is accepted).
         self.strict = strict
+        if max_listens < 1:
+            raise ValueError("max_listens must be a positive integer")
+        #: How many modern ``subscriptions/listen`` requests one connection may have in flight;
+        #: the next is refused with -32603 "Subscription limit reached" until one ends.
+        self.max_listens = max_listens
         self.tools: dict[str, ToolEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
