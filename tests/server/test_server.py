@@ -1381,3 +1381,30 @@ async def test_the_context_is_chosen_by_annotation_not_by_name() -> None:
         assert (await client.call_tool("plain", {"ctx": "x"})).content[0].text == "argument x"  # type: ignore[union-attr]
         got = await client.call_tool("annotated", {})
         assert got.content[0].text == "context for tools/call"  # type: ignore[union-attr]
+
+
+async def test_requests_beyond_max_in_flight_are_refused_until_one_ends() -> None:
+    server = Server("busy", max_in_flight=2)
+    release = trio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        await release.wait()
+        return "done"
+
+    async with wire_to(server) as peer:
+        call = {"name": "wait", "arguments": {}}
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        refused = await peer.request(3, "ping")
+        assert refused["id"] == 3 and refused["error"]["code"] == -32600
+        assert "more than 2 requests in flight" in refused["error"]["data"]
+        release.set()
+        answers = {(await peer.recv())["id"], (await peer.recv())["id"]}
+        assert answers == {1, 2}
+        assert await peer.request(4, "ping") == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
+def test_engine_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_in_flight"):
+        Server("bad", max_in_flight=0)

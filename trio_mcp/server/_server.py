@@ -12,7 +12,7 @@ from typing import Any, TypeVar, overload
 
 import trio
 
-from .._session import Session
+from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
 from ..protocol._types import (
@@ -86,6 +86,8 @@ class Server:
         state_key: bytes | None = None,
         strict: bool = False,
         max_listens: int = DEFAULT_MAX_LISTENS,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -119,6 +121,13 @@ class Server:
         #: How many modern ``subscriptions/listen`` requests one connection may have in flight;
         #: the next is refused with -32603 "Subscription limit reached" until one ends.
         self.max_listens = max_listens
+        if max_in_flight < 1 or max_queued_bytes < 1:
+            raise ValueError("max_in_flight and max_queued_bytes must be positive integers")
+        #: Per connection on stdio and in memory: how many requests run at once (one more is
+        #: refused with -32600), and how many bytes of answers may wait for the writer before
+        #: the connection stops reading (so a peer that does not read blocks its own writes).
+        self.max_in_flight = max_in_flight
+        self.max_queued_bytes = max_queued_bytes
         self.tools: dict[str, ToolEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
@@ -444,7 +453,12 @@ class Server:
     ) -> None:
         """Serve one connection until the peer goes away (or the caller cancels)."""
         connection = ServerConnection(self)
-        session = Session(transport, connection)
+        session = Session(
+            transport,
+            connection,
+            max_queued_bytes=self.max_queued_bytes,
+            max_in_flight=self.max_in_flight,
+        )
         connection.session = session
         self.connections.add(connection)
         try:
