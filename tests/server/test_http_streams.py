@@ -29,7 +29,7 @@ from .._http import (
 )
 
 CONFLICT = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+    b'{"jsonrpc":"2.0","id":"req-1","error":{"code":-32600,'
     b'"message":"Conflict: Request id is already in flight for this session"}}'
 )
 

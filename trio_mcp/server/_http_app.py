@@ -14,6 +14,7 @@ import functools
 import ipaddress
 import logging
 import math
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
@@ -264,33 +265,144 @@ class HttpSession:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
+    """A request header's value; sent more than once, its values joined with ``", "`` (as
+    HTTP combines a repeated field), so that a single-valued header sent twice fails its check
+    rather than having one copy picked."""
+    values = [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers", ())
+        if bytes(key).lower() == name
+    ]
+    return ", ".join(values) if values else None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """Every request header, by lowercased name, repeated ones joined as by :func:`_header`."""
+    out: dict[str, str] = {}
     for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
+        name = bytes(key).decode("latin-1").lower()
+        text = bytes(value).decode("latin-1")
+        out[name] = out[name] + ", " + text if name in out else text
+    return out
+
+
+# RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_MEDIA_TYPE = re.compile(
+    rf"\s*({_TOKEN}/{_TOKEN})((?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|{_QUOTED}))*)\s*"
+)
+_PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
+    with parameters or without (``text/plain, application/json`` is two, and refused)."""
+    match = _MEDIA_TYPE.fullmatch(content_type or "")
+    return match is not None and match[1].lower() == "application/json"
+
+
+def _accepts(accept: str | None, media_type: str) -> bool:
+    """Whether an Accept header admits ``media_type``: the most specific range that matches it
+    (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
+    that does not parse admits nothing."""
+    main = media_type.split("/")[0] + "/*"
+    best: tuple[int, bool] | None = None  # (specificity, acceptable)
+    for part in (accept or "").split(","):
+        match = _MEDIA_TYPE.fullmatch(part)
+        if match is None:
+            continue
+        media_range = match[1].lower()
+        if media_range == media_type:
+            specificity = 2
+        elif media_range == main:
+            specificity = 1
+        elif media_range == "*/*":
+            specificity = 0
+        else:
+            continue
+        acceptable = True
+        for name, value in _PARAMETER.findall(match[2]):
+            if name.lower() == "q":
+                acceptable = _QVALUE.fullmatch(value) is not None and float(value) > 0
+        if best is None or specificity > best[0]:
+            best = (specificity, acceptable)
+    return best is not None and best[1]
+
+
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def _parse_host(value: str) -> tuple[str, str | None] | None:
+    """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
+    not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
+    if value.startswith("["):
+        end = value.find("]")
+        host, rest = value[1:end], value[end + 1 :]
+        if end < 0 or not _is_ipv6(host):
+            return None
+    else:
+        host, colon, port = value.partition(":")
+        rest = colon + port
+    if not host:
+        return None
+    if not rest:
+        return host.lower(), None
+    if rest[0] == ":" and _PORT.fullmatch(rest[1:]):
+        return host.lower(), rest[1:]
     return None
 
 
-def _media_types(value: str | None) -> set[str]:
-    if not value:
-        return set()
-    return {part.split(";")[0].strip().lower() for part in value.split(",")}
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_origin(value: str) -> tuple[str, str, str | None] | None:
+    """An Origin's scheme (lowercased), host and port, or None if it is not
+    ``scheme://host[:port]`` (``null``, a path, user info)."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or not scheme or any(c in rest for c in "/?#@\\"):
+        return None
+    parsed = _parse_host(rest)
+    return (scheme.lower(), *parsed) if parsed is not None else None
+
+
+def _host_allowed(host: tuple[str, str | None], allowed: Iterable[str]) -> bool:
+    """Whether a parsed Host is one of ``allowed`` (``host`` for any port, or ``host:port``)."""
+    for entry in allowed:
+        parsed = _parse_host(entry.strip())
+        if parsed is not None and parsed[0] == host[0] and parsed[1] in (None, host[1]):
+            return True
+    return False
+
+
+def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = True) -> bool:
+    """Whether an Origin is one of ``allowed``: the same scheme, host and port (scheme and host
+    in any case), or the same text (``null``, if it is listed); with ``wildcard``, ``*`` allows
+    any."""
+    parsed = _parse_origin(origin)
+    for entry in allowed:
+        if (wildcard and entry == "*") or entry.lower() == origin.lower():
+            return True
+        if parsed is not None and _parse_origin(entry) == parsed:
+            return True
+    return False
 
 
 def _is_loopback(host: str) -> bool:
-    host = host.strip("[]")
+    """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
+    host = host.strip("[]").lower()
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _split_host(value: str) -> str:
-    """The host part of a Host header (``[::1]:8000`` -> ``::1``)."""
-    if value.startswith("["):
-        return value[1 : value.find("]")]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 def _route_path(scope: Scope) -> str:
@@ -371,12 +483,32 @@ class McpHttpApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            # Anyone can ask for an upgrade: refused (403 from the ASGI server), never a crash.
+            if (await receive())["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self._http(scope, receive, send)
+            await self._http(scope, receive, tracked)
         except HttpError as error:
             await self._error(scope, send, error)
+        except Exception:
+            # The last resort, for a fault of ours: client input is refused by HttpError
+            # above, always with a 4xx. The details go to the log, never to the peer.
+            logger.exception("unexpected error serving %s %s", scope["method"], scope["path"])
+            if not started:
+                internal = ErrorObject.make(INTERNAL_ERROR, "Internal error")
+                await self._error(scope, send, HttpError(500, internal))
+            # Otherwise the response stays unfinished, and the server cuts the connection.
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if _route_path(scope) not in self._paths:
@@ -420,32 +552,39 @@ class McpHttpApp:
         local = str(server_addr[0] or "")
         on_loopback = _is_loopback(local)
         host = _header(scope, b"host") or ""
+        # Compared as a host name (any case) and a port (digits): nothing else slips through.
+        parsed = _parse_host(host) if host else ("", None)
+        if parsed is None:
+            raise HttpError(
+                400, f"Bad Request: Host {host!r} is not a host name with an optional port number"
+            )
+        name = f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]
         allowed_hosts = self.options.allowed_hosts
         if allowed_hosts is not None:
-            if host not in allowed_hosts and _split_host(host) not in allowed_hosts:
+            if not host or not _host_allowed(parsed, allowed_hosts):
                 raise HttpError(
                     403,
                     f"Forbidden: Host {host!r} is not in allowed_hosts; to accept it, "
-                    f"add {_split_host(host)!r} to HttpOptions(allowed_hosts=[...]) "
+                    f"add {name!r} to HttpOptions(allowed_hosts=[...]) "
                     "or pass `--allowed-host` to trio-mcp serve",
                 )
-        elif on_loopback and not _is_loopback(_split_host(host)):
+        elif on_loopback and not _is_loopback(parsed[0]):
             raise HttpError(
                 403,
                 f"Forbidden: Host {host!r} refused: the request arrived on the loopback address "
                 f"{local}, where only loopback names (localhost, 127.0.0.1, [::1]) are accepted "
                 "by default, against DNS rebinding; if this name is yours (a proxy in front, "
-                f"say), accept it with HttpOptions(allowed_hosts=[{_split_host(host)!r}]) or "
-                f"`trio-mcp serve --allowed-host {_split_host(host)}`",
+                f"say), accept it with HttpOptions(allowed_hosts=[{name!r}]) or "
+                f"`trio-mcp serve --allowed-host {name}`",
             )
         origin = _header(scope, b"origin")
         if origin is None:
             return
-        if origin in (self.options.cors_origins or ()):
+        if _origin_allowed(origin, self.options.cors_origins or (), wildcard=False):
             return  # an origin explicitly allowed to call us from a browser
         allowed_origins = self.options.allowed_origins
         if allowed_origins is not None:
-            if origin not in allowed_origins and "*" not in allowed_origins:
+            if not _origin_allowed(origin, allowed_origins):
                 raise HttpError(
                     403,
                     f"Forbidden: Origin {origin!r} is not in allowed_origins; to accept it, "
@@ -453,8 +592,12 @@ class McpHttpApp:
                     "to trio-mcp serve",
                 )
             return
-        origin_host = origin.split("://", 1)[-1].split("/")[0]
-        if on_loopback and not _is_loopback(_split_host(origin_host)):
+        origin_parts = _parse_origin(origin)
+        if on_loopback and (
+            origin_parts is None
+            or origin_parts[0] not in ("http", "https")
+            or not _is_loopback(origin_parts[1])
+        ):
             raise HttpError(
                 403,
                 f"Forbidden: Origin {origin!r} refused: the request arrived on the loopback "
@@ -468,7 +611,7 @@ class McpHttpApp:
         origin = _header(scope, b"origin")
         if origins is None or origin is None:
             return []
-        if "*" not in origins and origin not in origins:
+        if not _origin_allowed(origin, origins):
             return []
         return [
             (b"access-control-allow-origin", origin.encode()),
@@ -551,23 +694,21 @@ class McpHttpApp:
     # -- POST ----------------------------------------------------------------------------------
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        accept = _media_types(_header(scope, b"accept"))
+        accept = _header(scope, b"accept")
         needs = (
-            {"application/json"}
+            ["application/json"]
             if self.options.json_response
-            else {
-                "application/json",
-                "text/event-stream",
-            }
+            else ["application/json", "text/event-stream"]
         )
-        if not needs <= accept and "*/*" not in accept:
+        if not all(_accepts(accept, media_type) for media_type in needs):
             raise HttpError(
                 406,
-                "Not Acceptable: the client must accept " + " and ".join(sorted(needs)),
+                "Not Acceptable: the client must accept " + " and ".join(needs),
             )
-        content_type = _media_types(_header(scope, b"content-type"))
-        if "application/json" not in content_type:
-            raise HttpError(415, "Unsupported Media Type: the body must be application/json")
+        if not _is_json(_header(scope, b"content-type")):
+            raise HttpError(
+                415, "Unsupported Media Type: the body must be application/json (one media type)"
+            )
         body = await self._read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Batch):
@@ -652,7 +793,11 @@ class McpHttpApp:
                 request_id=request.id,
             )
         if request.id in session.request_streams or session.engine.in_flight(request.id):
-            raise HttpError(409, "Conflict: Request id is already in flight for this session")
+            raise HttpError(
+                409,
+                "Conflict: Request id is already in flight for this session",
+                request_id=request.id,
+            )
         await self._serve(scope, receive, send, session, request)
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
@@ -702,10 +847,7 @@ class McpHttpApp:
                 await self._respond(scope, send, 202)
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
-        headers = {
-            bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1")
-            for k, v in scope.get("headers", ())
-        }
+        headers = _headers(scope)
         schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
         try:
             check_request(message, headers, schemas)
@@ -819,7 +961,11 @@ class McpHttpApp:
         log messages) come first. The status follows the error code."""
         first = await events.receive()
         if first is None:
-            return  # cancelled: the client went away
+            # Cancelled, with no response: the client went away (the server ignores a reply
+            # to a closed stream), or anything else cut it; an empty 202, as in JSON mode,
+            # never the 500 an ASGI server answers for an app that sent nothing.
+            await self._respond(scope, send, 202)
+            return
         if stream.finished:
             rest = _drain_now(events)
             if not rest:
@@ -953,7 +1099,7 @@ class McpHttpApp:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
-        if "text/event-stream" not in _media_types(_header(scope, b"accept")):
+        if not _accepts(_header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
         session = self._session_for(scope)
         self._check_version(scope)
