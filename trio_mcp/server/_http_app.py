@@ -180,6 +180,7 @@ class HttpSession:
         self.active = 0
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
+        self._closing = False
 
     # -- routing the engine's output ---------------------------------------------------------
 
@@ -231,6 +232,21 @@ class HttpSession:
         if self.active == 0 and self.engine.idle:
             self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
 
+    @property
+    def closing(self) -> bool:
+        """Whether the session is ending: expired (its deadline has passed, even if its task has
+        not yet seen the cancel), closed, or its engine stopped. Decided synchronously, so a
+        request that finds the session closing is refused (404, as for an expired one) before
+        anything of it reaches the engine, and one that finds it open is registered (its
+        stream, ``busy``) before the next checkpoint: no request can land in a session that is
+        winding down."""
+        return (
+            self._closing
+            or self.scope.cancel_called
+            or self.engine.is_closed
+            or self.ended.is_set()
+        )
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
         self.app.server.connections.add(self.connection)
@@ -240,6 +256,7 @@ class HttpSession:
                     await nursery.start(functools.partial(self.engine.run, pull=False))
                     task_status.started()
         finally:
+            self._closing = True
             self.app.server.connections.discard(self.connection)
             self.close_streams()
             self.forget_events()
@@ -248,6 +265,7 @@ class HttpSession:
 
     def close(self) -> None:
         """End the session: its requests are cancelled, its streams end."""
+        self._closing = True
         self.engine.feed_eof()
         self.close_streams()
 
@@ -635,7 +653,9 @@ class McpHttpApp:
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is None or session.closing:
+            # Expiring (its deadline passed, its task has not yet ended) is expired: decided
+            # here, with no checkpoint before the caller registers its request.
             raise HttpError(404, "Session not found")
         return session
 
@@ -886,6 +906,10 @@ class McpHttpApp:
           running; in this POST's own engine, the client going away is the request's cancel, and
           the watcher that sees it already owns ``receive``.
         """
+        if session.closing:
+            # A session winding down takes nothing new (its engine may be gone); the same
+            # refusal as an expired one. No checkpoint between here and the feed.
+            raise HttpError(404, "Session not found", request_id=request.id)
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
@@ -1118,6 +1142,8 @@ class McpHttpApp:
                 if session.store.replay(stream.stream_id, after) is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
                 stream.finish(responded=False)
+            elif after > stream.seq:
+                raise HttpError(400, "Bad Request: unknown Last-Event-ID")  # never issued
             elif after < stream.seq and session.store.replay(stream.stream_id, after) is None:
                 # Live, but what the client missed is no longer kept: a silent gap would lose
                 # messages, so say so and let the client start over.
