@@ -667,7 +667,7 @@ def bad_requests(session: str) -> list[tuple[str, dict[str, str], bytes]]:
         {**modern, "mcp-method": "tools/call", "mcp-name": value}
         for value in ("=?base64?!!!?=", "=?base64??=", "=?base64?\u00e9?=", "x" * 5000)
     ]
-    requests = [("POST", {}, body) for body in bodies]
+    requests: list[tuple[str, dict[str, str], bytes]] = [("POST", {}, body) for body in bodies]
     requests += [("POST", {**modern}, body) for body in bodies]
     requests += [("POST", extra, ping) for extra in headers]
     events = (f"{session}.0.\u00b2", f"{session}.0.{'9' * 5000}", f"{session}..", "..", ".")

@@ -83,6 +83,19 @@ class HttpOptions:
     stateless: bool = False
     session_idle_timeout: float = 1800.0
     max_sessions: int = 10_000
+    #: Sessions one client may hold at once (opening ones count); beyond it, 429.
+    max_sessions_per_client: int = 100
+    #: A session that has carried no request (nor GET stream) since its ``initialize`` expires
+    #: this long after it was opened, whatever ``session_idle_timeout`` says.
+    unused_session_timeout: float = 60.0
+    #: Who a request comes from, for ``max_sessions_per_client``; None: :func:`client_address`
+    #: (with ``client_address_header``). A key may be anything a client cannot choose freely.
+    client_key: Callable[[Scope], str] | None = None
+    #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
+    #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
+    #: connection, which behind a proxy is the proxy's. Set it only when every request comes
+    #: through that proxy, or a client can name itself anything.
+    client_address_header: str | None = None
     #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
     #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
     #: loopback, as from a proxy on the same host), anything for one that arrived on another.
@@ -159,11 +172,18 @@ class HttpSession:
     """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
 
     def __init__(
-        self, app: McpHttpApp, session_id: str, *, kind: SessionKind = SessionKind.SESSION
+        self,
+        app: McpHttpApp,
+        session_id: str,
+        *,
+        kind: SessionKind = SessionKind.SESSION,
+        client: str = "",
     ) -> None:
         self.app = app
         self.id = session_id
         self.kind = kind
+        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
+        self.client = client
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
@@ -178,6 +198,10 @@ class HttpSession:
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
+        #: Whether a request (or a GET stream) came after ``initialize``: until then the session
+        #: lives at most ``unused_session_timeout`` from its opening.
+        self.used = False
+        self.unused_until = trio.current_time() + app.options.unused_session_timeout
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self._closing = False
@@ -230,7 +254,8 @@ class HttpSession:
 
     def touch(self) -> None:
         if self.active == 0 and self.engine.idle:
-            self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
+            deadline = trio.current_time() + self.app.options.session_idle_timeout
+            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
 
     @property
     def closing(self) -> bool:
@@ -302,6 +327,26 @@ def _headers(scope: Scope) -> dict[str, str]:
         text = bytes(value).decode("latin-1")
         out[name] = out[name] + ", " + text if name in out else text
     return out
+
+
+def client_address(scope: Scope, *, header: str | None = None) -> str:
+    """The address a request came from: the peer of its connection (the ASGI ``client``), or,
+    with ``header``, the last value of that header, as a trusted proxy in front appends it
+    (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
+
+    Behind a proxy the peer is the proxy itself, so every client would share one key: name the
+    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
+    scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
+    writes it: a client can send any value.
+    """
+    if header is not None:
+        value = _header(scope, header.lower().encode("latin-1"))
+        if value:
+            last = value.rsplit(",", 1)[-1].strip()
+            if last:
+                return last
+    peer = scope.get("client")
+    return str(peer[0]) if peer else ""
 
 
 # RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
@@ -450,6 +495,11 @@ class McpHttpApp:
         self._shutting_down = False
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
         self._opening: set[HttpSession] = set()
+        #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
+        self._by_client: dict[str, set[HttpSession]] = {}
+        self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
+            client_address, header=self.options.client_address_header
+        )
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
 
@@ -494,6 +544,19 @@ class McpHttpApp:
     def forget(self, session: HttpSession) -> None:
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
+        owned = self._by_client.get(session.client)
+        if owned is not None:
+            owned.discard(session)
+            if not owned:
+                del self._by_client[session.client]
+
+    def _retry_after(self, sessions: Iterable[HttpSession]) -> tuple[bytes, bytes]:
+        """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
+        none is (each has a request or a stream open), the time a session may stay unused."""
+        now = trio.current_time()
+        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
+        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
+        return (b"retry-after", str(max(1, math.ceil(wait))).encode())
 
     # -- ASGI entry ----------------------------------------------------------------------------
 
@@ -775,21 +838,38 @@ class McpHttpApp:
         self, scope: Scope, receive: Receive, send: Send, request: Request
     ) -> None:
         """An ``initialize`` with no session: it opens one, kept only if it succeeds."""
-        # Sessions still opening count too, so a burst cannot overshoot the cap.
+        # Sessions still opening count too, so a burst cannot overshoot either limit. One
+        # client is refused before everyone is: 429 for its own limit, 503 for the server's.
+        # Both say when a session is next due to expire.
+        client = self._client_key(scope)
+        owned = self._by_client.get(client, set())
+        limit = self.options.max_sessions_per_client
+        if len(owned) >= limit:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this client already has {limit} sessions, the limit; end "
+                "one with DELETE, or retry later",
+                request_id=request.id,
+                headers=[self._retry_after(owned)],
+            )
         if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
-                headers=[(b"retry-after", b"5")],
+                request_id=request.id,
+                headers=[self._retry_after(self.sessions.values())],
             )
         assert self._nursery is not None
-        session = HttpSession(self, secrets.token_hex(16))
+        session = HttpSession(self, secrets.token_hex(16), client=client)
         self._opening.add(session)
+        self._by_client.setdefault(client, set()).add(session)
         try:
             await self._nursery.start(session.run)
             await self._serve(scope, receive, send, session, request)
         finally:
             self._opening.discard(session)
+            if session.id not in self.sessions:
+                self.forget(session)  # refused, or the POST failed: it holds no place
 
     async def _request(
         self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
@@ -812,6 +892,7 @@ class McpHttpApp:
                 ),
                 request_id=request.id,
             )
+        session.used = True
         if request.id in session.request_streams or session.engine.in_flight(request.id):
             raise HttpError(
                 409,
@@ -1151,6 +1232,7 @@ class McpHttpApp:
                     400, "Bad Request: the events after Last-Event-ID are no longer kept"
                 )
         assert stream is not None
+        session.used = True
         events = stream.attach(replay_after=after)
         session.busy()
         try:
