@@ -279,6 +279,74 @@ async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
         assert "allowed_origins" in error_of(response)["message"]
 
 
+async def test_host_is_a_name_in_any_case_and_a_numeric_port() -> None:
+    """Host names are case-insensitive; a port is digits; anything else is compared exactly."""
+    async with serving(demo_server()) as served:
+        for host in ("LOCALHOST", "LocalHost:8000", "127.0.0.1:65535", "[::1]", "[::1]:80"):
+            headers = served.headers(version=None, host=host)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code == 200, host
+        for host in ("localhost:evil", "localhost:", "localhost:80:80", "[::1]:x", "[::1"):
+            headers = served.headers(version=None, host=host)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code == 400, host
+            assert "not a host name" in error_of(response)["message"]
+        for host in ("localhost.evil.example", "localhost.", "127.0.0.1.nip.io", "::1"):
+            headers = served.headers(version=None, host=host)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code in (400, 403), host
+        assert len(served.app.sessions) == 5
+    options = HttpOptions(allowed_hosts=["MCP.example", "other.example:8443"])
+    async with serving(demo_server(), options) as served:
+        for host, status in (
+            ("mcp.EXAMPLE", 200),
+            ("mcp.example:1", 200),
+            ("other.example:8443", 200),
+            ("other.example", 403),
+            ("other.example:443", 403),
+            ("mcp.example:evil", 400),
+            ("mcp.example.evil", 403),
+        ):
+            headers = served.headers(version=None, host=host)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code == status, host
+
+
+async def test_origin_is_a_scheme_a_host_and_a_numeric_port() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for origin in ("http://LOCALHOST:5173", "HTTPS://127.0.0.1", "http://[::1]:3000"):
+            headers = served.headers(session, origin=origin)
+            response = await served.post(request_body(1, "ping"), headers=headers)
+            assert response.status_code == 200, origin
+        for origin in (
+            "http://localhost:evil",
+            "http://localhost.evil.example",
+            "http://localhost@evil.example",
+            "http://evil.example/http://localhost",
+            "http://localhost/",
+            "localhost",
+            "ftp://localhost",
+            "null",
+        ):
+            headers = served.headers(session, origin=origin)
+            response = await served.post(request_body(2, "ping"), headers=headers)
+            assert response.status_code == 403, origin
+            assert "Origin" in error_of(response)["message"]
+    options = HttpOptions(allowed_origins=["https://App.example", "null"])
+    async with serving(demo_server(), options) as served:
+        for origin, status in (
+            ("https://app.EXAMPLE", 200),
+            ("null", 200),
+            ("http://app.example", 403),
+            ("https://app.example:8443", 403),
+            ("https://app.example.evil", 403),
+        ):
+            headers = served.headers(version=None, origin=origin)
+            response = await served.post(initialize_body(), headers=headers)
+            assert response.status_code == status, origin
+
+
 # -- 404, 405, 406, 413, 415 ---------------------------------------------------------------------
 
 
@@ -338,6 +406,34 @@ async def test_bad_accept_gets_406() -> None:
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
 
 
+async def test_accept_ranges_follow_http_semantics() -> None:
+    """Wildcards admit their types, the most specific range decides, and ``q=0`` refuses."""
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for accept, status in (
+            ("application/*, text/*", 200),
+            ("*/*", 200),
+            ("Application/JSON, Text/Event-Stream", 200),
+            ("application/json, text/event-stream;q=0", 406),
+            ("application/json;q=0, */*", 406),
+            ("application/json, text/event-stream;q=bad", 406),
+            ("application/json, text/event-stream; q=0.001", 200),
+            ("application/jsonx, text/event-streams", 406),
+        ):
+            headers = served.headers(session, accept=accept)
+            response = await served.post(request_body(1, "ping"), headers=headers)
+            assert response.status_code == status, accept
+        for accept, status in (
+            ("*/*", 200),
+            ("text/*", 200),
+            ("text/event-stream;q=0, */*", 406),
+            ("text/event-stream-x", 406),
+        ):
+            headers = served.headers(session, accept=accept)
+            async with served.client.stream("GET", served.url, headers=headers) as response:
+                assert response.status_code == status, accept
+
+
 @pytest.mark.invariant(11)
 async def test_body_over_the_limit_gets_413() -> None:
     async with serving(demo_server(), HttpOptions(max_body_bytes=1024)) as served:
@@ -360,6 +456,47 @@ async def test_wrong_content_type_gets_415() -> None:
             assert "application/json" in error_of(response)["message"]
         headers = served.headers(session, content_type="application/json; charset=utf-8")
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
+
+
+async def test_content_type_is_one_json_media_type() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for content_type in (
+            "text/plain, application/json",
+            "application/json, text/plain",
+            "application/json;",
+            "application/json; charset",
+            "application/json+evil",
+        ):
+            headers = served.headers(session, content_type=content_type)
+            response = await served.post(request_body(1, "ping"), headers=headers)
+            assert response.status_code == 415, content_type
+        # Sent twice, the header is two media types, not the first of them.
+        headers = served.headers(session)
+        del headers["content-type"]
+        pairs = [*headers.items(), ("content-type", "application/json")]
+        pairs.append(("content-type", "text/plain"))
+        response = await served.client.post(
+            served.url, content=orjson.dumps(request_body(2, "ping")), headers=pairs
+        )
+        assert response.status_code == 415
+        for content_type in ("APPLICATION/JSON", 'application/json ; charset="utf-8"'):
+            headers = served.headers(session, content_type=content_type)
+            response = await served.post(request_body(3, "ping"), headers=headers)
+            assert response.status_code == 200, content_type
+
+
+async def test_a_protocol_version_header_sent_twice_is_not_one_version() -> None:
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        headers = served.headers(session, version=None)
+        pairs = [*headers.items(), ("mcp-protocol-version", VERSION)]
+        pairs.append(("mcp-protocol-version", "2025-03-26"))
+        response = await served.client.post(
+            served.url, content=orjson.dumps(request_body(1, "ping")), headers=pairs
+        )
+        assert response.status_code == 400
+        assert "Unsupported protocol version" in error_of(response)["message"]
 
 
 # -- 503 -------------------------------------------------------------------------------------------
@@ -499,6 +636,83 @@ async def test_no_internal_exception_text_reaches_the_client(json_response: bool
         assert "secret" not in response.text
         error = (await served.call(session, request_body(4, "custom/boom")))["error"]
         assert error["code"] == -32603
+
+
+def bad_requests(session: str) -> list[tuple[str, dict[str, str], bytes]]:
+    """A catalogue of client input that is wrong in every header and body the endpoint reads:
+    (method, headers to set over the good ones, body)."""
+    ping = orjson.dumps(request_body(1, "ping"))
+    modern = {"mcp-protocol-version": "2026-07-28"}
+    bodies = [
+        b"",
+        b"null",
+        b"[]",
+        b"[" * 100_000,
+        b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":1,"method":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":7}',
+        b"\xff\xfe{}",
+        b'{"jsonrpc":"2.0","id":{"a":1},"result":{}}',
+    ]
+    headers: list[dict[str, str]] = [
+        {"mcp-session-id": value} for value in ("", "\u00e9", "x" * 5000, session + ", " + session)
+    ]
+    headers += [{"mcp-protocol-version": value} for value in ("", "\u00b2", "2025-11-25 x")]
+    headers += [{"accept": value} for value in (";", "/", "*/*;q=", "*/*;q=1e9", ",,,")]
+    headers += [{"content-type": value} for value in (";", "/", 'application/json;a="', "\u00e9")]
+    headers += [{"origin": value} for value in ("://", "http://[", "http://[::1", "\u00e9")]
+    headers += [{"host": value} for value in (":", "[]", "[", ":80", "\u00e9")]
+    headers += [
+        {**modern, "mcp-method": "tools/call", "mcp-name": value}
+        for value in ("=?base64?!!!?=", "=?base64??=", "=?base64?\u00e9?=", "x" * 5000)
+    ]
+    requests: list[tuple[str, dict[str, str], bytes]] = [("POST", {}, body) for body in bodies]
+    requests += [("POST", {**modern}, body) for body in bodies]
+    requests += [("POST", extra, ping) for extra in headers]
+    events = (f"{session}.0.\u00b2", f"{session}.0.{'9' * 5000}", f"{session}..", "..", ".")
+    requests += [("GET", {"last-event-id": value}, b"") for value in events]
+    requests += [("GET", extra, b"") for extra in headers[:8]]
+    requests += [("DELETE", extra, b"") for extra in headers[:4]]
+    return requests
+
+
+async def test_no_client_input_gets_a_500() -> None:
+    """Every request of the catalogue is refused with a 4xx or answered; none makes the app
+    raise (the harness records what escapes it) or answer 500."""
+    async with serving(demo_server()) as served:
+        session = await served.initialize()
+        for method, extra, body in bad_requests(session):
+            headers = served.headers(session)
+            headers.update(extra)
+            encoded = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+            response = await served.client.request(
+                method, served.url, content=body, headers=encoded
+            )
+            assert response.status_code < 500, (method, extra, body[:40], response.text)
+            if response.status_code >= 400 and response.content:
+                assert "Traceback" not in response.text
+        assert (await served.call(session, request_body(2, "ping")))["result"] == {}
+        assert not served.errors
+
+
+async def test_a_websocket_upgrade_is_refused_not_a_500() -> None:
+    async with serving(demo_server()) as served:
+        host, port = served.base.removeprefix("http://").rsplit(":", 1)
+        stream = await trio.open_tcp_stream(host, int(port))
+        async with stream:
+            await stream.send_all(
+                b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            )
+            reply = b""
+            while b"\r\n" not in reply:
+                chunk = await stream.receive_some()
+                assert chunk, reply
+                reply += chunk
+        assert reply.split(b"\r\n", 1)[0] == b"HTTP/1.1 403 "
+        assert not served.errors
 
 
 def test_http_app_takes_its_options_as_one_typed_value() -> None:

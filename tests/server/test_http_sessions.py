@@ -6,21 +6,28 @@ from __future__ import annotations
 import collections
 import gc
 import tracemalloc
+from typing import Any
 
+import httpx
+import orjson
 import pytest
 import trio
 import trio.lowlevel
 import trio.testing
+from trio.testing import MockClock
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.server import Context, HttpOptions, McpHttpApp
 
 from .._http import (
+    BOTH,
+    GUARD,
     VERSION,
     Park,
     Served,
     call_body,
+    error_of,
     eventually,
     initialize_body,
     parse_sse,
@@ -120,42 +127,86 @@ async def test_delete_without_a_session_id_gets_400(demo_http: Served) -> None:
 
 
 # -- idle expiry -----------------------------------------------------------------------------------
+#
+# hypercorn runs in the test's own Trio run, so these run on a MockClock too: its rate is 1 (time
+# flows as usual, so the hang guards and hypercorn's own timers work) and the timeouts are a
+# minute, so nothing expires on its own during a test; a session expires when the test jumps the
+# clock past its deadline, and only then. Before a jump the test waits for the state it means to
+# test (no request or stream counted as open), never for a duration.
+
+TIMEOUT = 60.0
+PAST = TIMEOUT + 1
+#: The hang guard on a mock clock counts the jumps too: a real 30 s, plus jumps of up to 800 s.
+JUMPING_GUARD = GUARD + 800
 
 
-async def test_an_idle_session_expires() -> None:
-    async with serving(demo_server(), HttpOptions(session_idle_timeout=0.5)) as served:
+def flowing(clock: MockClock) -> MockClock:
+    clock.rate = 1
+    return clock
+
+
+async def jump(clock: MockClock, seconds: float) -> None:
+    """Move the clock, then wait until every task has done what that made due: sessions past
+    their deadline end, and hypercorn closes the connections past its keep-alive timeout, so
+    that the client's pool cannot hand the next request one of them."""
+    clock.jump(seconds)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def settled(served: Served) -> None:
+    """Wait until no session has a request or a stream open: the server's side of each exchange
+    has ended (and restarted its session's timeout), not only the client's."""
+    await eventually(
+        lambda: all(s.active == 0 and s.engine.idle for s in served.app.sessions.values())
+    )
+
+
+async def expired(served: Served, session: str) -> None:
+    """Wait (on an event) until a session the clock has passed has ended and been forgotten."""
+    state = served.app.sessions.get(session)
+    if state is not None:
+        await state.ended.wait()
+    assert session not in served.app.sessions
+
+
+async def test_an_idle_session_expires(mock_clock: MockClock) -> None:
+    clock = flowing(mock_clock)
+    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
-        await eventually(lambda: session not in served.app.sessions)
-        response = await served.post(request_body(1, "ping"), session)
+        assert (await served.call(session, request_body(1, "ping")))["result"] == {}
+        await settled(served)
+        await jump(clock, TIMEOUT - 1)
+        assert (await served.call(session, request_body(2, "ping")))["result"] == {}
+        await settled(served)
+        await jump(clock, TIMEOUT - 1)  # the request above restarted the timeout
+        assert session in served.app.sessions
+        await jump(clock, 2)
+        await expired(served, session)
+        response = await served.post(request_body(3, "ping"), session)
         assert response.status_code == 404
         await eventually(lambda: not served.app.server.connections)
         assert len(served.app.store) == 0  # type: ignore[arg-type]
 
 
-def expire_soon(served: Served, seconds: float = 0.5) -> None:
-    """Shorten the idle timeout once the setup is done, so a slow machine cannot expire a
-    session between two setup steps; it applies from each session's next touch."""
-    served.app.options.session_idle_timeout = seconds
-
-
-async def test_activity_keeps_a_session_alive() -> None:
-    """A session with an open GET stream, or a request in flight, does not expire. Each is
-    touched under the short timeout, then compared with a control session created after: if a
-    busy one could expire, it would go first."""
+async def test_activity_keeps_a_session_alive(mock_clock: MockClock) -> None:
+    """A session with an open GET stream, or a request in flight, does not expire: the clock is
+    moved past every deadline, and only the control session, with nothing open, goes."""
+    clock = flowing(mock_clock)
     server = demo_server()
     park = Park(server)
-    async with serving(server) as served:
+    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    async with serving(server, options, guard=JUMPING_GUARD) as served:
         listening = await served.initialize()
         working = await served.initialize()
+        control = await served.initialize()
         async with served.stream_get(listening) as listener:
             assert listener.response.status_code == 200
             async with served.stream_post(call_body("w", "park"), working) as reader:
                 await park.entered.wait()
-                expire_soon(served)
-                for session in (listening, working):
-                    assert (await served.call(session, request_body(1, "ping")))["result"] == {}
-                control = await served.initialize()
-                await eventually(lambda: control not in served.app.sessions)
+                await eventually(lambda: served.app.sessions[listening].active == 1)
+                await jump(clock, PAST)
+                await expired(served, control)
                 assert listening in served.app.sessions
                 assert working in served.app.sessions
                 park.release.set()
@@ -163,36 +214,290 @@ async def test_activity_keeps_a_session_alive() -> None:
             server.remove_tool("echo")
             assert (await listener.message())["method"] == "notifications/tools/list_changed"
         # Once nothing is going on, both expire.
+        await settled(served)
+        await jump(clock, PAST)
         await eventually(lambda: not served.app.sessions)
 
 
-async def test_a_session_whose_get_client_went_away_can_expire() -> None:
+async def test_a_session_whose_get_client_went_away_can_expire(mock_clock: MockClock) -> None:
     """hypercorn reports the disconnect; the GET stream lets go of the session."""
-    async with serving(demo_server()) as served:
+    clock = flowing(mock_clock)
+    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
+        state = served.app.sessions[session]
         async with served.stream_get(session) as listener:
             assert listener.response.status_code == 200
-            expire_soon(served)
-        await eventually(lambda: session not in served.app.sessions)
+            assert state.active == 1
+        await eventually(lambda: state.active == 0)
+        await jump(clock, PAST)
+        await expired(served, session)
 
 
-async def test_a_request_that_finishes_after_its_client_left_lets_the_session_expire() -> None:
+async def test_a_request_that_finishes_after_its_client_left_lets_the_session_expire(
+    mock_clock: MockClock,
+) -> None:
     """The POST's client went away (not a cancel: the tool goes on); when the request ends
     with nobody listening, the session can still go idle and expire."""
+    clock = flowing(mock_clock)
     server = demo_server()
     park = Park(server)
-    async with serving(server) as served:
+    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    async with serving(server, options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
         async with served.stream_post(call_body("p", "park"), session) as reader:
             await park.entered.wait()
             assert (await reader.message())["params"]["message"] == "first-frame"
-            expire_soon(served)
         state = served.app.sessions[session]
         await eventually(lambda: state.active == 0)  # the POST's relay noticed
+        await jump(clock, PAST)
+        assert session in served.app.sessions  # the request is still running
         park.release.set()
         await park.finished.wait()
         assert not park.cancelled
-        await eventually(lambda: session not in served.app.sessions)
+        await settled(served)
+        await jump(clock, PAST)
+        await expired(served, session)
+
+
+async def test_a_never_used_session_expires_at_the_unused_timeout(mock_clock: MockClock) -> None:
+    """A session that carried no request after its handshake lives ``unused_session_timeout``
+    from its opening, whatever else it is sent; a request or a GET makes it a used one, which
+    keeps the (longer) idle timeout."""
+    clock = flowing(mock_clock)
+    options = HttpOptions(session_idle_timeout=5 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
+        unused = await served.initialize()  # initialize and notifications/initialized only
+        pinged = await served.initialize()
+        listened = await served.initialize()
+        assert (await served.call(pinged, request_body(1, "ping")))["result"] == {}
+        async with served.stream_get(listened) as listener:
+            assert listener.response.status_code == 200
+        await settled(served)
+        await jump(clock, TIMEOUT - 1)
+        # Notifications are not use: they do not move the unused deadline.
+        note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+        assert (await served.post(note, unused)).status_code == 202
+        await jump(clock, 2)
+        await expired(served, unused)
+        assert pinged in served.app.sessions and listened in served.app.sessions
+        await jump(clock, 5 * TIMEOUT)
+        await expired(served, pinged)
+        await expired(served, listened)
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+
+def retry_after(response: httpx.Response) -> int:
+    value = response.headers["retry-after"]
+    assert value.isascii() and value.isdigit(), value
+    return int(value)
+
+
+def from_address(address: str) -> httpx.AsyncClient:
+    """A client whose connections come from another loopback address (all of 127/8 is ours)."""
+    return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address))
+
+
+async def test_one_client_cannot_take_every_session(mock_clock: MockClock) -> None:
+    """Past its own limit a client gets 429 with Retry-After (when its first session is due to
+    expire); another address still gets a session, and a DELETE makes room again."""
+    clock = flowing(mock_clock)
+    options = HttpOptions(
+        max_sessions=10, max_sessions_per_client=2, unused_session_timeout=TIMEOUT
+    )
+    async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
+        first = await served.initialize()
+        second = await served.initialize()
+        assert (await served.call(second, request_body(1, "ping")))["result"] == {}
+        await settled(served)
+        await jump(clock, 20)
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 429
+        error = error_of(response)
+        assert error["code"] == -32600 and "limit" in error["message"]
+        assert response.json()["id"] == "init"
+        # The first session, never used, is due 60 s after its opening: some 40 s from now.
+        assert TIMEOUT - 20 - 5 <= retry_after(response) <= TIMEOUT - 20
+        async with from_address("127.0.0.2") as other:
+            response = await other.post(
+                served.url, content=orjson.dumps(initialize_body()), headers=served.headers()
+            )
+            assert response.status_code == 200
+            assert "mcp-session-id" in response.headers
+        response = await served.client.delete(served.url, headers=served.headers(first))
+        assert response.status_code == 200
+        await served.initialize()
+        assert len(served.app.sessions) == 3
+
+
+async def test_a_forwarded_address_counts_only_when_configured() -> None:
+    """Without ``client_address_header`` a client cannot dodge its limit by naming itself;
+    with it, the proxy's header (its last value, the one the proxy wrote) is the client."""
+    body = orjson.dumps(initialize_body())
+    options = HttpOptions(max_sessions_per_client=1)
+    async with serving(demo_server(), options) as served:
+        for forwarded in ("10.0.0.1", "10.0.0.2"):
+            headers = served.headers(version=None, x_forwarded_for=forwarded)
+            response = await served.client.post(served.url, content=body, headers=headers)
+        assert response.status_code == 429
+    options = HttpOptions(max_sessions_per_client=1, client_address_header="X-Forwarded-For")
+    async with serving(demo_server(), options) as served:
+        statuses = []
+        for forwarded in ("10.0.0.1", "1.2.3.4, 10.0.0.2", "10.0.0.2", "10.0.0.1, 10.0.0.3"):
+            headers = served.headers(version=None, x_forwarded_for=forwarded)
+            response = await served.client.post(served.url, content=body, headers=headers)
+            statuses.append(response.status_code)
+        assert statuses == [200, 200, 429, 200]
+        owners = sorted(s.client for s in served.app.sessions.values())
+        assert owners == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    # The key is a function of the request: a principal, say, once there is one.
+    options = HttpOptions(max_sessions_per_client=1, client_key=lambda scope: "everyone")
+    async with serving(demo_server(), options) as served:
+        assert (await served.post(initialize_body(), version=None)).status_code == 200
+        async with from_address("127.0.0.3") as other:
+            response = await other.post(served.url, content=body, headers=served.headers())
+        assert response.status_code == 429
+
+
+async def test_the_session_cap_says_when_a_session_is_next_due_to_expire(
+    mock_clock: MockClock,
+) -> None:
+    """503's Retry-After is the time to the earliest expiry of any session: a used session
+    expires an idle timeout after its last request, an unused one at its unused deadline, and a
+    busy one not at all."""
+    clock = flowing(mock_clock)
+    server = demo_server()
+    park = Park(server)
+    options = HttpOptions(
+        max_sessions=2, session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT
+    )
+    async with serving(server, options, guard=JUMPING_GUARD) as served:
+        used = await served.initialize()
+        assert (await served.call(used, request_body(1, "ping")))["result"] == {}
+        unused = await served.initialize()
+        await settled(served)
+        response = await served.post(initialize_body(), version=None)
+        assert response.status_code == 503
+        assert TIMEOUT - 5 <= retry_after(response) <= TIMEOUT
+        async with served.stream_post(call_body("p", "park"), unused) as reader:
+            await park.entered.wait()
+            # Now the unused one is busy; the used one is due at its idle timeout.
+            response = await served.post(initialize_body(), version=None)
+            assert 10 * TIMEOUT - 5 <= retry_after(response) <= 10 * TIMEOUT
+            async with served.stream_post(call_body("q", "park"), used) as other:
+                await eventually(lambda: served.app.sessions[used].active == 1)
+                # Nothing is due: the time a session may stay unused.
+                response = await served.post(initialize_body(), version=None)
+                assert retry_after(response) == TIMEOUT
+                park.release.set()
+                await other.rest()
+            await reader.rest()
+        await settled(served)
+        await jump(clock, 10 * TIMEOUT + 1)
+        await eventually(lambda: not served.app.sessions)
+        await served.initialize()
+
+
+# -- a request racing the session's end ------------------------------------------------------------
+
+
+async def asgi(
+    app: McpHttpApp,
+    method: str,
+    headers: dict[str, str],
+    body: Any = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request served by ``app`` in this task, with no server between: the request
+    body is handed over without a checkpoint, so the app's checks run at the moment the test
+    chooses. The status, the headers and the body of the reply."""
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": method,
+        "path": "/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **headers}.items()],
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+    }
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            data = orjson.dumps(body) if body is not None else b""
+            return {"type": "http.request", "body": data, "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    status, reply, chunks = 0, {}, []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, reply
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            reply = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
+        else:
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)  # type: ignore[arg-type]
+    return status, reply, b"".join(chunks)
+
+
+@pytest.mark.parametrize("kind", ["request", "notification", "get", "delete"])
+async def test_a_request_racing_idle_expiry_gets_404_never_500(
+    mock_clock: MockClock, kind: str
+) -> None:
+    """The clock passes a session's deadline; its task then needs several scheduling rounds to
+    end. A request is made at each of those points in turn (after 0, 1, 2... checkpoints), until
+    the session is gone: every one is refused with 404, decided before the engine sees it.
+    Without that, the first ones revive the session (a GET holds it open for good) and the
+    later ones reach an engine whose nursery is closed: 'Nursery is closed to new arrivals', a
+    500 (on the real clock, about once in 1,200 requests). The timeout is a minute: nothing
+    but the test's jump reaches it."""
+    clock = flowing(mock_clock)
+    app = demo_server().http_app(HttpOptions(session_idle_timeout=TIMEOUT))
+    messages = {
+        "request": ("POST", request_body(1, "ping")),
+        "notification": ("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "get": ("GET", None),
+        "delete": ("DELETE", None),
+    }
+    method, body = messages[kind]
+    base = {"accept": BOTH, "content-type": "application/json"}
+    outcomes: dict[int, object] = {}
+    async with app.running():
+        for steps in range(100):
+            status, reply, _ = await asgi(app, "POST", base, initialize_body())
+            assert status == 200
+            session_id = reply["mcp-session-id"]
+            session = app.sessions[session_id]
+            clock.jump(PAST)
+            for _ in range(steps):
+                await trio.lowlevel.checkpoint()
+            gone = session.ended.is_set()
+            headers = {**base, "mcp-session-id": session_id, "mcp-protocol-version": VERSION}
+            # Set after the jump, so it counts real time only: a request let into the session
+            # would hold it open, where a refused one takes microseconds.
+            with trio.move_on_after(5):
+                outcomes[steps] = "held the session open"
+                try:
+                    status, _, data = await asgi(app, method, headers, body)
+                except Exception as exc:  # what hypercorn would answer 500 for
+                    outcomes[steps] = repr(exc)
+                else:
+                    refused = status == 404 and b"Session not found" in data
+                    outcomes[steps] = 404 if refused else (status, data[:80])
+                await session.ended.wait()
+            if gone:
+                break
+    assert set(outcomes.values()) == {404}, outcomes
+    assert len(outcomes) > 2  # the window was crossed, not only its two ends
+    assert not app.sessions
 
 
 # -- stateless -------------------------------------------------------------------------------------
@@ -280,19 +585,27 @@ async def test_stateless_memory_is_steady_over_many_requests() -> None:
         assert after - before < 75, (before, after)
 
 
-async def test_sessions_created_and_expired_leave_nothing_behind() -> None:
+async def test_sessions_created_and_expired_leave_nothing_behind(mock_clock: MockClock) -> None:
     """1,000 sessions come and go: no session, connection, stored event or trio_mcp object is
     left, and the gc-tracked total stays flat (fewer than one object per 20 sessions). Allocated
     bytes are traced over 200 more (tracing every allocation makes each one ~4x slower); one
-    kept session would be ~10 kB, and the bound is 1 kB per session."""
-    async with serving(demo_server(), HttpOptions(session_idle_timeout=0.05), guard=600) as served:
+    kept session would be ~10 kB, and the bound is 1 kB per session. They expire when the clock
+    is moved past their timeout, once each batch is in."""
+    clock = flowing(mock_clock)
+    options = HttpOptions(session_idle_timeout=TIMEOUT, max_sessions_per_client=10_000)
+    async with serving(demo_server(), options, guard=600 + 40 * PAST) as served:
         app = served.app
 
         async def create(count: int) -> None:
-            for _ in range(count):
+            # In batches of 200: a few hundred live at once, as on the real clock with a short
+            # timeout (thousands at once would make every gc pass slower).
+            for done in range(count):
                 response = await served.post(initialize_body(), version=None)
                 assert response.status_code == 200
                 assert "mcp-session-id" in response.headers
+                if done % 200 == 199 or done == count - 1:
+                    await settled(served)
+                    await jump(clock, PAST)
             await eventually(lambda: not app.sessions and not app.server.connections)
 
         await create(200)

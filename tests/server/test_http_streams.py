@@ -37,7 +37,7 @@ from .._http import (
 MIB = 1024 * 1024
 
 CONFLICT = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+    b'{"jsonrpc":"2.0","id":"req-1","error":{"code":-32600,'
     b'"message":"Conflict: Request id is already in flight for this session"}}'
 )
 
@@ -419,12 +419,20 @@ async def test_unknown_or_foreign_last_event_id_gets_400(demo_http: Served) -> N
     response = await demo_http.post(call_body(1, "echo", {"text": "x"}), other)
     foreign = parse_sse(response.text)[-1].id
     assert foreign is not None and foreign.startswith(other + ".")
-    for value in ("garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"):
+    # Strictly ASCII digits, bounded, and never past what the stream has sent: "\xb2" arrives
+    # as a superscript two, which passes str.isdigit() and fails int().
+    bad: list[str | bytes] = ["garbage", "a.b.c", foreign, f"{session}.r99.0", "nope.0.1"]
+    bad += [f"{session}.0.".encode() + b"\xb2", f"{session}.0.1\u00b2".encode("latin-1")]
+    bad += [f"{session}.0.+1", f"{session}.0.-1", f"{session}.0.1_0", f"{session}.0.0x1"]
+    bad += [f"{session}.0.{'9' * 20}", f"{session}.0.99", f"{session}.0.", f"{session}.0.1.2"]
+    for value in bad:
         headers = demo_http.headers(session, accept="text/event-stream")
-        headers["last-event-id"] = value
-        response = await demo_http.client.get(demo_http.url, headers=headers)
+        pairs = [(k.encode(), v.encode()) for k, v in headers.items()]
+        pairs.append((b"last-event-id", value if isinstance(value, bytes) else value.encode()))
+        response = await demo_http.client.get(demo_http.url, headers=pairs)
         assert response.status_code == 400, value
         assert "Last-Event-ID" in response.json()["error"]["message"]
+    assert not demo_http.errors
 
 
 async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) -> None:

@@ -3,7 +3,7 @@
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, MemoryEventStore
-from ._http_app import HttpOptions, McpHttpApp
+from ._http_app import HttpOptions, McpHttpApp, client_address
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
@@ -22,4 +22,5 @@ __all__ = [
     "Server",
     "ServerConnection",
     "ToolError",
+    "client_address",
 ]

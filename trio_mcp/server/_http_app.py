@@ -14,6 +14,7 @@ import functools
 import ipaddress
 import logging
 import math
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
@@ -89,6 +90,19 @@ class HttpOptions:
     stateless: bool = False
     session_idle_timeout: float = 1800.0
     max_sessions: int = 10_000
+    #: Sessions one client may hold at once (opening ones count); beyond it, 429.
+    max_sessions_per_client: int = 100
+    #: A session that has carried no request (nor GET stream) since its ``initialize`` expires
+    #: this long after it was opened, whatever ``session_idle_timeout`` says.
+    unused_session_timeout: float = 60.0
+    #: Who a request comes from, for ``max_sessions_per_client``; None: :func:`client_address`
+    #: (with ``client_address_header``). A key may be anything a client cannot choose freely.
+    client_key: Callable[[Scope], str] | None = None
+    #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
+    #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
+    #: connection, which behind a proxy is the proxy's. Set it only when every request comes
+    #: through that proxy, or a client can name itself anything.
+    client_address_header: str | None = None
     #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
     #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
     #: loopback, as from a proxy on the same host), anything for one that arrived on another.
@@ -178,11 +192,18 @@ class HttpSession:
     """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
 
     def __init__(
-        self, app: McpHttpApp, session_id: str, *, kind: SessionKind = SessionKind.SESSION
+        self,
+        app: McpHttpApp,
+        session_id: str,
+        *,
+        kind: SessionKind = SessionKind.SESSION,
+        client: str = "",
     ) -> None:
         self.app = app
         self.id = session_id
         self.kind = kind
+        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
+        self.client = client
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
@@ -197,8 +218,13 @@ class HttpSession:
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
+        #: Whether a request (or a GET stream) came after ``initialize``: until then the session
+        #: lives at most ``unused_session_timeout`` from its opening.
+        self.used = False
+        self.unused_until = trio.current_time() + app.options.unused_session_timeout
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
+        self._closing = False
 
     # -- routing the engine's output ---------------------------------------------------------
 
@@ -271,7 +297,23 @@ class HttpSession:
 
     def touch(self) -> None:
         if self.active == 0 and self.engine.idle:
-            self.scope.deadline = trio.current_time() + self.app.options.session_idle_timeout
+            deadline = trio.current_time() + self.app.options.session_idle_timeout
+            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
+
+    @property
+    def closing(self) -> bool:
+        """Whether the session is ending: expired (its deadline has passed, even if its task has
+        not yet seen the cancel), closed, or its engine stopped. Decided synchronously, so a
+        request that finds the session closing is refused (404, as for an expired one) before
+        anything of it reaches the engine, and one that finds it open is registered (its
+        stream, ``busy``) before the next checkpoint: no request can land in a session that is
+        winding down."""
+        return (
+            self._closing
+            or self.scope.cancel_called
+            or self.engine.is_closed
+            or self.ended.is_set()
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
@@ -282,6 +324,7 @@ class HttpSession:
                     await nursery.start(functools.partial(self.engine.run, pull=False))
                     task_status.started()
         finally:
+            self._closing = True
             self.app.server.connections.discard(self.connection)
             self.close_streams()
             self.forget_events()
@@ -290,6 +333,7 @@ class HttpSession:
 
     def close(self) -> None:
         """End the session: its requests are cancelled, its streams end."""
+        self._closing = True
         self.engine.feed_eof()
         self.close_streams()
 
@@ -308,33 +352,164 @@ class HttpSession:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
+    """A request header's value; sent more than once, its values joined with ``", "`` (as
+    HTTP combines a repeated field), so that a single-valued header sent twice fails its check
+    rather than having one copy picked."""
+    values = [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers", ())
+        if bytes(key).lower() == name
+    ]
+    return ", ".join(values) if values else None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """Every request header, by lowercased name, repeated ones joined as by :func:`_header`."""
+    out: dict[str, str] = {}
     for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
+        name = bytes(key).decode("latin-1").lower()
+        text = bytes(value).decode("latin-1")
+        out[name] = out[name] + ", " + text if name in out else text
+    return out
+
+
+def client_address(scope: Scope, *, header: str | None = None) -> str:
+    """The address a request came from: the peer of its connection (the ASGI ``client``), or,
+    with ``header``, the last value of that header, as a trusted proxy in front appends it
+    (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
+
+    Behind a proxy the peer is the proxy itself, so every client would share one key: name the
+    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
+    scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
+    writes it: a client can send any value.
+    """
+    if header is not None:
+        value = _header(scope, header.lower().encode("latin-1"))
+        if value:
+            last = value.rsplit(",", 1)[-1].strip()
+            if last:
+                return last
+    peer = scope.get("client")
+    return str(peer[0]) if peer else ""
+
+
+# RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_MEDIA_TYPE = re.compile(
+    rf"\s*({_TOKEN}/{_TOKEN})((?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|{_QUOTED}))*)\s*"
+)
+_PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
+    with parameters or without (``text/plain, application/json`` is two, and refused)."""
+    match = _MEDIA_TYPE.fullmatch(content_type or "")
+    return match is not None and match[1].lower() == "application/json"
+
+
+def _accepts(accept: str | None, media_type: str) -> bool:
+    """Whether an Accept header admits ``media_type``: the most specific range that matches it
+    (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
+    that does not parse admits nothing."""
+    main = media_type.split("/")[0] + "/*"
+    best: tuple[int, bool] | None = None  # (specificity, acceptable)
+    for part in (accept or "").split(","):
+        match = _MEDIA_TYPE.fullmatch(part)
+        if match is None:
+            continue
+        media_range = match[1].lower()
+        if media_range == media_type:
+            specificity = 2
+        elif media_range == main:
+            specificity = 1
+        elif media_range == "*/*":
+            specificity = 0
+        else:
+            continue
+        acceptable = True
+        for name, value in _PARAMETER.findall(match[2]):
+            if name.lower() == "q":
+                acceptable = _QVALUE.fullmatch(value) is not None and float(value) > 0
+        if best is None or specificity > best[0]:
+            best = (specificity, acceptable)
+    return best is not None and best[1]
+
+
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def _parse_host(value: str) -> tuple[str, str | None] | None:
+    """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
+    not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
+    if value.startswith("["):
+        end = value.find("]")
+        host, rest = value[1:end], value[end + 1 :]
+        if end < 0 or not _is_ipv6(host):
+            return None
+    else:
+        host, colon, port = value.partition(":")
+        rest = colon + port
+    if not host:
+        return None
+    if not rest:
+        return host.lower(), None
+    if rest[0] == ":" and _PORT.fullmatch(rest[1:]):
+        return host.lower(), rest[1:]
     return None
 
 
-def _media_types(value: str | None) -> set[str]:
-    if not value:
-        return set()
-    return {part.split(";")[0].strip().lower() for part in value.split(",")}
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_origin(value: str) -> tuple[str, str, str | None] | None:
+    """An Origin's scheme (lowercased), host and port, or None if it is not
+    ``scheme://host[:port]`` (``null``, a path, user info)."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or not scheme or any(c in rest for c in "/?#@\\"):
+        return None
+    parsed = _parse_host(rest)
+    return (scheme.lower(), *parsed) if parsed is not None else None
+
+
+def _host_allowed(host: tuple[str, str | None], allowed: Iterable[str]) -> bool:
+    """Whether a parsed Host is one of ``allowed`` (``host`` for any port, or ``host:port``)."""
+    for entry in allowed:
+        parsed = _parse_host(entry.strip())
+        if parsed is not None and parsed[0] == host[0] and parsed[1] in (None, host[1]):
+            return True
+    return False
+
+
+def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = True) -> bool:
+    """Whether an Origin is one of ``allowed``: the same scheme, host and port (scheme and host
+    in any case), or the same text (``null``, if it is listed); with ``wildcard``, ``*`` allows
+    any."""
+    parsed = _parse_origin(origin)
+    for entry in allowed:
+        if (wildcard and entry == "*") or entry.lower() == origin.lower():
+            return True
+        if parsed is not None and _parse_origin(entry) == parsed:
+            return True
+    return False
 
 
 def _is_loopback(host: str) -> bool:
-    host = host.strip("[]")
+    """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
+    host = host.strip("[]").lower()
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _split_host(value: str) -> str:
-    """The host part of a Host header (``[::1]:8000`` -> ``::1``)."""
-    if value.startswith("["):
-        return value[1 : value.find("]")]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 def _route_path(scope: Scope) -> str:
@@ -373,6 +548,11 @@ class McpHttpApp:
         self._shutting_down = False
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
         self._opening: set[HttpSession] = set()
+        #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
+        self._by_client: dict[str, set[HttpSession]] = {}
+        self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
+            client_address, header=self.options.client_address_header
+        )
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
 
@@ -417,6 +597,19 @@ class McpHttpApp:
     def forget(self, session: HttpSession) -> None:
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
+        owned = self._by_client.get(session.client)
+        if owned is not None:
+            owned.discard(session)
+            if not owned:
+                del self._by_client[session.client]
+
+    def _retry_after(self, sessions: Iterable[HttpSession]) -> tuple[bytes, bytes]:
+        """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
+        none is (each has a request or a stream open), the time a session may stay unused."""
+        now = trio.current_time()
+        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
+        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
+        return (b"retry-after", str(max(1, math.ceil(wait))).encode())
 
     # -- ASGI entry ----------------------------------------------------------------------------
 
@@ -424,12 +617,32 @@ class McpHttpApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            # Anyone can ask for an upgrade: refused (403 from the ASGI server), never a crash.
+            if (await receive())["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self._http(scope, receive, send)
+            await self._http(scope, receive, tracked)
         except HttpError as error:
             await self._error(scope, send, error)
+        except Exception:
+            # The last resort, for a fault of ours: client input is refused by HttpError
+            # above, always with a 4xx. The details go to the log, never to the peer.
+            logger.exception("unexpected error serving %s %s", scope["method"], scope["path"])
+            if not started:
+                internal = ErrorObject.make(INTERNAL_ERROR, "Internal error")
+                await self._error(scope, send, HttpError(500, internal))
+            # Otherwise the response stays unfinished, and the server cuts the connection.
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if _route_path(scope) not in self._paths:
@@ -473,32 +686,39 @@ class McpHttpApp:
         local = str(server_addr[0] or "")
         on_loopback = _is_loopback(local)
         host = _header(scope, b"host") or ""
+        # Compared as a host name (any case) and a port (digits): nothing else slips through.
+        parsed = _parse_host(host) if host else ("", None)
+        if parsed is None:
+            raise HttpError(
+                400, f"Bad Request: Host {host!r} is not a host name with an optional port number"
+            )
+        name = f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]
         allowed_hosts = self.options.allowed_hosts
         if allowed_hosts is not None:
-            if host not in allowed_hosts and _split_host(host) not in allowed_hosts:
+            if not host or not _host_allowed(parsed, allowed_hosts):
                 raise HttpError(
                     403,
                     f"Forbidden: Host {host!r} is not in allowed_hosts; to accept it, "
-                    f"add {_split_host(host)!r} to HttpOptions(allowed_hosts=[...]) "
+                    f"add {name!r} to HttpOptions(allowed_hosts=[...]) "
                     "or pass `--allowed-host` to trio-mcp serve",
                 )
-        elif on_loopback and not _is_loopback(_split_host(host)):
+        elif on_loopback and not _is_loopback(parsed[0]):
             raise HttpError(
                 403,
                 f"Forbidden: Host {host!r} refused: the request arrived on the loopback address "
                 f"{local}, where only loopback names (localhost, 127.0.0.1, [::1]) are accepted "
                 "by default, against DNS rebinding; if this name is yours (a proxy in front, "
-                f"say), accept it with HttpOptions(allowed_hosts=[{_split_host(host)!r}]) or "
-                f"`trio-mcp serve --allowed-host {_split_host(host)}`",
+                f"say), accept it with HttpOptions(allowed_hosts=[{name!r}]) or "
+                f"`trio-mcp serve --allowed-host {name}`",
             )
         origin = _header(scope, b"origin")
         if origin is None:
             return
-        if origin in (self.options.cors_origins or ()):
+        if _origin_allowed(origin, self.options.cors_origins or (), wildcard=False):
             return  # an origin explicitly allowed to call us from a browser
         allowed_origins = self.options.allowed_origins
         if allowed_origins is not None:
-            if origin not in allowed_origins and "*" not in allowed_origins:
+            if not _origin_allowed(origin, allowed_origins):
                 raise HttpError(
                     403,
                     f"Forbidden: Origin {origin!r} is not in allowed_origins; to accept it, "
@@ -506,8 +726,12 @@ class McpHttpApp:
                     "to trio-mcp serve",
                 )
             return
-        origin_host = origin.split("://", 1)[-1].split("/")[0]
-        if on_loopback and not _is_loopback(_split_host(origin_host)):
+        origin_parts = _parse_origin(origin)
+        if on_loopback and (
+            origin_parts is None
+            or origin_parts[0] not in ("http", "https")
+            or not _is_loopback(origin_parts[1])
+        ):
             raise HttpError(
                 403,
                 f"Forbidden: Origin {origin!r} refused: the request arrived on the loopback "
@@ -521,7 +745,7 @@ class McpHttpApp:
         origin = _header(scope, b"origin")
         if origins is None or origin is None:
             return []
-        if "*" not in origins and origin not in origins:
+        if not _origin_allowed(origin, origins):
             return []
         return [
             (b"access-control-allow-origin", origin.encode()),
@@ -545,7 +769,9 @@ class McpHttpApp:
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is None or session.closing:
+            # Expiring (its deadline passed, its task has not yet ended) is expired: decided
+            # here, with no checkpoint before the caller registers its request.
             raise HttpError(404, "Session not found")
         return session
 
@@ -602,23 +828,21 @@ class McpHttpApp:
     # -- POST ----------------------------------------------------------------------------------
 
     async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        accept = _media_types(_header(scope, b"accept"))
+        accept = _header(scope, b"accept")
         needs = (
-            {"application/json"}
+            ["application/json"]
             if self.options.json_response
-            else {
-                "application/json",
-                "text/event-stream",
-            }
+            else ["application/json", "text/event-stream"]
         )
-        if not needs <= accept and "*/*" not in accept:
+        if not all(_accepts(accept, media_type) for media_type in needs):
             raise HttpError(
                 406,
-                "Not Acceptable: the client must accept " + " and ".join(sorted(needs)),
+                "Not Acceptable: the client must accept " + " and ".join(needs),
             )
-        content_type = _media_types(_header(scope, b"content-type"))
-        if "application/json" not in content_type:
-            raise HttpError(415, "Unsupported Media Type: the body must be application/json")
+        if not _is_json(_header(scope, b"content-type")):
+            raise HttpError(
+                415, "Unsupported Media Type: the body must be application/json (one media type)"
+            )
         body = await self._read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Batch):
@@ -665,21 +889,38 @@ class McpHttpApp:
         self, scope: Scope, receive: Receive, send: Send, request: Request
     ) -> None:
         """An ``initialize`` with no session: it opens one, kept only if it succeeds."""
-        # Sessions still opening count too, so a burst cannot overshoot the cap.
+        # Sessions still opening count too, so a burst cannot overshoot either limit. One
+        # client is refused before everyone is: 429 for its own limit, 503 for the server's.
+        # Both say when a session is next due to expire.
+        client = self._client_key(scope)
+        owned = self._by_client.get(client, set())
+        limit = self.options.max_sessions_per_client
+        if len(owned) >= limit:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this client already has {limit} sessions, the limit; end "
+                "one with DELETE, or retry later",
+                request_id=request.id,
+                headers=[self._retry_after(owned)],
+            )
         if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
-                headers=[(b"retry-after", b"5")],
+                request_id=request.id,
+                headers=[self._retry_after(self.sessions.values())],
             )
         assert self._nursery is not None
-        session = HttpSession(self, secrets.token_hex(16))
+        session = HttpSession(self, secrets.token_hex(16), client=client)
         self._opening.add(session)
+        self._by_client.setdefault(client, set()).add(session)
         try:
             await self._nursery.start(session.run)
             await self._serve(scope, receive, send, session, request)
         finally:
             self._opening.discard(session)
+            if session.id not in self.sessions:
+                self.forget(session)  # refused, or the POST failed: it holds no place
 
     async def _request(
         self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
@@ -702,8 +943,13 @@ class McpHttpApp:
                 ),
                 request_id=request.id,
             )
+        session.used = True
         if request.id in session.request_streams or session.engine.in_flight(request.id):
-            raise HttpError(409, "Conflict: Request id is already in flight for this session")
+            raise HttpError(
+                409,
+                "Conflict: Request id is already in flight for this session",
+                request_id=request.id,
+            )
         await self._serve(scope, receive, send, session, request)
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
@@ -753,10 +999,7 @@ class McpHttpApp:
                 await self._respond(scope, send, 202)
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
-        headers = {
-            bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1")
-            for k, v in scope.get("headers", ())
-        }
+        headers = _headers(scope)
         schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
         try:
             check_request(message, headers, schemas)
@@ -795,6 +1038,10 @@ class McpHttpApp:
           running; in this POST's own engine, the client going away is the request's cancel, and
           the watcher that sees it already owns ``receive``.
         """
+        if session.closing:
+            # A session winding down takes nothing new (its engine may be gone); the same
+            # refusal as an expired one. No checkpoint between here and the feed.
+            raise HttpError(404, "Session not found", request_id=request.id)
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
@@ -877,7 +1124,11 @@ class McpHttpApp:
         except trio.EndOfChannel:
             return
         if first is None:
-            return  # cancelled: the client went away
+            # Cancelled, with no response: the client went away (the server ignores a reply
+            # to a closed stream), or anything else cut it; an empty 202, as in JSON mode,
+            # never the 500 an ASGI server answers for an app that sent nothing.
+            await self._respond(scope, send, 202)
+            return
         if stream.finished:
             rest = _drain_now(events)
             if not rest:
@@ -1028,7 +1279,7 @@ class McpHttpApp:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
-        if "text/event-stream" not in _media_types(_header(scope, b"accept")):
+        if not _accepts(_header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
         session = self._session_for(scope)
         self._check_version(scope)
@@ -1047,6 +1298,8 @@ class McpHttpApp:
                 if session.store.replay(stream.stream_id, after) is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
                 stream.finish(responded=False)
+            elif after > stream.seq:
+                raise HttpError(400, "Bad Request: unknown Last-Event-ID")  # never issued
             elif after < stream.seq and session.store.replay(stream.stream_id, after) is None:
                 # Live, but what the client missed is no longer kept: a silent gap would lose
                 # messages, so say so and let the client start over.
@@ -1054,6 +1307,7 @@ class McpHttpApp:
                     400, "Bad Request: the events after Last-Event-ID are no longer kept"
                 )
         assert stream is not None
+        session.used = True
         events = stream.attach(replay_after=after)
         session.busy()
         try:
