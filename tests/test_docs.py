@@ -171,3 +171,19 @@ async def test_the_stdio_module_is_served_by_the_command_beside_it(tmp_path: Pat
         async with open_client(command, env={"MCP_USER": "ada"}, cwd=tmp_path) as client:
             result = await client.call_tool("whoami")
     assert result.content == [TextContent("ada")]
+
+
+def test_every_test_that_security_md_names_exists() -> None:
+    """docs/security.md says which test checks each promise: a renamed or deleted test, or a
+    moved module, fails here instead of leaving the page pointing at nothing."""
+    text = (DOCS / "security.md").read_text()
+    tests = DOCS.parent / "tests"
+    sources = {path: path.read_text() for path in tests.rglob("*.py")}
+    modules = {path.stem for path in sources}
+    for named in sorted(set(re.findall(r"`(tests/[\w/]+\.py)", text))):
+        assert (DOCS.parent / named).is_file(), f"security.md names a missing module {named}"
+    names = set(re.findall(r"\b(test_\w*[a-z0-9])\b", text)) - modules
+    assert len(names) > 40, "security.md should name the tests behind its promises"
+    defined = re.compile(r"^(?:async )?def (test_\w+)\(", re.M)
+    everywhere = {name for source in sources.values() for name in defined.findall(source)}
+    assert sorted(names - everywhere) == []

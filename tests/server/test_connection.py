@@ -54,6 +54,7 @@ def assert_limit_refusal(refused: Any, rid: Any, limit: int) -> None:
     }
 
 
+@pytest.mark.invariant(11)
 async def test_listens_beyond_the_default_limit_are_refused_until_one_ends() -> None:
     server = Server("listens")
 

@@ -158,6 +158,7 @@ def big_result_server(size: int) -> tuple[Server, dict[int, trio.Event]]:
     return server, gates
 
 
+@pytest.mark.invariant(11)
 async def test_results_delivered_on_a_live_stream_are_not_kept() -> None:
     """Every event of a stream that reached its client, up to the response, has nothing left to
     resume: 40 results of 2 MiB leave the server's memory where it was (they used to be kept
@@ -186,6 +187,7 @@ async def test_results_delivered_on_a_live_stream_are_not_kept() -> None:
         assert store.held_bytes == 0
 
 
+@pytest.mark.invariant(11)
 async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_first() -> None:
     """Streams whose client went away before the response are kept for a resume, but only up to
     the store's byte cap: 40 cut streams of 2 MiB under the default 32 MiB keep the newest ones;

@@ -260,6 +260,7 @@ async def test_a_request_that_finishes_after_its_client_left_lets_the_session_ex
         await expired(served, session)
 
 
+@pytest.mark.invariant(11)
 async def test_a_never_used_session_expires_at_the_unused_timeout(mock_clock: MockClock) -> None:
     """A session that carried no request after its handshake lives ``unused_session_timeout``
     from its opening, whatever else it is sent; a request or a GET makes it a used one, which
@@ -300,6 +301,7 @@ def from_address(address: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(local_address=address))
 
 
+@pytest.mark.invariant(11)
 async def test_one_client_cannot_take_every_session(mock_clock: MockClock) -> None:
     """Past its own limit a client gets 429 with Retry-After (when its first session is due to
     expire); another address still gets a session, and a DELETE makes room again."""

@@ -491,6 +491,7 @@ def chatty_server(steps: int, size: int = 16) -> Server:
     return server
 
 
+@pytest.mark.invariant(11)
 async def test_json_mode_keeps_no_progress_for_a_get_that_never_came() -> None:
     """A JSON response cannot carry a request's progress, and with no GET open there is nobody
     to give it to: 200 calls leave nothing queued, and a later GET gets none of it stale."""
@@ -631,6 +632,7 @@ async def flooded_stream(served: Served, session: str, reader: SseReader) -> Eve
     return stream
 
 
+@pytest.mark.invariant(11)
 async def test_a_client_that_does_not_read_its_stream_is_cut_before_memory_grows() -> None:
     """25 MiB of progress to a client that reads none of it: past ``max_pending_bytes`` waiting
     to be written, its connection is ended after what it has, and the rest goes only to the
@@ -719,6 +721,7 @@ async def test_a_request_whose_client_is_away_queues_nothing_beyond_the_store() 
         assert (await served.post(cancel_body("a"), session)).status_code == 202
 
 
+@pytest.mark.invariant(11)
 async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
     server = demo_server()
     gate = trio.Event()

@@ -1383,6 +1383,7 @@ async def test_the_context_is_chosen_by_annotation_not_by_name() -> None:
         assert got.content[0].text == "context for tools/call"  # type: ignore[union-attr]
 
 
+@pytest.mark.invariant(11)
 async def test_requests_beyond_max_in_flight_are_refused_until_one_ends() -> None:
     server = Server("busy", max_in_flight=2)
     release = trio.Event()

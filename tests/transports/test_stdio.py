@@ -342,6 +342,7 @@ def _status_kib(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
+@pytest.mark.invariant(11)
 async def test_a_long_stderr_line_is_forwarded_cut_with_bounded_memory() -> None:
     import tracemalloc
 
@@ -368,6 +369,7 @@ async def test_a_long_stderr_line_is_forwarded_cut_with_bounded_memory() -> None
     assert lines[1] == "after the flood"
 
 
+@pytest.mark.invariant(11)
 async def test_a_reply_over_the_line_limit_fails_its_call_and_the_session_goes_on() -> None:
     from trio_mcp import ProtocolError
 
@@ -380,6 +382,7 @@ async def test_a_reply_over_the_line_limit_fails_its_call_and_the_session_goes_o
             assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
 
 
+@pytest.mark.invariant(11)
 async def test_a_client_that_does_not_read_makes_the_server_stop_reading() -> None:
     text = "x" * 65536
     count = 1500  # about 96 MiB of answers, six times the write queue's bound
