@@ -7,6 +7,7 @@ writes any bytes and reads back whole lines, each read bounded so that a hang fa
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -99,15 +100,15 @@ async def _collect(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
 async def raw_child(
     command: list[str] | None = None, *, env: dict[str, str] | None = None
 ) -> AsyncIterator[RawChild]:
-    """Spawn ``command`` (the demo by default); at the end close its input, wait (bounded),
-    then kill it."""
+    """Spawn ``command`` (the demo by default), with ``env`` added to this process's
+    environment; at the end close its input, wait (bounded), then kill it."""
     process = await trio.lowlevel.open_process(
         command or DEMO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
-        env=env,
+        env=None if env is None else {**os.environ, **env},
     )
     child = RawChild(process)
     try:

@@ -6,8 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,70 +15,11 @@ import trio
 
 from trio_mcp import ConnectionClosed, open_client
 from trio_mcp._session import INPUT_ENDED_MESSAGE
-from trio_mcp.transports import LineTransport
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVERS = Path(__file__).resolve().parents[1] / "servers"
-DEMO = [sys.executable, "-m", "trio_mcp", "demo"]
+from .._raw_stdio import DEMO, ROOT, SERVERS, raw_child
+
 #: A hang guard for anything that spawns a process, never a performance assertion.
 GUARD = 60
-
-
-class RawProcess:
-    """A server child process spoken to with exact newline-delimited frames."""
-
-    def __init__(self, process: trio.Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self.process = process
-        self.lines = LineTransport(process.stdout, process.stdin)
-
-    async def send(self, message: Any) -> None:
-        await self.lines.send(orjson.dumps(message))
-
-    async def send_raw(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(data)
-
-    async def recv(self) -> Any:
-        frame = await self.lines.receive()
-        assert isinstance(frame, bytes), frame
-        return orjson.loads(frame)
-
-    async def initialize(self) -> None:
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": "init",
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
-        )
-        assert (await self.recv())["id"] == "init"
-        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-
-@asynccontextmanager
-async def raw_process(
-    command: list[str], env: dict[str, str] | None = None
-) -> AsyncIterator[RawProcess]:
-    process = await trio.lowlevel.open_process(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-        env=None if env is None else {**os.environ, **env},
-    )
-    try:
-        yield RawProcess(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
 
 
 async def test_our_client_drives_the_demo_over_stdio() -> None:
@@ -200,7 +139,7 @@ async def test_closing_leaves_no_process_behind(tmp_path: Path) -> None:
 @pytest.mark.invariant(11)
 async def test_oversized_lines_and_bad_json_lose_nothing() -> None:
     with trio.fail_after(GUARD):
-        async with raw_process([sys.executable, str(SERVERS / "limited_server.py")]) as raw:
+        async with raw_child([sys.executable, str(SERVERS / "limited_server.py")]) as raw:
             await raw.initialize()
             await raw.send(
                 {
@@ -227,7 +166,7 @@ async def test_oversized_lines_and_bad_json_lose_nothing() -> None:
 
 async def test_end_of_input_answers_what_outlives_the_drain_timeout_and_exits_zero() -> None:
     with trio.fail_after(GUARD):
-        async with raw_process(DEMO) as raw:
+        async with raw_child(DEMO) as raw:
             await raw.initialize()
             await raw.send(
                 {
@@ -239,15 +178,13 @@ async def test_end_of_input_answers_what_outlives_the_drain_timeout_and_exits_ze
             )
             await raw.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
             assert (await raw.recv())["id"] == 2  # the sleep is running
-            assert raw.process.stdin is not None
-            await raw.process.stdin.aclose()
+            await raw.close_input()
             # The sleep outlives the drain timeout: it is cancelled and answered, not dropped.
             cut = await raw.recv()
             assert cut["id"] == 1 and cut["error"]["code"] == -32603
             assert cut["error"]["message"] == INPUT_ENDED_MESSAGE
             assert await raw.process.wait() == 0
-            with pytest.raises(trio.EndOfChannel):
-                await raw.lines.receive()
+            assert await raw.line() is None
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -389,7 +326,7 @@ async def test_a_client_that_does_not_read_makes_the_server_stop_reading() -> No
     with trio.fail_after(GUARD):
         # Blocks of 64 KiB and more come from (and go back to) the system directly, so the
         # child's RSS follows what it holds, not what its allocator keeps around.
-        async with raw_process(DEMO, env={"MALLOC_MMAP_THRESHOLD_": "65536"}) as raw:
+        async with raw_child(DEMO, env={"MALLOC_MMAP_THRESHOLD_": "65536"}) as raw:
             await raw.initialize()
             pid = raw.process.pid
             idle = _status_kib(pid, "VmRSS")
