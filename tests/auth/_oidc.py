@@ -12,12 +12,17 @@ redirects, signs in as the one test account (:data:`USERNAME`, :data:`PASSWORD`)
 returns the final redirect to the client's ``redirect_uri`` (with ``code``, ``state`` and
 ``iss``, or the provider's ``error``) without fetching it. Its signature is the headless hook of
 the OAuth client (``on_authorize``).
+
+``async with protected_mcp_server(op.issuer) as url:`` runs ``protected_server.py`` (the
+official Python SDK's protected resource, tokens checked against the provider's keys) on
+127.0.0.1 at a free port, for the block; ``url`` is its Streamable HTTP endpoint (``.../mcp``).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from html.parser import HTMLParser
@@ -28,6 +33,8 @@ import attrs
 import httpx
 import pytest
 import trio
+
+from tests.interop._http_support import start_server
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -142,6 +149,26 @@ async def oidc_provider(*, redirect_uris: Sequence[str] = ()) -> AsyncIterator[O
             process.kill()
             with trio.CancelScope(shield=True):
                 await process.wait()
+
+
+@asynccontextmanager
+async def protected_mcp_server(
+    issuer: str, *, scopes: Sequence[str] = ("mcp:tools",)
+) -> AsyncIterator[str]:
+    """Run the SDK's protected MCP server for ``issuer`` for the block; yield its URL. A token
+    needs every one of ``scopes``."""
+    command = [sys.executable, "-m", "tests.auth.protected_server", issuer]
+    for scope in scopes:
+        command += ["--scope", scope]
+    async with trio.open_nursery() as nursery:
+        with trio.fail_after(START_GUARD):
+            server = await start_server(nursery, command)
+        try:
+            yield server.url
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(STOP_GUARD):
+                await server.stop()
+            nursery.cancel_scope.cancel()
 
 
 # -- the browser ---------------------------------------------------------------------------------
