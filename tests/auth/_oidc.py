@@ -16,6 +16,9 @@ the OAuth client (``on_authorize``).
 ``async with protected_mcp_server(op.issuer) as url:`` runs ``protected_server.py`` (the
 official Python SDK's protected resource, tokens checked against the provider's keys) on
 127.0.0.1 at a free port, for the block; ``url`` is its Streamable HTTP endpoint (``.../mcp``).
+``async with sdk_auth_mcp_server() as url:`` runs ``sdk_auth_server.py`` instead: an MCP server
+that is its own authorization server through the SDK's authorization-server routes (the same
+account, a login page that ``drive_login`` signs in at).
 """
 
 from __future__ import annotations
@@ -160,6 +163,24 @@ async def protected_mcp_server(
     command = [sys.executable, "-m", "tests.auth.protected_server", issuer]
     for scope in scopes:
         command += ["--scope", scope]
+    async with _serving(command) as url:
+        yield url
+
+
+@asynccontextmanager
+async def sdk_auth_mcp_server(*, scopes: Sequence[str] = ("mcp:tools",)) -> AsyncIterator[str]:
+    """Run the SDK's own authorization server and protected MCP server for the block; yield
+    its MCP URL (the issuer is its origin)."""
+    command = [sys.executable, "-m", "tests.auth.sdk_auth_server"]
+    command += ["--user", USERNAME, "--password", PASSWORD]
+    for scope in scopes:
+        command += ["--scope", scope]
+    async with _serving(command) as url:
+        yield url
+
+
+@asynccontextmanager
+async def _serving(command: list[str]) -> AsyncIterator[str]:
     async with trio.open_nursery() as nursery:
         with trio.fail_after(START_GUARD):
             server = await start_server(nursery, command)

@@ -1,6 +1,7 @@
 """The OAuth harness itself, proven with plain httpx: a real oidc-provider and the official
 Python SDK's protected MCP server, both on 127.0.0.1, and the authorization-code flow with PKCE
-and a resource indicator done by hand (no OAuth code of trio_mcp).
+and a resource indicator done by hand (no OAuth code of trio_mcp); then the same flow against
+the SDK's own authorization-server routes.
 
 What the OAuth client's own tests then rely on: dynamic registration works, ``drive_login``
 returns the redirect with ``code``, ``state`` and ``iss``, the token is a JWT for the MCP
@@ -33,6 +34,7 @@ from ._oidc import (
     drive_login,
     oidc_provider,
     protected_mcp_server,
+    sdk_auth_mcp_server,
 )
 
 #: A hang guard for each test, never a performance assertion.
@@ -72,7 +74,14 @@ async def discover(http: httpx.AsyncClient, mcp_url: str) -> tuple[dict[str, Any
     prm_url = header.split('resource_metadata="', 1)[1].split('"', 1)[0]
     prm = (await http.get(prm_url)).json()
     issuer = prm["authorization_servers"][0]
-    metadata = (await http.get(issuer + "/.well-known/openid-configuration")).json()
+    for well_known in (
+        "/.well-known/openid-configuration",
+        "/.well-known/oauth-authorization-server",
+    ):
+        found = await http.get(issuer + well_known)
+        if found.status_code == 200:
+            break
+    metadata: dict[str, Any] = found.json()
     assert metadata["issuer"] == issuer
     return prm, metadata
 
@@ -110,7 +119,10 @@ async def authorize(
     assert redirect.startswith(REDIRECT_URI + "?")
     params = query(redirect)
     assert params["state"] == state
-    assert params["iss"] == metadata["issuer"]  # RFC 9207
+    if metadata.get("authorization_response_iss_parameter_supported"):
+        assert params["iss"] == metadata["issuer"]  # RFC 9207
+    else:
+        assert "iss" not in params
     form = {
         "grant_type": "authorization_code",
         "code": params["code"],
@@ -340,3 +352,61 @@ async def test_wrong_password_is_refused(op: OidcProvider) -> None:
     with pytest.raises(LoginError, match="401"):
         await drive_login(url, username="mallory")
     assert query(await drive_login(url))["state"] == "s"
+
+
+async def test_sdk_authorization_server_code_flow_refresh_and_whoami() -> None:
+    with trio.fail_after(GUARD):
+        async with sdk_auth_mcp_server() as url, httpx.AsyncClient(timeout=10) as http:
+            prm, metadata = await discover(http, url)
+            assert prm["resource"] == url
+            issuer = metadata["issuer"]
+            assert prm["authorization_servers"] == [issuer]
+            assert url.startswith(issuer)
+            assert metadata["code_challenge_methods_supported"] == ["S256"]
+            assert "authorization_response_iss_parameter_supported" not in metadata
+
+            registration = await http.post(
+                metadata["registration_endpoint"],
+                json={
+                    "client_name": "harness test",
+                    "redirect_uris": [REDIRECT_URI],
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "token_endpoint_auth_method": "none",
+                },
+            )
+            assert registration.status_code == 201, registration.text
+            client_id = registration.json()["client_id"]
+            tokens = await authorize(
+                http,
+                metadata,
+                client_id=client_id,
+                resource=url,
+                scope=" ".join(prm["scopes_supported"]),
+            )
+            assert await whoami(url, tokens["access_token"]) == USERNAME
+
+            refreshed = await http.post(
+                metadata["token_endpoint"],
+                data={
+                    "grant_type": "refresh_token",
+                    "refresh_token": tokens["refresh_token"],
+                    "client_id": client_id,
+                },
+            )
+            assert refreshed.status_code == 200, refreshed.text
+            assert await whoami(url, refreshed.json()["access_token"]) == USERNAME
+            assert refreshed.json()["refresh_token"] != tokens["refresh_token"]
+            again = await http.post(
+                metadata["token_endpoint"],
+                data={
+                    "grant_type": "refresh_token",
+                    "refresh_token": tokens["refresh_token"],
+                    "client_id": client_id,
+                },
+            )
+            assert again.status_code == 400
+            assert again.json()["error"] == "invalid_grant"
+
+            forged = await http.post(url, json={}, headers={"Authorization": "Bearer forged"})
+            assert forged.status_code == 401
