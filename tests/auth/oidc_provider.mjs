@@ -6,8 +6,8 @@
 // PORT 0 (the default) binds a free port. Once it serves, stdout gets two lines: the issuer URL,
 // then one JSON object with the pre-registered test client (client_id, client_secret, a fresh
 // random secret each run, and its redirect_uris). Nothing else is written to stdout; the
-// provider's own warnings go to stderr. It stops on SIGTERM, SIGINT, or when its stdin ends
-// (so it never outlives a test that started it with a pipe).
+// provider's own warnings go to stderr. It stops on SIGTERM, SIGINT, or, when its stdin is a
+// pipe, when that pipe ends (so it never outlives a test that started it).
 //
 // Configured as an MCP authorization server: PKCE required for every client (S256 only), open
 // dynamic registration, RFC 8707 resource indicators (a token requested for a loopback http(s)
@@ -18,6 +18,7 @@
 // one account and its password.
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { fstatSync } from 'node:fs';
 import * as http from 'node:http';
 import * as querystring from 'node:querystring';
 
@@ -80,7 +81,8 @@ function configuration(options, client) {
     clients: [client],
     jwks: signingKeys(),
     cookies: { keys: [randomBytes(32).toString('base64url')] },
-    scopes: ['openid', 'offline_access'],
+    // The resource scopes are listed too: clients may name them in their registration's `scope`.
+    scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES.split(' ')],
     claims: { openid: ['sub'] },
     responseTypes: ['code'],
     pkce: { required: () => true },
@@ -193,8 +195,11 @@ function main() {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  process.stdin.on('end', stop);
-  process.stdin.resume();
+  if (fstatSync(0).isFIFO()) {
+    // Started by a test through a pipe: gone with its parent, even one that was killed.
+    process.stdin.on('end', stop);
+    process.stdin.resume();
+  }
 
   server.listen(options.port, '127.0.0.1', () => {
     const { port } = server.address();

@@ -163,6 +163,7 @@ async def test_dynamic_registration_code_flow_and_whoami(op: OidcProvider, mcp_u
             assert prm["scopes_supported"] == ["mcp:tools"]
             assert metadata["code_challenge_methods_supported"] == ["S256"]
             assert metadata["authorization_response_iss_parameter_supported"] is True
+            assert {"mcp:tools", "offline_access"} <= set(metadata["scopes_supported"])
             discovered = time.monotonic()
 
             registration = await http.post(
@@ -170,6 +171,7 @@ async def test_dynamic_registration_code_flow_and_whoami(op: OidcProvider, mcp_u
                 json={
                     "client_name": "harness test",
                     "application_type": "native",
+                    "scope": "mcp:tools",
                     "redirect_uris": [REDIRECT_URI],
                     "grant_types": ["authorization_code", "refresh_token"],
                     "response_types": ["code"],
