@@ -412,3 +412,19 @@ async def test_sdk_authorization_server_code_flow_refresh_and_whoami() -> None:
 
             forged = await http.post(url, json={}, headers={"Authorization": "Bearer forged"})
             assert forged.status_code == 401
+
+
+async def test_pkce_is_required(op: OidcProvider) -> None:
+    base = {
+        "response_type": "code",
+        "client_id": op.client_id,
+        "redirect_uri": REDIRECT_URI,
+        "state": "s",
+    }
+    _, challenge = pkce()
+    for extra in ({}, {"code_challenge": challenge, "code_challenge_method": "plain"}):
+        redirect = await drive_login(op.issuer + "/auth?" + urlencode(base | extra))
+        params = query(redirect)
+        assert redirect.startswith(REDIRECT_URI + "?")
+        assert params["error"] == "invalid_request", params
+        assert "code" not in params
