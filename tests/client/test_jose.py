@@ -38,8 +38,11 @@ def _unverified_header(token: str) -> dict[str, Any]:
 def verify_proof(proof: str) -> jwt.Token:
     """What a resource or authorization server does: verify with the key the proof carries."""
     header = _unverified_header(proof)
-    public = jwk.ECKey.import_key(header["jwk"])
-    return jwt.decode(proof, public, algorithms=["ES256"])
+    return jwt.decode(proof, public_key(header["jwk"]), algorithms=["ES256"])
+
+
+def public_key(public: dict[str, Any]) -> jwk.ECKey:
+    return jwk.ECKey.import_key(public)
 
 
 def test_the_rfc_7638_example_thumbprint() -> None:
@@ -56,7 +59,7 @@ def test_a_dpop_key_thumbprint_is_the_thumbprint_of_its_public_jwk() -> None:
     assert set(public) == {"kty", "crv", "x", "y"} and public["crv"] == "P-256"
     assert key.thumbprint() == jwk_thumbprint(public)
     # joserfc computes the same value its own way.
-    assert key.thumbprint() == jwk.ECKey.import_key(public).thumbprint()
+    assert key.thumbprint() == public_key(public).thumbprint()
     assert DPoPKey.generate().thumbprint() != key.thumbprint()
 
 
@@ -108,7 +111,7 @@ def test_every_proof_is_fresh() -> None:
 
 def test_a_proof_signed_by_another_key_does_not_verify() -> None:
     proof = DPoPKey.generate().proof("POST", "https://rs.example/mcp", now=NOW)
-    other = jwk.ECKey.import_key(DPoPKey.generate().public_jwk)
+    other = public_key(DPoPKey.generate().public_jwk)
     with pytest.raises(Exception, match="signature"):
         jwt.decode(proof, other, algorithms=["ES256"])
 
