@@ -20,6 +20,7 @@ import trio
 from joserfc import jwk, jwt
 
 from tests._http import GUARD, serving_app
+from trio_mcp import open_client
 from trio_mcp.client._grant_auth import ClientCredentialsAuth, WorkloadIdentityAuth
 from trio_mcp.client._grants import (
     CLIENT_ASSERTION_TYPE,
@@ -501,3 +502,16 @@ async def test_metadata_cannot_send_the_client_to_another_origin() -> None:
                 await http.post(f"{url}/mcp", content=b"{}")
     assert caught.value.step == "discovery"
     assert "/token" not in [seen.path for seen in app.seen]
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_open_client_raises_the_oauth_error(version: str) -> None:
+    base: list[str] = []
+    routes = protected(base) | {"/token": refusal(400, {"error": "invalid_grant"})}
+    async with served(routes) as (url, _app, _):
+        base.append(url)
+        async with httpx.AsyncClient(auth=WorkloadIdentityAuth("a.b.c", client_id="w")) as http:
+            with pytest.raises(OAuthError, match="invalid_grant") as caught:
+                async with open_client(f"{url}/mcp", http_client=http, protocol_version=version):
+                    pass
+    assert caught.value.step == "token"

@@ -4,7 +4,9 @@ These are extension scenarios (client credentials, SEP-1046; enterprise-managed 
 SEP-990; workload identity, SEP-1933; DPoP, SEP-1932): the suite lists them under
 ``[extension]`` rather than a protocol version, so each runs once, without ``--spec-version``,
 through ``grant_client.py``, with the same baseline as the other client scenarios (its
-``client:`` list empty). Node 22 and the suite come from package.json (``npm ci``).
+``client:`` list empty). The suite runs them at 2025-11-25; each runs once more at 2026-07-28
+(``--force``, since no version claims them), so the modern era's stateless requests go through
+the same authorization. Node 22 and the suite come from package.json (``npm ci``).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ async def test_the_suite_lists_each_scenario_as_an_extension() -> None:
     assert {name: listed.get(name) for name in SCENARIOS} == dict.fromkeys(SCENARIOS, "extension")
 
 
+@pytest.mark.parametrize("modern", [False, True], ids=["as-listed", "2026-07-28"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
-async def test_grant_scenario(scenario: str, tmp_path: Path) -> None:
+async def test_grant_scenario(scenario: str, modern: bool, tmp_path: Path) -> None:
     results = tmp_path / "results"
     # The runner splits the command on spaces and appends the scenario server's URL.
     command = shlex.join([sys.executable, str(CLIENT)])
@@ -53,6 +56,7 @@ async def test_grant_scenario(scenario: str, tmp_path: Path) -> None:
                 command,
                 "--scenario",
                 scenario,
+                *(["--spec-version", "2026-07-28", "--force"] if modern else []),
                 "--expected-failures",
                 str(BASELINE),
                 "--output-dir",
