@@ -486,10 +486,22 @@ async def test_a_refused_workload_grant_is_raised_not_retried() -> None:
     routes = protected(base) | {"/token": refusal(400, {"error": "invalid_grant"})}
     async with served(routes) as (url, app, _):
         base.append(url)
-        async with httpx.AsyncClient(auth=WorkloadIdentityAuth("a.b.c", client_id="w")) as http:
+        assertions = iter(["a.b.c", "a.b.c", "d.e.f"])
+        auth = WorkloadIdentityAuth(lambda: next(assertions), client_id="w")
+        async with httpx.AsyncClient(auth=auth) as http:
             with pytest.raises(OAuthError, match="invalid_grant"):
                 await http.post(f"{url}/mcp", content=b"{}")
-    assert [seen.path for seen in app.seen].count("/token") == 1
+            # The same assertion again: the same error, and nothing sent.
+            with pytest.raises(OAuthError, match="invalid_grant"):
+                await http.post(f"{url}/mcp", content=b"{}")
+            assert [seen.path for seen in app.seen].count("/token") == 1
+            # A rotated assertion is a new grant.
+            with pytest.raises(OAuthError, match="invalid_grant"):
+                await http.post(f"{url}/mcp", content=b"{}")
+    assert [seen.form.get("assertion") for seen in app.seen if seen.path == "/token"] == [
+        "a.b.c",
+        "d.e.f",
+    ]
 
 
 async def test_metadata_cannot_send_the_client_to_another_origin() -> None:

@@ -299,7 +299,9 @@ class WorkloadIdentityAuth(GrantAuth):
     """Workload identity federation (SEP-1933): the workload's JWT (from its platform: a
     Kubernetes service account token, a cloud identity token) is the grant, through the JWT
     bearer grant. ``assertion`` is the token, or a function returning the current one. A
-    refused grant raises :class:`OAuthError` at once: it is not retried."""
+    refused grant raises :class:`OAuthError` at once and is never retried: a later request
+    that needs a token raises the same error without asking again, until the assertion
+    changes (a function that returns a rotated one)."""
 
     def __init__(
         self,
@@ -316,20 +318,30 @@ class WorkloadIdentityAuth(GrantAuth):
                 raise ValueError("give client_id (a public client) or client_auth")
             client_auth = ClientAuth.none(client_id)
         auth = client_auth
+        refused: dict[str, OAuthError] = {}
 
         async def grant(
             http: httpx.AsyncClient, server: AuthServer, session: DPoPSession | None
         ) -> TokenSet:
-            return await jwt_bearer(
-                http,
-                server.token_endpoint,
-                await _current(assertion),
-                client_auth=auth,
-                scope=scope or server.scope,
-                resource=server.resource,
-                dpop=session,
-                issuer=server.issuer,
-            )
+            current = await _current(assertion)
+            if current in refused:
+                was = refused[current]
+                raise OAuthError(was.step, was.message, error=was.error)
+            try:
+                return await jwt_bearer(
+                    http,
+                    server.token_endpoint,
+                    current,
+                    client_auth=auth,
+                    scope=scope or server.scope,
+                    resource=server.resource,
+                    dpop=session,
+                    issuer=server.issuer,
+                )
+            except OAuthError as exc:
+                refused.clear()
+                refused[current] = exc
+                raise
 
         super().__init__(grant, dpop=dpop, http_client=http_client)
 
