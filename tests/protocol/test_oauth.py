@@ -69,7 +69,7 @@ def test_the_bearer_challenge_is_found_among_others_and_across_header_values() -
     assert bearer_challenge(['Basic realm="x"']) is None
 
 
-@pytest.mark.parametrize("value", ["", "   ", '"', "Bearer =", "Bearer a=\"unterminated", "\x00"])
+@pytest.mark.parametrize("value", ["", "   ", '"', "Bearer =", 'Bearer a="unterminated', "\x00"])
 def test_an_unreadable_challenge_yields_nothing_more_and_never_raises(value: str) -> None:
     for challenge in parse_www_authenticate([value]):
         assert challenge.scope is None
@@ -151,7 +151,9 @@ def test_the_url_rules(url: Any, server: str, ok: bool) -> None:
 
 def test_an_error_message_shows_no_query_and_no_credentials() -> None:
     with pytest.raises(OAuthInvalid) as caught:
-        check_url("http://evil.example.com/t?secret=abc", step="metadata", what="x", server_url=REMOTE)
+        check_url(
+            "http://evil.example.com/t?secret=abc", step="metadata", what="x", server_url=REMOTE
+        )
     assert "secret" not in str(caught.value) and "abc" not in str(caught.value)
 
 
@@ -218,7 +220,7 @@ def test_the_metadata_issuer_must_be_the_exact_string() -> None:
 @pytest.mark.parametrize("methods", [None, [], ["plain"], "S256"])
 def test_no_s256_means_no_authorization(methods: Any) -> None:
     oidc = metadata(code_challenge_methods_supported=methods, jwks_uri=f"{ISSUER}/jwks")
-    with pytest.raises(OAuthInvalid, match="PKCE|code_challenge_methods_supported"):
+    with pytest.raises(OAuthInvalid, match=r"PKCE|code_challenge_methods_supported"):
         parse_server_metadata(oidc, issuer=ISSUER, server_url=REMOTE)
 
 
@@ -242,7 +244,9 @@ def test_hostile_or_malformed_metadata_is_refused(overrides: dict[str, Any]) -> 
 
 def test_endpoints_on_another_https_origin_are_allowed() -> None:
     parsed = parse_server_metadata(
-        metadata(token_endpoint="https://tokens.example.net/token"), issuer=ISSUER, server_url=REMOTE
+        metadata(token_endpoint="https://tokens.example.net/token"),
+        issuer=ISSUER,
+        server_url=REMOTE,
     )
     assert parsed.token_endpoint == "https://tokens.example.net/token"
 
