@@ -257,6 +257,8 @@ class _Server:
     metadata: ServerMetadata | None = None
     stored: StoredTokens | None = None
     loaded: bool = False
+    #: The resource server's latest DPoP nonce (RFC 9449 §9), when DPoP is in use.
+    dpop_nonce: str | None = None
 
 
 class OAuth(httpx.Auth):
@@ -353,15 +355,28 @@ class OAuth(httpx.Auth):
         server = self._server(request)
         async with self._lock:
             stored = await self._usable(server)
-        self._sign(request, stored)
+        self._sign(request, stored, server)
         response = yield request
+        if request.method == "DELETE":
+            return  # ending a session never starts an authorization
         authorizations = 0
         # Bounded: each turn either authorizes (at most max_authorizations times), refreshes
-        # (once), or ends the loop.
-        refreshed = False
-        for _turn in range(2 * self.max_authorizations + 2):
+        # or takes a DPoP nonce (once each), or ends the loop.
+        refreshed = nonce_taken = False
+        for _turn in range(2 * self.max_authorizations + 3):
             challenge = bearer_challenge(response.headers.get_list("www-authenticate"))
-            if response.status_code == 401:
+            nonce = response.headers.get("dpop-nonce") if self.dpop is not None else None
+            if nonce:
+                server.dpop_nonce = nonce[:512]
+            if (
+                response.status_code == 401
+                and nonce
+                and not nonce_taken
+                and challenge is not None
+                and challenge.error == "use_dpop_nonce"
+            ):
+                nonce_taken = True  # RFC 9449 §9: the resource server wants a fresh nonce
+            elif response.status_code == 401:
                 async with self._lock:
                     fresher = server.stored
                     if fresher is not None and fresher is not stored:
@@ -397,7 +412,7 @@ class OAuth(httpx.Auth):
                     stored = await self._authorize(server, challenge, scope=wanted)
             else:
                 break
-            self._sign(request, stored)
+            self._sign(request, stored, server)
             response = yield request
 
     # -- state per server ------------------------------------------------------------------------
@@ -410,7 +425,7 @@ class OAuth(httpx.Auth):
             server = self._servers[resource] = _Server(url, resource)
         return server
 
-    def _sign(self, request: httpx.Request, stored: StoredTokens | None) -> None:
+    def _sign(self, request: httpx.Request, stored: StoredTokens | None, server: _Server) -> None:
         if stored is None:
             request.headers.pop("Authorization", None)
             request.headers.pop("DPoP", None)
@@ -420,7 +435,11 @@ class OAuth(httpx.Auth):
             request.headers["Authorization"] = f"DPoP {tokens.access_token}"
             url = str(request.url.copy_with(query=None, fragment=None))
             request.headers["DPoP"] = self.dpop.proof(
-                request.method, url, now=self.clock(), access_token=tokens.access_token
+                request.method,
+                url,
+                now=self.clock(),
+                nonce=server.dpop_nonce,
+                access_token=tokens.access_token,
             )
         else:
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
