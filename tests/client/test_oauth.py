@@ -22,6 +22,12 @@ import httpx
 import orjson
 import pytest
 import trio
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import (
+    decode_dss_signature,
+    encode_dss_signature,
+)
 
 from trio_mcp import (
     FileTokenStore,
@@ -33,6 +39,7 @@ from trio_mcp import (
     TokenSet,
     open_client,
 )
+from trio_mcp.client._oauth import GrantRequest
 from trio_mcp.client._redirect import LoopbackReceiver
 
 from .._http import GUARD, serving_app, text_of
@@ -73,6 +80,9 @@ class Realm:
     token_hang: bool = False
     token_error: str | None = None
     deny: bool = False
+    #: The resource server's DPoP nonce: a proof without it is answered use_dpop_nonce.
+    rs_nonce: str | None = None
+    proofs: list[dict[str, Any]] = attrs.Factory(list)
     seen: list[tuple[str, str, dict[str, str], dict[str, str]]] = attrs.Factory(list)
     access: dict[str, str] = attrs.Factory(dict)
     refresh: dict[str, str] = attrs.Factory(dict)
@@ -160,7 +170,7 @@ def realm_app(realm: Realm, server: Server) -> Any:
             location = f"{target}?{urlencode(answer)}"
             await _reply(send, 302, headers={"location": location})
         elif path == "/token" and method == "POST":
-            await token(realm, send, form)
+            await token(realm, send, form, headers)
         elif path == "/mcp":
             await resource(realm, inner, scope, body, headers, send)
         else:
@@ -169,7 +179,7 @@ def realm_app(realm: Realm, server: Server) -> Any:
     return app
 
 
-async def token(realm: Realm, send: Any, form: dict[str, str]) -> None:
+async def token(realm: Realm, send: Any, form: dict[str, str], headers: dict[str, str]) -> None:
     if realm.token_hang:
         await trio.sleep_forever()
     if realm.token_error is not None:
@@ -184,6 +194,8 @@ async def token(realm: Realm, send: Any, form: dict[str, str]) -> None:
         ):
             await _reply(send, 400, {"error": "invalid_grant"})
             return
+    elif form.get("grant_type") == "client_credentials":
+        scope = form.get("scope", "")
     elif form.get("grant_type") == "refresh_token":
         old = form.get("refresh_token", "")
         if old not in realm.refresh:
@@ -197,7 +209,12 @@ async def token(realm: Realm, send: Any, form: dict[str, str]) -> None:
         return
     access = realm.fresh("access")
     realm.access[access] = scope
-    answer: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "scope": scope}
+    kind = "Bearer"
+    if "dpop" in headers:
+        claims = verify_proof(headers["dpop"], "POST", f"{realm.base}/token")
+        realm.proofs.append(claims)
+        kind = "DPoP"
+    answer: dict[str, Any] = {"access_token": access, "token_type": kind, "scope": scope}
     if realm.expires_in is not None:
         answer["expires_in"] = realm.expires_in
     if realm.issue_refresh and (realm.rotate_refresh or form["grant_type"] != "refresh_token"):
@@ -212,8 +229,22 @@ async def resource(
 ) -> None:
     prm_url = f"{realm.base}/.well-known/oauth-protected-resource/mcp"
     authorization = headers.get("authorization", "")
-    granted = realm.access.get(authorization.removeprefix("Bearer "))
-    if not authorization.startswith("Bearer ") or granted is None:
+    scheme, _, presented = authorization.partition(" ")
+    granted = realm.access.get(presented)
+    if scheme == "DPoP" and granted is not None:
+        claims = verify_proof(headers.get("dpop", ""), scope["method"], f"{realm.base}/mcp")
+        realm.proofs.append(claims)
+        assert claims["ath"] == b64url(hashlib.sha256(presented.encode()).digest())
+        if realm.rs_nonce is not None and claims.get("nonce") != realm.rs_nonce:
+            challenge = 'DPoP error="use_dpop_nonce", error_description="fresh nonce"'
+            await _reply(
+                send,
+                401,
+                {"error": "use_dpop_nonce"},
+                {"www-authenticate": challenge, "dpop-nonce": realm.rs_nonce},
+            )
+            return
+    elif scheme != "Bearer" or granted is None:
         challenge = f'Bearer resource_metadata="{prm_url}"'
         if realm.challenge_scope:
             challenge += f', scope="{realm.challenge_scope}"'
@@ -244,6 +275,65 @@ async def resource(
         raise AssertionError  # pragma: no cover
 
     await inner(scope, replay, send)
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64url(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class ES256Signer:
+    """A DPoP key for the tests (RFC 9449 §4.2 proofs, signed with ``cryptography``)."""
+
+    def __init__(self) -> None:
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        numbers = self.key.public_key().public_numbers()
+        self.jwk = {
+            "kty": "EC",
+            "crv": "P-256",
+            "x": b64url(numbers.x.to_bytes(32, "big")),
+            "y": b64url(numbers.y.to_bytes(32, "big")),
+        }
+
+    def proof(
+        self,
+        method: str,
+        url: str,
+        *,
+        now: float,
+        nonce: str | None = None,
+        access_token: str | None = None,
+    ) -> str:
+        header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk}
+        claims: dict[str, Any] = {"jti": os.urandom(8).hex(), "htm": method, "htu": url}
+        claims["iat"] = int(now)
+        if nonce is not None:
+            claims["nonce"] = nonce
+        if access_token is not None:
+            claims["ath"] = b64url(hashlib.sha256(access_token.encode()).digest())
+        signing_input = f"{b64url(orjson.dumps(header))}.{b64url(orjson.dumps(claims))}"
+        der = self.key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+
+def verify_proof(proof: str, method: str, url: str) -> dict[str, Any]:
+    """The authorization and resource servers' side: the proof is signed by its own key and
+    bound to this request."""
+    head, body, signature = proof.split(".")
+    header = orjson.loads(unb64url(head))
+    assert header["typ"] == "dpop+jwt" and header["alg"] == "ES256"
+    x, y = (int.from_bytes(unb64url(header["jwk"][c]), "big") for c in "xy")
+    public = ec.EllipticCurvePublicNumbers(x, y, ec.SECP256R1()).public_key()
+    raw = unb64url(signature)
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public.verify(der, f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256()))
+    claims: dict[str, Any] = orjson.loads(unb64url(body))
+    assert claims["htm"] == method and claims["htu"] == url
+    return claims
 
 
 @asynccontextmanager
@@ -391,6 +481,45 @@ async def test_no_step_up_for_a_scope_already_asked_for() -> None:
             realm.access[token_value] = ""
         with pytest.raises(ProtocolError, match="403"):
             await client.call_tool("write", {})
+    assert len(realm.hits("GET", "/authorize")) == 1
+
+
+# -- the plug-in points: another grant, DPoP ------------------------------------------------------
+
+
+async def test_a_grant_replaces_the_interactive_step() -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    async def client_credentials(request: GrantRequest) -> TokenSet:
+        asked.append((request.resource, request.scope))
+        response = await request.http.post(
+            request.metadata.token_endpoint,
+            data={"grant_type": "client_credentials", "scope": request.scope or ""},
+        )
+        return TokenSet.from_response(response.json(), now=0)
+
+    async with protected() as (realm, url):
+        auth = OAuth(grant=client_credentials, timeout=5)
+        async with open_client(url, auth=auth) as client:
+            assert text_of(await client.call_tool("read", {})) == "read ok"
+    assert asked == [(url, "mcp:read")]
+    assert realm.hits("GET", "/authorize") == [] and realm.hits("POST", "/register") == []
+
+
+async def test_dpop_binds_the_tokens_and_takes_the_resource_servers_nonce() -> None:
+    realm = Realm(rs_nonce="rs-nonce-1")
+    async with protected(realm) as (realm, url):
+        async with open_client(url, auth=oauth(dpop=ES256Signer())) as client:
+            assert text_of(await client.call_tool("read", {})) == "read ok"
+            realm.rs_nonce = "rs-nonce-2"  # rotated: one more use_dpop_nonce, then accepted
+            assert text_of(await client.call_tool("read", {})) == "read ok"
+        mcp = [h[3] for h in realm.seen if h[1] == "/mcp" and h[0] == "POST"]
+    assert all(h["authorization"].startswith("DPoP ") for h in mcp if "authorization" in h)
+    at_token = [p for p in realm.proofs if p["htu"].endswith("/token")]
+    at_resource = [p for p in realm.proofs if p["htu"].endswith("/mcp")]
+    assert at_token and "ath" not in at_token[0]
+    assert {p.get("nonce") for p in at_resource} >= {None, "rs-nonce-1", "rs-nonce-2"}
+    assert len({p["jti"] for p in realm.proofs}) == len(realm.proofs)  # a fresh proof each time
     assert len(realm.hits("GET", "/authorize")) == 1
 
 
