@@ -26,10 +26,10 @@ from ._tokens import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import OAuth
+    from ._oauth import DPoPSigner, Grant, GrantRequest, OAuth
 
 # OAuth is an httpx.Auth: imported on first use, so that a stdio client never loads httpx.
-_LAZY = {"OAuth": "trio_mcp.client._oauth"}
+_LAZY = dict.fromkeys(("OAuth", "Grant", "GrantRequest", "DPoPSigner"), "trio_mcp.client._oauth")
 
 if not TYPE_CHECKING:
 
@@ -45,8 +45,11 @@ if not TYPE_CHECKING:
 __all__ = [
     "Client",
     "ClientRegistration",
+    "DPoPSigner",
     "DiscoverInfo",
     "FileTokenStore",
+    "Grant",
+    "GrantRequest",
     "InitializeError",
     "MemoryTokenStore",
     "OAuth",
