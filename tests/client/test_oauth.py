@@ -183,7 +183,9 @@ async def token(realm: Realm, send: Any, form: dict[str, str], headers: dict[str
     if realm.token_hang:
         await trio.sleep_forever()
     if realm.token_error is not None:
-        await _reply(send, 400, {"error": realm.token_error, "error_description": "no"})
+        # A careless server that echoes what it was sent.
+        echo = f"refused {form.get('code') or form.get('refresh_token')}"
+        await _reply(send, 400, {"error": realm.token_error, "error_description": echo})
         return
     if form.get("grant_type") == "authorization_code":
         challenge, scope, redirect = realm.codes.pop(form.get("code", ""), ("", "", ""))
@@ -562,7 +564,7 @@ async def test_an_error_from_the_token_endpoint_is_named_and_carries_no_secret()
         error = await connect_expecting(url, oauth())
     assert (error.step, error.error) == ("token", "invalid_grant")
     code = realm.hits("POST", "/token")[0]["code"]
-    assert code not in str(error)
+    assert code not in str(error) and "refused [redacted]" in str(error)
 
 
 @pytest.mark.parametrize(

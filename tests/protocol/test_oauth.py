@@ -63,6 +63,8 @@ def test_a_challenge_gives_its_parameters_quoted_or_not_with_escapes_undone() ->
 
 
 def test_the_bearer_challenge_is_found_among_others_and_across_header_values() -> None:
+    negotiate, bearer = parse_www_authenticate(["Negotiate a1B2==, Bearer scope=x"])
+    assert (negotiate.scheme, bearer.scheme, bearer.scope) == ("negotiate", "bearer", "x")
     values = ['Basic realm="x"', 'Bearer scope="mcp:read"']
     assert bearer_challenge(values) is not None
     assert bearer_challenge(values).scope == "mcp:read"  # type: ignore[union-attr]

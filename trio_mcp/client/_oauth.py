@@ -239,6 +239,10 @@ async def _token_request(
             except OAuthError as exc:
                 raise OAuthError(step, exc.message) from None
         error, text = token_error(data)
+        # The server's own words, but never an echo of what we sent it.
+        for sent in (*body.values(), client_auth.client_secret or ""):
+            if len(sent) >= 8 and sent != client_auth.client_id:
+                text = text.replace(sent, "[redacted]")
         fresh = response.headers.get("dpop-nonce")
         if dpop is not None and error == "use_dpop_nonce" and fresh and nonce is None:
             nonce = fresh

@@ -83,6 +83,7 @@ _AUTH_PARAM = re.compile(
     rf'\s*({_TOKEN})\s*=\s*(?:"((?:[^"\\]|\\.)*)"|({_TOKEN}))\s*(?:,|$)', re.DOTALL
 )
 _SCHEME = re.compile(rf"\s*({_TOKEN})(?:\s+|$)")
+_TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*\s*(?:,|$)")
 
 
 def parse_www_authenticate(values: Iterable[str]) -> list[Challenge]:
@@ -103,6 +104,9 @@ def parse_www_authenticate(values: Iterable[str]) -> list[Challenge]:
                 break
             pos = scheme.end()
             params: dict[str, str] = {}
+            token68 = _TOKEN68.match(text, pos)
+            if token68 is not None and _AUTH_PARAM.match(text, pos) is None:
+                pos = token68.end()  # a credential-like blob (Negotiate, Basic): no parameters
             while pos < len(text):
                 found = _AUTH_PARAM.match(text, pos)
                 if found is None:
