@@ -717,3 +717,28 @@ def test_a_token_response_is_read_and_its_tokens_kept_out_of_repr() -> None:
     assert (tokens.token_type, tokens.expires_at, tokens.refresh_token) == ("Bearer", 160, "R-7c1")
     assert "A-9f3" not in repr(tokens) and "R-7c1" not in repr(tokens)
     assert tokens.expired(161) and not tokens.expired(159)
+
+
+# -- concurrency and failures after connecting -----------------------------------------------------
+
+
+async def test_concurrent_requests_share_one_refresh() -> None:
+    async with protected() as (realm, url), open_client(url, auth=oauth()) as client:
+        await client.call_tool("read", {})
+        realm.revoke_access()
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(client.call_tool, "read", {})
+    grants = [h["grant_type"] for h in realm.hits("POST", "/token")]
+    assert grants == ["authorization_code", "refresh_token"]
+
+
+async def test_a_refused_step_up_ends_the_connection_with_the_oauth_error() -> None:
+    realm = Realm(tool_scopes={"write": "mcp:write"})
+    async with protected(realm) as (realm, url):
+        with pytest.raises(OAuthError) as caught:
+            async with open_client(url, auth=oauth()) as client:
+                await client.call_tool("read", {})
+                realm.deny = True
+                await client.call_tool("write", {})
+    assert (caught.value.step, caught.value.error) == ("authorization", "access_denied")
