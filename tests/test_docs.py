@@ -133,7 +133,15 @@ EXAMPLES = examples()
 
 
 def test_every_page_has_its_examples() -> None:
-    pages = {"cancellation.md", "client.md", "http.md", "modern.md", "server.md", "stdio.md"}
+    pages = {
+        "auth.md",
+        "cancellation.md",
+        "client.md",
+        "http.md",
+        "modern.md",
+        "server.md",
+        "stdio.md",
+    }
     assert {example.page for example in EXAMPLES} >= pages
 
 

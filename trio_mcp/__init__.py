@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING
 from ._version import __version__ as __version__
 from .client import (
     Client,
+    ClientRegistration,
     DiscoverInfo,
+    FileTokenStore,
     InitializeError,
+    MemoryTokenStore,
+    OAuthError,
     PaginationError,
     RequestOptions,
     Servable,
+    StoredTokens,
     Subscription,
+    TokenSet,
+    TokenStore,
     open_client,
 )
 from .protocol import (
@@ -113,6 +120,7 @@ from .server import (
 from .server._context import Elicited, InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
+    from .client._oauth import OAuth
     from .server._hypercorn import serve_http
     from .transports._http_client import SessionExpired
 
@@ -120,6 +128,7 @@ if TYPE_CHECKING:
 # Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
 # nor httpx.
 _LAZY = {
+    "OAuth": "trio_mcp.client._oauth",
     "serve_http": "trio_mcp.server._hypercorn",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
@@ -161,6 +170,7 @@ __all__ = [
     "CapabilityMissing",
     "Client",
     "ClientCapabilities",
+    "ClientRegistration",
     "CompleteResult",
     "Completion",
     "CompletionArgument",
@@ -178,6 +188,7 @@ __all__ = [
     "Era",
     "ErrorObject",
     "EventStore",
+    "FileTokenStore",
     "GetPromptResult",
     "HttpOptions",
     "Icon",
@@ -194,10 +205,13 @@ __all__ = [
     "MCPError",
     "McpHttpApp",
     "MemoryEventStore",
+    "MemoryTokenStore",
     "ModelHint",
     "ModelPreferences",
     "NestedRequestError",
     "Notification",
+    "OAuth",
+    "OAuthError",
     "PaginationError",
     "Prompt",
     "PromptArgument",
@@ -221,9 +235,12 @@ __all__ = [
     "Server",
     "ServerCapabilities",
     "SessionExpired",
+    "StoredTokens",
     "Subscription",
     "TextContent",
     "TextResourceContents",
+    "TokenSet",
+    "TokenStore",
     "Tool",
     "ToolAnnotations",
     "ToolChoice",

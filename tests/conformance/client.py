@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
+import httpx
 import trio
 
-from trio_mcp import Client, ElicitResult, Tool, open_client
+from trio_mcp import Client, ElicitResult, MCPError, OAuth, OAuthError, Tool, open_client
 
 Context = dict[str, Any]
 Run = Callable[[Client, Context], Awaitable[None]]
@@ -32,6 +33,37 @@ class Scenario:
     run: Run
     #: Builds the form-answering callback (given the client, for callbacks that call back).
     on_elicit: ElicitAnswer | None = None
+    #: Whether the server requires authorization (an ``auth/*`` scenario).
+    auth: bool = False
+    #: The step at which authorization must be refused (a hostile or broken server), or
+    #: "call" when the server's last word is an HTTP refusal after authorization.
+    refused_at: str | None = None
+
+
+#: The Client ID Metadata Document URL the suite's authorization servers expect (SEP-991).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def follow_authorization(url: str) -> str:
+    """The headless browser: the suite's authorization endpoint redirects at once, so the
+    redirect it answers with is where a browser would land."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=10) as http:
+        response = await http.get(url)
+    location: str | None = response.headers.get("location")
+    if not response.is_redirect or location is None:
+        raise RuntimeError(f"the authorization endpoint answered HTTP {response.status_code}")
+    return location
+
+
+def oauth_for(context: Context) -> OAuth:
+    """What an application configures: its CIMD URL, and credentials when it has some."""
+    return OAuth(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        on_authorize=follow_authorization,
+        timeout=10,
+    )
 
 
 def _find(tools: list[Tool], name: str) -> Tool:
@@ -123,6 +155,10 @@ def confirm_meanwhile(client: Client) -> Callable[[Any], Awaitable[ElicitResult]
     return answer
 
 
+def _auth(refused_at: str | None = None) -> Scenario:
+    return Scenario(call_every_tool, auth=True, refused_at=refused_at)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "initialize": Scenario(list_tools),
     "tools_call": Scenario(add_numbers),
@@ -135,6 +171,40 @@ SCENARIOS: dict[str, Scenario] = {
     "http-invalid-tool-headers": Scenario(call_every_tool),
     "json-schema-ref-no-deref": Scenario(list_tools),
     "json-schema-2020-12-preservation": Scenario(echo_schema),
+    **{
+        f"auth/{name}": _auth()
+        for name in (
+            "metadata-default",
+            "metadata-var1",
+            "metadata-var2",
+            "metadata-var3",
+            "basic-cimd",
+            "scope-from-www-authenticate",
+            "scope-from-scopes-supported",
+            "scope-omitted-when-undefined",
+            "scope-step-up",
+            "token-endpoint-auth-basic",
+            "token-endpoint-auth-post",
+            "token-endpoint-auth-none",
+            "pre-registration",
+            "2025-03-26-oauth-metadata-backcompat",
+            "2025-03-26-oauth-endpoint-fallback",
+            "offline-access-scope",
+            "offline-access-not-supported",
+            "authorization-server-migration",
+            "iss-supported",
+            "iss-not-advertised",
+        )
+    },
+    # The server keeps refusing with 403: the call fails once authorization cannot help.
+    "auth/scope-retry-limit": _auth("call"),
+    # Hostile or broken authorization parts: the flow must stop at the named step.
+    "auth/resource-mismatch": _auth("discovery"),
+    "auth/metadata-issuer-mismatch": _auth("metadata"),
+    "auth/iss-supported-missing": _auth("authorization"),
+    "auth/iss-wrong-issuer": _auth("authorization"),
+    "auth/iss-unexpected": _auth("authorization"),
+    "auth/iss-normalized": _auth("authorization"),
 }
 
 
@@ -145,14 +215,34 @@ async def run(url: str, scenario: Scenario, version: str, context: Context) -> N
         assert scenario.on_elicit is not None and client is not None
         return await scenario.on_elicit(client)(params)
 
-    async with open_client(
-        url,
-        protocol_version=version,
-        on_elicit=on_elicit if scenario.on_elicit is not None else None,
-        default_timeout=20,
-    ) as connected:
-        client = connected
-        await scenario.run(connected, context)
+    async def connect_and_run() -> None:
+        nonlocal client
+        async with open_client(
+            url,
+            protocol_version=version,
+            on_elicit=on_elicit if scenario.on_elicit is not None else None,
+            default_timeout=20,
+            auth=oauth_for(context) if scenario.auth else None,
+        ) as connected:
+            client = connected
+            await scenario.run(connected, context)
+
+    if scenario.refused_at is None:
+        await connect_and_run()
+        return
+    try:
+        await connect_and_run()
+    except OAuthError as exc:
+        if exc.step != scenario.refused_at:
+            raise
+        print(f"refused, as it must be: {exc}")
+        return
+    except MCPError as exc:
+        if scenario.refused_at != "call":
+            raise
+        print(f"refused, as it must be: {exc}")
+        return
+    raise AssertionError(f"the flow went through where it must stop ({scenario.refused_at})")
 
 
 def main(argv: list[str]) -> int:

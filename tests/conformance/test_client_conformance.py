@@ -4,9 +4,11 @@ In client mode the suite starts a scenario server of its own on localhost and ru
 ``client.py <url>`` with the scenario's name and protocol version in the environment; the
 scenario server then judges what the client sent. Each scenario runs at every protocol version
 it applies to among the two this project targets (2025-11-25, the handshake era, and
-2026-07-28, the modern era), with the baseline in ``expected-failures.yml`` (its ``client:``
-list kept empty). Node 22 and the suite come from package.json (``npm ci``), as for the server
-scenarios in ``test_conformance.py``.
+2026-07-28, the modern era), plus the two 2025-03-26 authorization scenarios at their own
+version, with the baseline in ``expected-failures.yml`` (its ``client:`` list kept empty). The
+``auth/*`` scenarios run the whole OAuth flow against the suite's own authorization servers.
+Node 22 and the suite come from package.json (``npm ci``), as for the server scenarios in
+``test_conformance.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,37 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "http-invalid-tool-headers": ("2026-07-28",),
     "json-schema-ref-no-deref": ("2026-07-28",),
     "json-schema-2020-12-preservation": VERSIONS,
+    "auth/metadata-default": VERSIONS,
+    "auth/metadata-var1": VERSIONS,
+    "auth/metadata-var2": VERSIONS,
+    "auth/metadata-var3": VERSIONS,
+    "auth/basic-cimd": VERSIONS,
+    "auth/scope-from-www-authenticate": VERSIONS,
+    "auth/scope-from-scopes-supported": VERSIONS,
+    "auth/scope-omitted-when-undefined": VERSIONS,
+    "auth/scope-step-up": VERSIONS,
+    "auth/scope-retry-limit": VERSIONS,
+    "auth/token-endpoint-auth-basic": VERSIONS,
+    "auth/token-endpoint-auth-post": VERSIONS,
+    "auth/token-endpoint-auth-none": VERSIONS,
+    "auth/pre-registration": VERSIONS,
+    "auth/resource-mismatch": ("2026-07-28",),
+    "auth/offline-access-scope": ("2026-07-28",),
+    "auth/offline-access-not-supported": ("2026-07-28",),
+    "auth/authorization-server-migration": ("2026-07-28",),
+    "auth/iss-supported": ("2026-07-28",),
+    "auth/iss-not-advertised": ("2026-07-28",),
+    "auth/iss-supported-missing": ("2026-07-28",),
+    "auth/iss-wrong-issuer": ("2026-07-28",),
+    "auth/iss-unexpected": ("2026-07-28",),
+    "auth/iss-normalized": ("2026-07-28",),
+    "auth/metadata-issuer-mismatch": ("2026-07-28",),
+}
+#: The 2025-03-26 authorization (no Protected Resource Metadata), which servers of that
+#: revision still speak: run at the one version the suite gives them.
+BACKCOMPAT: dict[str, tuple[str, ...]] = {
+    "auth/2025-03-26-oauth-metadata-backcompat": ("2025-03-26",),
+    "auth/2025-03-26-oauth-endpoint-fallback": ("2025-03-26",),
 }
 
 #: Only turns a hang into a failure: a scenario takes a second or two.
@@ -72,16 +105,23 @@ async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None
     done = await trio.run_process(
         [*_suite(), "list", "--client"], capture_stdout=True, capture_stderr=True, cwd=ROOT
     )
+    found = LISTED.findall(done.stdout.decode())
     listed = {
-        name: tuple(v for v in VERSIONS if v in versions.split(","))
-        for name, versions in LISTED.findall(done.stdout.decode())
+        name: tuple(v for v in VERSIONS if v in versions.split(",")) for name, versions in found
     }
     assert {name: listed.get(name) for name in SCENARIOS} == SCENARIOS
+    every = {name: tuple(versions.split(",")) for name, versions in found}
+    assert {name: every.get(name) for name in BACKCOMPAT} == BACKCOMPAT
 
 
 @pytest.mark.parametrize(
     ("scenario", "version"),
-    [(scenario, version) for scenario, versions in SCENARIOS.items() for version in versions],
+    [
+        (scenario, version)
+        for table in (SCENARIOS, BACKCOMPAT)
+        for scenario, versions in table.items()
+        for version in versions
+    ],
 )
 async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> None:
     results = tmp_path / "results"

@@ -1,4 +1,9 @@
-"""The client side: ``open_client`` and the ``Client`` it yields."""
+"""The client side: ``open_client`` and the ``Client`` it yields, and OAuth for it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from ._client import (
     Client,
@@ -9,16 +14,53 @@ from ._client import (
     Subscription,
     open_client,
 )
+from ._oauth_errors import OAuthError
 from ._target import Servable, Target
+from ._tokens import (
+    ClientRegistration,
+    FileTokenStore,
+    MemoryTokenStore,
+    StoredTokens,
+    TokenSet,
+    TokenStore,
+)
+
+if TYPE_CHECKING:
+    from ._oauth import DPoPSigner, Grant, GrantRequest, OAuth
+
+# OAuth is an httpx.Auth: imported on first use, so that a stdio client never loads httpx.
+_LAZY = dict.fromkeys(("OAuth", "Grant", "GrantRequest", "DPoPSigner"), "trio_mcp.client._oauth")
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = [
     "Client",
+    "ClientRegistration",
+    "DPoPSigner",
     "DiscoverInfo",
+    "FileTokenStore",
+    "Grant",
+    "GrantRequest",
     "InitializeError",
+    "MemoryTokenStore",
+    "OAuth",
+    "OAuthError",
     "PaginationError",
     "RequestOptions",
     "Servable",
+    "StoredTokens",
     "Subscription",
     "Target",
+    "TokenSet",
+    "TokenStore",
     "open_client",
 ]

@@ -934,6 +934,7 @@ async def open_client(
     terminate_timeout: float = 2.0,
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
+    auth: httpx.Auth | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and perform the handshake.
 
@@ -951,7 +952,9 @@ async def open_client(
       HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
       the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
       the session (HTTP 404), a new one is started and safe requests are repeated; others
-      fail with ``ProtocolError`` code ``SESSION_EXPIRED`` ("Session expired: ...");
+      fail with ``ProtocolError`` code ``SESSION_EXPIRED`` ("Session expired: ..."). ``auth``
+      authorizes every request: :class:`~trio_mcp.client.OAuth` runs the MCP authorization
+      flow (a failure raises its ``OAuthError``);
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
     """
@@ -973,7 +976,7 @@ async def open_client(
         "close_timeout": close_timeout,
         "terminate_timeout": terminate_timeout,
     }
-    http_options: dict[str, Any] = {"headers": headers, "http_client": http_client}
+    http_options: dict[str, Any] = {"headers": headers, "http_client": http_client, "auth": auth}
     with collapse_exception_groups():
         async with trio.open_nursery() as nursery:
             try:
@@ -1010,7 +1013,7 @@ async def _connect(
 ) -> AsyncIterator[Transport]:
     http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
     if http_options and not _is_url(target):
-        raise TypeError("headers= and http_client= apply only to an http(s) URL target")
+        raise TypeError("headers=, http_client= and auth= apply only to an http(s) URL target")
     if isinstance(target, str) and _is_url(target):
         from ..transports._http_client import open_http_transport
 

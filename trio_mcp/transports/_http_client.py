@@ -165,9 +165,11 @@ class StreamableHttpTransport(BaseTransport):
         client: httpx.AsyncClient,
         *,
         headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.url = url
         self._client = client
+        self._auth = auth
         self._nursery: trio.Nursery | None = None
         self._stopped = trio.Event()
         user = httpx.Headers(headers or {})
@@ -337,6 +339,7 @@ class StreamableHttpTransport(BaseTransport):
             headers=headers,
             timeout=self._timeout,
             follow_redirects=False,
+            auth=self._auth if self._auth is not None else httpx.USE_CLIENT_DEFAULT,
         )
 
     # -- POST ------------------------------------------------------------------------------------
@@ -760,6 +763,7 @@ async def open_http_transport(
     *,
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
+    auth: httpx.Auth | None = None,
     close_timeout: float = 2.0,
 ) -> AsyncIterator[StreamableHttpTransport]:
     """A Streamable HTTP transport to ``url`` whose tasks run in ``nursery``.
@@ -767,7 +771,8 @@ async def open_http_transport(
     ``headers`` go on every request (authorization, say). ``http_client`` is an
     ``httpx.AsyncClient`` to reuse, and is left open; without it one is made and closed here.
     On exit the session is ended with a DELETE; each closing step is bounded by
-    ``close_timeout``.
+    ``close_timeout``. ``auth`` (an ``httpx.Auth``, such as ``trio_mcp.client.OAuth``)
+    authorizes every request, in place of the client's own.
     """
     if not url.lower().startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
@@ -775,7 +780,7 @@ async def open_http_transport(
     client = http_client or httpx.AsyncClient(
         timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
     )
-    transport = StreamableHttpTransport(url, client, headers=headers)
+    transport = StreamableHttpTransport(url, client, headers=headers, auth=auth)
     try:
         await nursery.start(transport.run)
         yield transport
