@@ -273,8 +273,8 @@ async def test_a_token_never_appears_in_an_error() -> None:
         (400, {"error": 'bad"code\\'}, "answered HTTP 400 with no error code"),
         (400, ["not", "an", "object"], "answered HTTP 400 with no error code"),
         (200, b"not json", "answered 200 without a JSON object"),
-        (200, {"token_type": "Bearer"}, "no access_token string"),
-        (200, {"access_token": "t", "token_type": "mac"}, "no Bearer or DPoP token_type"),
+        (200, {"token_type": "Bearer"}, "has no access_token"),
+        (200, {"access_token": "t", "token_type": "mac"}, "has an unknown token_type"),
         (200, {"access_token": "t", "token_type": "Bearer", "expires_in": "soon"}, "expires_in"),
     ],
 )
