@@ -136,6 +136,9 @@ class _ClientAuth:
             # RFC 6749 §2.3.1: form-urlencode each part before joining them.
             pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            # Named in the form too, which RFC 6749 allows: some servers (the official Python
+            # SDK's) read the client from the form even when it authenticates by header.
+            form["client_id"] = self.client_id
         elif self.method == "client_secret_post" and self.client_secret is not None:
             form["client_id"] = self.client_id
             form["client_secret"] = self.client_secret
@@ -747,8 +750,8 @@ class OAuth(httpx.Auth):
                 return None
             form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
             form["resource"] = self._resource(server)
-            if stored.requested_scope:
-                form["scope"] = stored.requested_scope
+            # No scope: a refresh gets what was granted (RFC 6749 §6). Repeating the scope asked
+            # for fails where the server granted less (offline_access is often dropped).
             try:
                 tokens = await _token_request(
                     http,
