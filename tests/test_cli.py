@@ -450,3 +450,60 @@ def test_server_run_refuses_an_unknown_transport(transport: str) -> None:
 
     with pytest.raises(ValueError, match="transport must be 'stdio' or 'http'"):
         Server("x").run(transport)
+
+
+# -- OAuth ---------------------------------------------------------------------------------------
+
+
+async def test_login_then_tools_against_a_server_protected_by_oidc_provider(
+    tmp_path: Path,
+) -> None:
+    """The installed ``trio-mcp`` script: ``login`` shows the sign-in URL (the harness's browser
+    signs in as alice and lands on the script's loopback receiver), keeps the tokens on disk
+    (0600), and ``tools`` then works without a sign-in."""
+    import httpx
+
+    from .auth._oidc import drive_login, oidc_provider, protected_mcp_server
+
+    script = Path(sys.executable).parent / "trio-mcp"
+    assert script.exists(), "the trio-mcp console script is not installed beside this Python"
+    tokens = tmp_path / "tokens"
+    # BROWSER=true: the script "opens" the browser with a command that does nothing.
+    env = {**child_env(), "TRIO_MCP_TOKEN_DIR": str(tokens), "BROWSER": "true"}
+    with trio.fail_after(GUARD):
+        async with oidc_provider() as op, protected_mcp_server(op.issuer) as url:
+            login = await trio.lowlevel.open_process(
+                [str(script), "login", url],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+            assert login.stderr is not None
+            seen = b""
+            while b"sign in at " not in seen or not seen.endswith(b"\n"):
+                chunk = await login.stderr.receive_some(65536)
+                assert chunk, f"login ended before showing a URL: {seen!r}"
+                seen += chunk
+            shown = seen.decode().split("sign in at ", 1)[1].split()[0]
+            landed = await drive_login(shown)
+            async with httpx.AsyncClient() as http:
+                page = await http.get(landed)
+            assert page.status_code == 200
+            rest = b""
+            async for chunk in login.stderr:
+                rest += chunk
+            assert await login.wait() == 0, rest
+            assert f"signed in to {url}".encode() in rest
+            stored = list(tokens.rglob("*.json"))
+            assert stored and all(p.stat().st_mode & 0o777 == 0o600 for p in stored)
+            listed = await trio.run_process(
+                [str(script), "tools", url, "--login-timeout", "5"],
+                capture_stdout=True,
+                capture_stderr=True,
+                env=env,
+                check=False,
+            )
+            assert listed.returncode == 0, listed.stderr
+            assert "whoami" in listed.stdout.decode()
+            assert b"sign in at" not in listed.stderr

@@ -38,6 +38,7 @@ import trio
 from ._exception_groups import collapse_exception_groups
 from ._version import __version__
 from .client import Client, open_client
+from .client._redirect import LoopbackReceiver, open_browser
 from .protocol._errors import MCPError
 from .protocol._types import (
     LOGGING_LEVELS,
@@ -414,16 +415,68 @@ async def _run_action(client: Client, args: argparse.Namespace, out: Output) -> 
     return await _get_prompt(client, args, out)
 
 
+def token_dir() -> Path:
+    """Where the CLI keeps its OAuth tokens and client registrations: ``TRIO_MCP_TOKEN_DIR``,
+    else ``trio-mcp/tokens`` under the user's configuration directory."""
+    configured = os.environ.get("TRIO_MCP_TOKEN_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "trio-mcp" / "tokens"
+
+
+def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
+    """An http(s) server is authenticated on demand, unless the user sends a header of their own."""
+    return isinstance(target, str) and not any(k.lower() == "authorization" for k in headers)
+
+
+def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> Any:
+    """The CLI's OAuth: tokens kept on disk, the sign-in URL shown and opened in a browser."""
+    # Imported here: a stdio target never loads the HTTP stack.
+    from .client import FileTokenStore, OAuth
+
+    async def sign_in(url: str) -> str:
+        # Always shown: the browser may not open (no display, a remote shell), and a user
+        # should see where they are being sent.
+        sys.stderr.write(f"trio-mcp: sign in at {url}\n")
+        sys.stderr.flush()
+        await open_browser(url)
+        return await receiver.wait(args.login_timeout)
+
+    return OAuth(
+        store=FileTokenStore(token_dir()),
+        client_name="trio-mcp",
+        client_id=getattr(args, "client_id", None),
+        client_secret=getattr(args, "client_secret", None),
+        redirect_uri=receiver.redirect_uri,
+        on_authorize=sign_in,
+        authorize_timeout=args.login_timeout,
+    )
+
+
 async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
-    out = Output(args.save_dir)
-    interrupted = timed_out = False
-    code = 0
+    if args.command == "login" and not isinstance(target, str):
+        raise UsageError("login is for an http(s):// server URL")
     options: dict[str, Any] = {}
+    headers = _headers(args.header)
     if args.header:
         if not isinstance(target, str):
             raise UsageError("--header is for an http(s):// TARGET")
-        options["headers"] = _headers(args.header)
+        options["headers"] = headers
+    if not _wants_oauth(target, headers):
+        return await _drive_with(target, args, options)
+    # The redirect receiver listens for the whole run: a sign-in may be needed at any request.
+    async with LoopbackReceiver() as receiver:
+        return await _drive_with(target, args, {**options, "auth": _oauth(args, receiver)})
+
+
+async def _drive_with(
+    target: list[str] | str, args: argparse.Namespace, options: dict[str, Any]
+) -> int:
+    out = Output(args.save_dir)
+    interrupted = timed_out = False
+    code = 0
     with trio.open_signal_receiver(signal.SIGINT) as signals:
         async with trio.open_nursery() as outer:
 
@@ -439,7 +492,10 @@ async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
                 limit = math.inf if args.timeout is None else args.timeout
                 with trio.move_on_after(limit) as deadline:
                     async with open_client(target, on_log=out.log, **options) as client:
-                        code = await _run_action(client, args, out)
+                        if args.command == "login":
+                            out.note(f"trio-mcp: signed in to {target} (tokens in {token_dir()})")
+                        else:
+                            code = await _run_action(client, args, out)
                 timed_out = deadline.cancelled_caught
                 outer.cancel_scope.cancel()
 
@@ -510,7 +566,21 @@ def build_parser() -> argparse.ArgumentParser:
     get = client_command("get", "render a prompt")
     get.add_argument("name", help="the prompt's name")
     get.add_argument("arguments", nargs="*", help="key=value ... or one JSON object")
-    for command in [*drivers, call, read, get]:
+    login = commands.add_parser(
+        "login", help="sign in to an OAuth-protected server and keep its tokens"
+    )
+    login.add_argument("target", help="the server's URL")
+    login.add_argument("--client-id", help="a client id registered for trio-mcp in advance")
+    login.add_argument("--client-secret", help="its secret, if it has one")
+    for command in [*drivers, call, read, get, login]:
+        command.add_argument(
+            "--login-timeout",
+            type=float,
+            default=300.0,
+            metavar="SECONDS",
+            help="how long to wait for the browser's sign-in (default: 300)",
+        )
+    for command in [*drivers, call, read, get, login]:
         command.add_argument("--json", action="store_true", help="print the result as JSON")
         command.add_argument(
             "--header",
