@@ -742,3 +742,18 @@ async def test_a_refused_step_up_ends_the_connection_with_the_oauth_error() -> N
                 realm.deny = True
                 await client.call_tool("write", {})
     assert (caught.value.step, caught.value.error) == ("authorization", "access_denied")
+
+
+async def test_an_expired_token_without_a_refresh_token_is_not_sent() -> None:
+    now = [1_000_000.0]
+    store = MemoryTokenStore()
+    async with protected(Realm(issue_refresh=False)) as (realm, url):
+        async with open_client(url, auth=oauth(store=store, clock=lambda: now[0])) as client:
+            await client.call_tool("read", {})
+            sent = len(realm.hits("POST", "/mcp"))
+            now[0] += 3600
+            assert text_of(await client.call_tool("read", {})) == "read ok"
+            # One 401 (no token sent), then the call with the new token: no stale token tried.
+            assert len(realm.hits("POST", "/mcp")) - sent == 2
+        assert len(realm.hits("GET", "/authorize")) == 2
+        assert await store.get_tokens(url) is not None

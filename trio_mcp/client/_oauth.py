@@ -456,6 +456,7 @@ class OAuth(httpx.Auth):
         stored = server.stored
         if stored is not None and stored.tokens.expired(self.clock(), margin=REFRESH_MARGIN):
             if stored.tokens.refresh_token is None:
+                await self._keep(server, None)  # of no more use
                 return None
             try:
                 return await self._refresh(server, stored)
