@@ -69,6 +69,8 @@ class Realm:
     prm: dict[str, Any] = attrs.Factory(dict)
     metadata: dict[str, Any] = attrs.Factory(dict)
     challenge_scope: str | None = "mcp:read"
+    #: Answer the Protected Resource Metadata with this status instead.
+    prm_status: int | None = None
     #: The scope each tool needs beyond a valid token.
     tool_scopes: dict[str, str] = attrs.Factory(dict)
     #: Each 403 asks for a scope never asked for before (a server step-up cannot satisfy).
@@ -137,7 +139,9 @@ def realm_app(realm: Realm, server: Server) -> Any:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         realm.seen.append((method, path, query if method == "GET" else form, headers))
         base = realm.base
-        if path == "/.well-known/oauth-protected-resource/mcp":
+        if path.startswith("/.well-known/oauth-protected-resource") and realm.prm_status:
+            await _reply(send, realm.prm_status, {"error": "unavailable"})
+        elif path == "/.well-known/oauth-protected-resource/mcp":
             prm = {"resource": f"{base}/mcp", "authorization_servers": [base]}
             await _reply(send, 200, {**prm, **realm.prm})
         elif path == "/.well-known/oauth-authorization-server":
@@ -601,6 +605,22 @@ async def test_hostile_resource_metadata_is_refused(prm: dict[str, Any]) -> None
         error = await connect_expecting(url, oauth())
     assert error.step == "discovery"
     assert realm.hits("GET", "/.well-known/oauth-authorization-server") == []
+
+
+async def test_a_broken_resource_metadata_endpoint_is_not_taken_for_a_2025_03_26_server() -> None:
+    async with protected(Realm(prm_status=503)) as (realm, url):
+        error = await connect_expecting(url, oauth())
+    assert error.step == "discovery" and "503" in str(error)
+    assert realm.hits("GET", "/.well-known/oauth-authorization-server") == []
+
+
+async def test_without_resource_metadata_the_server_origin_is_the_authorization_server() -> None:
+    """The 2025-03-26 form: no PRM at all (404), metadata at the MCP server's root."""
+    realm = Realm(prm_status=404)
+    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+        assert text_of(await client.call_tool("read", {})) == "read ok"
+    [asked] = realm.hits("GET", "/authorize")
+    assert asked["resource"] == url
 
 
 async def test_no_token_or_secret_reaches_a_log_or_a_message(

@@ -504,6 +504,12 @@ class OAuth(httpx.Auth):
                 response, body = await _call(
                     http, "GET", url, step="discovery", timeout=self.timeout
                 )
+                if response.status_code >= 500:
+                    # Broken, not absent: falling back to the 2025-03-26 form would send the
+                    # user to an authorization server the resource never named.
+                    raise OAuthError(
+                        "discovery", f"HTTP {response.status_code} for the resource metadata"
+                    )
                 if not response.is_success or body is None:
                     continue
                 try:
