@@ -683,6 +683,23 @@ async def test_the_default_driver_opens_the_browser_and_receives_the_redirect(
     assert opened and opened[0].startswith(f"{realm.base}/authorize?")
 
 
+async def test_a_user_who_never_comes_back_ends_the_wait_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import webbrowser
+
+    def never_returns(url: str) -> bool:
+        threading.Event().wait(5)  # a browser that blocks and never redirects
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", never_returns)
+    async with protected() as (realm, url):
+        with trio.fail_after(GUARD / 2):
+            error = await connect_expecting(url, OAuth(timeout=5, authorize_timeout=0.5))
+    assert error.step == "authorization" and "no redirect" in str(error)
+    assert realm.hits("POST", "/token") == []
+
+
 async def test_the_receiver_ignores_other_paths_and_gives_up_in_time() -> None:
     async with LoopbackReceiver("http://127.0.0.1/done") as receiver:
         base = receiver.redirect_uri.removesuffix("/done")

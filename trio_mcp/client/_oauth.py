@@ -48,6 +48,7 @@ import httpx
 import orjson
 import trio
 
+from .._exception_groups import collapse_exception_groups
 from ..protocol._oauth import (
     Challenge,
     OAuthInvalid,
@@ -721,8 +722,14 @@ class OAuth(httpx.Auth):
         async with LoopbackReceiver(self.redirect_uri) as receiver:
 
             async def browse(url: str) -> str:
-                await open_browser(url)
-                return await receiver.wait(self.authorize_timeout)
+                # The wait starts at once: a browser that blocks while it runs (some do)
+                # delays nothing, and is abandoned once the redirect arrives.
+                with collapse_exception_groups():
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(open_browser, url)
+                        landed = await receiver.wait(self.authorize_timeout)
+                        nursery.cancel_scope.cancel()
+                return landed
 
             return await run(receiver.redirect_uri, browse)
 
