@@ -546,7 +546,9 @@ class OAuth(httpx.Auth):
             if not response.is_success or body is None:
                 continue
             try:
-                found = parse_server_metadata(body, issuer=issuer, server_url=server.url)
+                found = parse_server_metadata(
+                    body, issuer=issuer, server_url=server.url, interactive=self.grant is None
+                )
             except OAuthInvalid as exc:
                 raise OAuthError(exc.step, exc.message, error=exc.error) from None
             server.metadata = found
