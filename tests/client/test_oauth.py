@@ -69,6 +69,8 @@ class Realm:
     prm: dict[str, Any] = attrs.Factory(dict)
     metadata: dict[str, Any] = attrs.Factory(dict)
     challenge_scope: str | None = "mcp:read"
+    #: Answer the Protected Resource Metadata with this status instead.
+    prm_status: int | None = None
     #: The scope each tool needs beyond a valid token.
     tool_scopes: dict[str, str] = attrs.Factory(dict)
     #: Each 403 asks for a scope never asked for before (a server step-up cannot satisfy).
@@ -137,7 +139,9 @@ def realm_app(realm: Realm, server: Server) -> Any:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         realm.seen.append((method, path, query if method == "GET" else form, headers))
         base = realm.base
-        if path == "/.well-known/oauth-protected-resource/mcp":
+        if path.startswith("/.well-known/oauth-protected-resource") and realm.prm_status:
+            await _reply(send, realm.prm_status, {"error": "unavailable"})
+        elif path == "/.well-known/oauth-protected-resource/mcp":
             prm = {"resource": f"{base}/mcp", "authorization_servers": [base]}
             await _reply(send, 200, {**prm, **realm.prm})
         elif path == "/.well-known/oauth-authorization-server":
@@ -603,6 +607,22 @@ async def test_hostile_resource_metadata_is_refused(prm: dict[str, Any]) -> None
     assert realm.hits("GET", "/.well-known/oauth-authorization-server") == []
 
 
+async def test_a_broken_resource_metadata_endpoint_is_not_taken_for_a_2025_03_26_server() -> None:
+    async with protected(Realm(prm_status=503)) as (realm, url):
+        error = await connect_expecting(url, oauth())
+    assert error.step == "discovery" and "503" in str(error)
+    assert realm.hits("GET", "/.well-known/oauth-authorization-server") == []
+
+
+async def test_without_resource_metadata_the_server_origin_is_the_authorization_server() -> None:
+    """The 2025-03-26 form: no PRM at all (404), metadata at the MCP server's root."""
+    realm = Realm(prm_status=404)
+    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+        assert text_of(await client.call_tool("read", {})) == "read ok"
+    [asked] = realm.hits("GET", "/authorize")
+    assert asked["resource"] == url
+
+
 async def test_no_token_or_secret_reaches_a_log_or_a_message(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -661,6 +681,23 @@ async def test_the_default_driver_opens_the_browser_and_receives_the_redirect(
     redirect = urlsplit(asked["redirect_uri"])
     assert redirect.hostname == "127.0.0.1" and redirect.port and redirect.path == "/callback"
     assert opened and opened[0].startswith(f"{realm.base}/authorize?")
+
+
+async def test_a_user_who_never_comes_back_ends_the_wait_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import webbrowser
+
+    def never_returns(url: str) -> bool:
+        threading.Event().wait(5)  # a browser that blocks and never redirects
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", never_returns)
+    async with protected() as (realm, url):
+        with trio.fail_after(GUARD / 2):
+            error = await connect_expecting(url, OAuth(timeout=5, authorize_timeout=0.5))
+    assert error.step == "authorization" and "no redirect" in str(error)
+    assert realm.hits("POST", "/token") == []
 
 
 async def test_the_receiver_ignores_other_paths_and_gives_up_in_time() -> None:
@@ -742,3 +779,18 @@ async def test_a_refused_step_up_ends_the_connection_with_the_oauth_error() -> N
                 realm.deny = True
                 await client.call_tool("write", {})
     assert (caught.value.step, caught.value.error) == ("authorization", "access_denied")
+
+
+async def test_an_expired_token_without_a_refresh_token_is_not_sent() -> None:
+    now = [1_000_000.0]
+    store = MemoryTokenStore()
+    async with protected(Realm(issue_refresh=False)) as (realm, url):
+        async with open_client(url, auth=oauth(store=store, clock=lambda: now[0])) as client:
+            await client.call_tool("read", {})
+            sent = len(realm.hits("POST", "/mcp"))
+            now[0] += 3600
+            assert text_of(await client.call_tool("read", {})) == "read ok"
+            # One 401 (no token sent), then the call with the new token: no stale token tried.
+            assert len(realm.hits("POST", "/mcp")) - sent == 2
+        assert len(realm.hits("GET", "/authorize")) == 2
+        assert await store.get_tokens(url) is not None

@@ -244,6 +244,14 @@ def test_hostile_or_malformed_metadata_is_refused(overrides: dict[str, Any]) -> 
     assert caught.value.step == "metadata"
 
 
+def test_a_grant_without_a_browser_needs_no_authorization_endpoint_and_no_pkce() -> None:
+    bare = metadata(authorization_endpoint=None, code_challenge_methods_supported=None)
+    parsed = parse_server_metadata(bare, issuer=ISSUER, server_url=REMOTE, interactive=False)
+    assert parsed.authorization_endpoint == "" and parsed.token_endpoint == f"{ISSUER}/token"
+    with pytest.raises(OAuthInvalid):
+        parse_server_metadata(bare, issuer=ISSUER, server_url=REMOTE)
+
+
 def test_endpoints_on_another_https_origin_are_allowed() -> None:
     parsed = parse_server_metadata(
         metadata(token_endpoint="https://tokens.example.net/token"),

@@ -48,6 +48,7 @@ import httpx
 import orjson
 import trio
 
+from .._exception_groups import collapse_exception_groups
 from ..protocol._oauth import (
     Challenge,
     OAuthInvalid,
@@ -459,6 +460,7 @@ class OAuth(httpx.Auth):
         stored = server.stored
         if stored is not None and stored.tokens.expired(self.clock(), margin=REFRESH_MARGIN):
             if stored.tokens.refresh_token is None:
+                await self._keep(server, None)  # of no more use
                 return None
             try:
                 return await self._refresh(server, stored)
@@ -506,6 +508,12 @@ class OAuth(httpx.Auth):
                 response, body = await _call(
                     http, "GET", url, step="discovery", timeout=self.timeout
                 )
+                if response.status_code >= 500:
+                    # Broken, not absent: falling back to the 2025-03-26 form would send the
+                    # user to an authorization server the resource never named.
+                    raise OAuthError(
+                        "discovery", f"HTTP {response.status_code} for the resource metadata"
+                    )
                 if not response.is_success or body is None:
                     continue
                 try:
@@ -541,7 +549,9 @@ class OAuth(httpx.Auth):
             if not response.is_success or body is None:
                 continue
             try:
-                found = parse_server_metadata(body, issuer=issuer, server_url=server.url)
+                found = parse_server_metadata(
+                    body, issuer=issuer, server_url=server.url, interactive=self.grant is None
+                )
             except OAuthInvalid as exc:
                 raise OAuthError(exc.step, exc.message, error=exc.error) from None
             server.metadata = found
@@ -717,8 +727,14 @@ class OAuth(httpx.Auth):
         async with LoopbackReceiver(self.redirect_uri) as receiver:
 
             async def browse(url: str) -> str:
-                await open_browser(url)
-                return await receiver.wait(self.authorize_timeout)
+                # The wait starts at once: a browser that blocks while it runs (some do)
+                # delays nothing, and is abandoned once the redirect arrives.
+                with collapse_exception_groups():
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(open_browser, url)
+                        landed = await receiver.wait(self.authorize_timeout)
+                        nursery.cancel_scope.cancel()
+                return landed
 
             return await run(receiver.redirect_uri, browse)
 

@@ -108,6 +108,6 @@ class LoopbackReceiver:
 async def open_browser(url: str) -> None:
     """Open ``url`` in the user's browser (in a thread: some browsers block while starting).
     Without a browser the URL is logged, for the user to open by hand; the wait goes on."""
-    opened = await trio.to_thread.run_sync(webbrowser.open, url)
+    opened = await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
     if not opened:
         logger.warning("open this URL in a browser to authorize: %s", url)

@@ -334,11 +334,13 @@ _ENDPOINTS = ("authorization_endpoint", "token_endpoint", "registration_endpoint
 
 
 def parse_server_metadata(
-    body: Any, *, issuer: str | None, server_url: str, require_pkce: bool = True
+    body: Any, *, issuer: str | None, server_url: str, interactive: bool = True
 ) -> ServerMetadata:
     """Validate a metadata document. ``issuer`` is the issuer the URL was built from; the
     document's must equal it exactly (RFC 8414 §3.3); ``None`` for the 2025-03-26 form, whose
-    URL was built from the server's root."""
+    URL was built from the server's root. ``interactive``: the authorization-code flow will
+    run, so the authorization endpoint and PKCE S256 are required (a grant without a browser,
+    client credentials say, needs neither; its authorization_endpoint is then "")."""
     step = "metadata"
     if not isinstance(body, dict):
         raise OAuthInvalid(step, "the authorization server metadata is not a JSON object")
@@ -354,7 +356,10 @@ def parse_server_metadata(
     endpoints: dict[str, str | None] = {}
     for name in _ENDPOINTS:
         value = body.get(name)
-        if value is None and name == "registration_endpoint":
+        optional = name == "registration_endpoint" or (
+            name == "authorization_endpoint" and not interactive
+        )
+        if value is None and optional:
             endpoints[name] = None
             continue
         endpoints[name] = check_url(value, step=step, what=name, server_url=server_url)
@@ -369,7 +374,7 @@ def parse_server_metadata(
         )
     }
     methods = lists["code_challenge_methods_supported"]
-    if require_pkce and (methods is None or "S256" not in methods):
+    if interactive and (methods is None or "S256" not in methods):
         raise OAuthInvalid(
             step,
             "the authorization server does not advertise PKCE S256 "
