@@ -39,7 +39,7 @@ from trio_mcp import (
     TokenSet,
     open_client,
 )
-from trio_mcp.client._oauth import GrantRequest
+from trio_mcp.client._grants import GrantRequest
 from trio_mcp.client._redirect import LoopbackReceiver
 
 from .._http import GUARD, serving_app, text_of

@@ -26,10 +26,13 @@ from ._tokens import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import DPoPSigner, Grant, GrantRequest, OAuth
+    from ._grants import DPoPSigner, Grant, GrantRequest
+    from ._oauth import OAuth
 
 # OAuth is an httpx.Auth: imported on first use, so that a stdio client never loads httpx.
-_LAZY = dict.fromkeys(("OAuth", "Grant", "GrantRequest", "DPoPSigner"), "trio_mcp.client._oauth")
+_LAZY = {"OAuth": "trio_mcp.client._oauth"} | dict.fromkeys(
+    ("Grant", "GrantRequest", "DPoPSigner"), "trio_mcp.client._grants"
+)
 
 if not TYPE_CHECKING:
 

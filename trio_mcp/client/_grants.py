@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import re
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import quote_plus, urlsplit
 
 import attrs
@@ -32,6 +32,7 @@ import httpx
 import orjson
 import trio
 
+from ..protocol._oauth import ServerMetadata
 from ._jose import DPoPKey, _htu, client_assertion
 from ._oauth_errors import OAuthError
 from ._tokens import TokenSet
@@ -66,6 +67,38 @@ _SECRET_FIELDS = (
 _AUTH_PARAM = re.compile(r'([A-Za-z0-9_!#$%&\'*+.^`|~-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,"]+)')
 
 AuthMethod = Literal["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
+
+
+class DPoPSigner(Protocol):
+    """What ``dpop=`` takes: a key that signs DPoP proofs (RFC 9449 §4)."""
+
+    def proof(
+        self,
+        method: str,
+        url: str,
+        *,
+        now: float,
+        nonce: str | None = None,
+        access_token: str | None = None,
+    ) -> str: ...
+
+
+@attrs.frozen
+class GrantRequest:
+    """What a :class:`Grant` is given: where to ask and for what."""
+
+    http: httpx.AsyncClient
+    metadata: ServerMetadata
+    resource: str
+    scope: str | None
+    dpop: DPoPSigner | None
+
+
+class Grant(Protocol):
+    """What ``grant=`` takes: obtains tokens without the interactive authorization-code step
+    (client credentials, a JWT bearer assertion, an ID-JAG exchange)."""
+
+    async def __call__(self, request: GrantRequest) -> TokenSet: ...
 
 
 def _form_encode(value: str) -> str:

@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import attrs
@@ -73,6 +73,7 @@ from ..protocol._oauth import (
     split_scope,
     token_error,
 )
+from ._grants import DPoPSigner, Grant, GrantRequest
 from ._oauth_errors import OAuthError
 from ._redirect import LoopbackReceiver, open_browser
 from ._tokens import ClientRegistration, MemoryTokenStore, StoredTokens, TokenSet, TokenStore
@@ -87,38 +88,6 @@ HEADLESS_REDIRECT_URI = "http://127.0.0.1/callback"
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 
 Authorize = Callable[[str], Awaitable[str]]
-
-
-class DPoPSigner(Protocol):
-    """What ``dpop=`` takes: a key that signs DPoP proofs (RFC 9449 §4)."""
-
-    def proof(
-        self,
-        method: str,
-        url: str,
-        *,
-        now: float,
-        nonce: str | None = None,
-        access_token: str | None = None,
-    ) -> str: ...
-
-
-@attrs.frozen
-class GrantRequest:
-    """What a :class:`Grant` is given: where to ask and for what."""
-
-    http: httpx.AsyncClient
-    metadata: ServerMetadata
-    resource: str
-    scope: str | None
-    dpop: DPoPSigner | None
-
-
-class Grant(Protocol):
-    """What ``grant=`` takes: obtains tokens without the interactive authorization-code step
-    (client credentials, a JWT bearer assertion, an ID-JAG exchange)."""
-
-    async def __call__(self, request: GrantRequest) -> TokenSet: ...
 
 
 @attrs.define
