@@ -89,10 +89,6 @@ AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 Authorize = Callable[[str], Awaitable[str]]
 
 
-def _timeout_extension(timeout: float) -> dict[str, Any]:
-    return {"timeout": httpx.Timeout(timeout).as_dict()}
-
-
 async def _read_json(response: httpx.Response, step: str) -> Any:
     chunks = bytearray()
     async for chunk in response.aiter_bytes():
