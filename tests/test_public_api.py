@@ -185,6 +185,11 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
         "from trio_mcp.transports._http_client import SessionExpired as expired\n"
         "assert serve_http is real and SessionExpired is expired and SESSION_EXPIRED == -32001\n"
         "assert issubclass(SessionExpired, trio_mcp.ConnectionClosed)\n"
+        "from trio_mcp import OAuth, ClientAuth, ClientCredentials, DPoPKey\n"
+        "from trio_mcp import EnterpriseManaged, WorkloadIdentity\n"
+        "from trio_mcp.client import _grants, _jose, _oauth\n"
+        "assert OAuth is _oauth.OAuth and ClientAuth is _grants.ClientAuth\n"
+        "assert ClientCredentials is _grants.ClientCredentials and DPoPKey is _jose.DPoPKey\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

@@ -120,6 +120,8 @@ from .server import (
 from .server._context import Elicited, InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
+    from .client._grants import ClientAuth, ClientCredentials, EnterpriseManaged, WorkloadIdentity
+    from .client._jose import DPoPKey
     from .client._oauth import OAuth
     from .server._hypercorn import serve_http
     from .transports._http_client import SessionExpired
@@ -129,6 +131,11 @@ if TYPE_CHECKING:
 # nor httpx.
 _LAZY = {
     "OAuth": "trio_mcp.client._oauth",
+    "DPoPKey": "trio_mcp.client._jose",
+    "ClientAuth": "trio_mcp.client._grants",
+    "ClientCredentials": "trio_mcp.client._grants",
+    "EnterpriseManaged": "trio_mcp.client._grants",
+    "WorkloadIdentity": "trio_mcp.client._grants",
     "serve_http": "trio_mcp.server._hypercorn",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
@@ -169,7 +176,9 @@ __all__ = [
     "CallToolResult",
     "CapabilityMissing",
     "Client",
+    "ClientAuth",
     "ClientCapabilities",
+    "ClientCredentials",
     "ClientRegistration",
     "CompleteResult",
     "Completion",
@@ -179,12 +188,14 @@ __all__ = [
     "Context",
     "CreateMessageRequestParams",
     "CreateMessageResult",
+    "DPoPKey",
     "DiscoverInfo",
     "ElicitRequestFormParams",
     "ElicitRequestURLParams",
     "ElicitResult",
     "Elicited",
     "EmbeddedResource",
+    "EnterpriseManaged",
     "Era",
     "ErrorObject",
     "EventStore",
@@ -248,6 +259,7 @@ __all__ = [
     "ToolExecution",
     "ToolResultContent",
     "ToolUseContent",
+    "WorkloadIdentity",
     "from_wire",
     "open_client",
     "serve_http",

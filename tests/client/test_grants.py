@@ -20,8 +20,7 @@ import trio
 from joserfc import jwk, jwt
 
 from tests._http import GUARD, serving_app
-from trio_mcp import open_client
-from trio_mcp.client._grant_auth import ClientCredentialsAuth, WorkloadIdentityAuth
+from trio_mcp import OAuth, open_client
 from trio_mcp.client._grants import (
     CLIENT_ASSERTION_TYPE,
     ID_JAG,
@@ -29,7 +28,9 @@ from trio_mcp.client._grants import (
     MAX_DESCRIPTION,
     TOKEN_EXCHANGE,
     ClientAuth,
+    ClientCredentials,
     DPoPSession,
+    WorkloadIdentity,
     client_credentials,
     exchange_for_id_jag,
     jwt_bearer,
@@ -199,7 +200,9 @@ async def test_client_secret_basic_form_encodes_the_id_and_the_secret() -> None:
     # RFC 6749 §2.3.1: each part form-urlencoded before the join, so the first ':' splits.
     assert user == "team%3Aa+b%25" and password == "p%40ss%3Aw%C3%B6rd%2B%2F%3D+%C3%A9"
     assert (unquote_plus(user), unquote_plus(password)) == (client_id, secret)
-    assert "client_id" not in seen.form and "client_secret" not in seen.form
+    # The client is named in the form too (servers such as the Python SDK's read it there);
+    # the secret only in the header.
+    assert seen.form["client_id"] == client_id and "client_secret" not in seen.form
 
 
 async def test_client_secret_post_and_none() -> None:
@@ -455,7 +458,7 @@ def protected(
     return {
         "/.well-known/oauth-protected-resource/mcp": prm,
         "/.well-known/oauth-authorization-server": metadata,
-        "/token": granted(token),
+        "/token": granted(token, expires_in=3600),
         "/mcp": mcp,
     }
 
@@ -464,7 +467,7 @@ async def test_the_auth_discovers_gets_a_token_and_keeps_it() -> None:
     base: list[str] = []
     async with served(protected(base)) as (url, app, _):
         base.append(url)
-        auth = ClientCredentialsAuth(ClientAuth.basic("c", "s"), scope="tools")
+        auth = OAuth(grant=ClientCredentials(ClientAuth.basic("c", "s"), scope="tools"))
         async with httpx.AsyncClient(auth=auth) as http:
             assert (await http.post(f"{url}/mcp", content=b"{}")).status_code == 200
             assert (await http.post(f"{url}/mcp", content=b"{}")).status_code == 200
@@ -481,13 +484,28 @@ async def test_the_auth_discovers_gets_a_token_and_keeps_it() -> None:
     assert token.form["scope"] == "tools" and token.form["resource"] == f"{url}/mcp"
 
 
+async def test_a_grant_is_renewed_before_its_token_expires() -> None:
+    base: list[str] = []
+    now = [1_000_000.0]
+    async with served(protected(base)) as (url, app, _):
+        base.append(url)
+        auth = OAuth(grant=ClientCredentials(ClientAuth.basic("c", "s")), clock=lambda: now[0])
+        async with httpx.AsyncClient(auth=auth) as http:
+            assert (await http.post(f"{url}/mcp", content=b"{}")).status_code == 200
+            now[0] += 3600 - 30  # within the margin: renewed before it is sent, no 401
+            assert (await http.post(f"{url}/mcp", content=b"{}")).status_code == 200
+    paths = [seen.path for seen in app.seen]
+    assert paths[3:] == ["/token", "/mcp", "/token", "/mcp"]
+    assert app.seen[-1].headers["authorization"] == "Bearer the-access-token"
+
+
 async def test_a_refused_workload_grant_is_raised_not_retried() -> None:
     base: list[str] = []
     routes = protected(base) | {"/token": refusal(400, {"error": "invalid_grant"})}
     async with served(routes) as (url, app, _):
         base.append(url)
         assertions = iter(["a.b.c", "a.b.c", "d.e.f"])
-        auth = WorkloadIdentityAuth(lambda: next(assertions), client_id="w")
+        auth = OAuth(grant=WorkloadIdentity(lambda: next(assertions), client_id="w"))
         async with httpx.AsyncClient(auth=auth) as http:
             with pytest.raises(OAuthError, match="invalid_grant"):
                 await http.post(f"{url}/mcp", content=b"{}")
@@ -508,9 +526,9 @@ async def test_metadata_cannot_send_the_client_to_another_origin() -> None:
     base: list[str] = []
     async with served(protected(base, issuer="http://attacker.example")) as (url, app, _):
         base.append(url)
-        auth = ClientCredentialsAuth(ClientAuth.basic("c", "s"))
+        auth = OAuth(grant=ClientCredentials(ClientAuth.basic("c", "s")))
         async with httpx.AsyncClient(auth=auth) as http:
-            with pytest.raises(OAuthError, match="neither https nor loopback") as caught:
+            with pytest.raises(OAuthError, match="https outside loopback") as caught:
                 await http.post(f"{url}/mcp", content=b"{}")
     assert caught.value.step == "discovery"
     assert "/token" not in [seen.path for seen in app.seen]
@@ -522,7 +540,9 @@ async def test_open_client_raises_the_oauth_error(version: str) -> None:
     routes = protected(base) | {"/token": refusal(400, {"error": "invalid_grant"})}
     async with served(routes) as (url, _app, _):
         base.append(url)
-        async with httpx.AsyncClient(auth=WorkloadIdentityAuth("a.b.c", client_id="w")) as http:
+        async with httpx.AsyncClient(
+            auth=OAuth(grant=WorkloadIdentity("a.b.c", client_id="w"))
+        ) as http:
             with pytest.raises(OAuthError, match="invalid_grant") as caught:
                 async with open_client(f"{url}/mcp", http_client=http, protocol_version=version):
                     pass

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 from trio_mcp import (
+    DPoPKey,
     FileTokenStore,
     MemoryTokenStore,
     OAuth,
@@ -39,7 +40,7 @@ from trio_mcp import (
     TokenSet,
     open_client,
 )
-from trio_mcp.client._oauth import GrantRequest
+from trio_mcp.client._grants import GrantRequest
 from trio_mcp.client._redirect import LoopbackReceiver
 
 from .._http import GUARD, serving_app, text_of
@@ -84,6 +85,8 @@ class Realm:
     deny: bool = False
     #: The resource server's DPoP nonce: a proof without it is answered use_dpop_nonce.
     rs_nonce: str | None = None
+    #: The authorization server's DPoP nonce: a token request without it is refused first.
+    as_nonce: str | None = None
     proofs: list[dict[str, Any]] = attrs.Factory(list)
     seen: list[tuple[str, str, dict[str, str], dict[str, str]]] = attrs.Factory(list)
     access: dict[str, str] = attrs.Factory(dict)
@@ -186,6 +189,12 @@ def realm_app(realm: Realm, server: Server) -> Any:
 async def token(realm: Realm, send: Any, form: dict[str, str], headers: dict[str, str]) -> None:
     if realm.token_hang:
         await trio.sleep_forever()
+    if "dpop" in headers and realm.as_nonce is not None:
+        claims = verify_proof(headers["dpop"], "POST", f"{realm.base}/token")
+        if claims.get("nonce") != realm.as_nonce:
+            realm.proofs.append(claims)
+            await _reply(send, 400, {"error": "use_dpop_nonce"}, {"dpop-nonce": realm.as_nonce})
+            return
     if realm.token_error is not None:
         # A careless server that echoes what it was sent.
         echo = f"refused {form.get('code') or form.get('refresh_token')}"
@@ -527,6 +536,19 @@ async def test_dpop_binds_the_tokens_and_takes_the_resource_servers_nonce() -> N
     assert {p.get("nonce") for p in at_resource} >= {None, "rs-nonce-1", "rs-nonce-2"}
     assert len({p["jti"] for p in realm.proofs}) == len(realm.proofs)  # a fresh proof each time
     assert len(realm.hits("GET", "/authorize")) == 1
+
+
+async def test_dpop_takes_the_authorization_servers_nonce_and_keeps_it() -> None:
+    realm = Realm(as_nonce="as-nonce-1")
+    auth = oauth(dpop=DPoPKey.generate())
+    async with protected(realm) as (realm, url), open_client(url, auth=auth) as client:
+        assert text_of(await client.call_tool("read", {})) == "read ok"
+        realm.revoke_access()  # the next call refreshes, with the nonce it already has
+        assert text_of(await client.call_tool("read", {})) == "read ok"
+    at_token = [p.get("nonce") for p in realm.proofs if p["htu"].endswith("/token")]
+    assert at_token == [None, "as-nonce-1", "as-nonce-1"]
+    grants = [form["grant_type"] for _m, p, form, _h in realm.seen if p == "/token"]
+    assert grants == ["authorization_code", "authorization_code", "refresh_token"]
 
 
 # -- bad input -------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 ``python tests/conformance/client.py <server-url>``: the suite starts a scenario server, then runs
 this with ``MCP_CONFORMANCE_SCENARIO`` (what to do), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (a
 handshake version connects with ``initialize``, a modern one with ``server/discover``) and, for
-some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON data to use). Each scenario is what an
-application would do with trio_mcp: list, call, answer a form. The behaviour the suite checks
-(headers, envelopes, retries, defaults) is the library's, never this file's. Exit status 0 means
+some scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON data to use: credentials, keys, the IdP's
+token). Each scenario is what an application would do with trio_mcp: configure its OAuth, list,
+call, answer a form. The behaviour the suite checks (headers, envelopes, retries, defaults, the
+token requests, the DPoP proofs and nonces) is the library's, never this file's. Exit status 0 means
 the client did its part; the suite judges the rest.
 """
 
@@ -21,7 +22,20 @@ import attrs
 import httpx
 import trio
 
-from trio_mcp import Client, ElicitResult, MCPError, OAuth, OAuthError, Tool, open_client
+from trio_mcp import (
+    Client,
+    ClientAuth,
+    ClientCredentials,
+    DPoPKey,
+    ElicitResult,
+    EnterpriseManaged,
+    MCPError,
+    OAuth,
+    OAuthError,
+    Tool,
+    WorkloadIdentity,
+    open_client,
+)
 
 Context = dict[str, Any]
 Run = Callable[[Client, Context], Awaitable[None]]
@@ -33,8 +47,9 @@ class Scenario:
     run: Run
     #: Builds the form-answering callback (given the client, for callbacks that call back).
     on_elicit: ElicitAnswer | None = None
-    #: Whether the server requires authorization (an ``auth/*`` scenario).
-    auth: bool = False
+    #: The OAuth an application would configure from the context, when the server requires
+    #: authorization (an ``auth/*`` scenario).
+    auth: Callable[[Context], OAuth] | None = None
     #: The step at which authorization must be refused (a hostile or broken server), or
     #: "call" when the server's last word is an HTTP refusal after authorization.
     refused_at: str | None = None
@@ -62,6 +77,47 @@ def oauth_for(context: Context) -> OAuth:
         client_secret=context.get("client_secret"),
         client_metadata_url=CLIENT_METADATA_URL,
         on_authorize=follow_authorization,
+        timeout=10,
+    )
+
+
+# The extension scenarios (no user, or DPoP): one small function each, building the OAuth an
+# application would from the credentials the scenario gives.
+
+
+def client_credentials_basic(context: Context) -> OAuth:
+    secret = ClientAuth.basic(context["client_id"], context["client_secret"])
+    return OAuth(grant=ClientCredentials(secret), timeout=10)
+
+
+def client_credentials_jwt(context: Context) -> OAuth:
+    key = ClientAuth.private_key_jwt(
+        context["client_id"], context["private_key_pem"], alg=context.get("signing_algorithm")
+    )
+    return OAuth(grant=ClientCredentials(key), timeout=10)
+
+
+def enterprise_managed(context: Context) -> OAuth:
+    grant = EnterpriseManaged(
+        idp_token_endpoint=context["idp_token_endpoint"],
+        id_token=context["idp_id_token"],
+        idp_client_auth=ClientAuth.none(context["idp_client_id"]),
+        client_auth=ClientAuth.basic(context["client_id"], context["client_secret"]),
+    )
+    return OAuth(grant=grant, timeout=10)
+
+
+def workload_identity(context: Context) -> OAuth:
+    grant = WorkloadIdentity(context["valid_jwt"], client_id=context["client_id"])
+    return OAuth(grant=grant, timeout=10)
+
+
+def dpop(context: Context) -> OAuth:
+    """The interactive flow, headless as in the other auth scenarios, with a DPoP key."""
+    return OAuth(
+        client_metadata_url=CLIENT_METADATA_URL,
+        on_authorize=follow_authorization,
+        dpop=DPoPKey.generate(),
         timeout=10,
     )
 
@@ -155,8 +211,8 @@ def confirm_meanwhile(client: Client) -> Callable[[Any], Awaitable[ElicitResult]
     return answer
 
 
-def _auth(refused_at: str | None = None) -> Scenario:
-    return Scenario(call_every_tool, auth=True, refused_at=refused_at)
+def _auth(refused_at: str | None = None, auth: Callable[[Context], OAuth] = oauth_for) -> Scenario:
+    return Scenario(call_every_tool, auth=auth, refused_at=refused_at)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -205,6 +261,14 @@ SCENARIOS: dict[str, Scenario] = {
     "auth/iss-wrong-issuer": _auth("authorization"),
     "auth/iss-unexpected": _auth("authorization"),
     "auth/iss-normalized": _auth("authorization"),
+    # Extensions: client credentials (SEP-1046), enterprise-managed authorization (SEP-990),
+    # workload identity (SEP-1933), DPoP (SEP-1932).
+    "auth/client-credentials-basic": _auth(auth=client_credentials_basic),
+    "auth/client-credentials-jwt": _auth(auth=client_credentials_jwt),
+    "auth/enterprise-managed-authorization": _auth(auth=enterprise_managed),
+    "auth/wif-jwt-bearer": _auth(auth=workload_identity),
+    "auth/dpop": _auth(auth=dpop),
+    "auth/dpop-nonce": _auth(auth=dpop),
 }
 
 
@@ -222,7 +286,7 @@ async def run(url: str, scenario: Scenario, version: str, context: Context) -> N
             protocol_version=version,
             on_elicit=on_elicit if scenario.on_elicit is not None else None,
             default_timeout=20,
-            auth=oauth_for(context) if scenario.auth else None,
+            auth=scenario.auth(context) if scenario.auth is not None else None,
         ) as connected:
             client = connected
             await scenario.run(connected, context)

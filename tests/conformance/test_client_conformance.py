@@ -7,6 +7,12 @@ it applies to among the two this project targets (2025-11-25, the handshake era,
 2026-07-28, the modern era), plus the two 2025-03-26 authorization scenarios at their own
 version, with the baseline in ``expected-failures.yml`` (its ``client:`` list kept empty). The
 ``auth/*`` scenarios run the whole OAuth flow against the suite's own authorization servers.
+
+The extension scenarios (client credentials, SEP-1046; enterprise-managed authorization,
+SEP-990; workload identity, SEP-1933; DPoP, SEP-1932) have no version: the suite lists them
+under ``[extension]``, so each runs as listed (without ``--spec-version``; the suite runs them
+at 2025-11-25), and once more at 2026-07-28 (``--force``, since no version claims them), so the
+modern era's stateless requests go through the same authorization.
 Node 22 and the suite come from package.json (``npm ci``), as for the server scenarios in
 ``test_conformance.py``.
 """
@@ -76,6 +82,17 @@ BACKCOMPAT: dict[str, tuple[str, ...]] = {
     "auth/2025-03-26-oauth-metadata-backcompat": ("2025-03-26",),
     "auth/2025-03-26-oauth-endpoint-fallback": ("2025-03-26",),
 }
+#: The extension scenarios: listed without a version.
+EXTENSIONS = (
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/enterprise-managed-authorization",
+    "auth/wif-jwt-bearer",
+    "auth/dpop",
+    "auth/dpop-nonce",
+)
+#: How the extension scenarios run: as listed (no version given), and forced at 2026-07-28.
+AS_LISTED = "as-listed"
 
 #: Only turns a hang into a failure: a scenario takes a second or two.
 RUN_GUARD = 120
@@ -112,6 +129,10 @@ async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None
     assert {name: listed.get(name) for name in SCENARIOS} == SCENARIOS
     every = {name: tuple(versions.split(",")) for name, versions in found}
     assert {name: every.get(name) for name in BACKCOMPAT} == BACKCOMPAT
+    # A suite upgrade that dates an extension scenario must run it per version instead.
+    assert {name: every.get(name) for name in EXTENSIONS} == dict.fromkeys(
+        EXTENSIONS, ("extension",)
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +142,8 @@ async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None
         for table in (SCENARIOS, BACKCOMPAT)
         for scenario, versions in table.items()
         for version in versions
-    ],
+    ]
+    + [(scenario, version) for scenario in EXTENSIONS for version in (AS_LISTED, "2026-07-28")],
 )
 async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> None:
     results = tmp_path / "results"
@@ -136,8 +158,7 @@ async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> N
                 command,
                 "--scenario",
                 scenario,
-                "--spec-version",
-                version,
+                *_version_arguments(scenario, version),
                 "--expected-failures",
                 str(BASELINE),
                 "--output-dir",
@@ -157,3 +178,13 @@ async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> N
     assert done.returncode == 0, report
     assert "SKIPPED: scenario" not in output, report
     assert "Client exited with code" not in output, report
+    if scenario in EXTENSIONS:
+        # Every check the scenario recorded passed: an extension scenario is never partly
+        # passed (a version's run weighs warnings against the baseline; this one cannot).
+        assert "0 failed, 0 warnings" in output, report
+
+
+def _version_arguments(scenario: str, version: str) -> list[str]:
+    if scenario not in EXTENSIONS:
+        return ["--spec-version", version]
+    return [] if version == AS_LISTED else ["--spec-version", version, "--force"]

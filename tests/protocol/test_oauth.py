@@ -246,7 +246,7 @@ def test_hostile_or_malformed_metadata_is_refused(overrides: dict[str, Any]) -> 
 
 def test_a_grant_without_a_browser_needs_no_authorization_endpoint_and_no_pkce() -> None:
     bare = metadata(authorization_endpoint=None, code_challenge_methods_supported=None)
-    parsed = parse_server_metadata(bare, issuer=ISSUER, server_url=REMOTE, interactive=False)
+    parsed = parse_server_metadata(bare, issuer=ISSUER, server_url=REMOTE, authorization_code=False)
     assert parsed.authorization_endpoint == "" and parsed.token_endpoint == f"{ISSUER}/token"
     with pytest.raises(OAuthInvalid):
         parse_server_metadata(bare, issuer=ISSUER, server_url=REMOTE)

@@ -26,10 +26,36 @@ from ._tokens import (
 )
 
 if TYPE_CHECKING:
-    from ._oauth import DPoPSigner, Grant, GrantRequest, OAuth
+    from ._grants import (
+        ClientAuth,
+        ClientCredentials,
+        DPoPSigner,
+        EnterpriseManaged,
+        Grant,
+        GrantRequest,
+        WorkloadIdentity,
+    )
+    from ._jose import DPoPKey
+    from ._oauth import OAuth
 
-# OAuth is an httpx.Auth: imported on first use, so that a stdio client never loads httpx.
-_LAZY = dict.fromkeys(("OAuth", "Grant", "GrantRequest", "DPoPSigner"), "trio_mcp.client._oauth")
+# OAuth and the grants run on httpx: imported on first use, so that a stdio client never loads
+# httpx (nor joserfc, for DPoPKey).
+_LAZY = {
+    "OAuth": "trio_mcp.client._oauth",
+    "DPoPKey": "trio_mcp.client._jose",
+    **dict.fromkeys(
+        (
+            "ClientAuth",
+            "ClientCredentials",
+            "DPoPSigner",
+            "EnterpriseManaged",
+            "Grant",
+            "GrantRequest",
+            "WorkloadIdentity",
+        ),
+        "trio_mcp.client._grants",
+    ),
+}
 
 if not TYPE_CHECKING:
 
@@ -44,9 +70,13 @@ if not TYPE_CHECKING:
 
 __all__ = [
     "Client",
+    "ClientAuth",
+    "ClientCredentials",
     "ClientRegistration",
+    "DPoPKey",
     "DPoPSigner",
     "DiscoverInfo",
+    "EnterpriseManaged",
     "FileTokenStore",
     "Grant",
     "GrantRequest",
@@ -62,5 +92,6 @@ __all__ = [
     "Target",
     "TokenSet",
     "TokenStore",
+    "WorkloadIdentity",
     "open_client",
 ]

@@ -22,9 +22,11 @@ error code and (cleaned, bounded) description, never a token, an assertion or a 
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import time
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
 from urllib.parse import quote_plus, urlsplit
 
 import attrs
@@ -32,9 +34,12 @@ import httpx
 import orjson
 import trio
 
+from ..protocol._oauth import ServerMetadata, parse_www_authenticate
 from ._jose import DPoPKey, _htu, client_assertion
 from ._oauth_errors import OAuthError
 from ._tokens import TokenSet
+
+logger = logging.getLogger("trio_mcp.client.oauth")
 
 CLIENT_CREDENTIALS = "client_credentials"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -47,6 +52,8 @@ CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 TOKEN_TIMEOUT = 30.0
 #: The largest token endpoint answer read; a token response is a few kilobytes.
 MAX_TOKEN_RESPONSE = 64 * 1024
+#: The longest DPoP nonce kept (a server's nonce is a few dozen characters).
+MAX_NONCE = 512
 #: How much of a server's error_description an error message quotes.
 MAX_DESCRIPTION = 200
 #: RFC 6749 §5.2: an error code is printable ASCII without '"' and '\'.
@@ -62,10 +69,43 @@ _SECRET_FIELDS = (
     "code",
     "code_verifier",
 )
-#: One auth-param of a challenge (RFC 9110 §11.2): name=token or name="quoted string".
-_AUTH_PARAM = re.compile(r'([A-Za-z0-9_!#$%&\'*+.^`|~-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,"]+)')
 
 AuthMethod = Literal["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
+
+
+class DPoPSigner(Protocol):
+    """What ``dpop=`` takes: a key that signs DPoP proofs (RFC 9449 §4)."""
+
+    def proof(
+        self,
+        method: str,
+        url: str,
+        *,
+        now: float,
+        nonce: str | None = None,
+        access_token: str | None = None,
+    ) -> str: ...
+
+
+@attrs.frozen
+class GrantRequest:
+    """What a :class:`Grant` is given: where to ask and for what."""
+
+    http: httpx.AsyncClient
+    metadata: ServerMetadata
+    resource: str
+    scope: str | None
+    #: The DPoP key and its nonces (pass it on as a token request's ``dpop``), None without DPoP.
+    dpop: DPoPSession | None
+    #: The flow's wall clock (pass it on as a token request's ``now``).
+    clock: Callable[[], float] = time.time
+
+
+class Grant(Protocol):
+    """What ``grant=`` takes: obtains tokens without the interactive authorization-code step
+    (client credentials, a JWT bearer assertion, an ID-JAG exchange)."""
+
+    async def __call__(self, request: GrantRequest) -> TokenSet: ...
 
 
 def _form_encode(value: str) -> str:
@@ -78,7 +118,8 @@ class ClientAuth:
     """How the client authenticates at a token endpoint (RFC 6749 §2.3, RFC 7523 §2.2).
 
     Build one with :meth:`none` (a public client: ``client_id`` in the form),
-    :meth:`basic` (``client_secret_basic``), :meth:`post` (``client_secret_post``) or
+    :meth:`basic` (``client_secret_basic``; the ``client_id`` is in the form too),
+    :meth:`post` (``client_secret_post``) or
     :meth:`private_key_jwt` (a signed assertion; its ``aud`` is ``audience`` if given, else
     the authorization server's issuer, else the token endpoint).
     """
@@ -135,7 +176,9 @@ class ClientAuth:
             assert self.secret is not None
             pair = f"{_form_encode(self.client_id)}:{_form_encode(self.secret)}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            return
+        # Named in the form with every method, Basic included, which RFC 6749 §2.3.1 allows:
+        # some servers (the official Python SDK's) read the client from the form even when it
+        # authenticates by header.
         form["client_id"] = self.client_id
         if self.method == "client_secret_post":
             assert self.secret is not None
@@ -150,17 +193,6 @@ class ClientAuth:
 
 
 # -- challenges and DPoP ---------------------------------------------------------------------------
-
-
-def _auth_params(challenge: str) -> dict[str, str]:
-    """The auth-params of a ``WWW-Authenticate`` value, names lower-cased, quotes removed.
-    (Small on purpose: the interactive flow's sans-IO parser handles every form.)"""
-    params: dict[str, str] = {}
-    for name, value in _AUTH_PARAM.findall(challenge):
-        if value.startswith('"'):
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        params.setdefault(name.lower(), value)
-    return params
 
 
 def _origin(url: httpx.URL | str) -> str:
@@ -179,8 +211,8 @@ class DPoPSession:
     server's nonce per token endpoint the same way.
     """
 
-    def __init__(self, key: DPoPKey | None = None) -> None:
-        self.key = key if key is not None else DPoPKey.generate()
+    def __init__(self, key: DPoPSigner | None = None) -> None:
+        self.key: DPoPSigner = key if key is not None else DPoPKey.generate()
         self._token_nonces: dict[str, str] = {}
         self._resource_nonces: dict[str, str] = {}
 
@@ -191,7 +223,7 @@ class DPoPSession:
 
     def learn_token_nonce(self, token_endpoint: str, nonce: str | None) -> None:
         if nonce:
-            self._token_nonces[_htu(token_endpoint)] = nonce
+            self._token_nonces[_htu(token_endpoint)] = nonce[:MAX_NONCE]
 
     def sign(self, request: httpx.Request, access_token: str, *, now: float | None = None) -> None:
         """Present ``access_token`` on ``request`` with the DPoP scheme and a fresh proof."""
@@ -208,14 +240,13 @@ class DPoPSession:
         nonce = response.headers.get("DPoP-Nonce")
         if not nonce:
             return False
-        self._resource_nonces[_origin(response.request.url)] = nonce
+        self._resource_nonces[_origin(response.request.url)] = nonce[:MAX_NONCE]
         if response.status_code != 401:
             return False
-        for challenge in response.headers.get_list("WWW-Authenticate"):
-            scheme = challenge.strip().split(None, 1)[0].lower() if challenge.strip() else ""
-            if scheme == "dpop" and _auth_params(challenge).get("error") == "use_dpop_nonce":
-                return True
-        return False
+        return any(
+            challenge.scheme == "dpop" and challenge.error == "use_dpop_nonce"
+            for challenge in parse_www_authenticate(response.headers.get_list("WWW-Authenticate"))
+        )
 
 
 # -- the token endpoint ----------------------------------------------------------------------------
@@ -249,10 +280,20 @@ async def _exchange(
     step: str,
 ) -> tuple[int, bytes, str | None]:
     """POST the form; the status, the body (bounded) and any DPoP-Nonce, within ``timeout``."""
+    # The step and the endpoint only: never the form, which carries the secrets.
+    logger.debug("OAuth %s: POST %s", step, urlsplit(url)._replace(query="").geturl())
     with trio.move_on_after(timeout):
         try:
             async with http.stream(
-                "POST", url, data=form, headers=headers, timeout=httpx.Timeout(timeout)
+                "POST",
+                url,
+                data=form,
+                headers=headers,
+                timeout=httpx.Timeout(timeout),
+                # Never the client's own auth (this is the authorization server), never a
+                # redirect (a token request is not repeated elsewhere).
+                auth=None,
+                follow_redirects=False,
             ) as response:
                 body = b""
                 async for chunk in response.aiter_bytes():
@@ -279,16 +320,17 @@ async def _post_token_form(
     issuer: str | None,
     timeout: float,
     step: str,
+    now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """One token request, the JSON object of its success; with DPoP, a fresh proof per attempt
     and one more attempt on a ``use_dpop_nonce`` answer that brings a nonce."""
     for attempt in (1, 2):
-        now = time.time()
+        at = now()
         body = dict(form)
         headers = {"Accept": "application/json"}
-        client_auth.apply(body, headers, token_endpoint=token_endpoint, now=now, issuer=issuer)
+        client_auth.apply(body, headers, token_endpoint=token_endpoint, now=at, issuer=issuer)
         if dpop is not None:
-            headers["DPoP"] = dpop.token_proof(token_endpoint, now=now)
+            headers["DPoP"] = dpop.token_proof(token_endpoint, now=at)
         status, raw, nonce = await _exchange(
             http, token_endpoint, body, headers, timeout=timeout, step=step
         )
@@ -313,8 +355,8 @@ async def _post_token_form(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _session(dpop: DPoPKey | DPoPSession | None) -> DPoPSession | None:
-    return DPoPSession(dpop) if isinstance(dpop, DPoPKey) else dpop
+def _session(dpop: DPoPSigner | DPoPSession | None) -> DPoPSession | None:
+    return dpop if isinstance(dpop, DPoPSession) or dpop is None else DPoPSession(dpop)
 
 
 async def token_request(
@@ -323,9 +365,11 @@ async def token_request(
     form: dict[str, str],
     *,
     client_auth: ClientAuth,
-    dpop: DPoPKey | DPoPSession | None = None,
+    dpop: DPoPSigner | DPoPSession | None = None,
     issuer: str | None = None,
     timeout: float = TOKEN_TIMEOUT,
+    step: str = "token",
+    now: Callable[[], float] = time.time,
 ) -> TokenSet:
     """POST ``form`` (its ``grant_type`` and parameters) to the token endpoint, authenticated
     by ``client_auth``; the granted :class:`TokenSet`.
@@ -333,7 +377,8 @@ async def token_request(
     With ``dpop``, each attempt carries a fresh proof, and a ``use_dpop_nonce`` answer is
     retried once with the nonce it brings, which is kept for the next request (pass the same
     :class:`DPoPSession` each time to keep it). ``issuer`` is the authorization server's, the
-    audience of a ``private_key_jwt`` assertion. The whole request is bounded by ``timeout``.
+    audience of a ``private_key_jwt`` assertion. The whole request is bounded by ``timeout``;
+    ``step`` names it in errors (``"token"``, ``"refresh"``); ``now`` is the wall clock.
     """
     session = _session(dpop)
     answer = await _post_token_form(
@@ -344,11 +389,15 @@ async def token_request(
         dpop=session,
         issuer=issuer,
         timeout=timeout,
-        step="token",
+        step=step,
+        now=now,
     )
-    tokens = TokenSet.from_response(answer, now=time.time())
+    try:
+        tokens = TokenSet.from_response(answer, now=now())
+    except OAuthError as exc:
+        raise OAuthError(step, exc.message) from None
     if tokens.token_type == "DPoP" and session is None:
-        raise OAuthError("token", "the authorization server issued a DPoP-bound token unasked")
+        raise OAuthError(step, "the authorization server issued a DPoP-bound token unasked")
     return tokens
 
 
@@ -368,8 +417,9 @@ async def client_credentials(
     client_auth: ClientAuth,
     scope: str | None = None,
     resource: str | None = None,
-    dpop: DPoPKey | DPoPSession | None = None,
+    dpop: DPoPSigner | DPoPSession | None = None,
     issuer: str | None = None,
+    now: Callable[[], float] = time.time,
 ) -> TokenSet:
     """The client credentials grant (RFC 6749 §4.4): a token for the client itself."""
     return await token_request(
@@ -379,6 +429,7 @@ async def client_credentials(
         client_auth=client_auth,
         dpop=dpop,
         issuer=issuer,
+        now=now,
     )
 
 
@@ -390,8 +441,9 @@ async def jwt_bearer(
     client_auth: ClientAuth,
     scope: str | None = None,
     resource: str | None = None,
-    dpop: DPoPKey | DPoPSession | None = None,
+    dpop: DPoPSigner | DPoPSession | None = None,
     issuer: str | None = None,
+    now: Callable[[], float] = time.time,
 ) -> TokenSet:
     """The JWT bearer grant (RFC 7523 §2.1): ``assertion`` (a workload identity token, or an
     ID-JAG) is the grant. One request: an error is final (SEP-1933), never retried and never
@@ -399,7 +451,7 @@ async def jwt_bearer(
     form = _grant_form(JWT_BEARER, scope, resource)
     form["assertion"] = assertion
     return await token_request(
-        http, token_endpoint, form, client_auth=client_auth, dpop=dpop, issuer=issuer
+        http, token_endpoint, form, client_auth=client_auth, dpop=dpop, issuer=issuer, now=now
     )
 
 
@@ -440,3 +492,130 @@ async def exchange_for_id_jag(
     if not isinstance(grant, str) or not grant:
         raise OAuthError("token-exchange", "the IdP's answer has no access_token string")
     return grant
+
+
+# -- the grants, for OAuth(grant=...) --------------------------------------------------------------
+
+#: A credential given as a value, or as a function that returns the current one (a workload
+#: token file that is rotated, a user's identity token that is refreshed).
+Credential = str | Callable[[], str | Awaitable[str]]
+
+
+async def _current(credential: Credential) -> str:
+    if isinstance(credential, str):
+        return credential
+    value = credential()
+    return value if isinstance(value, str) else await value
+
+
+@attrs.frozen
+class ClientCredentials:
+    """The client credentials grant (SEP-1046), as ``OAuth(grant=...)``: the client
+    authenticates as itself, with a secret (``ClientAuth.basic`` / ``ClientAuth.post``) or a
+    key (``ClientAuth.private_key_jwt``). ``scope`` overrides the one the flow chose."""
+
+    client_auth: ClientAuth
+    scope: str | None = None
+
+    async def __call__(self, request: GrantRequest) -> TokenSet:
+        return await client_credentials(
+            request.http,
+            request.metadata.token_endpoint,
+            client_auth=self.client_auth,
+            scope=self.scope or request.scope,
+            resource=request.resource,
+            dpop=request.dpop,
+            issuer=request.metadata.issuer,
+            now=request.clock,
+        )
+
+
+class WorkloadIdentity:
+    """Workload identity federation (SEP-1933), as ``OAuth(grant=...)``: the workload's JWT
+    (from its platform: a Kubernetes service account token, a cloud identity token) is the
+    grant, through the JWT bearer grant. ``assertion`` is the token, or a function returning
+    the current one; the client is public (``client_id``) or authenticated (``client_auth``).
+
+    A refused assertion raises :class:`OAuthError` and is never sent again: a later request
+    that needs a token raises the same error without asking, until the assertion changes (a
+    function that returns a rotated one: a new grant).
+    """
+
+    def __init__(
+        self,
+        assertion: Credential,
+        *,
+        client_id: str | None = None,
+        client_auth: ClientAuth | None = None,
+        scope: str | None = None,
+    ) -> None:
+        if client_auth is None:
+            if client_id is None:
+                raise ValueError("give client_id (a public client) or client_auth")
+            client_auth = ClientAuth.none(client_id)
+        self.client_auth = client_auth
+        self.scope = scope
+        self._assertion = assertion
+        self._refused: dict[str, OAuthError] = {}
+
+    def __repr__(self) -> str:
+        return f"WorkloadIdentity(client_id={self.client_auth.client_id!r})"
+
+    async def __call__(self, request: GrantRequest) -> TokenSet:
+        current = await _current(self._assertion)
+        was = self._refused.get(current)
+        if was is not None:
+            raise OAuthError(was.step, was.message, error=was.error)
+        try:
+            return await jwt_bearer(
+                request.http,
+                request.metadata.token_endpoint,
+                current,
+                client_auth=self.client_auth,
+                scope=self.scope or request.scope,
+                resource=request.resource,
+                dpop=request.dpop,
+                issuer=request.metadata.issuer,
+                now=request.clock,
+            )
+        except OAuthError as exc:
+            self._refused = {current: exc}  # only the latest: a rotated one replaces it
+            raise
+
+
+@attrs.frozen
+class EnterpriseManaged:
+    """Enterprise-managed authorization (SEP-990), as ``OAuth(grant=...)``: the user's
+    identity token from the enterprise IdP (``id_token``, or a function returning the current
+    one) is exchanged at ``idp_token_endpoint`` (authenticated by ``idp_client_auth``) for an
+    ID-JAG addressed to the MCP server's authorization server, which grants the access token
+    for it (the client authenticated by ``client_auth``)."""
+
+    idp_token_endpoint: str
+    id_token: Credential = attrs.field(repr=False)
+    idp_client_auth: ClientAuth
+    client_auth: ClientAuth
+    scope: str | None = None
+
+    async def __call__(self, request: GrantRequest) -> TokenSet:
+        scope = self.scope or request.scope
+        id_jag = await exchange_for_id_jag(
+            request.http,
+            self.idp_token_endpoint,
+            await _current(self.id_token),
+            audience=request.metadata.issuer,
+            resource=request.resource,
+            client_auth=self.idp_client_auth,
+            scope=scope,
+        )
+        return await jwt_bearer(
+            request.http,
+            request.metadata.token_endpoint,
+            id_jag,
+            client_auth=self.client_auth,
+            scope=scope,
+            resource=request.resource,
+            dpop=request.dpop,
+            issuer=request.metadata.issuer,
+            now=request.clock,
+        )

@@ -35,13 +35,12 @@ proofs that bind the tokens to a key (RFC 9449).
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import httpx
@@ -74,6 +73,7 @@ from ..protocol._oauth import (
     split_scope,
     token_error,
 )
+from ._grants import ClientAuth, DPoPSession, DPoPSigner, Grant, GrantRequest, token_request
 from ._oauth_errors import OAuthError
 from ._redirect import LoopbackReceiver, open_browser
 from ._tokens import ClientRegistration, MemoryTokenStore, StoredTokens, TokenSet, TokenStore
@@ -88,67 +88,6 @@ HEADLESS_REDIRECT_URI = "http://127.0.0.1/callback"
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 
 Authorize = Callable[[str], Awaitable[str]]
-
-
-class DPoPSigner(Protocol):
-    """What ``dpop=`` takes: a key that signs DPoP proofs (RFC 9449 §4)."""
-
-    def proof(
-        self,
-        method: str,
-        url: str,
-        *,
-        now: float,
-        nonce: str | None = None,
-        access_token: str | None = None,
-    ) -> str: ...
-
-
-@attrs.frozen
-class GrantRequest:
-    """What a :class:`Grant` is given: where to ask and for what."""
-
-    http: httpx.AsyncClient
-    metadata: ServerMetadata
-    resource: str
-    scope: str | None
-    dpop: DPoPSigner | None
-
-
-class Grant(Protocol):
-    """What ``grant=`` takes: obtains tokens without the interactive authorization-code step
-    (client credentials, a JWT bearer assertion, an ID-JAG exchange)."""
-
-    async def __call__(self, request: GrantRequest) -> TokenSet: ...
-
-
-@attrs.define
-class _ClientAuth:
-    """How this client authenticates at the token endpoint (RFC 6749 §2.3, OAuth 2.1 §2.4)."""
-
-    client_id: str
-    method: str  # "none", "client_secret_basic" or "client_secret_post"
-    client_secret: str | None = attrs.field(default=None, repr=False)
-
-    def apply(
-        self, form: dict[str, str], headers: dict[str, str], *, token_endpoint: str, now: float
-    ) -> None:
-        if self.method == "client_secret_basic" and self.client_secret is not None:
-            # RFC 6749 §2.3.1: form-urlencode each part before joining them.
-            pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            # Named in the form too, which RFC 6749 allows: some servers (the official Python
-            # SDK's) read the client from the form even when it authenticates by header.
-            form["client_id"] = self.client_id
-        elif self.method == "client_secret_post" and self.client_secret is not None:
-            form["client_id"] = self.client_id
-            form["client_secret"] = self.client_secret
-        else:
-            form["client_id"] = self.client_id
-
-
-def _timeout_extension(timeout: float) -> dict[str, Any]:
-    return {"timeout": httpx.Timeout(timeout).as_dict()}
 
 
 async def _read_json(response: httpx.Response, step: str) -> Any:
@@ -211,50 +150,6 @@ async def _call(
         ) from None
 
 
-async def _token_request(
-    http: httpx.AsyncClient,
-    token_endpoint: str,
-    form: dict[str, str],
-    *,
-    client_auth: _ClientAuth,
-    dpop: DPoPSigner | None = None,
-    step: str = "token",
-    timeout: float = 30.0,
-    now: Callable[[], float] = time.time,
-) -> TokenSet:
-    """POST ``form`` to the token endpoint; with ``dpop``, a proof per attempt and one retry
-    on ``use_dpop_nonce`` (RFC 9449 §8). Kept small and separate: the grants module has the
-    shared version of this function."""
-    nonce: str | None = None
-    for _attempt in range(2):
-        body = dict(form)
-        headers: dict[str, str] = {}
-        client_auth.apply(body, headers, token_endpoint=token_endpoint, now=now())
-        if dpop is not None:
-            headers["DPoP"] = dpop.proof("POST", token_endpoint, now=now(), nonce=nonce)
-        response, data = await _call(
-            http, "POST", token_endpoint, step=step, timeout=timeout, form=body, headers=headers
-        )
-        if response.is_success:
-            if data is None:
-                raise OAuthError(step, "the token response is not JSON")
-            try:
-                return TokenSet.from_response(data, now=now())
-            except OAuthError as exc:
-                raise OAuthError(step, exc.message) from None
-        error, text = token_error(data)
-        # The server's own words, but never an echo of what we sent it.
-        for sent in (*body.values(), client_auth.client_secret or ""):
-            if len(sent) >= 8 and sent != client_auth.client_id:
-                text = text.replace(sent, "[redacted]")
-        fresh = response.headers.get("dpop-nonce")
-        if dpop is not None and error == "use_dpop_nonce" and fresh and nonce is None:
-            nonce = fresh
-            continue
-        raise OAuthError(step, f"HTTP {response.status_code}: {text}", error=error)
-    raise OAuthError(step, "the authorization server kept asking for a new DPoP nonce")
-
-
 @attrs.define
 class _Server:
     """What the flow knows about one MCP server (by its canonical URI) in this process."""
@@ -265,8 +160,6 @@ class _Server:
     metadata: ServerMetadata | None = None
     stored: StoredTokens | None = None
     loaded: bool = False
-    #: The resource server's latest DPoP nonce (RFC 9449 §9), when DPoP is in use.
-    dpop_nonce: str | None = None
 
 
 class OAuth(httpx.Auth):
@@ -344,6 +237,9 @@ class OAuth(httpx.Auth):
         self.http_client = http_client
         self.grant = grant
         self.dpop = dpop
+        #: The key and the nonces servers gave for it: the authorization server's per token
+        #: endpoint, the resource server's per origin (RFC 9449 §8, §9).
+        self._dpop = DPoPSession(dpop) if dpop is not None else None
         self.clock = clock
         self._servers: dict[str, _Server] = {}
         self._lock = trio.Lock()
@@ -373,16 +269,8 @@ class OAuth(httpx.Auth):
         refreshed = nonce_taken = False
         for _turn in range(2 * self.max_authorizations + 3):
             challenge = bearer_challenge(response.headers.get_list("www-authenticate"))
-            nonce = response.headers.get("dpop-nonce") if self.dpop is not None else None
-            if nonce:
-                server.dpop_nonce = nonce[:512]
-            if (
-                response.status_code == 401
-                and nonce
-                and not nonce_taken
-                and challenge is not None
-                and challenge.error == "use_dpop_nonce"
-            ):
+            wants_nonce = self._dpop is not None and self._dpop.learn(response)
+            if wants_nonce and not nonce_taken:
                 nonce_taken = True  # RFC 9449 §9: the resource server wants a fresh nonce
             elif response.status_code == 401:
                 async with self._lock:
@@ -439,16 +327,8 @@ class OAuth(httpx.Auth):
             request.headers.pop("DPoP", None)
             return
         tokens = stored.tokens
-        if tokens.token_type == "DPoP" and self.dpop is not None:
-            request.headers["Authorization"] = f"DPoP {tokens.access_token}"
-            url = str(request.url.copy_with(query=None, fragment=None))
-            request.headers["DPoP"] = self.dpop.proof(
-                request.method,
-                url,
-                now=self.clock(),
-                nonce=server.dpop_nonce,
-                access_token=tokens.access_token,
-            )
+        if tokens.token_type == "DPoP" and self._dpop is not None:
+            self._dpop.sign(request, tokens.access_token, now=self.clock())
         else:
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
 
@@ -459,14 +339,17 @@ class OAuth(httpx.Auth):
             server.loaded = True
         stored = server.stored
         if stored is not None and stored.tokens.expired(self.clock(), margin=REFRESH_MARGIN):
-            if stored.tokens.refresh_token is None:
-                await self._keep(server, None)  # of no more use
-                return None
-            try:
-                return await self._refresh(server, stored)
-            except OAuthError as exc:
-                logger.info("OAuth: refresh before expiry failed (%s); authorizing again", exc)
-                return None
+            if stored.tokens.refresh_token is not None:
+                try:
+                    return await self._refresh(server, stored)
+                except OAuthError as exc:
+                    logger.info("OAuth: refresh before expiry failed (%s); authorizing again", exc)
+                    return None
+            if self.grant is not None and server.metadata is not None:
+                # A grant needs no user: renewed before expiry, where it was granted.
+                return await self._authorize(server, None, scope=stored.requested_scope)
+            await self._keep(server, None)  # of no more use: never sent once more
+            return None
         return stored
 
     def _refreshable(self, server: _Server, stored: StoredTokens | None) -> bool:
@@ -550,7 +433,10 @@ class OAuth(httpx.Auth):
                 continue
             try:
                 found = parse_server_metadata(
-                    body, issuer=issuer, server_url=server.url, interactive=self.grant is None
+                    body,
+                    issuer=issuer,
+                    server_url=server.url,
+                    authorization_code=self.grant is None,
                 )
             except OAuthInvalid as exc:
                 raise OAuthError(exc.step, exc.message, error=exc.error) from None
@@ -631,16 +517,22 @@ class OAuth(httpx.Auth):
 
     def _client_auth(
         self, registration: ClientRegistration, metadata: ServerMetadata
-    ) -> _ClientAuth:
+    ) -> ClientAuth:
         method = registration.token_endpoint_auth_method
         secret = registration.client_secret
+        if method in ("client_secret_basic", "client_secret_post") and not secret:
+            method = "none"  # registered for a secret it never got: a public client
         if method is None:
             supported = metadata.token_endpoint_auth_methods_supported or (
                 ("client_secret_basic",) if secret else ("none",)
             )
             order = ("client_secret_basic", "client_secret_post") if secret else ("none",)
             method = next((m for m in order if m in supported), order[0])
-        return _ClientAuth(registration.client_id, method, secret)
+        if method == "client_secret_basic" and secret:
+            return ClientAuth.basic(registration.client_id, secret)
+        if method == "client_secret_post" and secret:
+            return ClientAuth.post(registration.client_id, secret)
+        return ClientAuth.none(registration.client_id)
 
     # -- authorization and tokens ----------------------------------------------------------------
 
@@ -662,7 +554,9 @@ class OAuth(httpx.Auth):
                 )
             resource = self._resource(server)
             if self.grant is not None:
-                tokens = await self.grant(GrantRequest(http, metadata, resource, scope, self.dpop))
+                tokens = await self.grant(
+                    GrantRequest(http, metadata, resource, scope, self._dpop, self.clock)
+                )
             else:
                 tokens = await self._authorization_code(http, server, metadata, resource, scope)
         stored = StoredTokens(metadata.issuer, tokens, scope)
@@ -712,12 +606,13 @@ class OAuth(httpx.Auth):
                 "code_verifier": verifier,
                 "resource": resource,
             }
-            return await _token_request(
+            return await token_request(
                 http,
                 metadata.token_endpoint,
                 form,
                 client_auth=self._client_auth(registration, metadata),
-                dpop=self.dpop,
+                dpop=self._dpop,
+                issuer=metadata.issuer,
                 timeout=self.timeout,
                 now=self.clock,
             )
@@ -769,12 +664,13 @@ class OAuth(httpx.Auth):
             # No scope: a refresh gets what was granted (RFC 6749 §6). Repeating the scope asked
             # for fails where the server granted less (offline_access is often dropped).
             try:
-                tokens = await _token_request(
+                tokens = await token_request(
                     http,
                     metadata.token_endpoint,
                     form,
                     client_auth=self._client_auth(registration, metadata),
-                    dpop=self.dpop,
+                    dpop=self._dpop,
+                    issuer=metadata.issuer,
                     step="refresh",
                     timeout=self.timeout,
                     now=self.clock,

@@ -334,13 +334,13 @@ _ENDPOINTS = ("authorization_endpoint", "token_endpoint", "registration_endpoint
 
 
 def parse_server_metadata(
-    body: Any, *, issuer: str | None, server_url: str, interactive: bool = True
+    body: Any, *, issuer: str | None, server_url: str, authorization_code: bool = True
 ) -> ServerMetadata:
     """Validate a metadata document. ``issuer`` is the issuer the URL was built from; the
     document's must equal it exactly (RFC 8414 §3.3); ``None`` for the 2025-03-26 form, whose
-    URL was built from the server's root. ``interactive``: the authorization-code flow will
-    run, so the authorization endpoint and PKCE S256 are required (a grant without a browser,
-    client credentials say, needs neither; its authorization_endpoint is then "")."""
+    URL was built from the server's root. For the authorization-code flow
+    (``authorization_code``), the document must name an authorization endpoint and offer PKCE
+    S256; a grant without a user (client credentials, a JWT bearer) needs neither."""
     step = "metadata"
     if not isinstance(body, dict):
         raise OAuthInvalid(step, "the authorization server metadata is not a JSON object")
@@ -356,10 +356,10 @@ def parse_server_metadata(
     endpoints: dict[str, str | None] = {}
     for name in _ENDPOINTS:
         value = body.get(name)
-        optional = name == "registration_endpoint" or (
-            name == "authorization_endpoint" and not interactive
-        )
-        if value is None and optional:
+        if value is None and (
+            name == "registration_endpoint"
+            or (name == "authorization_endpoint" and not authorization_code)
+        ):
             endpoints[name] = None
             continue
         endpoints[name] = check_url(value, step=step, what=name, server_url=server_url)
@@ -374,7 +374,7 @@ def parse_server_metadata(
         )
     }
     methods = lists["code_challenge_methods_supported"]
-    if interactive and (methods is None or "S256" not in methods):
+    if authorization_code and (methods is None or "S256" not in methods):
         raise OAuthInvalid(
             step,
             "the authorization server does not advertise PKCE S256 "
