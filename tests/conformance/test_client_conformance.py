@@ -159,19 +159,39 @@ async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None
     + [(scenario, version) for scenario in EXTENSIONS for version in (AS_LISTED, "2026-07-28")],
 )
 async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> None:
+    output, report = await _run_suite(
+        ["--scenario", scenario, *_version_arguments(scenario, version)], tmp_path
+    )
+    if scenario in EXTENSIONS:
+        # Every check the scenario recorded passed: an extension scenario is never partly
+        # passed (a version's run weighs warnings against the baseline; this one cannot).
+        assert "0 failed, 0 warnings" in output, report
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_the_frozen_requirements_of_each_version_pass(version: str, tmp_path: Path) -> None:
+    """The suite's own frozen set for a revision (what SEP-1730's tiers are read from), in one
+    run: every scenario it holds, scored or not, passes with the empty baseline."""
+    output, report = await _run_suite(["--requirements", version], tmp_path, guard=600)
+    assert re.search(r"^Total: \d+ passed, 0 failed, 0 warnings$", output, re.M), report
+
+
+async def _run_suite(
+    arguments: list[str], tmp_path: Path, *, guard: float = RUN_GUARD
+) -> tuple[str, str]:
+    """Run the suite in client mode against client.py; fail unless it passed. Returns its
+    output and a report for assertion messages."""
     results = tmp_path / "results"
     # The runner splits the command on spaces and appends the scenario server's URL.
     command = shlex.join([sys.executable, str(CLIENT)])
-    with trio.fail_after(RUN_GUARD):
+    with trio.fail_after(guard):
         done = await trio.run_process(
             [
                 *_suite(),
                 "client",
                 "--command",
                 command,
-                "--scenario",
-                scenario,
-                *_version_arguments(scenario, version),
+                *arguments,
                 "--expected-failures",
                 str(BASELINE),
                 "--output-dir",
@@ -191,10 +211,7 @@ async def test_client_scenario(scenario: str, version: str, tmp_path: Path) -> N
     assert done.returncode == 0, report
     assert "SKIPPED: scenario" not in output, report
     assert "Client exited with code" not in output, report
-    if scenario in EXTENSIONS:
-        # Every check the scenario recorded passed: an extension scenario is never partly
-        # passed (a version's run weighs warnings against the baseline; this one cannot).
-        assert "0 failed, 0 warnings" in output, report
+    return output, report
 
 
 def _version_arguments(scenario: str, version: str) -> list[str]:
