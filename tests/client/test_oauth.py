@@ -25,7 +25,6 @@ import trio
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import (
-    decode_dss_signature,
     encode_dss_signature,
 )
 
@@ -300,41 +299,6 @@ def unb64url(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-class ES256Signer:
-    """A DPoP key for the tests (RFC 9449 §4.2 proofs, signed with ``cryptography``)."""
-
-    def __init__(self) -> None:
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        numbers = self.key.public_key().public_numbers()
-        self.jwk = {
-            "kty": "EC",
-            "crv": "P-256",
-            "x": b64url(numbers.x.to_bytes(32, "big")),
-            "y": b64url(numbers.y.to_bytes(32, "big")),
-        }
-
-    def proof(
-        self,
-        method: str,
-        url: str,
-        *,
-        now: float,
-        nonce: str | None = None,
-        access_token: str | None = None,
-    ) -> str:
-        header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk}
-        claims: dict[str, Any] = {"jti": os.urandom(8).hex(), "htm": method, "htu": url}
-        claims["iat"] = int(now)
-        if nonce is not None:
-            claims["nonce"] = nonce
-        if access_token is not None:
-            claims["ath"] = b64url(hashlib.sha256(access_token.encode()).digest())
-        signing_input = f"{b64url(orjson.dumps(header))}.{b64url(orjson.dumps(claims))}"
-        der = self.key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
-        r, s = decode_dss_signature(der)
-        return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
-
-
 def verify_proof(proof: str, method: str, url: str) -> dict[str, Any]:
     """The authorization and resource servers' side: the proof is signed by its own key and
     bound to this request."""
@@ -524,7 +488,7 @@ async def test_a_grant_replaces_the_interactive_step() -> None:
 async def test_dpop_binds_the_tokens_and_takes_the_resource_servers_nonce() -> None:
     realm = Realm(rs_nonce="rs-nonce-1")
     async with protected(realm) as (realm, url):
-        async with open_client(url, auth=oauth(dpop=ES256Signer())) as client:
+        async with open_client(url, auth=oauth(dpop=DPoPKey.generate())) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
             realm.rs_nonce = "rs-nonce-2"  # rotated: one more use_dpop_nonce, then accepted
             assert text_of(await client.call_tool("read", {})) == "read ok"
