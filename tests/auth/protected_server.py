@@ -119,6 +119,13 @@ def protected_server(issuer: str, resource: str, scopes: list[str]) -> MCPServer
         ),
     )
 
+    add_whoami(server)
+    return server
+
+
+def add_whoami(server: MCPServer[Any]) -> None:
+    """The one tool of the protected servers: the subject of the request's access token."""
+
     @server.tool()
     def whoami() -> str:
         """The subject (the signed-in user) of the access token of this request."""
@@ -126,7 +133,24 @@ def protected_server(issuer: str, resource: str, scopes: list[str]) -> MCPServer
         assert token is not None, "the SDK runs tools only behind its auth middleware"
         return token.subject or ""
 
-    return server
+
+def loopback_listener(port: int) -> tuple[socket.socket, str]:
+    """A listening socket on 127.0.0.1 (port 0: a free one), and its ``http://host:port``."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    host, bound = listener.getsockname()
+    return listener, f"http://{host}:{bound}"
+
+
+async def serve(server: MCPServer[Any], listener: socket.socket, base_url: str) -> None:
+    """Serve ``server`` on ``listener``; say so on stderr once it listens."""
+    app = server.streamable_http_app(host="127.0.0.1")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    sys.stderr.write(f"serving MCP at {base_url}/mcp\n")
+    sys.stderr.flush()
+    await uvicorn.Server(config).serve(sockets=[listener])
 
 
 async def main(argv: list[str]) -> None:
@@ -135,18 +159,9 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--scope", action="append", dest="scopes")
     args = parser.parse_args(argv)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", args.port))
-    listener.listen(128)
-    host, port = listener.getsockname()
-    url = f"http://{host}:{port}/mcp"
-    server = protected_server(args.issuer, url, args.scopes or ["mcp:tools"])
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    sys.stderr.write(f"serving MCP at {url}\n")
-    sys.stderr.flush()
-    await uvicorn.Server(config).serve(sockets=[listener])
+    listener, base_url = loopback_listener(args.port)
+    server = protected_server(args.issuer, f"{base_url}/mcp", args.scopes or ["mcp:tools"])
+    await serve(server, listener, base_url)
 
 
 if __name__ == "__main__":

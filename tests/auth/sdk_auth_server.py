@@ -24,15 +24,12 @@ from __future__ import annotations
 import argparse
 import html
 import secrets
-import socket
 import sys
 import time
 from typing import Any
 
 import anyio
 import attrs
-import uvicorn
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -47,6 +44,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from .protected_server import add_whoami, loopback_listener, serve
 
 CODE_TTL = 60
 ACCESS_TTL = 600
@@ -242,13 +241,7 @@ def sdk_auth_server(base_url: str, scopes: list[str], user: str, password: str) 
     # The SDK's decorator is untyped: registered by a plain call, the handler keeps its type.
     server.custom_route("/login", methods=["GET", "POST"])(login)
 
-    @server.tool()
-    def whoami() -> str:
-        """The subject (the signed-in user) of the access token of this request."""
-        token = get_access_token()
-        assert token is not None, "the SDK runs tools only behind its auth middleware"
-        return token.subject or ""
-
+    add_whoami(server)
     return server
 
 
@@ -259,18 +252,9 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--user", default="alice")
     parser.add_argument("--password", default="correct horse battery staple")
     args = parser.parse_args(argv)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", args.port))
-    listener.listen(128)
-    host, port = listener.getsockname()
-    base_url = f"http://{host}:{port}"
+    listener, base_url = loopback_listener(args.port)
     server = sdk_auth_server(base_url, args.scopes or ["mcp:tools"], args.user, args.password)
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    sys.stderr.write(f"serving MCP at {base_url}/mcp\n")
-    sys.stderr.flush()
-    await uvicorn.Server(config).serve(sockets=[listener])
+    await serve(server, listener, base_url)
 
 
 if __name__ == "__main__":
