@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import trio
@@ -51,6 +51,9 @@ from .protocol._types import (
     to_wire,
 )
 from .server import Server
+
+if TYPE_CHECKING:
+    from .client import OAuth
 
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 2
@@ -430,7 +433,7 @@ def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
     return isinstance(target, str) and not any(k.lower() == "authorization" for k in headers)
 
 
-def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> Any:
+def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
     """The CLI's OAuth: tokens kept on disk, the sign-in URL shown and opened in a browser."""
     # Imported here: a stdio target never loads the HTTP stack.
     from .client import FileTokenStore, OAuth
