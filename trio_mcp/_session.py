@@ -99,6 +99,8 @@ class InFlight:
     settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
+    #: Who the transport says sent it (the server's authorization principal), or None.
+    principal: Any = None
 
     @property
     def id(self) -> RequestId:
@@ -387,7 +389,7 @@ class Session:
         await self._input_ended.wait()
         return ConnectionClosed("the peer closed the connection")
 
-    def feed(self, parsed: Parsed | Batch) -> None:
+    def feed(self, parsed: Parsed | Batch, *, principal: Any = None) -> None:
         """The engine's entry: act on one parsed frame from the peer, while :meth:`run` runs.
 
         A transport that pushes what it receives (one message per HTTP POST) calls this
@@ -396,11 +398,12 @@ class Session:
         register its own bookkeeping for the request first (an HTTP stream for its id) and know
         that the engine's decision and its own cannot disagree. A request is then running as a
         task of the session (see :meth:`in_flight`); an invalid frame is answered at once.
+        ``principal`` is who the transport vouches sent a request (``InFlight.principal``).
         """
         if isinstance(parsed, Batch):
             self._feed_batch(parsed)
         elif isinstance(parsed, Request):
-            self._on_request(parsed, self._write_response)
+            self._on_request(parsed, self._write_response, principal)
         elif isinstance(parsed, Notification):
             self._on_notification(parsed)
         elif isinstance(parsed, Response | ErrorResponse):
@@ -539,7 +542,12 @@ class Session:
         assert isinstance(message, Response | ErrorResponse)
         self._enqueue(_encode_response(message), message.id, final=True)
 
-    def _on_request(self, request: Request, sink: Callable[[Message | None], None]) -> None:
+    def _on_request(
+        self,
+        request: Request,
+        sink: Callable[[Message | None], None],
+        principal: Any = None,
+    ) -> None:
         if request.method.startswith("notifications/"):
             sink(_error(request.id, METHOD_NOT_FOUND, "Method not found", request.method))
             return
@@ -548,7 +556,7 @@ class Session:
         except ProtocolError as exc:
             sink(ErrorResponse(request.id, exc.error))
             return
-        record = InFlight(request, self)
+        record = InFlight(request, self, principal=principal)
         if route.register:
             if len(self._in_flight) >= self.max_in_flight:
                 sink(

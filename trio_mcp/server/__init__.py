@@ -1,5 +1,13 @@
 """The server side: ``Server``, its decorators, and the ``Context`` handlers receive."""
 
+from ._auth import (
+    Auth,
+    InvalidToken,
+    Principal,
+    StaticTokenVerifier,
+    TokenVerifier,
+    VerifierUnavailable,
+)
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, MemoryEventStore
@@ -9,18 +17,24 @@ from ._server import Server
 from ._state import ConnectionState
 
 __all__ = [
+    "Auth",
     "CapabilityMissing",
     "ConnectionState",
     "Context",
     "EventStore",
     "HttpOptions",
     "InvalidAnswer",
+    "InvalidToken",
     "McpHttpApp",
     "MemoryEventStore",
+    "Principal",
     "RequestRecord",
     "ResourceNotFound",
     "Server",
     "ServerConnection",
+    "StaticTokenVerifier",
+    "TokenVerifier",
     "ToolError",
+    "VerifierUnavailable",
     "client_address",
 ]

@@ -54,6 +54,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
+from ._auth import Principal
 from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
 from ._input import (
     INPUT_METHODS,
@@ -165,6 +166,9 @@ class ServerConnection:
         self.listeners: dict[RequestId, Listener] = {}
         #: Set once the first ``initialize`` is answered; None until one arrives.
         self._initialized: trio.Event | None = None
+        #: Who this whole connection acts for when its requests carry no principal of their
+        #: own (stdio: the token of the environment). HTTP gives each request its own.
+        self.principal: Principal | None = None
 
     # -- Dispatcher ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from ..protocol._types import (
     from_wire,
     to_wire,
 )
+from ._auth import Principal
 from ._input import INPUT_METHODS, InputRequired, ModernRequest
 from ._schema import ArgumentsError, elicitation_schema
 from ._state import ConnectionState
@@ -92,6 +93,8 @@ class ConnectionView(Protocol):
     def state(self) -> ConnectionState: ...
     @property
     def session(self) -> Session: ...
+    @property
+    def principal(self) -> Principal | None: ...
 
 
 class Context:
@@ -120,6 +123,13 @@ class Context:
     def meta(self) -> dict[str, Any]:
         meta = self._record.params.get("_meta")
         return meta if isinstance(meta, dict) else {}
+
+    @property
+    def auth(self) -> Principal | None:
+        """Who the caller is, by their access token (None on a server without authorization):
+        subject, client id, scopes and claims."""
+        principal = self._record.principal
+        return principal if principal is not None else self._connection.principal
 
     @property
     def cancelled(self) -> bool:

@@ -40,6 +40,7 @@ from ..protocol._types import (
     TextResourceContents,
     Tool,
 )
+from ._auth import Auth
 from ._schema import FunctionSignature
 
 CONTENT_TYPES: tuple[type, ...] = (
@@ -109,6 +110,8 @@ class ToolEntry:
     signature: FunctionSignature
     is_async: bool
     in_thread: bool
+    #: Scopes a caller's token must hold to see and call it (``@server.tool(scopes=...)``).
+    scopes: frozenset[str] = frozenset()
 
     def to_result(self, value: Any) -> CallToolResult:
         """Turn what a tool returned into a ``CallToolResult``."""
@@ -150,6 +153,7 @@ class PromptEntry:
     required: frozenset[str]
     is_async: bool
     in_thread: bool
+    scopes: frozenset[str] = frozenset()
 
     def to_result(self, value: Any) -> GetPromptResult:
         if isinstance(value, GetPromptResult):
@@ -185,6 +189,7 @@ class ResourceEntry:
     context_param: str | None
     is_async: bool
     in_thread: bool
+    scopes: frozenset[str] = frozenset()
 
 
 @attrs.define(eq=False)
@@ -201,6 +206,7 @@ class TemplateEntry:
     #: The variables whose parameter is not a string: their text is read as JSON first
     #: (``"5"`` for an ``int``), then converted like tool arguments.
     typed: frozenset[str] = frozenset()
+    scopes: frozenset[str] = frozenset()
 
     def match(self, uri: str) -> dict[str, str] | None:
         found = self.pattern.fullmatch(uri)
@@ -360,6 +366,8 @@ class Registrations(Protocol):
     def on_request(self) -> Callable[[RequestRecord], None] | None: ...
     @property
     def max_listens(self) -> int: ...
+    @property
+    def auth(self) -> Auth | None: ...
 
     def record(self, record: RequestRecord) -> None:
         """Tell the instrumentation hook about a finished request."""

@@ -29,6 +29,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
+from ._auth import Auth
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -88,6 +89,7 @@ class Server:
         max_listens: int = DEFAULT_MAX_LISTENS,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
+        auth: Auth | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -128,6 +130,9 @@ class Server:
         #: the connection stops reading (so a peer that does not read blocks its own writes).
         self.max_in_flight = max_in_flight
         self.max_queued_bytes = max_queued_bytes
+        #: Who may call what (HTTP: a bearer token on every request; stdio: a token from the
+        #: environment). None: no authorization.
+        self.auth = auth
         self.tools: dict[str, ToolEntry] = {}
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
