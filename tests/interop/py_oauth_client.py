@@ -1,11 +1,17 @@
 """Sign in to a protected MCP server with the official Python SDK's OAuth client, then use it.
 
-    python -m tests.interop.py_oauth_client MODE URL [TOOL]...    (from the repository root)
+    python -m tests.interop.py_oauth_client MODE URL [--client-id ID] [TOOL]...
+    (from the repository root)
 
 The SDK's ``OAuthClientProvider`` (an ``httpx2.Auth``) does the whole flow on its own: the 401,
 the Protected Resource Metadata, the authorization server's metadata, dynamic client
 registration, PKCE, the resource indicator, the token, and a new authorization when a call is
-refused for a missing scope. MODE is the SDK client's ``mode=`` (``legacy`` or ``auto``).
+refused for a missing scope. MODE is the SDK client's ``mode=`` (``legacy`` or ``auto``). With
+``--client-id`` the client is the one registered in advance, its secret in the environment
+variable ``OAUTH_CLIENT_SECRET`` (``client_secret_basic``), and nothing is registered. (A
+dynamically registered client of this SDK registers for the scope of its first authorization,
+and an authorization server that holds it to that, as oidc-provider does, then refuses a
+step-up to a wider scope.)
 
 The browser step is the parent's: when the SDK wants the user at the authorization URL, this
 script writes ``{"authorize": URL}`` as one line on stdout and reads one line from stdin, the
@@ -18,6 +24,7 @@ flag, and the scope asked for at each authorization. No token is ever written. I
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -39,9 +46,9 @@ REDIRECT_URI = "http://127.0.0.1:53682/callback"
 class MemoryStorage:
     """The SDK's ``TokenStorage``, in memory: nothing outlives the run."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: OAuthClientInformationFull | None = None) -> None:
         self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
+        self.client = client
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens
@@ -89,7 +96,17 @@ def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-async def drive(mode: str, url: str, tools: list[str]) -> None:
+def pre_registered(client_id: str) -> OAuthClientInformationFull:
+    return OAuthClientInformationFull(
+        client_id=client_id,
+        client_secret=os.environ["OAUTH_CLIENT_SECRET"],
+        redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]  # pydantic parses it
+        grant_types=["authorization_code", "refresh_token"],
+        token_endpoint_auth_method="client_secret_basic",
+    )
+
+
+async def drive(mode: str, url: str, client_id: str | None, tools: list[str]) -> None:
     browser = ParentBrowser()
     provider = OAuthClientProvider(
         server_url=url,
@@ -100,7 +117,7 @@ async def drive(mode: str, url: str, tools: list[str]) -> None:
             response_types=["code"],
             token_endpoint_auth_method="none",
         ),
-        storage=MemoryStorage(),
+        storage=MemoryStorage(pre_registered(client_id) if client_id else None),
         redirect_handler=browser.redirect,
         callback_handler=browser.callback,
     )
@@ -120,9 +137,13 @@ async def drive(mode: str, url: str, tools: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        sys.stderr.write("usage: py_oauth_client.py MODE URL [TOOL]...\n")
+        sys.stderr.write("usage: py_oauth_client.py MODE URL [--client-id ID] [TOOL]...\n")
         return 2
-    anyio.run(drive, argv[0], argv[1], argv[2:])
+    mode, url, *rest = argv
+    client_id = None
+    if rest[:1] == ["--client-id"]:
+        client_id, rest = rest[1], rest[2:]
+    anyio.run(drive, mode, url, client_id, rest)
     return 0
 
 

@@ -1,6 +1,6 @@
 // Sign in to a protected MCP server with the official TypeScript SDK's OAuth client, then use it.
 //
-//     node ts_oauth_client.mjs URL [TOOL]...
+//     node ts_oauth_client.mjs URL [--client-id ID] [TOOL]...
 //
 // The SDK's StreamableHTTPClientTransport, given an OAuthClientProvider, does the flow: the
 // 401, the Protected Resource Metadata, the authorization server's metadata, dynamic client
@@ -14,9 +14,15 @@
 // and reads one line from stdin, the redirect the sign-in ended with (tests/auth/_oidc.py's
 // drive_login signs in). Once signed in it lists the tools and calls each TOOL (no arguments),
 // then writes {"report": {...}}: the tool names, each call's text and error flag, and the scope
-// asked for at each authorization. No token is ever written. The client registers for the
-// authorization_code grant only: with a refresh token the SDK answers a 403 by refreshing,
-// which cannot widen the scopes, instead of authorizing again.
+// asked for at each authorization. No token is ever written.
+//
+// With --client-id the client is the one registered in advance, its secret in the environment
+// variable OAUTH_CLIENT_SECRET, and nothing is registered. A dynamically registered client
+// registers for the scope of its first authorization, and an authorization server that holds
+// it to that (oidc-provider does) refuses a step-up to a wider scope. Either way the client
+// keeps no refresh token (and registers for the authorization_code grant only): holding one,
+// the SDK (1.32) answers a 403 insufficient_scope by refreshing, which cannot widen the scope,
+// and then gives up, instead of authorizing again.
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 
@@ -29,10 +35,15 @@ const REDIRECT_URI = "http://127.0.0.1:53682/callback";
 // More sign-ins than this is a loop.
 const MAX_SIGN_INS = 3;
 
-const [url, ...toolNames] = process.argv.slice(2);
+let [url, ...toolNames] = process.argv.slice(2);
 if (!url) {
-  process.stderr.write("usage: node ts_oauth_client.mjs URL [TOOL]...\n");
+  process.stderr.write("usage: node ts_oauth_client.mjs URL [--client-id ID] [TOOL]...\n");
   process.exit(2);
+}
+let preRegistered;
+if (toolNames[0] === "--client-id") {
+  preRegistered = { client_id: toolNames[1], client_secret: process.env.OAUTH_CLIENT_SECRET };
+  toolNames = toolNames.slice(2);
 }
 
 function say(message) {
@@ -44,8 +55,8 @@ const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterato
 // The SDK's OAuthClientProvider, in memory. redirectToAuthorization hands the URL to the parent
 // and keeps the code of the redirect it gets back, for finishAuth.
 class ParentBrowserProvider {
-  constructor() {
-    this._client = undefined;
+  constructor(client) {
+    this._client = client;
     this._tokens = undefined;
     this._verifier = undefined;
     this._state = undefined;
@@ -86,7 +97,8 @@ class ParentBrowserProvider {
   }
 
   saveTokens(tokens) {
-    this._tokens = tokens;
+    const { refresh_token: _dropped, ...kept } = tokens;
+    this._tokens = kept;
   }
 
   saveCodeVerifier(verifier) {
@@ -113,7 +125,7 @@ class ParentBrowserProvider {
   }
 }
 
-const provider = new ParentBrowserProvider();
+const provider = new ParentBrowserProvider(preRegistered);
 let transport;
 let client;
 
