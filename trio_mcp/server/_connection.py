@@ -235,21 +235,24 @@ class ServerConnection:
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer = self.server.state_sealer
-        try:
-            gathered = request.method not in INPUT_METHODS or gather(
-                incoming, request.method, params, sealer
-            )
-        except MalformedInput as exc:
-            raise _invalid(f"Invalid params: {exc}") from None
-        if not gathered:
-            raise ProtocolError(
-                INVALID_PARAMS,
-                "Invalid params: requestState is not valid here (altered, expired, or issued "
-                "for another request)",
-            )
+        takes_input = request.method in INPUT_METHODS
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
+            # A state is sealed for the principal it served (invariant 10): opened here, where
+            # the request's principal is known (the route is chosen before it is).
+            subject = _subject(conn, record)
+            if takes_input:
+                try:
+                    gathered = gather(incoming, request.method, params, sealer, subject=subject)
+                except MalformedInput as exc:
+                    raise _invalid(f"Invalid params: {exc}") from None
+                if not gathered:
+                    raise ProtocolError(
+                        INVALID_PARAMS,
+                        "Invalid params: requestState is not valid here (altered, expired, or "
+                        "issued for another request)",
+                    )
             try:
                 result = await handler(conn, record)
             except Exception as exc:
@@ -257,7 +260,7 @@ class ServerConnection:
                 if not isinstance(asked, InputRequired):
                     raise
                 result = input_required_result(
-                    incoming, asked, record.request.method, params, sealer
+                    incoming, asked, record.request.method, params, sealer, subject=subject
                 )
             # The first era-distinctive request that succeeds decides the connection's era.
             conn.state.lock_modern()
@@ -419,6 +422,18 @@ def _after(
         return await handler(record)
 
     return run
+
+
+def _principal(conn: ServerConnection, record: InFlight) -> Principal | None:
+    """Who a request acts for: its own principal (HTTP), else the connection's (stdio)."""
+    principal: Principal | None = record.principal
+    return principal if principal is not None else conn.principal
+
+
+def _subject(conn: ServerConnection, record: InFlight) -> str:
+    """What a requestState is bound to: the principal's identity (empty without one)."""
+    principal = _principal(conn, record)
+    return principal.identity if principal is not None else ""
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:

@@ -29,7 +29,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._auth import Auth
+from ._auth import Auth, check_scopes
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -161,6 +161,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         strict: bool | None = None,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -178,6 +179,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         strict: bool | None = None,
+        scopes: Iterable[str] | str | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
@@ -187,11 +189,17 @@ class Server:
         refuses strings for numeric and boolean parameters instead of converting exact ones. Use
         it bare (``@server.tool``), called (``@server.tool()``), or with the name first
         (``@server.tool("add")``).
+
+        ``scopes`` (an iterable, or one space-separated string) are the OAuth scopes the
+        caller's access token must grant (beyond ``Auth.required_scopes``; implied scopes
+        count) for the tool to be listed to them and called: see "Authorization" in the class
+        docstring. Without ``Server(auth=...)`` nothing is enforced.
         """
         if isinstance(fn, str):
             if name is not None:
                 raise TypeError("server.tool() takes the name once: positionally or as name=")
             name, fn = fn, None
+        needed = check_scopes(scopes, "server.tool(scopes=...)")
 
         def register(func: F) -> F:
             tool_name = name or func.__name__
@@ -226,7 +234,11 @@ class Server:
                 icons=list(icons) if icons is not None else None,
                 meta=meta,
             )
-            self.add_tool(ToolEntry(tool, func, signature, is_async_callable(func), in_thread))
+            self.add_tool(
+                ToolEntry(
+                    tool, func, signature, is_async_callable(func), in_thread, scopes=needed
+                )
+            )
             return func
 
         return register(fn) if fn is not None else register
@@ -253,6 +265,7 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -264,14 +277,17 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments.
 
         Bare (``@server.prompt``), called (``@server.prompt()``) or named
-        (``@server.prompt("greet")``).
+        (``@server.prompt("greet")``). ``scopes``: what the caller's token must grant for the
+        prompt to be listed to them, got, and completed, as for :meth:`tool`.
         """
         fn = None if name is None or isinstance(name, str) else name
         prompt_name = name if isinstance(name, str) else None
+        needed = check_scopes(scopes, "server.prompt(scopes=...)")
 
         def register(func: F) -> F:
             signature = function_signature(func, context_type=Context)
@@ -311,6 +327,7 @@ class Server:
                 required,
                 is_async_callable(func),
                 in_thread,
+                scopes=needed,
             )
             self.notify_list_changed("prompts")
             return func
@@ -328,11 +345,15 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` has ``{variables}``.
 
         A template's variables are passed to the function as keyword arguments, converted
-        to the parameter's type hint (a URI that does not convert is -32602).
+        to the parameter's type hint (a URI that does not convert is -32602). ``scopes``: what
+        the caller's token must grant for the resource (or template) to be listed to them,
+        read, subscribed to and completed, as for :meth:`tool`; a URI that an exact resource
+        and a template both match needs the resource's.
         """
         if not isinstance(uri, str):
             what = getattr(uri, "__name__", type(uri).__name__)
@@ -340,6 +361,8 @@ class Server:
                 f"server.resource needs the resource's URI: write "
                 f"@server.resource('scheme://...') above {what}, not a bare @server.resource"
             )
+
+        needed = check_scopes(scopes, "server.resource(scopes=...)")
 
         def register(func: F) -> F:
             if uri in self.resources or uri in self.templates:
@@ -375,10 +398,16 @@ class Server:
                     in_thread,
                     signature,
                     typed,
+                    scopes=needed,
                 )
             else:
                 self.resources[uri] = ResourceEntry(
-                    Resource(uri=uri, **shared), func, signature.context_param, is_async, in_thread
+                    Resource(uri=uri, **shared),
+                    func,
+                    signature.context_param,
+                    is_async,
+                    in_thread,
+                    scopes=needed,
                 )
             self.notify_list_changed("resources")
             return func
