@@ -29,7 +29,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._auth import Auth, check_scopes
+from ._auth import Auth, Principal, check_scopes
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -235,9 +235,7 @@ class Server:
                 meta=meta,
             )
             self.add_tool(
-                ToolEntry(
-                    tool, func, signature, is_async_callable(func), in_thread, scopes=needed
-                )
+                ToolEntry(tool, func, signature, is_async_callable(func), in_thread, scopes=needed)
             )
             return func
 
@@ -483,10 +481,18 @@ class Server:
         self,
         transport: Transport,
         *,
+        principal: Principal | None = None,
         task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve one connection until the peer goes away (or the caller cancels)."""
+        """Serve one connection until the peer goes away (or the caller cancels).
+
+        ``principal``: who the whole connection acts for, when the transport vouches for one
+        (stdio: the token of the environment, verified by :meth:`serve_stdio`); with
+        ``Server(auth=...)`` and none, only ``initialize``, ``ping`` and ``server/discover``
+        are answered.
+        """
         connection = ServerConnection(self)
+        connection.principal = principal
         session = Session(
             transport,
             connection,
