@@ -23,6 +23,7 @@ from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
+    CacheHints,
     discover_result,
     has_envelope,
     read_envelope,
@@ -210,6 +211,21 @@ class ServerConnection:
     def server_info_wire(self) -> JSONObject:
         return self.server.info_wire
 
+    @property
+    def cache_hints(self) -> CacheHints:
+        """The server's cache hints, made ``private`` under authorization (the ttl stays).
+
+        A result then depends on who asks (lists are filtered per principal, a resource may
+        read differently per caller), and caches must never be shared across authorization
+        contexts: a shared cache would hand one principal's result to another. So even a
+        server configured ``cache_scope="public"`` says ``private`` once ``Server(auth=...)``
+        is set.
+        """
+        hints = self.server.cache_hints
+        if self.server.auth is not None and hints.cache_scope != "private":
+            return attrs.evolve(hints, cache_scope="private")
+        return hints
+
     def _listen_ended(self, record: InFlight) -> JSONObject:
         """A listen ends, when the client cancels it, with a final result naming it."""
         return {
@@ -274,7 +290,7 @@ class ServerConnection:
                 result,
                 record.request.method,
                 modern=True,
-                hints=conn.server.cache_hints,
+                hints=conn.cache_hints,
                 server_info=conn.server_info_wire,
             )
 
@@ -557,7 +573,7 @@ async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
         capabilities=conn.capabilities(),
         server_info=conn.server_info_wire,
         instructions=conn.server.instructions,
-        hints=conn.server.cache_hints,
+        hints=conn.cache_hints,
         listen=True,
     )
 
@@ -848,9 +864,7 @@ def _with_cache_hints(handler: MethodHandler) -> MethodHandler:
 
     async def hinted(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = await handler(conn, record)
-        return stamp_result(
-            result, record.request.method, modern=False, hints=conn.server.cache_hints
-        )
+        return stamp_result(result, record.request.method, modern=False, hints=conn.cache_hints)
 
     return hinted
 
