@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
@@ -13,6 +14,7 @@ from typing import Any, TypeVar, overload
 import trio
 
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
+from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
 from ..protocol._types import (
@@ -29,7 +31,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._auth import Auth, Principal, check_scopes
+from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -67,6 +69,23 @@ class Server:
     >>> @server.tool()
     ... async def add(a: int, b: int) -> int:
     ...     return a + b
+
+    Authorization: with ``Server(auth=Auth(...))`` every request acts for a principal, the
+    caller its access token names (HTTP: the ``Authorization`` header of each request; stdio:
+    the token of the environment, see :meth:`serve_stdio`). Each tool, prompt, resource and
+    template may need scopes of its own (``scopes=`` on the decorators) on top of
+    ``Auth.required_scopes``; scopes the token's scopes imply (``Auth.implied_scopes``) count.
+
+    - Lists show what the caller may use: ``tools/list``, ``prompts/list``, ``resources/list``
+      and ``resources/templates/list`` leave out the entries whose scopes it lacks.
+    - A request reaching an entry whose scopes it lacks is refused before the handler runs:
+      over HTTP with 403 ``insufficient_scope``; on every transport, inside the connection,
+      with the JSON-RPC error -32600 "Forbidden: ..." naming the missing scopes (``data``:
+      ``{"error": "insufficient_scope", "scope": <every scope it needs>}``). Without any
+      principal only ``initialize``, ``ping`` and ``server/discover`` are answered
+      (-32600 "Unauthorized: ...").
+    - A multi round-trip ``requestState`` is sealed for the principal, and cacheable results
+      say ``cacheScope: "private"`` (the configured ttl stays): results depend on who asks.
     """
 
     def __init__(
@@ -512,17 +531,55 @@ class Server:
         The protocol uses private copies of fd 0 and 1; fd 1 then points at stderr, so a stray
         ``print()`` cannot corrupt the stream. On end of input what was received is finished
         and answered (bounded; what is still running then gets an error), and this returns.
+
+        With ``Server(auth=...)`` the credentials come from the environment, as the MCP spec
+        has stdio do: the host that launches the server puts an access token in
+        ``MCP_ACCESS_TOKEN`` (``Auth.stdio_token_env``). It is verified once, before anything
+        is read, and the whole connection acts for its principal (its scopes decide what is
+        listed and what may be called; a request once it has expired is refused). A token
+        that is not set, or is refused, ends the process at once with exit status 1 and one
+        line on stderr saying why (say ``MCP_ACCESS_TOKEN is not set``), which a host shows
+        in its log: a server that started and then refused every call would leave its user
+        guessing. No message ever holds the token.
         """
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport
 
         require_trio("server.serve_stdio()")
+        principal = await self._stdio_principal() if self.auth is not None else None
         await serve_stdio_transport(
-            self.serve_transport,
+            functools.partial(self.serve_transport, principal=principal),
             max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
             banner=f"{self.info.name} {self.info.version}: an MCP server on stdio, waiting for "
             "a client on stdin. Press Ctrl-C to stop.",
         )
+
+    async def _stdio_principal(self) -> Principal:
+        """The principal of the environment's token; ``SystemExit`` (status 1, the reason on
+        stderr) when there is none or it is refused."""
+        auth = self.auth
+        assert auth is not None
+        name = auth.stdio_token_env
+        token = os.environ.get(name, "").strip()
+        if not token:
+            raise SystemExit(
+                f"{self.info.name}: {name} is not set: this server requires an access token, "
+                f"which the host that launches it passes in the environment variable {name}"
+            )
+        try:
+            principal = await auth.authenticate(["Bearer " + token])
+        except (BadCredential, InvalidToken, VerifierUnavailable) as exc:
+            reason = str(exc.description if isinstance(exc, InvalidToken) else exc)
+            # Verifiers promise never to quote a token; this line holds even one that did.
+            reason = reason.replace(token, "[the token]")
+            verdict = (
+                "could not be checked" if isinstance(exc, VerifierUnavailable) else "is refused"
+            )
+            raise SystemExit(
+                f"{self.info.name}: the access token in {name} {verdict}: {reason}"
+            ) from None
+        logger.info("stdio: serving for %s", principal.subject or principal.client_id or "a client")
+        return principal
 
     def run(
         self,
