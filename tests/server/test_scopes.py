@@ -10,6 +10,7 @@ In memory, ``serve_transport(principal=...)`` sets who a connection acts for (wh
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -442,14 +443,14 @@ async def test_our_client_reaches_a_stdio_server_with_a_token_in_its_environment
         assert result.content[0].text == "deployed"  # type: ignore[union-attr]
 
 
-async def stdio_exit(env: dict[str, str], *args: str) -> tuple[int, str]:
-    """Run the scoped server with ``env`` (on top of this process's environment) and nothing
-    on its stdin: its exit status and its stderr."""
-    import os
-
+async def stdio_exit(env: dict[str, str], *args: str, cli: bool = False) -> tuple[int, str]:
+    """Run the scoped server (``cli``: through ``trio-mcp serve``) with ``env`` on top of this
+    process's environment and nothing on its stdin: its exit status and its stderr."""
+    target = "tests/servers/scoped_server.py:scoped_server"
+    command = [sys.executable, "-m", "trio_mcp", "serve", target] if cli else [*SCOPED, *args]
     with trio.fail_after(30):
         done = await trio.run_process(
-            [*SCOPED, *args],
+            command,
             stdin=b"",
             capture_stdout=True,
             capture_stderr=True,
@@ -504,18 +505,37 @@ class Leaky:
     ],
 )
 async def test_serve_stdio_never_repeats_the_token_even_from_a_verifier_that_does(
-    monkeypatch: pytest.MonkeyPatch, token: str, said: str
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    token: str,
+    said: str,
 ) -> None:
     monkeypatch.setenv("HOST_TOKEN", token)
-    server = Server(
-        "leaky", auth=Auth(Leaky(), "https://mcp.example.com/mcp", stdio_token_env="HOST_TOKEN")
-    )
+    policy = Auth(Leaky(), "https://mcp.example.com/mcp", stdio_token_env="HOST_TOKEN")
+    server = Server("leaky", auth=policy)
     # Refused before anything touches stdin or stdout.
     with pytest.raises(SystemExit) as exited:
         await server.serve_stdio()
-    message = str(exited.value.code)
-    assert message.startswith(f"leaky: {said}")
-    assert token not in message
+    assert exited.value.code == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"leaky: {said}")
+    assert err.count("\n") == 1
+    assert token not in err
+    assert token not in caplog.text
     monkeypatch.delenv("HOST_TOKEN")
-    with pytest.raises(SystemExit, match="HOST_TOKEN is not set"):
+    with pytest.raises(SystemExit):
         await server.serve_stdio()
+    assert "leaky: HOST_TOKEN is not set" in capsys.readouterr().err
+
+
+async def test_the_command_line_shows_why_it_stops_too() -> None:
+    """``trio-mcp serve`` turns ``SystemExit`` into its exit status; the line still reaches the
+    host's log."""
+    status, stderr = await stdio_exit({"MCP_ACCESS_TOKEN": "mallory-token-0000"}, cli=True)
+    assert status == 1
+    assert "scoped: the access token in MCP_ACCESS_TOKEN is refused: unknown access token" in (
+        stderr
+    )
+    assert "mallory-token-0000" not in stderr

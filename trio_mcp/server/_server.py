@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 import trio
 
@@ -555,14 +555,15 @@ class Server:
         )
 
     async def _stdio_principal(self) -> Principal:
-        """The principal of the environment's token; ``SystemExit`` (status 1, the reason on
-        stderr) when there is none or it is refused."""
+        """The principal of the environment's token. Without one, or when it is refused: the
+        reason on stderr, then ``SystemExit(1)`` (written here, not carried by the exception,
+        so that an entry point that catches ``SystemExit`` for its status still shows it)."""
         auth = self.auth
         assert auth is not None
         name = auth.stdio_token_env
         token = os.environ.get(name, "").strip()
         if not token:
-            raise SystemExit(
+            _exit_saying(
                 f"{self.info.name}: {name} is not set: this server requires an access token, "
                 f"which the host that launches it passes in the environment variable {name}"
             )
@@ -572,12 +573,9 @@ class Server:
             reason = str(exc.description if isinstance(exc, InvalidToken) else exc)
             # Verifiers promise never to quote a token; this line holds even one that did.
             reason = reason.replace(token, "[the token]")
-            verdict = (
-                "could not be checked" if isinstance(exc, VerifierUnavailable) else "is refused"
-            )
-            raise SystemExit(
-                f"{self.info.name}: the access token in {name} {verdict}: {reason}"
-            ) from None
+            unavailable = isinstance(exc, VerifierUnavailable)
+            verdict = "could not be checked" if unavailable else "is refused"
+            _exit_saying(f"{self.info.name}: the access token in {name} {verdict}: {reason}")
         logger.info("stdio: serving for %s", principal.subject or principal.client_id or "a client")
         return principal
 
@@ -636,6 +634,12 @@ class Server:
             self.on_request(record)
         except Exception:
             logger.exception("the on_request hook failed")
+
+
+def _exit_saying(message: str) -> NoReturn:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    raise SystemExit(1)
 
 
 def _in_an_event_loop() -> bool:
