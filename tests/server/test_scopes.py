@@ -24,6 +24,7 @@ from trio_mcp import (
     InvalidToken,
     Principal,
     ProtocolError,
+    RequestRecord,
     Server,
     VerifierUnavailable,
     open_client,
@@ -246,6 +247,16 @@ async def test_a_request_lacking_scopes_is_refused_naming_them_and_its_handler_n
         note = await peer.request(21, "resources/read", {"uri": "file:///notes/n"})
         assert note["result"]["contents"][0]["text"] == "note n"
     assert calls == ["whoami", "note"]
+
+
+async def test_the_instrumentation_hook_is_told_of_each_refusal() -> None:
+    records: list[RequestRecord] = []
+    server = scoped_server(on_request=records.append)
+    async with connected(server, ALICE) as peer:
+        refused(await peer.request(1, "tools/call", {"name": "deploy"}))
+        assert "result" in await peer.request(2, "tools/call", {"name": "hello"})
+    calls = [(r.method, r.name, r.error_code) for r in records if r.method == "tools/call"]
+    assert calls == [("tools/call", "deploy", FORBIDDEN), ("tools/call", "hello", None)]
 
 
 async def test_modern_requests_are_refused_the_same_way() -> None:

@@ -3,7 +3,8 @@
 It is the engine's :class:`Dispatcher` for the server role: it routes each request to a handler
 synchronously (unknown methods and missing capabilities are refused before the request is
 registered), holds the connection's lifecycle (:class:`ConnectionState`: era, negotiated version,
-client capabilities, log level) and its subscriptions, and reports every request to the
+client capabilities, log level) and its subscriptions, refuses (under ``Server(auth=...)``) what
+a request's principal may not do before its handler runs, and reports every request to the
 instrumentation hook.
 """
 
