@@ -194,6 +194,18 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_the_jwt_verifier_is_there_without_loading_httpx_or_joserfc_up_front() -> None:
+    code = (
+        "import sys, trio_mcp\n"
+        "assert 'httpx' not in sys.modules and 'joserfc' not in sys.modules\n"
+        "from trio_mcp import JWTVerifier, TokenVerifier\n"
+        "from trio_mcp.server import _jwt\n"
+        "assert JWTVerifier is _jwt.JWTVerifier\n"
+        "assert isinstance(JWTVerifier('https://issuer.example'), TokenVerifier)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_jsonschema_is_loaded_by_the_first_hand_written_schema_not_by_the_import() -> None:
     """A stdio server that a host spawns pays for what it uses: most have no hand-written
     schema, and the library costs tens of milliseconds and megabytes to import."""
