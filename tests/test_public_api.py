@@ -194,14 +194,19 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
-def test_the_jwt_verifier_is_there_without_loading_httpx_or_joserfc_up_front() -> None:
+def test_the_token_verifiers_are_there_without_loading_httpx_or_joserfc_up_front() -> None:
     code = (
         "import sys, trio_mcp\n"
         "assert 'httpx' not in sys.modules and 'joserfc' not in sys.modules\n"
-        "from trio_mcp import JWTVerifier, TokenVerifier\n"
-        "from trio_mcp.server import _jwt\n"
+        "from trio_mcp import JWTVerifier, IntrospectionVerifier, TokenVerifier\n"
+        "from trio_mcp.server import _introspection, _jwt\n"
         "assert JWTVerifier is _jwt.JWTVerifier\n"
+        "assert IntrospectionVerifier is _introspection.IntrospectionVerifier\n"
         "assert isinstance(JWTVerifier('https://issuer.example'), TokenVerifier)\n"
+        "assert isinstance(\n"
+        "    IntrospectionVerifier('https://issuer.example/introspect', client_id='rs'),\n"
+        "    TokenVerifier,\n"
+        ")\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

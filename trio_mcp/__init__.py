@@ -130,6 +130,7 @@ if TYPE_CHECKING:
     from .client._jose import DPoPKey
     from .client._oauth import OAuth
     from .server._hypercorn import serve_http
+    from .server._introspection import IntrospectionVerifier
     from .server._jwt import JWTVerifier
     from .transports._http_client import SessionExpired
 
@@ -145,6 +146,7 @@ _LAZY = {
     "WorkloadIdentity": "trio_mcp.client._grants",
     "serve_http": "trio_mcp.server._hypercorn",
     "JWTVerifier": "trio_mcp.server._jwt",
+    "IntrospectionVerifier": "trio_mcp.server._introspection",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
 
@@ -216,6 +218,7 @@ __all__ = [
     "Implementation",
     "InitializeError",
     "InitializeResult",
+    "IntrospectionVerifier",
     "InvalidAnswer",
     "InvalidToken",
     "JWTVerifier",
