@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from ._errors import MCPError
 from ._oauth import PRM_WELL_KNOWN
@@ -44,9 +45,10 @@ class BadCredential(MCPError):
 def read_bearer(values: Iterable[str], *, max_bytes: int = MAX_AUTHORIZATION_BYTES) -> str:
     """The access token of a request's ``Authorization`` header values.
 
-    Raises :class:`BadCredential`: ``missing`` when there is no header, or one with another
-    scheme (a client that has no token yet, which a 401 asks for one); a 400 case for two
-    headers, an oversized one, or a Bearer credential outside the ``b64token`` grammar.
+    Raises :class:`BadCredential`: ``missing`` when there is no header, one with another
+    scheme, or a bare ``Bearer`` with nothing after it (a client that has no token yet, which a
+    401 asks for one); a 400 case for two headers, an oversized one, or a Bearer credential
+    outside the ``b64token`` grammar.
     """
     found = list(values)
     if not found:
@@ -60,25 +62,43 @@ def read_bearer(values: Iterable[str], *, max_bytes: int = MAX_AUTHORIZATION_BYT
     if scheme.lower() != "bearer":
         raise BadCredential("the Authorization header does not carry a Bearer token", missing=True)
     credential = credential.strip(" ")
+    if not credential:
+        raise BadCredential("the Authorization header carries no Bearer token", missing=True)
     if not _B64TOKEN.fullmatch(credential):
         raise BadCredential("the Bearer credential is not a token (RFC 6750 section 2.1)")
     return credential
 
 
 def token_in_query(query_string: bytes) -> bool:
-    """Whether a query string carries ``access_token`` (RFC 6750 §2.3), which MCP forbids."""
+    """Whether a query string carries ``access_token`` (RFC 6750 §2.3), which MCP forbids.
+
+    The name is compared once percent-decoded (``access%5Ftoken``, ``%61ccess_token``), as the
+    server behind would read it."""
     for pair in query_string.split(b"&"):
         name = pair.partition(b"=")[0]
-        if name.replace(b"%5F", b"_").replace(b"%5f", b"_") == b"access_token":
+        if unquote_to_bytes(name.replace(b"+", b" ")) == b"access_token":
             return True
     return False
 
 
+#: The longest ``error_description`` put in a challenge; a longer one is cut.
+MAX_DESCRIPTION = 512
+
+
 def _quoted(value: str) -> str:
-    # RFC 9110 §5.6.4 quoted-string: backslash-escape the quote and the backslash; drop what a
-    # header value cannot hold (control characters), never raise.
-    clean = "".join(ch for ch in value if ch == "\t" or " " <= ch <= "~" or ch > "\x7f")
+    # RFC 9110 §5.6.4 quoted-string: backslash-escape the quote and the backslash. The header
+    # stays printable ASCII whatever the value holds: control characters are dropped and any
+    # other character outside it becomes "?", so formatting never raises and nothing can end
+    # the header or the parameter early.
+    clean = "".join(ch if " " <= ch <= "~" else "?" for ch in value if ch >= " " and ch != "\x7f")
     return '"' + clean.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _description(text: str) -> str:
+    # RFC 6750 §3: error_description is %x20-21 / %x23-5B / %x5D-7E, so no quote and no
+    # backslash even escaped; bounded, since it may come from a verifier's message.
+    text = text.replace('"', "'").replace("\\", "/")
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
 
 
 def format_challenge(
@@ -91,7 +111,9 @@ def format_challenge(
 ) -> str:
     """A ``WWW-Authenticate: Bearer`` value (RFC 6750 §3, RFC 9728 §5.1).
 
-    ``scope`` is every scope the operation needs, sorted so the challenge is stable.
+    ``scope`` is every scope the operation needs, sorted so the challenge is stable. The value
+    is printable ASCII whatever the arguments hold (see :func:`_quoted`); the description keeps
+    to RFC 6750's characters.
     """
     params: list[tuple[str, str]] = []
     if realm is not None:
@@ -99,7 +121,7 @@ def format_challenge(
     if error is not None:
         params.append(("error", error))
     if description is not None:
-        params.append(("error_description", description))
+        params.append(("error_description", _description(description)))
     scopes = sorted(set(scope))
     if scopes:
         params.append(("scope", " ".join(scopes)))

@@ -122,6 +122,12 @@ def _required(scopes: Iterable[str] | str | None) -> frozenset[str]:
     return check_scopes(scopes, "required_scopes")
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    # A typed converter: with the bare ``tuple`` the attrs plugin types the argument as
+    # ``Iterable[_T_co]``, which no caller's list or tuple of str satisfies under mypy.
+    return tuple(values)
+
+
 @attrs.define
 class Auth:
     """A server's authorization policy (``Server(auth=...)``).
@@ -140,7 +146,7 @@ class Auth:
 
     verifier: TokenVerifier
     resource: str = attrs.field(converter=canonical_resource)
-    authorization_servers: Sequence[str] = attrs.field(default=(), converter=tuple)
+    authorization_servers: Sequence[str] = attrs.field(default=(), converter=_strings)
     required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=_required)
     #: The scopes the metadata lists; None: the required ones and every entry's, sorted.
     scopes_supported: Sequence[str] | None = None

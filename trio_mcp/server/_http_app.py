@@ -51,6 +51,7 @@ from ..protocol._versions import (
     is_at_least,
 )
 from ..transports._transport import BaseSender
+from ._auth import Principal
 from ._connection import ServerConnection
 from ._event_store import (
     ByteBudget,
@@ -60,6 +61,7 @@ from ._event_store import (
     StreamItem,
     StreamLimits,
 )
+from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
 
@@ -198,12 +200,16 @@ class HttpSession:
         *,
         kind: SessionKind = SessionKind.SESSION,
         client: str = "",
+        owner: str | None = None,
     ) -> None:
         self.app = app
         self.id = session_id
         self.kind = kind
         #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
         self.client = client
+        #: The ``Principal.identity`` of the request that opened it (None without
+        #: authorization): only that identity can use it, whatever its token's age.
+        self.owner = owner
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
@@ -555,6 +561,21 @@ class McpHttpApp:
         )
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
+        #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
+        self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
+
+    @property
+    def metadata_paths(self) -> tuple[str, ...]:
+        """Where this app serves its Protected Resource Metadata (RFC 9728): the path-based
+        well-known path of ``Auth.resource``, then the root one; empty without authorization
+        or in bearer-only mode.
+
+        They are the public paths, built from ``Auth.resource`` (which behind a proxy may
+        differ from ``HttpOptions.path``). A host app that mounts this one (under a
+        ``root_path``) must route these paths to it as well: they are matched either below the
+        mount point or whole, so a route for exactly the path, or a mount above it, both work.
+        """
+        return self.gate.metadata_paths if self.gate is not None else ()
 
     # -- lifespan ------------------------------------------------------------------------------
 
@@ -645,7 +666,12 @@ class McpHttpApp:
             # Otherwise the response stays unfinished, and the server cuts the connection.
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if _route_path(scope) not in self._paths:
+        route = _route_path(scope)
+        if self.gate is not None and self._is_metadata(scope, route):
+            self._check_host_and_origin(scope)
+            await self._metadata(scope, send, self.gate)
+            return
+        if route not in self._paths:
             mounted = scope.get("root_path", "")
             raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
         self._check_host_and_origin(scope)
@@ -653,6 +679,16 @@ class McpHttpApp:
         if method == "OPTIONS" and self.options.cors_origins is not None:
             await self._preflight(scope, send)
             return
+        principal: Principal | None = None
+        if self.gate is not None and method != "OPTIONS":
+            # Who it is, before anything of MCP is read; a POST's scopes are checked once its
+            # body says what it asks for, anything else needs the base scopes.
+            try:
+                principal = await self.gate.authenticate(scope)
+                if method != "POST":
+                    self.gate.authorize(principal, self.gate.needed(None, None))
+            except Refused as refused:
+                raise _refusal(refused) from None
         if self._nursery is None:
             raise HttpError(
                 500,
@@ -665,11 +701,11 @@ class McpHttpApp:
         if self._shutting_down:
             raise HttpError(503, "Service Unavailable: the server is shutting down")
         if method == "POST":
-            await self._post(scope, receive, send)
+            await self._post(scope, receive, send, principal)
         elif method == "GET":
-            await self._get(scope, receive, send)
+            await self._get(scope, receive, send, principal)
         elif method == "DELETE":
-            await self._delete(scope, send)
+            await self._delete(scope, send, principal)
         else:
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, POST, DELETE")])
 
@@ -747,32 +783,72 @@ class McpHttpApp:
             return []
         if not _origin_allowed(origin, origins):
             return []
+        exposed = b"mcp-session-id, mcp-protocol-version"
+        if self.gate is not None:
+            exposed += b", www-authenticate"  # a browser client reads the challenge
         return [
             (b"access-control-allow-origin", origin.encode()),
-            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+            (b"access-control-expose-headers", exposed),
             (b"vary", b"origin"),
         ]
 
-    async def _preflight(self, scope: Scope, send: Send) -> None:
+    async def _preflight(
+        self, scope: Scope, send: Send, methods: bytes = b"GET, POST, DELETE, OPTIONS"
+    ) -> None:
         headers = self._cors_headers(scope)
         if headers:
             headers += [
-                (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+                (b"access-control-allow-methods", methods),
                 (b"access-control-allow-headers", MCP_HEADERS.encode()),
                 (b"access-control-max-age", b"600"),
             ]
         await send({"type": "http.response.start", "status": 204, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
-    def _session_for(self, scope: Scope) -> HttpSession:
+    def _is_metadata(self, scope: Scope, route: str) -> bool:
+        """Whether a request is for the Protected Resource Metadata: its path below the mount
+        point, or whole (a host app may route the well-known path to a mounted app as is)."""
+        paths = self.metadata_paths
+        whole = str(scope.get("root_path") or "").rstrip("/") + route
+        return route in paths or whole in paths
+
+    async def _metadata(self, scope: Scope, send: Send, gate: HttpAuth) -> None:
+        """The Protected Resource Metadata (RFC 9728): public, cacheable for a few minutes,
+        and behind the same Host and Origin checks as the MCP path."""
+        method = scope["method"]
+        if method == "OPTIONS" and self.options.cors_origins is not None:
+            await self._preflight(scope, send, b"GET, HEAD, OPTIONS")
+            return
+        if method not in ("GET", "HEAD"):
+            raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD, OPTIONS")])
+        body = gate.metadata()
+        headers = [
+            (b"cache-control", f"max-age={METADATA_MAX_AGE}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *self._cors_headers(scope),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body if method == "GET" else b""})
+
+    def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = _header(scope, b"mcp-session-id")
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
-        session = self.sessions.get(session_id)
+        session = self._live_session(session_id, principal)
         if session is None or session.closing:
             # Expiring (its deadline passed, its task has not yet ended) is expired: decided
             # here, with no checkpoint before the caller registers its request.
             raise HttpError(404, "Session not found")
+        return session
+
+    def _live_session(self, session_id: str, principal: Principal | None) -> HttpSession | None:
+        """The session of that id, if the principal is the one that opened it: to anyone else
+        it does not exist (the same 404, the same routing as an unknown id), so a session id
+        seen elsewhere is worth nothing without its owner's token."""
+        session = self.sessions.get(session_id)
+        if session is None or session.owner != _identity(principal):
+            return None
         return session
 
     def _check_version(self, scope: Scope) -> None:
@@ -827,7 +903,9 @@ class McpHttpApp:
 
     # -- POST ----------------------------------------------------------------------------------
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _post(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+    ) -> None:
         accept = _header(scope, b"accept")
         needs = (
             ["application/json"]
@@ -849,18 +927,31 @@ class McpHttpApp:
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
             raise HttpError(400, parsed.error, request_id=parsed.id)
+        if self.gate is not None:
+            assert principal is not None
+            request = parsed if isinstance(parsed, Request) else None
+            needed = self.gate.needed(
+                request.method if request else None, request.params if request else None
+            )
+            try:
+                # Before the engine sees it: every scope it needs, in one challenge.
+                self.gate.authorize(principal, needed)
+            except Refused as refused:
+                raise _refusal(refused, request.id if request else None) from None
         plain_initialize = (
             isinstance(parsed, Request)
             and parsed.method == "initialize"
             and not has_envelope(parsed.params)
         )
         if is_modern(
-            _header(scope, b"mcp-protocol-version"), self._has_session(scope), plain_initialize
+            _header(scope, b"mcp-protocol-version"),
+            self._has_session(scope, principal),
+            plain_initialize,
         ):
-            await self._post_modern(scope, receive, send, parsed)
+            await self._post_modern(scope, receive, send, parsed, principal)
             return
         if self.options.stateless:
-            await self._post_stateless(scope, receive, send, parsed)
+            await self._post_stateless(scope, receive, send, parsed, principal)
             return
         if isinstance(parsed, Notification) and parsed.method == "initialize":
             # An initialize without an id asks for nothing: accepted, and no session is kept.
@@ -873,12 +964,12 @@ class McpHttpApp:
                     "Invalid Request: Server already initialized",
                     request_id=parsed.id,
                 )
-            await self._initialize(scope, receive, send, parsed)
+            await self._initialize(scope, receive, send, parsed, principal)
             return
-        session = self._session_for(scope)
+        session = self._session_for(scope, principal)
         self._check_version(scope)
         if isinstance(parsed, Request):
-            await self._request(scope, receive, send, session, parsed)
+            await self._request(scope, receive, send, session, parsed, principal)
             return
         # A notification, or the client's response to one of our requests.
         session.engine.feed(parsed)
@@ -886,7 +977,12 @@ class McpHttpApp:
         await self._respond(scope, send, 202)
 
     async def _initialize(
-        self, scope: Scope, receive: Receive, send: Send, request: Request
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        request: Request,
+        principal: Principal | None,
     ) -> None:
         """An ``initialize`` with no session: it opens one, kept only if it succeeds."""
         # Sessions still opening count too, so a burst cannot overshoot either limit. One
@@ -911,19 +1007,27 @@ class McpHttpApp:
                 headers=[self._retry_after(self.sessions.values())],
             )
         assert self._nursery is not None
-        session = HttpSession(self, secrets.token_hex(16), client=client)
+        session = HttpSession(
+            self, secrets.token_hex(16), client=client, owner=_identity(principal)
+        )
         self._opening.add(session)
         self._by_client.setdefault(client, set()).add(session)
         try:
             await self._nursery.start(session.run)
-            await self._serve(scope, receive, send, session, request)
+            await self._serve(scope, receive, send, session, request, principal)
         finally:
             self._opening.discard(session)
             if session.id not in self.sessions:
                 self.forget(session)  # refused, or the POST failed: it holds no place
 
     async def _request(
-        self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: HttpSession,
+        request: Request,
+        principal: Principal | None,
     ) -> None:
         if has_envelope(request.params):
             if _header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
@@ -950,7 +1054,7 @@ class McpHttpApp:
                 "Conflict: Request id is already in flight for this session",
                 request_id=request.id,
             )
-        await self._serve(scope, receive, send, session, request)
+        await self._serve(scope, receive, send, session, request, principal)
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
         """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
@@ -959,7 +1063,7 @@ class McpHttpApp:
         return None
 
     async def _post_stateless(
-        self, scope: Scope, receive: Receive, send: Send, message: Any
+        self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
     ) -> None:
         """No sessions: each POST gets its own engine, served inside this POST's task.
 
@@ -973,9 +1077,11 @@ class McpHttpApp:
             await self._respond(scope, send, 202)
             return
         async with self._engine_in_this_post(session, receive, message.id):
-            await self._serve(scope, receive, send, session, message)
+            await self._serve(scope, receive, send, session, message, principal)
 
-    async def _post_modern(self, scope: Scope, receive: Receive, send: Send, message: Any) -> None:
+    async def _post_modern(
+        self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
+    ) -> None:
         """A modern request: checked against its headers, then served inside this POST's own
         task, so the client closing the stream is the cancel (2026-07-28)."""
         version = _header(scope, b"mcp-protocol-version") or ""
@@ -1012,21 +1118,29 @@ class McpHttpApp:
         self.server.connections.add(session.connection)
         try:
             async with self._engine_in_this_post(session, receive, message.id):
-                await self._serve(scope, receive, send, session, message)
+                await self._serve(scope, receive, send, session, message, principal)
         finally:
             self.server.connections.discard(session.connection)
 
     # -- serving one request -------------------------------------------------------------------
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, session: HttpSession, request: Request
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: HttpSession,
+        request: Request,
+        principal: Principal | None,
     ) -> None:
         """Feed one request to its session's engine and answer this POST with what it sends.
 
         Every POST that carries a request ends here, once its caller has picked the session and
         made its checks. The request's stream is registered and listened to before the engine
         sees the request, so nothing the engine sends for it can be missed, and ``feed`` takes no
-        checkpoint, so the engine's routing and this stream cannot disagree. The reply:
+        checkpoint, so the engine's routing and this stream cannot disagree. The request carries
+        the principal of this POST's own token (``ctx.auth``), whoever opened the session. The
+        reply:
 
         - a modern request: one JSON object, or SSE when notifications come first
           (:meth:`_answer_modern`);
@@ -1046,7 +1160,7 @@ class McpHttpApp:
         events = stream.attach()
         session.busy()
         try:
-            session.engine.feed(request)
+            session.engine.feed(request, principal=principal)
             if session.kind is SessionKind.MODERN:
                 await self._answer_modern(scope, send, stream, events)
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
@@ -1258,30 +1372,33 @@ class McpHttpApp:
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
-    def _has_session(self, scope: Scope) -> bool:
-        """Whether the request names a live session: only then does a modern header stay on
-        the session's (handshake-era) path."""
+    def _has_session(self, scope: Scope, principal: Principal | None) -> bool:
+        """Whether the request names a live session (of this principal): only then does a
+        modern header stay on the session's (handshake-era) path."""
         session_id = _header(scope, b"mcp-session-id")
-        return session_id is not None and session_id in self.sessions
+        return session_id is not None and self._live_session(session_id, principal) is not None
 
-    def _refuse_modern(self, scope: Scope) -> None:
+    def _refuse_modern(self, scope: Scope, principal: Principal | None) -> None:
         """The modern era has one endpoint and POST only: GET and DELETE are 405 there."""
-        if is_modern(_header(scope, b"mcp-protocol-version"), self._has_session(scope), False):
+        version = _header(scope, b"mcp-protocol-version")
+        if is_modern(version, self._has_session(scope, principal), False):
             raise HttpError(
                 405,
                 "Method Not Allowed: the modern protocol uses POST only",
                 headers=[(b"allow", b"POST")],
             )
 
-    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
-        self._refuse_modern(scope)
+    async def _get(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+    ) -> None:
+        self._refuse_modern(scope, principal)
         if self.options.stateless:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
         if not _accepts(_header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
-        session = self._session_for(scope)
+        session = self._session_for(scope, principal)
         self._check_version(scope)
         last_event = _header(scope, b"last-event-id")
         stream: EventStream | None = session.standalone
@@ -1316,13 +1433,13 @@ class McpHttpApp:
             stream.detach(events)
             session.idle()
 
-    async def _delete(self, scope: Scope, send: Send) -> None:
-        self._refuse_modern(scope)
+    async def _delete(self, scope: Scope, send: Send, principal: Principal | None) -> None:
+        self._refuse_modern(scope, principal)
         if self.options.stateless:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
-        session = self._session_for(scope)
+        session = self._session_for(scope, principal)
         self.forget(session)
         session.close()
         await self._respond(scope, send, 200)
@@ -1358,6 +1475,16 @@ async def _cancel_on_disconnect(
     if engine is not None:
         engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+def _identity(principal: Principal | None) -> str | None:
+    return principal.identity if principal is not None else None
+
+
+def _refusal(refused: Refused, request_id: RequestId | None = None) -> HttpError:
+    """The gate's refusal as the app answers it: the JSON-RPC error body, the challenge."""
+    error = ErrorObject.make(refused.code, refused.message)
+    return HttpError(refused.status, error, request_id=request_id, headers=refused.headers)
 
 
 def _waits(data: bytes) -> bool:
