@@ -194,6 +194,23 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_the_token_verifiers_are_there_without_loading_httpx_or_joserfc_up_front() -> None:
+    code = (
+        "import sys, trio_mcp\n"
+        "assert 'httpx' not in sys.modules and 'joserfc' not in sys.modules\n"
+        "from trio_mcp import JWTVerifier, IntrospectionVerifier, TokenVerifier\n"
+        "from trio_mcp.server import _introspection, _jwt\n"
+        "assert JWTVerifier is _jwt.JWTVerifier\n"
+        "assert IntrospectionVerifier is _introspection.IntrospectionVerifier\n"
+        "assert isinstance(JWTVerifier('https://issuer.example'), TokenVerifier)\n"
+        "assert isinstance(\n"
+        "    IntrospectionVerifier('https://issuer.example/introspect', client_id='rs'),\n"
+        "    TokenVerifier,\n"
+        ")\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_jsonschema_is_loaded_by_the_first_hand_written_schema_not_by_the_import() -> None:
     """A stdio server that a host spawns pays for what it uses: most have no hand-written
     schema, and the library costs tens of milliseconds and megabytes to import."""

@@ -130,11 +130,13 @@ if TYPE_CHECKING:
     from .client._jose import DPoPKey
     from .client._oauth import OAuth
     from .server._hypercorn import serve_http
+    from .server._introspection import IntrospectionVerifier
+    from .server._jwt import JWTVerifier
     from .transports._http_client import SessionExpired
 
 
 # Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
-# nor httpx.
+# nor httpx (nor joserfc).
 _LAZY = {
     "OAuth": "trio_mcp.client._oauth",
     "DPoPKey": "trio_mcp.client._jose",
@@ -143,6 +145,8 @@ _LAZY = {
     "EnterpriseManaged": "trio_mcp.client._grants",
     "WorkloadIdentity": "trio_mcp.client._grants",
     "serve_http": "trio_mcp.server._hypercorn",
+    "JWTVerifier": "trio_mcp.server._jwt",
+    "IntrospectionVerifier": "trio_mcp.server._introspection",
     "SessionExpired": "trio_mcp.transports._http_client",
 }
 
@@ -214,8 +218,10 @@ __all__ = [
     "Implementation",
     "InitializeError",
     "InitializeResult",
+    "IntrospectionVerifier",
     "InvalidAnswer",
     "InvalidToken",
+    "JWTVerifier",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
     "ListResourcesResult",

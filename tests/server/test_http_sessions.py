@@ -6,6 +6,8 @@ from __future__ import annotations
 import collections
 import gc
 import tracemalloc
+import types
+import weakref
 from typing import Any
 
 import httpx
@@ -61,13 +63,25 @@ async def traced() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
+def _abc_cache_entry(obj: object) -> bool:
+    """Whether ``obj`` belongs to an ABC's subclass caches: a weak reference to a class, or the
+    callback that removes one. Those caches are emptied whenever any ABC registers a class (an
+    import can) and refill on the next isinstance checks, so their size says nothing about what
+    a request left behind."""
+    if type(obj) is weakref.ReferenceType:
+        return isinstance(obj(), type)
+    return type(obj) is types.BuiltinMethodType and (
+        type(getattr(obj, "__self__", None)) is weakref.ReferenceType
+    )
+
+
 async def live_objects() -> tuple[int, collections.Counter[str]]:
     """All gc-tracked objects, and how many of them are trio_mcp's own, by type, at the fixed
     point of :func:`settle`: trio_mcp's own must come back to exactly where they were, and the
     total stays within a small bound (it is exact in practice; the bound leaves room for a
     connection the HTTP client may replace)."""
     await settle()
-    objects = gc.get_objects()
+    objects = [o for o in gc.get_objects() if not _abc_cache_entry(o)]
     ours = collections.Counter(
         type(o).__qualname__ for o in objects if type(o).__module__.startswith("trio_mcp")
     )

@@ -108,6 +108,8 @@ def _scope_set(scopes: Iterable[str] | str | None, what: str) -> frozenset[str]:
         scopes = scopes.split()
     found = frozenset(scopes)
     for scope in found:
+        if not isinstance(scope, str):
+            raise TypeError(f"{what}: a scope is a string, not {type(scope).__name__}")
         if not scope or any(ch in scope for ch in ' "\\') or not scope.isprintable():
             raise ValueError(f"{what}: {scope!r} is not a scope (RFC 6749 section 3.3)")
     return found
@@ -126,6 +128,25 @@ def _strings(values: Iterable[str]) -> tuple[str, ...]:
     # A typed converter: with the bare ``tuple`` the attrs plugin types the argument as
     # ``Iterable[_T_co]``, which no caller's list or tuple of str satisfies under mypy.
     return tuple(values)
+
+
+def _listed(scopes: Iterable[str] | str | None) -> tuple[str, ...] | None:
+    # Kept in the order given (the metadata lists them so); a string is split, not iterated.
+    if scopes is None:
+        return None
+    listed = scopes.split() if isinstance(scopes, str) else list(scopes)
+    check_scopes(listed, "scopes_supported")
+    return tuple(dict.fromkeys(listed))
+
+
+def _hierarchy(implied: Mapping[str, Iterable[str] | str]) -> dict[str, frozenset[str]]:
+    # Keys and values checked like any scopes= (a string value is split, never read letter by
+    # letter: {"mcp:admin": "mcp:tools"} implies mcp:tools, not "m", "c", ...).
+    hierarchy: dict[str, frozenset[str]] = {}
+    for scope, below in implied.items():
+        check_scopes([scope], "implied_scopes")
+        hierarchy[scope] = check_scopes(below, f"implied_scopes[{scope!r}]")
+    return hierarchy
 
 
 @attrs.define
@@ -149,8 +170,8 @@ class Auth:
     authorization_servers: Sequence[str] = attrs.field(default=(), converter=_strings)
     required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=_required)
     #: The scopes the metadata lists; None: the required ones and every entry's, sorted.
-    scopes_supported: Sequence[str] | None = None
-    implied_scopes: Mapping[str, Collection[str]] = attrs.field(factory=dict)
+    scopes_supported: Sequence[str] | None = attrs.field(default=None, converter=_listed)
+    implied_scopes: Mapping[str, Collection[str]] = attrs.field(factory=dict, converter=_hierarchy)
     check_audience: bool = True
     resource_name: str | None = None
     resource_documentation: str | None = None
@@ -254,7 +275,12 @@ def needed_scopes(server: Any, method: str, params: Mapping[str, Any] | None) ->
             if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
                 entry = server.prompts.get(ref["name"])
             elif ref.get("type") == "ref/resource":
-                entry = _resource_entry(server, ref.get("uri"))
+                # A completion names a template by its URI template, which another template
+                # registered before it may also match as a URI.
+                uri = ref.get("uri")
+                entry = server.templates.get(uri) if isinstance(uri, str) else None
+                if entry is None:
+                    entry = _resource_entry(server, uri)
     if entry is None:
         return frozenset()
     return entry.scopes

@@ -3,7 +3,8 @@
 It is the engine's :class:`Dispatcher` for the server role: it routes each request to a handler
 synchronously (unknown methods and missing capabilities are refused before the request is
 registered), holds the connection's lifecycle (:class:`ConnectionState`: era, negotiated version,
-client capabilities, log level) and its subscriptions, and reports every request to the
+client capabilities, log level) and its subscriptions, refuses (under ``Server(auth=...)``) what
+a request's principal may not do before its handler runs, and reports every request to the
 instrumentation hook.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -19,9 +20,11 @@ import trio
 
 from .._exception_groups import single_error
 from .._session import InFlight, Route, Session
+from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
+    CacheHints,
     discover_result,
     has_envelope,
     read_envelope,
@@ -31,6 +34,7 @@ from ..protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     NO_DATA,
     RESOURCE_NOT_FOUND,
@@ -54,7 +58,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
-from ._auth import Principal
+from ._auth import InvalidToken, Principal, needed_scopes
 from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
 from ._input import (
     INPUT_METHODS,
@@ -66,8 +70,12 @@ from ._input import (
 )
 from ._registry import (
     CustomMethod,
+    PromptEntry,
     Registrations,
     RequestRecord,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
     call_user,
     page,
     resource_contents,
@@ -204,6 +212,21 @@ class ServerConnection:
     def server_info_wire(self) -> JSONObject:
         return self.server.info_wire
 
+    @property
+    def cache_hints(self) -> CacheHints:
+        """The server's cache hints, made ``private`` under authorization (the ttl stays).
+
+        A result then depends on who asks (lists are filtered per principal, a resource may
+        read differently per caller), and caches must never be shared across authorization
+        contexts: a shared cache would hand one principal's result to another. So even a
+        server configured ``cache_scope="public"`` says ``private`` once ``Server(auth=...)``
+        is set.
+        """
+        hints = self.server.cache_hints
+        if self.server.auth is not None and hints.cache_scope != "private":
+            return attrs.evolve(hints, cache_scope="private")
+        return hints
+
     def _listen_ended(self, record: InFlight) -> JSONObject:
         """A listen ends, when the client cancels it, with a final result naming it."""
         return {
@@ -235,21 +258,24 @@ class ServerConnection:
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer = self.server.state_sealer
-        try:
-            gathered = request.method not in INPUT_METHODS or gather(
-                incoming, request.method, params, sealer
-            )
-        except MalformedInput as exc:
-            raise _invalid(f"Invalid params: {exc}") from None
-        if not gathered:
-            raise ProtocolError(
-                INVALID_PARAMS,
-                "Invalid params: requestState is not valid here (altered, expired, or issued "
-                "for another request)",
-            )
+        takes_input = request.method in INPUT_METHODS
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
+            # A state is sealed for the principal it served (invariant 10): opened here, where
+            # the request's principal is known (the route is chosen before it is).
+            subject = _subject(conn, record)
+            if takes_input:
+                try:
+                    gathered = gather(incoming, request.method, params, sealer, subject=subject)
+                except MalformedInput as exc:
+                    raise _invalid(f"Invalid params: {exc}") from None
+                if not gathered:
+                    raise ProtocolError(
+                        INVALID_PARAMS,
+                        "Invalid params: requestState is not valid here (altered, expired, or "
+                        "issued for another request)",
+                    )
             try:
                 result = await handler(conn, record)
             except Exception as exc:
@@ -257,7 +283,7 @@ class ServerConnection:
                 if not isinstance(asked, InputRequired):
                     raise
                 result = input_required_result(
-                    incoming, asked, record.request.method, params, sealer
+                    incoming, asked, record.request.method, params, sealer, subject=subject
                 )
             # The first era-distinctive request that succeeds decides the connection's era.
             conn.state.lock_modern()
@@ -265,7 +291,7 @@ class ServerConnection:
                 result,
                 record.request.method,
                 modern=True,
-                hints=conn.server.cache_hints,
+                hints=conn.cache_hints,
                 server_info=conn.server_info_wire,
             )
 
@@ -287,12 +313,16 @@ class ServerConnection:
 
         async def run(record: InFlight) -> JSONObject:
             if self.server.on_request is None:
+                if self.server.auth is not None:
+                    self._authorize(record)
                 return await handler(self, record)
             start = time.perf_counter()
             error_code: int | None = None
             tool_error = False
             cancelled_by_handler: RequestCancelled | None = None
             try:
+                if self.server.auth is not None:
+                    self._authorize(record)
                 result = await handler(self, record)
                 tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
                 return result
@@ -330,6 +360,56 @@ class ServerConnection:
                 )
 
         return run
+
+    def _authorize(self, record: InFlight) -> None:
+        """Refuse a request its principal may not make, before its handler runs.
+
+        The one check of every route, for transports that cannot answer 403 (stdio, memory)
+        and as a second line behind the HTTP app's gate. A request needs the server's
+        ``Auth.required_scopes`` plus the scopes of the entry it reaches (:func:`needed_scopes`:
+        the tool called, the prompt got, the resource read or subscribed to, what a completion
+        is for), counting implied scopes. A refusal is a JSON-RPC error -32600 (Invalid
+        Request), since the request is well formed but not one this caller may make; its
+        ``data`` mirrors an HTTP challenge (RFC 6750 section 3):
+
+        - no principal at all (a connection with no token): "Unauthorized: ..."; only
+          ``initialize``, ``ping`` and ``server/discover`` are answered without one;
+        - an expired token: "Unauthorized: the access token expired", ``error``
+          ``invalid_token``;
+        - scopes lacking: "Forbidden: ..." naming the missing scopes, ``error``
+          ``insufficient_scope`` and ``scope`` every scope the request needs (one complete
+          set, so a client steps up once).
+        """
+        method = record.request.method
+        if method in _OPEN_METHODS:
+            return
+        auth = self.server.auth
+        assert auth is not None
+        needed = auth.required_scopes | needed_scopes(self.server, method, record.params)
+        data: JSONObject = {"scope": " ".join(sorted(needed))} if needed else {}
+        principal = _principal(self, record)
+        if principal is None:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                "Unauthorized: this server requires an access token, and the request has none",
+                data or NO_DATA,
+            )
+        try:
+            auth.accept(principal)
+        except InvalidToken as exc:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"Unauthorized: {exc.description}",
+                {"error": INVALID_TOKEN, **data},
+            ) from None
+        missing = auth.missing(principal, needed)
+        if missing:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"Forbidden: {method} needs the scope{'s' if len(missing) > 1 else ''} "
+                f"{' '.join(sorted(missing))}, which the access token does not grant",
+                {"error": INSUFFICIENT_SCOPE, **data},
+            )
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -393,6 +473,9 @@ class ServerConnection:
 
 #: Answered at once even while ``initialize`` is being answered.
 _BEFORE_INITIALIZED = frozenset({"ping", "initialize", "server/discover"})
+#: Answered without authorization: the handshake, liveness, and what a client learns about a
+#: server before it has a token (nothing a registered entry does).
+_OPEN_METHODS = frozenset({"initialize", "ping", "server/discover"})
 
 
 def _setting(
@@ -419,6 +502,18 @@ def _after(
         return await handler(record)
 
     return run
+
+
+def _principal(conn: ServerConnection, record: InFlight) -> Principal | None:
+    """Who a request acts for: its own principal (HTTP), else the connection's (stdio)."""
+    principal: Principal | None = record.principal
+    return principal if principal is not None else conn.principal
+
+
+def _subject(conn: ServerConnection, record: InFlight) -> str:
+    """What a requestState is bound to: the principal's identity (empty without one)."""
+    principal = _principal(conn, record)
+    return principal.identity if principal is not None else ""
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
@@ -479,7 +574,7 @@ async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
         capabilities=conn.capabilities(),
         server_info=conn.server_info_wire,
         instructions=conn.server.instructions,
-        hints=conn.server.cache_hints,
+        hints=conn.cache_hints,
         listen=True,
     )
 
@@ -513,6 +608,18 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
     subscribed: frozenset[str] = frozenset()
     if isinstance(uris, list) and "resources" in caps:
         subscribed = frozenset(u for u in uris if isinstance(u, str))
+        auth = conn.server.auth
+        if auth is not None:
+            # As resources/subscribe needs the resource's scopes, so does hearing of its
+            # updates: a URI the principal may not read is left out of what is honoured.
+            principal = _principal(conn, record)
+            subscribed = frozenset(
+                uri
+                for uri in subscribed
+                if not auth.missing(
+                    principal, needed_scopes(conn.server, "resources/subscribe", {"uri": uri})
+                )
+            )
         honoured["resourceSubscriptions"] = sorted(subscribed)
     # Checked and claimed with no checkpoint between: listens racing in cannot overshoot.
     limit = conn.server.max_listens
@@ -554,9 +661,25 @@ def _paged(conn: ServerConnection, record: InFlight, key: str, items: list[Any])
     return result
 
 
+_Entry = TypeVar("_Entry", ToolEntry, PromptEntry, ResourceEntry, TemplateEntry)
+
+
+def _visible(conn: ServerConnection, record: InFlight, entries: Iterable[_Entry]) -> list[_Entry]:
+    """The entries the request's principal may use (lists may vary by authorization): with
+    ``Server(auth=...)``, those whose scopes its token grants, implied ones included. Filtered
+    before paging, so the pages of one principal's list hold exactly its entries."""
+    auth = conn.server.auth
+    if auth is None:
+        return list(entries)
+    principal = _principal(conn, record)
+    granted = auth.granted(principal) if principal is not None else frozenset()
+    return [entry for entry in entries if entry.scopes <= granted]
+
+
 async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    return _paged(conn, record, "tools", [e.tool for e in conn.server.tools.values()])
+    tools = _visible(conn, record, conn.server.tools.values())
+    return _paged(conn, record, "tools", [e.tool for e in tools])
 
 
 async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -610,7 +733,8 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    return _paged(conn, record, "prompts", [e.prompt for e in conn.server.prompts.values()])
+    prompts = _visible(conn, record, conn.server.prompts.values())
+    return _paged(conn, record, "prompts", [e.prompt for e in prompts])
 
 
 async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -634,13 +758,13 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _resources_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    items = [e.resource for e in conn.server.resources.values()]
+    items = [e.resource for e in _visible(conn, record, conn.server.resources.values())]
     return _paged(conn, record, "resources", items)
 
 
 async def _templates_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    items = [e.template for e in conn.server.templates.values()]
+    items = [e.template for e in _visible(conn, record, conn.server.templates.values())]
     return _paged(conn, record, "resourceTemplates", items)
 
 
@@ -741,9 +865,7 @@ def _with_cache_hints(handler: MethodHandler) -> MethodHandler:
 
     async def hinted(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = await handler(conn, record)
-        return stamp_result(
-            result, record.request.method, modern=False, hints=conn.server.cache_hints
-        )
+        return stamp_result(result, record.request.method, modern=False, hints=conn.cache_hints)
 
     return hinted
 

@@ -6,13 +6,15 @@ import asyncio
 import functools
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 import trio
 
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
+from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
 from ..protocol._types import (
@@ -29,7 +31,7 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._auth import Auth
+from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -67,6 +69,23 @@ class Server:
     >>> @server.tool()
     ... async def add(a: int, b: int) -> int:
     ...     return a + b
+
+    Authorization: with ``Server(auth=Auth(...))`` every request acts for a principal, the
+    caller its access token names (HTTP: the ``Authorization`` header of each request; stdio:
+    the token of the environment, see :meth:`serve_stdio`). Each tool, prompt, resource and
+    template may need scopes of its own (``scopes=`` on the decorators) on top of
+    ``Auth.required_scopes``; scopes the token's scopes imply (``Auth.implied_scopes``) count.
+
+    - Lists show what the caller may use: ``tools/list``, ``prompts/list``, ``resources/list``
+      and ``resources/templates/list`` leave out the entries whose scopes it lacks.
+    - A request reaching an entry whose scopes it lacks is refused before the handler runs:
+      over HTTP with 403 ``insufficient_scope``; on every transport, inside the connection,
+      with the JSON-RPC error -32600 "Forbidden: ..." naming the missing scopes (``data``:
+      ``{"error": "insufficient_scope", "scope": <every scope it needs>}``). Without any
+      principal only ``initialize``, ``ping`` and ``server/discover`` are answered
+      (-32600 "Unauthorized: ...").
+    - A multi round-trip ``requestState`` is sealed for the principal, and cacheable results
+      say ``cacheScope: "private"`` (the configured ttl stays): results depend on who asks.
     """
 
     def __init__(
@@ -161,6 +180,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         strict: bool | None = None,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -178,6 +198,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         strict: bool | None = None,
+        scopes: Iterable[str] | str | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
@@ -187,11 +208,17 @@ class Server:
         refuses strings for numeric and boolean parameters instead of converting exact ones. Use
         it bare (``@server.tool``), called (``@server.tool()``), or with the name first
         (``@server.tool("add")``).
+
+        ``scopes`` (an iterable, or one space-separated string) are the OAuth scopes the
+        caller's access token must grant (beyond ``Auth.required_scopes``; implied scopes
+        count) for the tool to be listed to them and called: see "Authorization" in the class
+        docstring. Without ``Server(auth=...)`` nothing is enforced.
         """
         if isinstance(fn, str):
             if name is not None:
                 raise TypeError("server.tool() takes the name once: positionally or as name=")
             name, fn = fn, None
+        needed = check_scopes(scopes, "server.tool(scopes=...)")
 
         def register(func: F) -> F:
             tool_name = name or func.__name__
@@ -226,7 +253,9 @@ class Server:
                 icons=list(icons) if icons is not None else None,
                 meta=meta,
             )
-            self.add_tool(ToolEntry(tool, func, signature, is_async_callable(func), in_thread))
+            self.add_tool(
+                ToolEntry(tool, func, signature, is_async_callable(func), in_thread, scopes=needed)
+            )
             return func
 
         return register(fn) if fn is not None else register
@@ -253,6 +282,7 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -264,14 +294,17 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments.
 
         Bare (``@server.prompt``), called (``@server.prompt()``) or named
-        (``@server.prompt("greet")``).
+        (``@server.prompt("greet")``). ``scopes``: what the caller's token must grant for the
+        prompt to be listed to them, got, and completed, as for :meth:`tool`.
         """
         fn = None if name is None or isinstance(name, str) else name
         prompt_name = name if isinstance(name, str) else None
+        needed = check_scopes(scopes, "server.prompt(scopes=...)")
 
         def register(func: F) -> F:
             signature = function_signature(func, context_type=Context)
@@ -311,6 +344,7 @@ class Server:
                 required,
                 is_async_callable(func),
                 in_thread,
+                scopes=needed,
             )
             self.notify_list_changed("prompts")
             return func
@@ -328,11 +362,15 @@ class Server:
         icons: Iterable[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
+        scopes: Iterable[str] | str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` has ``{variables}``.
 
         A template's variables are passed to the function as keyword arguments, converted
-        to the parameter's type hint (a URI that does not convert is -32602).
+        to the parameter's type hint (a URI that does not convert is -32602). ``scopes``: what
+        the caller's token must grant for the resource (or template) to be listed to them,
+        read, subscribed to and completed, as for :meth:`tool`; a URI that an exact resource
+        and a template both match needs the resource's.
         """
         if not isinstance(uri, str):
             what = getattr(uri, "__name__", type(uri).__name__)
@@ -340,6 +378,8 @@ class Server:
                 f"server.resource needs the resource's URI: write "
                 f"@server.resource('scheme://...') above {what}, not a bare @server.resource"
             )
+
+        needed = check_scopes(scopes, "server.resource(scopes=...)")
 
         def register(func: F) -> F:
             if uri in self.resources or uri in self.templates:
@@ -375,10 +415,16 @@ class Server:
                     in_thread,
                     signature,
                     typed,
+                    scopes=needed,
                 )
             else:
                 self.resources[uri] = ResourceEntry(
-                    Resource(uri=uri, **shared), func, signature.context_param, is_async, in_thread
+                    Resource(uri=uri, **shared),
+                    func,
+                    signature.context_param,
+                    is_async,
+                    in_thread,
+                    scopes=needed,
                 )
             self.notify_list_changed("resources")
             return func
@@ -454,10 +500,18 @@ class Server:
         self,
         transport: Transport,
         *,
+        principal: Principal | None = None,
         task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve one connection until the peer goes away (or the caller cancels)."""
+        """Serve one connection until the peer goes away (or the caller cancels).
+
+        ``principal``: who the whole connection acts for, when the transport vouches for one
+        (stdio: the token of the environment, verified by :meth:`serve_stdio`); with
+        ``Server(auth=...)`` and none, only ``initialize``, ``ping`` and ``server/discover``
+        are answered.
+        """
         connection = ServerConnection(self)
+        connection.principal = principal
         session = Session(
             transport,
             connection,
@@ -477,17 +531,53 @@ class Server:
         The protocol uses private copies of fd 0 and 1; fd 1 then points at stderr, so a stray
         ``print()`` cannot corrupt the stream. On end of input what was received is finished
         and answered (bounded; what is still running then gets an error), and this returns.
+
+        With ``Server(auth=...)`` the credentials come from the environment, as the MCP spec
+        has stdio do: the host that launches the server puts an access token in
+        ``MCP_ACCESS_TOKEN`` (``Auth.stdio_token_env``). It is verified once, before anything
+        is read, and the whole connection acts for its principal (its scopes decide what is
+        listed and what may be called; a request once it has expired is refused). A token
+        that is not set, or is refused, ends the process at once with exit status 1 and one
+        line on stderr saying why (say ``MCP_ACCESS_TOKEN is not set``), which a host shows
+        in its log: a server that started and then refused every call would leave its user
+        guessing. No message ever holds the token.
         """
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport
 
         require_trio("server.serve_stdio()")
+        principal = await self._stdio_principal() if self.auth is not None else None
         await serve_stdio_transport(
-            self.serve_transport,
+            functools.partial(self.serve_transport, principal=principal),
             max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
             banner=f"{self.info.name} {self.info.version}: an MCP server on stdio, waiting for "
             "a client on stdin. Press Ctrl-C to stop.",
         )
+
+    async def _stdio_principal(self) -> Principal:
+        """The principal of the environment's token. Without one, or when it is refused: the
+        reason on stderr, then ``SystemExit(1)`` (written here, not carried by the exception,
+        so that an entry point that catches ``SystemExit`` for its status still shows it)."""
+        auth = self.auth
+        assert auth is not None
+        name = auth.stdio_token_env
+        token = os.environ.get(name, "").strip()
+        if not token:
+            _exit_saying(
+                f"{self.info.name}: {name} is not set: this server requires an access token, "
+                f"which the host that launches it passes in the environment variable {name}"
+            )
+        try:
+            principal = await auth.authenticate(["Bearer " + token])
+        except (BadCredential, InvalidToken, VerifierUnavailable) as exc:
+            reason = str(exc.description if isinstance(exc, InvalidToken) else exc)
+            # Verifiers promise never to quote a token; this line holds even one that did.
+            reason = reason.replace(token, "[the token]")
+            unavailable = isinstance(exc, VerifierUnavailable)
+            verdict = "could not be checked" if unavailable else "is refused"
+            _exit_saying(f"{self.info.name}: the access token in {name} {verdict}: {reason}")
+        logger.info("stdio: serving for %s", principal.subject or principal.client_id or "a client")
+        return principal
 
     def run(
         self,
@@ -544,6 +634,12 @@ class Server:
             self.on_request(record)
         except Exception:
             logger.exception("the on_request hook failed")
+
+
+def _exit_saying(message: str) -> NoReturn:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    raise SystemExit(1)
 
 
 def _in_an_event_loop() -> bool:
