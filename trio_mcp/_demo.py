@@ -105,11 +105,8 @@ def add_signed_in_tools(server: Server) -> None:
         subject, client_id, scopes = signed_in(ctx)
         return f"{subject} (client {client_id or 'unknown'}; scopes: {' '.join(scopes) or 'none'})"
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True), scopes=[ADMIN_SCOPE])
     async def admin(ctx: Context) -> str:
         """For administrators only (the mcp:admin scope): says who is acting as one."""
         subject, _, _ = signed_in(ctx)
         return f"{subject} is signed in as an administrator"
-
-    # The scope of the admin tool alone; ``@server.tool(scopes=...)`` once decorators take it.
-    server.tools["admin"].scopes = frozenset({ADMIN_SCOPE})
