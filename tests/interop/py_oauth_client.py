@@ -17,8 +17,9 @@ The browser step is the parent's: when the SDK wants the user at the authorizati
 script writes ``{"authorize": URL}`` as one line on stdout and reads one line from stdin, the
 redirect the sign-in ended with (the parent signs in with ``tests/auth/_oidc.py:drive_login``,
 which runs on Trio and so not here). Once signed in it lists the tools and calls each TOOL
-(no arguments), then writes ``{"report": {...}}``: the tool names, each call's text and error
-flag, and the scope asked for at each authorization. No token is ever written. It then exits.
+(no arguments), lists the tools again, then writes ``{"report": {...}}``: the tool names
+before and after the calls, each call's text and error flag, and the scope asked for at each
+authorization. No token is ever written. It then exits.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ async def drive(mode: str, url: str, client_id: str | None, tools: list[str]) ->
         for name in tools:
             result = await client.call_tool(name, {})
             report["calls"][name] = {"text": text_of(result), "isError": result.is_error}
+        report["tools_after"] = sorted(tool.name for tool in (await client.list_tools()).tools)
     report["authorization_scopes"] = browser.scopes
     say({"report": report})
 

@@ -12,9 +12,9 @@
 //
 // The browser step is the parent's: this script writes {"authorize": URL} as one line on stdout
 // and reads one line from stdin, the redirect the sign-in ended with (tests/auth/_oidc.py's
-// drive_login signs in). Once signed in it lists the tools and calls each TOOL (no arguments),
-// then writes {"report": {...}}: the tool names, each call's text and error flag, and the scope
-// asked for at each authorization. No token is ever written.
+// drive_login signs in). Once signed in it lists the tools, calls each TOOL (no arguments) and
+// lists the tools again, then writes {"report": {...}}: the tool names before and after the
+// calls, each call's text and error flag, and the scope asked for at each authorization. No token is ever written.
 //
 // With --client-id the client is the one registered in advance, its secret in the environment
 // variable OAUTH_CLIENT_SECRET, and nothing is registered. A dynamically registered client
@@ -162,6 +162,7 @@ for (const name of toolNames) {
     isError: result.isError ?? false,
   };
 }
+report.tools_after = (await client.listTools()).tools.map((tool) => tool.name).sort();
 report.authorization_scopes = provider.scopes;
 say({ report });
 await transport.terminateSession().catch(() => {});
