@@ -523,6 +523,7 @@ INTROSPECT = ["--auth-introspect", "http://127.0.0.1:1/introspect", "--auth-clie
         ([*HTTP, "--public-url", "http://127.0.0.1:1/mcp"], "--public-url is for a protected"),
         ([*HTTP, "--auth-client-id", "rs"], "--auth-client-id is for --auth-introspect"),
         ([*HTTP, "--auth-client-secret-env", "S"], "--auth-client-secret-env is for --auth-intr"),
+        ([*HTTP, "--auth-client-auth", "client_secret_post"], "--auth-client-auth is for --auth-"),
         ([*HTTP, *INTROSPECT[:2]], "--auth-introspect needs --auth-client-id"),
         (
             [*HTTP, *INTROSPECT, "--auth-token-env", "DEV"],
@@ -626,6 +627,36 @@ async def test_a_development_token_stands_for_a_developer_with_every_scope_the_s
         await auth.authenticate(["Bearer dev-tokens"])
 
 
+def test_the_issuer_and_introspection_options_build_their_verifiers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trio_mcp import IntrospectionVerifier, JWTVerifier
+
+    issuer = ["--auth-issuer", "http://127.0.0.1:9000", "--auth-scope", "mcp:tools"]
+    _, auth = _protected_demo("--port", "8123", *issuer)
+    assert isinstance(auth.verifier, JWTVerifier)
+    assert auth.verifier.issuer == "http://127.0.0.1:9000"
+    assert list(auth.authorization_servers) == ["http://127.0.0.1:9000"]
+    assert auth.required_scopes == {"mcp:tools"}
+    assert auth.resource == "http://127.0.0.1:8123/mcp"
+
+    monkeypatch.setenv("RS_SECRET", "rs-secret")
+    introspect = [*INTROSPECT, "--auth-client-secret-env", "RS_SECRET"]
+    _, auth = _protected_demo("--port", "8123", *introspect)
+    assert isinstance(auth.verifier, IntrospectionVerifier)
+    assert (auth.verifier.endpoint, auth.verifier.client_id) == (INTROSPECT[1], "rs")
+    assert auth.verifier.auth_method == "client_secret_basic"
+    assert auth.verifier.issuer is None
+    assert auth.bearer_only  # no issuer named: nothing for a client to discover
+    _, auth = _protected_demo(
+        "--port", "8123", *introspect, *issuer, "--auth-client-auth", "client_secret_post"
+    )
+    assert isinstance(auth.verifier, IntrospectionVerifier)
+    assert auth.verifier.auth_method == "client_secret_post"
+    assert auth.verifier.issuer == "http://127.0.0.1:9000"  # the introspection's iss, checked
+    assert list(auth.authorization_servers) == ["http://127.0.0.1:9000"]
+
+
 def test_the_public_url_is_the_binds_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEV", "dev-token")
     _, auth = _protected_demo("--host", "::1", "--port", "8123", "--auth-token-env", "DEV")
@@ -672,3 +703,37 @@ async def test_the_demo_served_with_a_development_token(
         assert admin.stdout == "developer is signed in as an administrator\n", admin.stderr
         assert await server.stop() == 0
     assert not [line for line in server.lines if token in line]
+
+
+async def test_the_demo_served_with_introspection(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--auth-introspect``: oidc-provider's opaque tokens, asked about at its introspection
+    endpoint as the resource's own client (``client_secret_post``, the secret from the
+    environment); the per-tool scope still holds, and no token or secret reaches the log."""
+    from .auth._oidc import oidc_provider
+    from .interop._http_support import start_server
+
+    with trio.fail_after(GUARD):
+        async with oidc_provider(access_token_format="opaque") as op:
+            monkeypatch.setenv("TRIO_MCP_AUTH_CLIENT_SECRET", op.resource_client_secret)
+            command = [*CLI, "demo", *HTTP, "--port", "0", "--auth-issuer", op.issuer]
+            command += ["--auth-introspect", op.introspection_endpoint]
+            command += ["--auth-client-id", op.resource_client_id]
+            command += ["--auth-client-auth", "client_secret_post", "--auth-scope", "mcp:tools"]
+            server = await start_server(nursery, command)
+            token = await op.token(server.url, "mcp:tools")
+            assert not token.startswith("eyJ")  # opaque: only introspection can tell
+            header = ["--header", f"Authorization: Bearer {token}"]
+            whoami = await trio.to_thread.run_sync(run_cli, "call", server.url, "whoami", *header)
+            assert whoami.stdout == f"alice (client {op.client_id}; scopes: mcp:tools)\n", (
+                whoami.stderr
+            )
+            admin = await trio.to_thread.run_sync(run_cli, "call", server.url, "admin", *header)
+            assert admin.returncode == 1
+            assert "insufficient scope" in admin.stderr, admin.stderr
+            assert "mcp:admin" in admin.stderr
+            assert await server.stop() == 0
+    logged = "\n".join(server.lines)
+    assert token not in logged
+    assert op.resource_client_secret not in logged

@@ -188,6 +188,7 @@ def _wants_auth(args: argparse.Namespace) -> bool:
         for name, value in (
             ("--auth-client-id", args.auth_client_id),
             ("--auth-client-secret-env", args.auth_client_secret_env),
+            ("--auth-client-auth", args.auth_client_auth),
         ):
             if value is not None:
                 raise UsageError(f"{name} is for --auth-introspect")
@@ -280,6 +281,7 @@ def _verifier(args: argparse.Namespace, server: Server) -> TokenVerifier:
             args.auth_introspect,
             client_id=args.auth_client_id,
             client_secret=secret,
+            auth_method=args.auth_client_auth or "client_secret_basic",
             issuer=args.auth_issuer,
         )
     from .server._jwt import JWTVerifier
@@ -803,6 +805,12 @@ def _add_auth_options(command: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help=f"the environment variable holding that client's secret (default: "
         f"{CLIENT_SECRET_ENV}); never on the command line, where every user can read it",
+    )
+    group.add_argument(
+        "--auth-client-auth",
+        choices=["client_secret_basic", "client_secret_post"],
+        help="how that client authenticates to the introspection endpoint (default: "
+        "client_secret_basic)",
     )
     group.add_argument(
         "--auth-token-env",
