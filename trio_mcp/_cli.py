@@ -167,7 +167,7 @@ DEVELOPER = "developer"
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
-def _wants_auth(args: argparse.Namespace) -> bool:
+def _is_protected(args: argparse.Namespace) -> bool:
     """Whether the command line asks for a protected server; refuses combinations that make
     no sense (two sources of tokens, an option whose companion is missing, auth on stdio)."""
     verifiers = [
@@ -833,7 +833,7 @@ def _add_auth_options(command: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    protected = _wants_auth(args)
+    protected = _is_protected(args)
     if args.command == "demo":
         from ._demo import add_signed_in_tools, demo_server
 
