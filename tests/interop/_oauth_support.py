@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from ._support import ROOT
 MAX_SIGN_INS = 3
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> Any:
+async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
     buffer = b""
     while True:
         while b"\n" not in buffer:
