@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import pty
 import re
@@ -14,7 +15,7 @@ import orjson
 import pytest
 import trio
 
-from trio_mcp import __version__, open_client
+from trio_mcp import Auth, __version__, open_client
 
 ROOT = Path(__file__).resolve().parents[1]
 MEDIA = ROOT / "tests" / "servers" / "media_server.py"
@@ -507,3 +508,232 @@ async def test_login_then_tools_against_a_server_protected_by_oidc_provider(
             assert listed.returncode == 0, listed.stderr
             assert "whoami" in listed.stdout.decode()
             assert b"sign in at" not in listed.stderr
+
+
+# -- serving protected: the --auth options --------------------------------------------------------
+
+HTTP = ["--transport", "http"]
+INTROSPECT = ["--auth-introspect", "http://127.0.0.1:1/introspect", "--auth-client-id", "rs"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ([*HTTP, "--auth-scope", "mcp:tools"], "--auth-scope is for a protected server: add "),
+        ([*HTTP, "--public-url", "http://127.0.0.1:1/mcp"], "--public-url is for a protected"),
+        ([*HTTP, "--auth-client-id", "rs"], "--auth-client-id is for --auth-introspect"),
+        ([*HTTP, "--auth-client-secret-env", "S"], "--auth-client-secret-env is for --auth-intr"),
+        ([*HTTP, "--auth-client-auth", "client_secret_post"], "--auth-client-auth is for --auth-"),
+        ([*HTTP, *INTROSPECT[:2]], "--auth-introspect needs --auth-client-id"),
+        (
+            [*HTTP, *INTROSPECT, "--auth-token-env", "DEV"],
+            "--auth-introspect and --auth-token-env are two sources of tokens: choose one",
+        ),
+        (
+            [*HTTP, "--auth-issuer", "http://127.0.0.1:1", "--auth-token-env", "DEV"],
+            "--auth-token-env serves development tokens of its own: it takes no --auth-issuer",
+        ),
+        (["--auth-issuer", "http://127.0.0.1:1"], "the --auth options protect an HTTP server"),
+        ([*HTTP, "--auth-token-env", "DEV", "--host", "0.0.0.0"], "--host '0.0.0.0' listens on"),
+        ([*HTTP, "--auth-token-env", "DEV", "--host", "::"], "--host '::' listens on every"),
+        ([*HTTP, "--auth-token-env", "UNSET"], "the environment variable UNSET is not set"),
+        ([*HTTP, "--auth-token-env", "SPACED"], "SPACED does not hold a bearer token"),
+        ([*HTTP, "--auth-token-env", "DEV", "--public-url", "ftp://x/mcp"], "--public-url must"),
+        ([*HTTP, "--auth-issuer", "127.0.0.1:9000"], "--auth-issuer must be an http(s):// URL"),
+        ([*HTTP, "--auth-introspect", "/i", "--auth-client-id", "rs"], "--auth-introspect must"),
+        ([*HTTP, "--auth-token-env", "DEV", "--auth-scope", "a b"], "required_scopes: 'a b' is"),
+        ([*HTTP, *INTROSPECT], "the environment variable TRIO_MCP_AUTH_CLIENT_SECRET is not set"),
+        (
+            [*HTTP, *INTROSPECT, "--auth-client-secret-env", "UNSET"],
+            "the environment variable UNSET is not set",
+        ),
+    ],
+)
+def test_auth_options_that_make_no_sense_are_one_line_and_exit_2(
+    options: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trio_mcp._cli import main
+
+    monkeypatch.setenv("DEV", "dev-token")
+    monkeypatch.setenv("SPACED", "two words")
+    monkeypatch.delenv("UNSET", raising=False)
+    monkeypatch.delenv("TRIO_MCP_AUTH_CLIENT_SECRET", raising=False)
+    assert main(["demo", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"trio-mcp: {message}"), err
+    assert len(err.splitlines()) == 1
+    assert "two words" not in err  # a token is never shown, not even a malformed one
+
+
+def test_no_secret_is_taken_on_the_command_line() -> None:
+    from trio_mcp._cli import build_parser
+
+    for option in ("--auth-client-secret", "--client-secret", "--auth-token"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["demo", *HTTP, *INTROSPECT, option, "s3cret"])
+
+
+SELF_PROTECTED = """
+from trio_mcp import Auth, Server, StaticTokenVerifier
+
+guarded = Server("guarded", auth=Auth(StaticTokenVerifier({}), resource="http://127.0.0.1:1/mcp"))
+"""
+
+
+def test_a_served_file_with_an_auth_of_its_own_takes_no_auth_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trio_mcp._cli import main
+
+    monkeypatch.setenv("DEV", "dev-token")
+    (tmp_path / "guarded_app.py").write_text(SELF_PROTECTED)
+    spec = str(tmp_path / "guarded_app.py")
+    assert main(["serve", spec, *HTTP, "--auth-token-env", "DEV"]) == 2
+    assert capsys.readouterr().err == (
+        f"trio-mcp: {spec} has an authorization of its own (Server(auth=...)): "
+        "the --auth options would replace it\n"
+    )
+
+
+def _protected_demo(*options: str) -> tuple[argparse.Namespace, Auth]:
+    from trio_mcp._cli import build_auth, build_parser
+    from trio_mcp._demo import add_signed_in_tools, demo_server
+
+    args = build_parser().parse_args(["demo", *HTTP, *options])
+    server = demo_server()
+    add_signed_in_tools(server)
+    return args, build_auth(args, server)
+
+
+async def test_a_development_token_stands_for_a_developer_with_every_scope_the_server_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trio_mcp import InvalidToken
+
+    monkeypatch.setenv("DEV", "dev-token")
+    args, auth = _protected_demo("--port", "0", "--auth-token-env", "DEV", "--auth-scope", "a:b")
+    # --port 0: a free port is chosen first, since the resource names it.
+    assert args.port != 0
+    assert auth.resource == f"http://127.0.0.1:{args.port}/mcp"
+    assert auth.bearer_only  # no authorization server: nothing to discover
+    assert auth.required_scopes == {"a:b"}
+    principal = await auth.authenticate(["Bearer dev-token"])
+    assert principal.subject == "developer"
+    assert principal.scopes == {"a:b", "mcp:admin"}
+    with pytest.raises(InvalidToken):
+        await auth.authenticate(["Bearer dev-tokens"])
+
+
+def test_the_issuer_and_introspection_options_build_their_verifiers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trio_mcp import IntrospectionVerifier, JWTVerifier
+
+    issuer = ["--auth-issuer", "http://127.0.0.1:9000", "--auth-scope", "mcp:tools"]
+    _, auth = _protected_demo("--port", "8123", *issuer)
+    assert isinstance(auth.verifier, JWTVerifier)
+    assert auth.verifier.issuer == "http://127.0.0.1:9000"
+    assert list(auth.authorization_servers) == ["http://127.0.0.1:9000"]
+    assert auth.required_scopes == {"mcp:tools"}
+    assert auth.resource == "http://127.0.0.1:8123/mcp"
+
+    monkeypatch.setenv("RS_SECRET", "rs-secret")
+    introspect = [*INTROSPECT, "--auth-client-secret-env", "RS_SECRET"]
+    _, auth = _protected_demo("--port", "8123", *introspect)
+    assert isinstance(auth.verifier, IntrospectionVerifier)
+    assert (auth.verifier.endpoint, auth.verifier.client_id) == (INTROSPECT[1], "rs")
+    assert auth.verifier.auth_method == "client_secret_basic"
+    assert auth.verifier.issuer is None
+    assert auth.bearer_only  # no issuer named: nothing for a client to discover
+    _, auth = _protected_demo(
+        "--port", "8123", *introspect, *issuer, "--auth-client-auth", "client_secret_post"
+    )
+    assert isinstance(auth.verifier, IntrospectionVerifier)
+    assert auth.verifier.auth_method == "client_secret_post"
+    assert auth.verifier.issuer == "http://127.0.0.1:9000"  # the introspection's iss, checked
+    assert list(auth.authorization_servers) == ["http://127.0.0.1:9000"]
+
+
+def test_the_public_url_is_the_binds_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEV", "dev-token")
+    _, auth = _protected_demo("--host", "::1", "--port", "8123", "--auth-token-env", "DEV")
+    assert auth.resource == "http://[::1]:8123/mcp"
+    args, auth = _protected_demo(
+        "--host", "0.0.0.0", "--auth-token-env", "DEV", "--public-url", "https://MCP.example/mcp/"
+    )
+    assert auth.resource == "https://mcp.example/mcp/"
+    assert args.port == 8000
+
+
+async def test_the_demo_served_with_a_development_token(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--auth-token-env``: bearer-only (no metadata to discover), the one token accepted as
+    the developer with every scope, any other refused; the token never in the server's log."""
+    import secrets
+
+    import httpx
+
+    from .interop._http_support import start_server
+
+    token = secrets.token_urlsafe(24)
+    monkeypatch.setenv("TRIO_MCP_TEST_TOKEN", token)
+    command = [*CLI, "demo", *HTTP, "--port", "0", "--auth-token-env", "TRIO_MCP_TEST_TOKEN"]
+    with trio.fail_after(GUARD):
+        server = await start_server(nursery, command)
+        async with httpx.AsyncClient(timeout=10) as http:
+            refused = await http.post(server.url, json={})
+            wrong = await http.post(
+                server.url, json={}, headers={"Authorization": f"Bearer {token}x"}
+            )
+            base = server.url.removesuffix("/mcp")
+            metadata = await http.get(f"{base}/.well-known/oauth-protected-resource/mcp")
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+        assert "resource_metadata" not in refused.headers["www-authenticate"]
+        assert wrong.status_code == 401
+        assert metadata.status_code == 404
+        header = ["--header", f"Authorization: Bearer {token}"]
+        whoami = await trio.to_thread.run_sync(run_cli, "call", server.url, "whoami", *header)
+        assert whoami.stdout == "developer (client unknown; scopes: mcp:admin)\n", whoami.stderr
+        admin = await trio.to_thread.run_sync(run_cli, "call", server.url, "admin", *header)
+        assert admin.stdout == "developer is signed in as an administrator\n", admin.stderr
+        assert await server.stop() == 0
+    assert not [line for line in server.lines if token in line]
+
+
+async def test_the_demo_served_with_introspection(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--auth-introspect``: oidc-provider's opaque tokens, asked about at its introspection
+    endpoint as the resource's own client (``client_secret_post``, the secret from the
+    environment); the per-tool scope still holds, and no token or secret reaches the log."""
+    from .auth._oidc import oidc_provider
+    from .interop._http_support import start_server
+
+    with trio.fail_after(GUARD):
+        async with oidc_provider(access_token_format="opaque") as op:
+            monkeypatch.setenv("TRIO_MCP_AUTH_CLIENT_SECRET", op.resource_client_secret)
+            command = [*CLI, "demo", *HTTP, "--port", "0", "--auth-issuer", op.issuer]
+            command += ["--auth-introspect", op.introspection_endpoint]
+            command += ["--auth-client-id", op.resource_client_id]
+            command += ["--auth-client-auth", "client_secret_post", "--auth-scope", "mcp:tools"]
+            server = await start_server(nursery, command)
+            token = await op.token(server.url, "mcp:tools")
+            assert not token.startswith("eyJ")  # opaque: only introspection can tell
+            header = ["--header", f"Authorization: Bearer {token}"]
+            whoami = await trio.to_thread.run_sync(run_cli, "call", server.url, "whoami", *header)
+            assert whoami.stdout == f"alice (client {op.client_id}; scopes: mcp:tools)\n", (
+                whoami.stderr
+            )
+            admin = await trio.to_thread.run_sync(run_cli, "call", server.url, "admin", *header)
+            assert admin.returncode == 1
+            assert "insufficient scope" in admin.stderr, admin.stderr
+            assert "mcp:admin" in admin.stderr
+            assert await server.stop() == 0
+    logged = "\n".join(server.lines)
+    assert token not in logged
+    assert op.resource_client_secret not in logged

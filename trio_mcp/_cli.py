@@ -12,6 +12,11 @@
 TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
 Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
 (a value is typed by the tool's input schema).
+
+``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
+option: tokens from an authorization server (``--auth-issuer``: signed JWTs checked against its
+keys; ``--auth-introspect``: RFC 7662 introspection), or development tokens
+(``--auth-token-env``). Secrets are read from the environment, never from the command line.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ import argparse
 import base64
 import importlib
 import importlib.util
+import ipaddress
 import math
 import mimetypes
 import os
+import re
 import shlex
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -50,7 +58,8 @@ from .protocol._types import (
     TextResourceContents,
     to_wire,
 )
-from .server import Server
+from .server import Auth, Principal, Server, StaticTokenVerifier, TokenVerifier
+from .server._auth import every_entry_scopes
 
 if TYPE_CHECKING:
     from .client import OAuth
@@ -146,6 +155,154 @@ def load_server(spec: str) -> Server:
     if not isinstance(value, Server):
         raise UsageError(f"{spec!r} is a {type(value).__name__}, not a trio_mcp.Server")
     return value
+
+
+# -- serving protected: the --auth options -------------------------------------------------------
+
+#: Where the introspection client's secret is read from, unless ``--auth-client-secret-env``.
+CLIENT_SECRET_ENV = "TRIO_MCP_AUTH_CLIENT_SECRET"
+#: Who a development token (``--auth-token-env``) stands for.
+DEVELOPER = "developer"
+#: A bearer token's characters (RFC 6750 section 2.1, b64token).
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+def _is_protected(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for a protected server; refuses combinations that make
+    no sense (two sources of tokens, an option whose companion is missing, auth on stdio)."""
+    verifiers = [
+        name
+        for name, value in (
+            ("--auth-introspect", args.auth_introspect),
+            ("--auth-token-env", args.auth_token_env),
+        )
+        if value is not None
+    ]
+    if len(verifiers) > 1:
+        raise UsageError(f"{' and '.join(verifiers)} are two sources of tokens: choose one")
+    if args.auth_token_env is not None and args.auth_issuer is not None:
+        raise UsageError(
+            "--auth-token-env serves development tokens of its own: it takes no --auth-issuer"
+        )
+    if args.auth_introspect is None:
+        for name, value in (
+            ("--auth-client-id", args.auth_client_id),
+            ("--auth-client-secret-env", args.auth_client_secret_env),
+            ("--auth-client-auth", args.auth_client_auth),
+        ):
+            if value is not None:
+                raise UsageError(f"{name} is for --auth-introspect")
+    elif args.auth_client_id is None:
+        raise UsageError("--auth-introspect needs --auth-client-id (this server's client id)")
+    for name, value in (
+        ("--auth-issuer", args.auth_issuer),
+        ("--auth-introspect", args.auth_introspect),
+        ("--public-url", args.public_url),
+    ):
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise UsageError(f"{name} must be an http(s):// URL, got {value!r}")
+    wanted = bool(verifiers) or args.auth_issuer is not None
+    if not wanted:
+        for name, value in (("--public-url", args.public_url), ("--auth-scope", args.auth_scope)):
+            if value:
+                raise UsageError(
+                    f"{name} is for a protected server: add --auth-issuer, --auth-introspect "
+                    "or --auth-token-env"
+                )
+        return False
+    if args.transport != "http":
+        raise UsageError(
+            "the --auth options protect an HTTP server (--transport http); a stdio server "
+            "takes its credentials from the environment its host starts it with"
+        )
+    return True
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return not host or ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def _free_port(host: str) -> int:
+    """A port nothing listens on at ``host`` now: ``--port 0`` with a public URL that names
+    the port has to know it before the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _public_url(args: argparse.Namespace) -> str:
+    """The resource: ``--public-url``, else ``http://HOST:PORT/mcp`` of the bind (a free
+    port chosen now for ``--port 0``, and kept in ``args.port``)."""
+    if args.public_url is not None:
+        url: str = args.public_url
+        return url
+    if _is_wildcard(args.host):
+        raise UsageError(
+            f"--host {args.host!r} listens on every address, so the server cannot tell "
+            "the URL clients reach it at: give it with --public-url"
+        )
+    if args.port == 0:
+        args.port = _free_port(args.host)
+    return f"http://{_url_host(args.host)}:{args.port}/mcp"
+
+
+def _secret_from(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise UsageError(f"the environment variable {name} is not set")
+    return value
+
+
+def _verifier(args: argparse.Namespace, server: Server) -> TokenVerifier:
+    if args.auth_token_env is not None:
+        token = _secret_from(args.auth_token_env)
+        if not _B64TOKEN.fullmatch(token):
+            raise UsageError(
+                f"{args.auth_token_env} does not hold a bearer token (RFC 6750: letters, "
+                "digits and -._~+/ only)"
+            )
+        # A developer's token may call everything the server has.
+        scopes = frozenset(args.auth_scope or ()).union(*every_entry_scopes(server))
+        return StaticTokenVerifier({token: Principal(DEVELOPER, scopes=scopes)})
+    if args.auth_introspect is not None:
+        secret = _secret_from(args.auth_client_secret_env or CLIENT_SECRET_ENV)
+        from .server._introspection import IntrospectionVerifier
+
+        return IntrospectionVerifier(
+            args.auth_introspect,
+            client_id=args.auth_client_id,
+            client_secret=secret,
+            auth_method=args.auth_client_auth or "client_secret_basic",
+            issuer=args.auth_issuer,
+        )
+    from .server._jwt import JWTVerifier
+
+    return JWTVerifier(args.auth_issuer)
+
+
+def build_auth(args: argparse.Namespace, server: Server) -> Auth:
+    """The :class:`Auth` the ``--auth`` options describe, for ``server`` (its entries' scopes
+    are what a development token grants). Raises :class:`UsageError`."""
+    try:
+        scopes = frozenset(args.auth_scope or ())
+        auth = Auth(
+            _verifier(args, server),
+            resource=_public_url(args),
+            authorization_servers=[args.auth_issuer] if args.auth_issuer else [],
+            required_scopes=scopes,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return auth
 
 
 # -- driving: the client commands -----------------------------------------------------------------
@@ -522,8 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="serve the built-in demo server")
-    serve = commands.add_parser("serve", help="serve a Server from a file or module")
+    # No abbreviated options where one names where a secret is: `--auth-client-secret S` must
+    # not be read as `--auth-client-secret-env S`, which would show S in its error.
+    demo = commands.add_parser("demo", help="serve the built-in demo server", allow_abbrev=False)
+    serve = commands.add_parser(
+        "serve", help="serve a Server from a file or module", allow_abbrev=False
+    )
     serve.add_argument(
         "server",
         help="FILE.py or package.module, optionally :attribute (default: the module's Server)",
@@ -548,6 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
             "origins for requests arriving on loopback, any origin otherwise",
         )
+        _add_auth_options(served)
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help)
@@ -613,13 +775,80 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_auth_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group(
+        "authorization (--transport http)",
+        "Serve a protected resource (OAuth 2.1): every request needs a bearer token, checked "
+        "by one of --auth-issuer, --auth-introspect or --auth-token-env. Clients find the "
+        "authorization server through the Protected Resource Metadata the server publishes.",
+    )
+    group.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="the authorization server that issues the tokens: listed in the metadata; its "
+        "signed JWT access tokens are checked against its published keys (unless "
+        "--auth-introspect)",
+    )
+    group.add_argument(
+        "--auth-introspect",
+        metavar="URL",
+        help="check tokens at this RFC 7662 introspection endpoint instead, as client "
+        f"--auth-client-id with the secret from ${CLIENT_SECRET_ENV}",
+    )
+    group.add_argument(
+        "--auth-client-id",
+        metavar="ID",
+        help="this server's client id at the introspection endpoint",
+    )
+    group.add_argument(
+        "--auth-client-secret-env",
+        metavar="NAME",
+        help=f"the environment variable holding that client's secret (default: "
+        f"{CLIENT_SECRET_ENV}); never on the command line, where every user can read it",
+    )
+    group.add_argument(
+        "--auth-client-auth",
+        choices=["client_secret_basic", "client_secret_post"],
+        help="how that client authenticates to the introspection endpoint (default: "
+        "client_secret_basic)",
+    )
+    group.add_argument(
+        "--auth-token-env",
+        metavar="NAME",
+        help=f"for development: accept the one token in the environment variable NAME, as "
+        f"'{DEVELOPER}' with every scope the server names (no authorization server)",
+    )
+    group.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL clients reach the MCP endpoint at, which tokens must be issued for "
+        "(their audience); default: http://HOST:PORT/mcp of the bind",
+    )
+    group.add_argument(
+        "--auth-scope",
+        action="append",
+        metavar="SCOPE",
+        help="a scope every request needs (repeatable); the demo's admin tool also needs mcp:admin",
+    )
+
+
 def _serve(args: argparse.Namespace) -> int:
+    protected = _is_protected(args)
     if args.command == "demo":
-        from ._demo import demo_server
+        from ._demo import add_signed_in_tools, demo_server
 
         server = demo_server()
+        if protected:
+            add_signed_in_tools(server)
     else:
         server = load_server(args.server)
+        if protected and server.auth is not None:
+            raise UsageError(
+                f"{args.server} has an authorization of its own (Server(auth=...)): "
+                "the --auth options would replace it"
+            )
+    if protected:
+        server.auth = build_auth(args, server)
     options = None
     if args.transport == "http":
         from .server._http_app import HttpOptions

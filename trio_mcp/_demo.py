@@ -1,5 +1,10 @@
 """The demo server behind ``trio-mcp demo``: a small server that exercises the protocol's
 everyday paths (tools with progress and cancellation, a prompt, resources, a template).
+
+Served with authorization (``trio-mcp demo --transport http --auth-issuer URL``, or
+``demo_server(auth=Auth(...))``) it has two more tools, which show who the access token says
+the caller is: ``whoami``, and ``admin``, which needs the :data:`ADMIN_SCOPE` scope of its own
+(a per-tool scope: a token without it gets a 403 ``insufficient_scope`` for that call).
 """
 
 from __future__ import annotations
@@ -10,21 +15,26 @@ from typing import Annotated
 import trio
 
 from .protocol._types import PromptMessage, TextContent, ToolAnnotations
-from .server import Context, Server, ToolError
+from .server import Auth, Context, Server, ToolError
 
 README_TEXT = """trio-mcp demo server.
 
 Tools: echo, add, sleep. Prompt: greeting. Resources: demo://readme, demo://greeting/{name}.
 """
 
+#: The scope the ``admin`` tool needs (beyond the scopes every request needs).
+ADMIN_SCOPE = "mcp:admin"
 
-def demo_server() -> Server:
-    """Build the demo server (a fresh one each call, so tests do not share state)."""
+
+def demo_server(*, auth: Auth | None = None) -> Server:
+    """Build the demo server (a fresh one each call, so tests do not share state); with
+    ``auth``, protected by it and with the signed-in tools (:func:`add_signed_in_tools`)."""
     server = Server(
         "trio-mcp-demo",
         "0.1.0",
         title="trio-mcp demo",
         instructions="A demo server: echo text, add numbers, or sleep with progress.",
+        auth=auth,
     )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
@@ -74,4 +84,29 @@ def demo_server() -> Server:
     async def greeting_resource(name: str) -> str:
         return f"Hello, {name}!"
 
+    if auth is not None:
+        add_signed_in_tools(server)
     return server
+
+
+def add_signed_in_tools(server: Server) -> None:
+    """The tools that answer with who the caller is: ``whoami`` (any signed-in caller) and
+    ``admin`` (a caller whose token also grants :data:`ADMIN_SCOPE`)."""
+
+    def signed_in(ctx: Context) -> tuple[str, str | None, list[str]]:
+        principal = ctx.auth
+        if principal is None:
+            raise ToolError("no one is signed in: this server runs without authorization")
+        return principal.subject or "", principal.client_id, sorted(principal.scopes)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def whoami(ctx: Context) -> str:
+        """Who the access token of this request says you are: subject, client and scopes."""
+        subject, client_id, scopes = signed_in(ctx)
+        return f"{subject} (client {client_id or 'unknown'}; scopes: {' '.join(scopes) or 'none'})"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True), scopes=[ADMIN_SCOPE])
+    async def admin(ctx: Context) -> str:
+        """For administrators only (the mcp:admin scope): says who is acting as one."""
+        subject, _, _ = signed_in(ctx)
+        return f"{subject} is signed in as an administrator"
