@@ -263,6 +263,28 @@ async def test_a_real_token_passes(op: OidcProvider, caplog: pytest.LogCaptureFi
     no_leak(target, caplog, token)
 
 
+async def test_a_key_rotation_is_picked_up_and_tokens_of_the_old_key_still_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The provider signs with a new key (both published): the server fetches the key set once
+    more for the new key id, once the refetch interval allows, and keeps accepting the old
+    key's tokens."""
+    async with oidc_provider() as op, protected(op) as target:
+        old = await op.token(target.url, SCOPE)
+        assert await whoami(target, old) == "alice"
+        assert target.fetched["/jwks"] == 1
+        kid = await op.rotate_keys()
+        new = await op.token(target.url, SCOPE)
+        assert part(new, 0)["kid"] == kid != part(old, 0)["kid"]
+        target.clock.now += 30  # past the refetch interval of the first fetch
+        assert await whoami(target, new) == "alice"
+        assert target.fetched["/jwks"] == 2
+        assert await whoami(target, old) == "alice"
+        assert await whoami(target, new) == "alice"
+        assert target.fetched["/jwks"] == 2
+    no_leak(target, caplog, old, new)
+
+
 async def test_an_expired_token(op: OidcProvider, caplog: pytest.LogCaptureFixture) -> None:
     async with protected(op) as target:
         token = await op.token(target.url, SCOPE)
