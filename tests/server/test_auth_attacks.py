@@ -13,15 +13,11 @@ counted through an event hook of the real httpx client the verifier uses.
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import hmac
 import json
 import logging
 import secrets
 import socket
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -47,16 +43,9 @@ from trio_mcp.server import McpHttpApp
 
 from .._http import GUARD, VERSION, initialize_body
 from ..auth._oidc import BOB, OidcProvider, oidc_provider
+from ..auth._tokens import Clock, claims_of, header_of, hmac_signed, with_header
 
 SCOPE = "mcp:tools"
-
-
-@attrs.define
-class Clock:
-    now: float = attrs.Factory(time.time)
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @attrs.define
@@ -186,24 +175,6 @@ async def op() -> AsyncIterator[OidcProvider]:
         yield provider
 
 
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def unb64(segment: str) -> bytes:
-    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-
-
-def part(token: str, index: int) -> dict[str, Any]:
-    decoded: dict[str, Any] = json.loads(unb64(token.split(".")[index]))
-    return decoded
-
-
-def reheaded(token: str, **changes: Any) -> str:
-    _, payload, signature = token.split(".")
-    return ".".join((b64(orjson.dumps(part(token, 0) | changes)), payload, signature))
-
-
 def server_logs(caplog: pytest.LogCaptureFixture) -> str:
     """The server side's log lines (the test's own httpx client logs the URLs it requests,
     a token in the query among them: not the server's doing)."""
@@ -275,7 +246,7 @@ async def test_a_key_rotation_is_picked_up_and_tokens_of_the_old_key_still_pass(
         assert target.fetched["/jwks"] == 1
         kid = await op.rotate_keys()
         new = await op.token(target.url, SCOPE)
-        assert part(new, 0)["kid"] == kid != part(old, 0)["kid"]
+        assert header_of(new)["kid"] == kid != header_of(old)["kid"]
         target.clock.now += 30  # past the refetch interval of the first fetch
         assert await whoami(target, new) == "alice"
         assert target.fetched["/jwks"] == 2
@@ -288,12 +259,12 @@ async def test_a_key_rotation_is_picked_up_and_tokens_of_the_old_key_still_pass(
 async def test_an_expired_token(op: OidcProvider, caplog: pytest.LogCaptureFixture) -> None:
     async with protected(op) as target:
         token = await op.token(target.url, SCOPE)
-        target.clock.now = part(token, 1)["exp"] + 30
+        target.clock.now = claims_of(token)["exp"] + 30
         await target.refused(
             token, 401, target.challenge("invalid_token", "the access token expired")
         )
         # Within the verifier's leeway, the policy (no leeway) still refuses it.
-        target.clock.now = part(token, 1)["exp"]
+        target.clock.now = claims_of(token)["exp"]
         await target.refused(
             token, 401, target.challenge("invalid_token", "the access token expired")
         )
@@ -303,7 +274,7 @@ async def test_an_expired_token(op: OidcProvider, caplog: pytest.LogCaptureFixtu
 async def test_a_token_not_valid_yet(op: OidcProvider, caplog: pytest.LogCaptureFixture) -> None:
     async with protected(op) as target:
         token = await op.token(target.url, SCOPE)
-        target.clock.now = part(token, 1)["iat"] - 31
+        target.clock.now = claims_of(token)["iat"] - 31
         description = (
             "the access token was issued in the future (check this server's clock if that is wrong)"
         )
@@ -317,7 +288,7 @@ async def test_a_token_for_another_resource(
     async with protected(op) as target:
         # Another loopback resource: a real token, a good signature, someone else's audience.
         token = await op.token(target.origin + "/other", SCOPE)
-        assert part(token, 1)["aud"] == target.origin + "/other"
+        assert claims_of(token)["aud"] == target.origin + "/other"
         description = "the access token was issued for another resource"
         await target.refused(token, 401, target.challenge("invalid_token", description))
     no_leak(target, caplog, token)
@@ -330,7 +301,7 @@ async def test_a_token_of_another_issuer(
         async with protected(op) as target:
             token = await other.token(target.url, SCOPE)
             # Same kid, another provider's key: the signature is what gives it away.
-            assert part(token, 0)["kid"] == "es256-test"
+            assert header_of(token)["kid"] == "es256-test"
             description = "the token's signature does not verify with the issuer's keys"
             await target.refused(token, 401, target.challenge("invalid_token", description))
         no_leak(target, caplog, token)
@@ -345,7 +316,7 @@ async def test_a_token_of_another_issuer(
 async def test_alg_none(op: OidcProvider, caplog: pytest.LogCaptureFixture) -> None:
     async with protected(op) as target:
         token = await op.token(target.url, SCOPE)
-        unsigned = reheaded(token, alg="none").rsplit(".", 1)[0] + "."
+        unsigned = with_header(token, alg="none").rsplit(".", 1)[0] + "."
         description = "the access token is not signed (alg none)"
         await target.refused(unsigned, 401, target.challenge("invalid_token", description))
         assert target.fetched == {}
@@ -358,12 +329,8 @@ async def test_hmac_signed_with_the_public_key(
     async with protected(op) as target:
         token = await op.token(target.url, SCOPE)
         published = (await target.http.get(op.jwks_uri)).json()
-        [key] = [k for k in published["keys"] if k["kid"] == part(token, 0)["kid"]]
-        secret = json.dumps(key).encode()
-        header = b64(orjson.dumps(part(token, 0) | {"alg": "HS256"}))
-        signing_input = f"{header}.{token.split('.')[1]}"
-        signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
-        forged = f"{signing_input}.{b64(signature)}"
+        [key] = [k for k in published["keys"] if k["kid"] == header_of(token)["kid"]]
+        forged = hmac_signed(token, json.dumps(key).encode())
         description = "the token is signed with an algorithm this server does not accept"
         await target.refused(forged, 401, target.challenge("invalid_token", description))
         assert target.fetched == {}
@@ -378,7 +345,7 @@ async def test_an_unknown_kid_flood_is_fetched_for_at_most_once_per_interval(
         assert await whoami(target, token) == "alice"
         assert target.fetched["/jwks"] == 1
         description = "the token is signed with a key the issuer does not publish"
-        forged = [reheaded(token, kid=secrets.token_hex(8)) for _ in range(40)]
+        forged = [with_header(token, kid=secrets.token_hex(8)) for _ in range(40)]
 
         async def flood() -> None:
             async with trio.open_nursery() as nursery:

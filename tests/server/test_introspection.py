@@ -10,18 +10,15 @@ import hashlib
 import logging
 import socket
 import time
-from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-import attrs
-import httpx
 import pytest
 import trio
 
 from trio_mcp import Auth, IntrospectionVerifier, InvalidToken, Principal, VerifierUnavailable
 
 from ..auth._oidc import BOB, USERNAME, OidcProvider, oidc_provider
+from ..auth._tokens import Clock, counting_client
 
 #: A hang guard for each test, never a performance assertion.
 GUARD = 60
@@ -35,25 +32,6 @@ TTL = 300
 async def op() -> AsyncIterator[OidcProvider]:
     async with oidc_provider(access_token_format="opaque", access_token_ttl=TTL) as provider:
         yield provider
-
-
-@attrs.define
-class Clock:
-    now: float = attrs.Factory(time.time)
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@asynccontextmanager
-async def counting_client() -> AsyncIterator[tuple[httpx.AsyncClient, Counter[str]]]:
-    seen: Counter[str] = Counter()
-
-    async def record(request: httpx.Request) -> None:
-        seen[request.url.path] += 1
-
-    async with httpx.AsyncClient(event_hooks={"request": [record]}) as http:
-        yield http, seen
 
 
 def resource_verifier(op: OidcProvider, **options: object) -> IntrospectionVerifier:
