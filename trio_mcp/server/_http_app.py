@@ -15,7 +15,6 @@ import ipaddress
 import logging
 import math
 import re
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -64,6 +63,7 @@ from ._event_store import (
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
+from ._routing import check_node_id, is_minted_here, mint_session_id
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -81,6 +81,11 @@ class HttpServable(Registrations, Protocol):
 
     @property
     def connections(self) -> set[ServerConnection]: ...
+
+
+def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
+    if node_id is not None:
+        check_node_id(node_id)
 
 
 @attrs.define
@@ -131,6 +136,11 @@ class HttpOptions:
     max_backlog_bytes: int = 1024 * 1024
     #: All of those together, over every session and connection of the app.
     max_buffered_bytes: int = 64 * 1024 * 1024
+    #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
+    #: a load balancer can route a session's requests to the node that holds it (an nginx
+    #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node
+    #: is an unknown session here (404). None: plain hex ids.
+    node_id: str | None = attrs.field(default=None, validator=_valid_node_id)
 
 
 class HttpError(Exception):
@@ -846,6 +856,8 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
+        if not is_minted_here(session_id, self.options.node_id):
+            return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
         if session is None or session.owner != _identity(principal):
             return None
@@ -1008,7 +1020,10 @@ class McpHttpApp:
             )
         assert self._nursery is not None
         session = HttpSession(
-            self, secrets.token_hex(16), client=client, owner=_identity(principal)
+            self,
+            mint_session_id(self.options.node_id),
+            client=client,
+            owner=_identity(principal),
         )
         self._opening.add(session)
         self._by_client.setdefault(client, set()).add(session)
