@@ -8,6 +8,7 @@ import re
 import pytest
 
 from trio_mcp import Server
+from trio_mcp._cli import main
 from trio_mcp.server import HttpOptions
 from trio_mcp.server._routing import (
     check_node_id,
@@ -42,6 +43,11 @@ def test_a_node_id_is_a_short_token(bad: str) -> None:
     with pytest.raises(ValueError, match="node_id must be"):
         HttpOptions(node_id=bad)
     assert check_node_id("Node-7") == "Node-7"
+
+
+def test_the_cli_refuses_a_bad_node_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--transport", "http", "--port", "0", "--node-id", "a.b"]) == 2
+    assert "--node-id: node_id must be" in capsys.readouterr().err
 
 
 def tools_server() -> Server:
