@@ -1,0 +1,275 @@
+"""The deployment of docs/deploy.md, for real: three trio_mcp processes behind nginx (run from
+``deploy/nginx.conf``) on 127.0.0.1, driven by the official clients and by trio_mcp's own.
+
+What is counted and bounded: every session and every call must be answered; the requests per
+backend show round robin; times are hang guards, never performance assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from trio_mcp import open_client
+from trio_mcp.server._http_app import CUT_BY_SHUTDOWN
+
+from . import system_packages
+from ._fleet import FLEET_SERVER, NGINX_CONF, ROOT, Fleet, fleet, render_nginx_conf
+from ._services import free_port
+
+#: Hang guards.
+DRIVER_GUARD = 300
+MODERN = "2026-07-28"
+
+
+def modern_call(rid: Any, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": name, "arguments": arguments or {}, "_meta": meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def modern_headers(name: str) -> dict[str, str]:
+    return {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+    }
+
+
+async def run_driver(command: list[str]) -> dict[str, Any]:
+    with trio.fail_after(DRIVER_GUARD):
+        done = await trio.run_process(
+            command, cwd=ROOT, capture_stdout=True, capture_stderr=True, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return report
+
+
+def assert_spread(counts: dict[int, int], running: Fleet, total: int) -> None:
+    """Every backend took a fair share (round robin gives each a third)."""
+    assert set(counts) == {b.pid for b in running.backends}, counts
+    assert sum(counts.values()) == total
+    assert min(counts.values()) >= total // 6, counts
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+async def test_the_config_renders_and_nginx_accepts_it(tmp_path: Path, count: int) -> None:
+    await trio.to_thread.run_sync(system_packages.ensure)
+    ports = {f"n{k}": free_port() for k in range(1, count + 1)}
+    text = render_nginx_conf(
+        NGINX_CONF.read_text(), listen=free_port(), ports=ports, directory=tmp_path
+    )
+    for node, port in ports.items():
+        assert f"127.0.0.1:{port}" in text and f"mcp_{node};" in text
+    for gone in range(count + 1, 4):
+        assert f"mcp_n{gone}" not in text and ":800" not in text
+    (tmp_path / "nginx.conf").write_text(text)
+    nginx = system_packages.find("nginx")
+    assert nginx is not None
+    command = [nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
+    done = await trio.run_process(
+        [*command, "-e", str(tmp_path / "error.log")], capture_stderr=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+
+async def test_handshake_era_100_sessions_with_the_official_python_client(tmp_path: Path) -> None:
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER)) as running:
+        command = [sys.executable, "-m", "tests.deploy._py_fleet_client", running.url]
+        report = await run_driver([*command, "100", "5", "8"])
+        assert report["errors"] == []
+        assert (report["sessions_ok"], report["calls_ok"]) == (100, 500)
+        assert_spread({int(p): n for p, n in report["pids"].items()}, running, 100)
+
+
+async def test_handshake_era_100_sessions_with_the_typescript_client(tmp_path: Path) -> None:
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER)) as running:
+        driver = str(Path(__file__).with_name("ts_fleet_client.mjs"))
+        report = await run_driver(["node", driver, running.url, "100", "5", "8"])
+        assert report["errors"] == []
+        assert (report["sessions_ok"], report["calls_ok"]) == (100, 500)
+        assert_spread({int(p): n for p, n in report["pids"].items()}, running, 100)
+        # Each session was held by the node its id names (the tag nginx routed on).
+        assert set(report["tags"]) == {"n1", "n2", "n3"}
+
+
+async def test_modern_era_1000_tool_calls_round_robin(tmp_path: Path) -> None:
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER)) as running:
+        pids: Counter[int] = Counter()
+        async with open_client(running.url, mode="modern") as client:
+
+            async def calls(worker: int) -> None:
+                for _ in range(125):
+                    result = await client.call_tool("backend", {})
+                    assert not result.is_error
+                    assert result.structured_content is not None
+                    pids[result.structured_content["pid"]] += 1
+
+            with trio.fail_after(DRIVER_GUARD):
+                async with trio.open_nursery() as nursery:
+                    for worker in range(8):
+                        nursery.start_soon(calls, worker)
+        assert_spread(dict(pids), running, 1000)
+
+
+async def test_a_forged_or_foreign_tag_is_an_unknown_session(tmp_path: Path) -> None:
+    async with fleet(tmp_path, 3) as running, httpx.AsyncClient(timeout=30) as client:
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        opened = await client.post(running.url, json=initialize, headers=headers)
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        tag, _, random = session.partition(".")
+        assert tag in ("n1", "n2", "n3")
+        versioned = {**headers, "mcp-protocol-version": "2025-06-18"}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        ok = await client.post(
+            running.url, json=note, headers={**versioned, "mcp-session-id": session}
+        )
+        assert ok.status_code == 202
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        # The real id: every request reaches its node (round robin would miss 2 in 3).
+        for _ in range(9):
+            answered = await client.post(
+                running.url, json=ping, headers={**versioned, "mcp-session-id": session}
+            )
+            assert answered.status_code == 200, answered.text
+        others = [n for n in ("n1", "n2", "n3") if n != tag]
+        for forged in [f"{others[0]}.{random}", f"{others[1]}.{random}", f"n9.{random}", random]:
+            refused = await client.post(
+                running.url, json=ping, headers={**versioned, "mcp-session-id": forged}
+            )
+            assert refused.status_code == 404, (forged, refused.text)
+            assert refused.json()["error"]["message"] == "Session not found"
+
+
+# -- drain -------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Load:
+    """Fresh modern calls in a loop while a backend drains: when each started, who answered."""
+
+    answers: list[tuple[float, int]] = attrs.Factory(list)
+    failures: list[str] = attrs.Factory(list)
+
+    async def run(self, client: httpx.AsyncClient, url: str, stop: trio.Event) -> None:
+        rid = 0
+        while not stop.is_set():
+            rid += 1
+            started = trio.current_time()
+            response = await client.post(
+                url, json=modern_call(rid, "backend"), headers=modern_headers("backend")
+            )
+            body = response.json() if response.status_code == 200 else None
+            if body is None or "result" not in body:
+                self.failures.append(f"{response.status_code}: {response.text[:300]}")
+                continue
+            self.answers.append((started, body["result"]["structuredContent"]["pid"]))
+
+
+async def sleep_call(
+    client: httpx.AsyncClient, url: str, rid: int, seconds: float, streaming: trio.Event
+) -> dict[str, Any]:
+    """A ``sleep`` with progress (an SSE response): the last message, once the stream ends."""
+    body = modern_call(rid, "sleep", {"seconds": seconds})
+    body["params"]["_meta"]["progressToken"] = rid
+    last: dict[str, Any] = {}
+    async with client.stream("POST", url, json=body, headers=modern_headers("sleep")) as reply:
+        assert reply.status_code == 200
+        async for line in reply.aiter_lines():
+            if line.startswith("data: "):
+                last = json.loads(line[len("data: ") :])
+                streaming.set()
+    return last
+
+
+async def drain_one(
+    tmp_path: Path, *, grace: float, seconds: float
+) -> tuple[list[dict[str, Any]], Load, float, Fleet, int]:
+    """Six ``sleep`` calls streaming across the three backends, fresh calls in a loop, then
+    SIGTERM to n2: what the sleeps ended with, the load, when n2's readiness said 503, and the
+    fleet with n2's exit status."""
+    options = ["--drain-grace", str(grace)]
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER), options=options) as running:
+        victim = running.backend("n2")
+        async with httpx.AsyncClient(timeout=60) as client:
+            ends: dict[int, dict[str, Any]] = {}
+            load = Load()
+            stop = trio.Event()
+            with trio.fail_after(DRIVER_GUARD):
+                async with trio.open_nursery() as nursery:
+
+                    async def sleeper(rid: int, streaming: trio.Event) -> None:
+                        ends[rid] = await sleep_call(client, running.url, rid, seconds, streaming)
+
+                    for rid in range(6):
+                        streaming = trio.Event()
+                        nursery.start_soon(sleeper, rid, streaming)
+                        await streaming.wait()
+                    for _ in range(4):
+                        nursery.start_soon(load.run, client, running.url, stop)
+                    await trio.sleep(0.3)
+                    victim.terminate()
+                    with trio.fail_after(1):  # "at once": hang guard of the flip
+                        ready = victim.base + "/ready"
+                        while (await client.get(ready)).status_code != 503:  # noqa: ASYNC110
+                            await trio.sleep(0.01)
+                    flipped = trio.current_time()
+                    await trio.sleep(seconds + 0.5)
+                    stop.set()
+                status = await victim.wait()
+        return [ends[rid] for rid in sorted(ends)], load, flipped, running, status
+
+
+async def test_drain_with_the_grace_to_finish_loses_nothing(tmp_path: Path) -> None:
+    sleeps, load, flipped, running, status = await drain_one(tmp_path, grace=5, seconds=1.5)
+    assert status == 0
+    # Every call in flight, on the drained backend too, finished normally.
+    assert [end.get("result", end)["content"][0]["text"] for end in sleeps] == ["slept 1.5s"] * 6
+    # No client-visible failure: what reached n2 while draining was sent on by nginx (503).
+    assert load.failures == []
+    victim = running.backend("n2").pid
+    after = [pid for started, pid in load.answers if started > flipped]
+    assert after and victim not in after
+    assert {pid for _, pid in load.answers} <= {b.pid for b in running.backends}
+
+
+async def test_drain_past_the_grace_ends_calls_with_a_retry_error(tmp_path: Path) -> None:
+    sleeps, load, _, _, status = await drain_one(tmp_path, grace=0.5, seconds=3)
+    assert status == 0
+    finished = [s for s in sleeps if "result" in s]
+    cut = [s for s in sleeps if "error" in s]
+    assert len(finished) + len(cut) == 6, sleeps
+    # The drained backend's calls end with the error that says to retry, never a silent end.
+    assert 1 <= len(cut) <= 3, sleeps
+    for end in cut:
+        assert end["error"] == {"code": -32603, "message": CUT_BY_SHUTDOWN, "data": {"retry": True}}
+    assert all(s["result"]["content"][0]["text"] == "slept 3s" for s in finished)
+    assert load.failures == []
