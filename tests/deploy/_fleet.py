@@ -81,8 +81,9 @@ def render_nginx_conf(template: str, *, listen: int, ports: dict[str, int], dire
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    # The children import this checkout's trio_mcp, whatever is installed.
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # The children import this checkout's trio_mcp, whatever is installed, unless PYTHONPATH
+    # names another (the benchmarks' ``--commit`` snapshot).
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
