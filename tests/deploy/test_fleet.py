@@ -273,3 +273,8 @@ async def test_drain_past_the_grace_ends_calls_with_a_retry_error(tmp_path: Path
         assert end["error"] == {"code": -32603, "message": CUT_BY_SHUTDOWN, "data": {"retry": True}}
     assert all(s["result"]["content"][0]["text"] == "slept 3s" for s in finished)
     assert load.failures == []
+
+
+def test_the_deploy_page_shows_the_config_the_tests_run() -> None:
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    assert "```nginx\n" + NGINX_CONF.read_text() + "```\n" in page
