@@ -228,3 +228,52 @@ async def test_with_authorization_the_audience_is_the_resource() -> None:
     late.state_audience = "pinned"
     assert late.state_audience == "pinned"
     assert await retried(late, state, ALICE) is None
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+OWN_KEYS = """\
+from trio_mcp import Server
+
+server = Server("own", state_key=b"k" * 32)
+"""
+
+
+def test_the_key_file_option_refuses_what_would_be_ambiguous(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit status 2 and one line (never a key) before anything is served: the file is
+    unreadable or malformed, the environment gives keys too, or the server has its own."""
+    from trio_mcp._cli import build_parser, main
+
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"{NEW.hex()}\n")
+    assert build_parser().parse_args(["demo", "--state-key-file", str(keys)]).state_key_file == (
+        str(keys)
+    )
+    served = tmp_path / "own.py"
+    served.write_text(OWN_KEYS)
+    http = ["--transport", "http", "--port", "0"]
+    cases: list[tuple[list[str], dict[str, str], str]] = [
+        (["demo", "--state-key-file", str(tmp_path / "nope")], {}, "cannot read the state key"),
+        (["demo", "--state-key-file", str(keys)], {KEYS_ENV: OLD.hex()}, f"and {KEYS_ENV} both"),
+        (["demo", "--state-key-file", str(keys)], {FILE_ENV: str(keys)}, f"and {FILE_ENV} both"),
+        (
+            ["serve", str(served), "--state-key-file", str(keys)],
+            {},
+            "has state keys of its own (Server(state_key=...)): --state-key-file would replace",
+        ),
+        (["demo"], {KEYS_ENV: "ab" * 16 + ",x"}, f"{KEYS_ENV}: key 2: the key is neither"),
+    ]
+    for options, environment, said in cases:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        assert main([*options, *http]) == 2, options
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, (options, err)
+        assert NEW.hex() not in err and OLD.hex() not in err
+        for name in environment:
+            monkeypatch.delenv(name)
+    keys.write_text(f"{NEW.hex()}\nabc!\n")
+    assert main(["demo", "--state-key-file", str(keys), *http]) == 2
+    assert "keys.txt', line 2: the key is neither" in capsys.readouterr().err
