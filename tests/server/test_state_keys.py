@@ -192,6 +192,7 @@ def test_the_log_says_where_the_keys_came_from(
 # -- the audience ----------------------------------------------------------------------------------
 
 
+@pytest.mark.invariant(10)
 async def test_another_server_sharing_the_key_cannot_open_the_state() -> None:
     state = await issued_state(asking("billing", state_key=OLD))
     assert await retried(asking("billing", state_key=OLD), state) == "Hello Ada"
