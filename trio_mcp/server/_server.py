@@ -48,7 +48,7 @@ from ._registry import (
     is_async_callable,
 )
 from ._schema import explicit_signature, function_signature
-from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, configured_state_keys
+from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -132,7 +132,11 @@ class Server:
         #: opens. Without either, the keys of ``TRIO_MCP_STATE_KEYS`` or
         #: ``TRIO_MCP_STATE_KEYS_FILE``; without those, a random key of this process. Give
         #: every replica behind a load balancer the same keys.
-        self.state_sealer = self._state_sealer(state_key, state_keys)
+        keys, origin = server_state_keys(state_key, state_keys)
+        self.state_sealer = StateSealer(keys)
+        #: Where the keys came from (said in the log); None: drawn at random by this process.
+        self.state_keys_origin = origin
+        self._state_keys_logged = False
         self._state_audience = state_audience
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
@@ -165,25 +169,6 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
-
-    def _state_sealer(
-        self, state_key: bytes | None, state_keys: Iterable[bytes] | None
-    ) -> StateSealer:
-        if state_key is not None and state_keys is not None:
-            raise ValueError("give state_key or state_keys, not both")
-        keys: list[bytes] | None = None
-        #: Where the keys came from (for the log); None: drawn at random by this process.
-        self.state_keys_origin: str | None = None
-        if state_key is not None:
-            keys, self.state_keys_origin = [state_key], "Server(state_key=...)"
-        elif state_keys is not None:
-            keys, self.state_keys_origin = list(state_keys), "Server(state_keys=...)"
-        else:
-            configured = configured_state_keys()
-            if configured is not None:
-                keys, self.state_keys_origin = configured
-        self._state_keys_logged = False
-        return StateSealer(keys)
 
     @property
     def state_audience(self) -> str:

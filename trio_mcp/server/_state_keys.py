@@ -9,7 +9,7 @@ or repeated key is a ``ValueError`` naming the variable or the file and the line
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..protocol._request_state import keys_from_file, keys_from_list
@@ -48,3 +48,20 @@ def configured_state_keys(
             raise ValueError(f"{STATE_KEYS_FILE_ENV} is set but names no file")
         return read_key_file(filed), f"{STATE_KEYS_FILE_ENV} ({filed})"
     return None
+
+
+def server_state_keys(
+    state_key: bytes | None, state_keys: Iterable[bytes] | None
+) -> tuple[list[bytes] | None, str | None]:
+    """The keys a ``Server`` is given (in code, else by the environment) and where they came
+    from; ``(None, None)`` when it has none and draws its own."""
+    if state_key is not None and state_keys is not None:
+        raise ValueError("give state_key or state_keys, not both")
+    if state_key is not None:
+        return [state_key], "Server(state_key=...)"
+    if state_keys is not None:
+        return list(state_keys), "Server(state_keys=...)"
+    configured = configured_state_keys()
+    if configured is not None:
+        return configured
+    return None, None
