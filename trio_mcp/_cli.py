@@ -17,6 +17,8 @@ Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``ke
 option: tokens from an authorization server (``--auth-issuer``: signed JWTs checked against its
 keys; ``--auth-introspect``: RFC 7662 introspection), or development tokens
 (``--auth-token-env``). Secrets are read from the environment, never from the command line.
+Their requestState keys come from ``--state-key-file PATH`` (one key per line, newest first),
+or from ``TRIO_MCP_STATE_KEYS`` / ``TRIO_MCP_STATE_KEYS_FILE``.
 """
 
 from __future__ import annotations
@@ -709,6 +711,13 @@ def build_parser() -> argparse.ArgumentParser:
             help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
             "origins for requests arriving on loopback, any origin otherwise",
         )
+        served.add_argument(
+            "--state-key-file",
+            metavar="PATH",
+            help="seal multi round-trip states under the keys in this file (hex or base64url, "
+            "one a line, newest first, # comments); give every worker the same file. Default: "
+            "$TRIO_MCP_STATE_KEYS or $TRIO_MCP_STATE_KEYS_FILE, else a random key per process",
+        )
         _add_fleet_options(served)
         _add_auth_options(served)
 
@@ -865,12 +874,45 @@ def _add_auth_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _state_key_file(args: argparse.Namespace) -> list[bytes] | None:
+    """The keys of ``--state-key-file``, if given (never together with the variables)."""
+    if args.state_key_file is None:
+        return None
+    from .server._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, read_key_file
+
+    for name in (STATE_KEYS_ENV, STATE_KEYS_FILE_ENV):
+        if name in os.environ:
+            raise UsageError(f"--state-key-file and {name} both give state keys: choose one")
+    try:
+        return read_key_file(args.state_key_file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _use_state_keys(server: Server, keys: list[bytes], args: argparse.Namespace) -> None:
+    from .protocol._request_state import StateSealer
+
+    if not server.state_sealer.ephemeral:
+        served = getattr(args, "server", "the demo")
+        raise UsageError(
+            f"{served} has state keys of its own ({server.state_keys_origin}): "
+            "--state-key-file would replace them"
+        )
+    sealer = server.state_sealer
+    server.state_sealer = StateSealer(keys, ttl=sealer.ttl, max_size=sealer.max_size)
+    server.state_keys_origin = f"--state-key-file ({args.state_key_file})"
+
+
 def _serve(args: argparse.Namespace) -> int:
     protected = _is_protected(args)
+    state_keys = _state_key_file(args)
     if args.command == "demo":
         from ._demo import add_signed_in_tools, demo_server
 
-        server = demo_server()
+        try:
+            server = demo_server()
+        except ValueError as exc:  # the state keys of the environment
+            raise UsageError(str(exc)) from None
         if protected:
             add_signed_in_tools(server)
     else:
@@ -882,6 +924,8 @@ def _serve(args: argparse.Namespace) -> int:
             )
     if protected:
         server.auth = build_auth(args, server)
+    if state_keys is not None:
+        _use_state_keys(server, state_keys, args)
     options = None
     if args.transport == "http":
         from .server._http_app import HttpOptions

@@ -51,8 +51,10 @@ def ensure() -> None:
     if done.returncode != 0 or missing():
         raise RuntimeError(f"could not install {' '.join(wanted)}: {done.stderr[-2000:]}")
     # The packages' own services are not wanted (each test starts its own on a free port).
-    for service in ("redis-server", "nginx"):
-        subprocess.run(["service", service, "stop"], capture_output=True, check=False)
+    service = find("service")
+    if service is not None:
+        for name in ("redis-server", "nginx"):
+            subprocess.run([service, name, "stop"], capture_output=True, check=False)
 
 
 if __name__ == "__main__":

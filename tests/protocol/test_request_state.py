@@ -1,5 +1,6 @@
-"""requestState sealing, with the time passed in: encrypted, bound to its method, target,
-arguments and subject, tamper-proof, and expired exactly ``ttl`` seconds after it was sealed."""
+"""requestState sealing, with the time passed in: encrypted, bound to its audience, method,
+target, arguments and subject, tamper-proof, and expired exactly ``ttl`` seconds after it was
+sealed; a key ring (the first key seals, every one opens); keys written as text."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from trio_mcp.protocol._request_state import (
     MAX_STATE_SIZE,
     StateSealer,
     arguments_digest,
+    decode_key,
+    key_id,
+    keys_from_file,
+    keys_from_list,
 )
+
+OLD, NEW, GONE = b"o" * 32, b"n" * 32, b"g" * 32
 
 PAYLOAD = {"answers": {"elicitation-1": {"action": "accept"}}, "data": {}, "asked": []}
 ARGS = {"amount": 1, "to": "bob"}
@@ -177,3 +184,126 @@ def test_any_state_round_trips_within_its_lifetime(
     token = sealer.seal(method, target, arguments, {"data": {"n": 1}}, now=now)
     opened = sealer.open(method, target, dict(arguments), token, now=now + (10 if later else 0))
     assert opened == {"data": {"n": 1}}
+
+
+# -- the key ring ---------------------------------------------------------------------------------
+
+
+def test_a_ring_seals_with_its_first_key_and_opens_with_every_one() -> None:
+    before = StateSealer(OLD)
+    rotated = StateSealer([NEW, OLD])
+    assert rotated.key == NEW and rotated.key_id == key_id(NEW)
+    assert rotated.key_ids == (key_id(NEW), key_id(OLD))
+    # A state sealed before the rotation still opens...
+    assert rotated.open("tools/call", "transfer", ARGS, sealed(before), now=1000.0) == PAYLOAD
+    # ...and a new one is sealed under the new key, which the old process cannot open.
+    token = sealed(rotated)
+    assert token.split(".")[1] == key_id(NEW)
+    assert before.open("tools/call", "transfer", ARGS, token, now=1000.0) is None
+    assert StateSealer(NEW).open("tools/call", "transfer", ARGS, token, now=1000.0) == PAYLOAD
+
+
+def test_a_state_sealed_under_a_rotated_out_key_is_refused() -> None:
+    token = sealed(StateSealer([OLD, GONE]))
+    assert StateSealer([NEW, OLD]).open("tools/call", "transfer", ARGS, token, now=0.0) == PAYLOAD
+    retired = sealed(StateSealer([GONE, OLD]))
+    assert StateSealer([NEW, OLD]).open("tools/call", "transfer", ARGS, retired, now=0.0) is None
+
+
+def test_an_unknown_key_id_is_refused_like_a_forged_state() -> None:
+    ring = StateSealer([NEW, OLD])
+    version, _, body = sealed(ring).split(".")
+    for kid in (key_id(GONE), "AAAAAAAA", "", ring.key_id.lower()):
+        forged = f"{version}.{kid}.{body}"
+        assert ring.open("tools/call", "transfer", ARGS, forged, now=0.0) is None, kid
+    # The id of the ring's other key: the body was sealed under the first, so it fails too.
+    moved = f"{version}.{key_id(OLD)}.{body}"
+    assert ring.open("tools/call", "transfer", ARGS, moved, now=0.0) is None
+
+
+def test_a_ring_needs_distinct_keys_each_long_enough() -> None:
+    with pytest.raises(ValueError, match="at least one key"):
+        StateSealer([])
+    with pytest.raises(ValueError, match="same key twice"):
+        StateSealer([NEW, OLD, NEW])
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        StateSealer([NEW, b"short"])
+    with pytest.raises(TypeError):
+        StateSealer("k" * 32)  # type: ignore[arg-type]
+    assert not StateSealer(NEW).ephemeral and StateSealer().ephemeral
+
+
+def test_a_state_is_bound_to_its_audience() -> None:
+    """Two servers sharing a key open each other's states only for the same audience."""
+    sealer = StateSealer(b"k" * 32)
+    token = sealer.seal("tools/call", "t", {}, PAYLOAD, now=0.0, audience="https://a.example/mcp")
+    assert sealer.open("tools/call", "t", {}, token, now=0.0, audience="https://a.example/mcp")
+    for other in ("https://b.example/mcp", "", "https://a.example/mcp/"):
+        assert sealer.open("tools/call", "t", {}, token, now=0.0, audience=other) is None, other
+    assert sealer.open("tools/call", "t", {}, sealed(sealer), now=1000.0, audience="a") is None
+
+
+# -- keys written as text -------------------------------------------------------------------------
+
+
+def test_keys_are_read_as_hex_or_base64url() -> None:
+    key = bytes(range(32))
+    assert decode_key(key.hex()) == key
+    assert decode_key(key.hex().upper()) == key
+    spelled = base64.urlsafe_b64encode(key).decode()
+    assert spelled.endswith("=") and decode_key(spelled) == key
+    assert decode_key(spelled.rstrip("=")) == key
+    assert decode_key(f"  {key.hex()}\n") == key
+    # 16 bytes is the least: as hex, 32 digits.
+    assert decode_key("ab" * 16) == b"\xab" * 16
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("ab" * 15, "15 bytes, under the 16"),
+        ("c2hvcnQ", "5 bytes"),
+        ("a+b/" * 11, "neither hex nor base64url"),
+        ("ü" * 40, "neither hex nor base64url"),
+        ("abc=def" * 8, "neither hex nor base64url"),
+        ("A" * 41, "neither hex nor base64url"),  # no byte string has 41 base64 characters
+    ],
+)
+def test_a_malformed_or_short_key_says_why_and_never_shows_the_key(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason) as caught:
+        decode_key(text)
+    if text.strip():
+        assert text.strip() not in str(caught.value)
+
+
+def test_a_key_list_is_comma_separated_newest_first() -> None:
+    assert keys_from_list(f"{NEW.hex()}, {OLD.hex()}", "KEYS") == [NEW, OLD]
+    assert keys_from_list(NEW.hex(), "KEYS") == [NEW]
+    short = "ab" * 16 + "," + "cd" * 4
+    with pytest.raises(ValueError, match=r"^KEYS: key 2: the key is 4 bytes") as caught:
+        keys_from_list(short, "KEYS")
+    assert "cd" * 4 not in str(caught.value)
+    with pytest.raises(ValueError, match=r"^KEYS: key 2: the key is empty"):
+        keys_from_list(f"{NEW.hex()},", "KEYS")
+    with pytest.raises(ValueError, match=r"^KEYS: key 1: the key is empty"):
+        keys_from_list("", "KEYS")
+    with pytest.raises(ValueError, match=r"^KEYS: key 3 repeats key 1"):
+        keys_from_list(f"{NEW.hex()},{OLD.hex()},{NEW.hex()}", "KEYS")
+
+
+def test_a_key_file_has_one_key_a_line_and_comments() -> None:
+    text = f"# rotated in on Monday\n{NEW.hex()}\n\n   # the old one, until Tuesday\n{OLD.hex()}\n"
+    assert keys_from_file(text, "keys.txt") == [NEW, OLD]
+    assert keys_from_file(f"{NEW.hex()}\r\n{OLD.hex()}", "keys.txt") == [NEW, OLD]
+    with pytest.raises(ValueError, match=r"^keys.txt, line 4: the key is neither") as caught:
+        keys_from_file(f"# new\n{NEW.hex()}\n\nnot a key at all!\n", "keys.txt")
+    assert "not a key" not in str(caught.value)
+    with pytest.raises(ValueError, match=r"^keys.txt, line 1: the key is 3 bytes"):
+        keys_from_file("abcdef\n", "keys.txt")
+    with pytest.raises(ValueError, match=r"^keys.txt: line 3 repeats line 1"):
+        keys_from_file(f"{NEW.hex()}\n{OLD.hex()}\n{NEW.hex()}\n", "keys.txt")
+    for empty in ("", "\n\n", "# only a comment\n"):
+        with pytest.raises(ValueError, match=r"^keys.txt holds no key"):
+            keys_from_file(empty, "keys.txt")

@@ -273,8 +273,9 @@ async def test_prompts_can_ask_and_other_methods_cannot() -> None:
 
 
 async def test_a_shared_key_lets_replicas_accept_each_others_state() -> None:
-    one, two = Server("a", state_key=b"k" * 32), Server("b", state_key=b"k" * 32)
-    stranger = Server("c", state_key=b"x" * 32)
+    # Replicas: the same key and the same name (the audience a state is sealed for).
+    one, two = Server("a", state_key=b"k" * 32), Server("a", state_key=b"k" * 32)
+    stranger = Server("a", state_key=b"x" * 32)
     for server in (one, two, stranger):
         await_server = input_server()
         server.tools.update(await_server.tools)

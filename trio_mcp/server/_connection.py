@@ -257,7 +257,7 @@ class ServerConnection:
         handler = self._handler(request.method)
         params = request.params or {}
         incoming = ModernRequest(envelope)
-        sealer = self.server.state_sealer
+        sealer, audience = self.server.state_sealer, self.server.state_audience
         takes_input = request.method in INPUT_METHODS
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -267,7 +267,9 @@ class ServerConnection:
             subject = _subject(conn, record)
             if takes_input:
                 try:
-                    gathered = gather(incoming, request.method, params, sealer, subject=subject)
+                    gathered = gather(
+                        incoming, request.method, params, sealer, subject=subject, audience=audience
+                    )
                 except MalformedInput as exc:
                     raise _invalid(f"Invalid params: {exc}") from None
                 if not gathered:
@@ -283,7 +285,13 @@ class ServerConnection:
                 if not isinstance(asked, InputRequired):
                     raise
                 result = input_required_result(
-                    incoming, asked, record.request.method, params, sealer, subject=subject
+                    incoming,
+                    asked,
+                    record.request.method,
+                    params,
+                    sealer,
+                    subject=subject,
+                    audience=audience,
                 )
             # The first era-distinctive request that succeeds decides the connection's era.
             conn.state.lock_modern()

@@ -123,11 +123,13 @@ def gather(
     sealer: StateSealer,
     *,
     subject: str = "",
+    audience: str = "",
 ) -> bool:
     """Fill ``request`` from a retry's sealed state and input responses.
 
     Returns False when a state was sent but is not one of ours for this very request (tampered,
-    expired, sealed for another method, target, arguments or ``subject``, the principal).
+    expired, sealed for another method, target, arguments, ``subject`` (the principal) or
+    ``audience`` (the server)).
     Responses are taken only for keys the state says were asked; extra ones are ignored. Without
     a state, responses can answer only an opening question asked with ``answer_ahead=True``
     (see ``ModernRequest.unsolicited``).
@@ -150,6 +152,7 @@ def gather(
         token,
         now=time.time(),
         subject=subject,
+        audience=audience,
     )
     if payload is None:
         return False
@@ -173,9 +176,11 @@ def input_required_result(
     sealer: StateSealer,
     *,
     subject: str = "",
+    audience: str = "",
 ) -> dict[str, Any]:
     """The InputRequiredResult that asks for ``exc``'s input and remembers everything else,
-    sealed for this request (and ``subject``, the principal it serves)."""
+    sealed for this request (``subject``, the principal it serves, and ``audience``, the
+    server)."""
     payload = {"answers": request.answers, "data": request.data, "asked": list(exc.requests)}
     state = sealer.seal(
         method,
@@ -184,6 +189,7 @@ def input_required_result(
         payload,
         now=time.time(),
         subject=subject,
+        audience=audience,
     )
     return {
         "resultType": "input_required",

@@ -48,6 +48,7 @@ from ._registry import (
     is_async_callable,
 )
 from ._schema import explicit_signature, function_signature
+from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,6 +105,8 @@ class Server:
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         state_key: bytes | None = None,
+        state_keys: Iterable[bytes] | None = None,
+        state_audience: str | None = None,
         strict: bool = False,
         max_listens: int = DEFAULT_MAX_LISTENS,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -123,11 +126,18 @@ class Server:
         #: Cache hints for cacheable results: always sent in the modern era (default 0 and
         #: private); in the handshake era only when configured here.
         self.cache_hints = CacheHints.configure(ttl_ms, cache_scope)
-        #: Seals (AES-256-GCM) the requestState of multi round-trip requests, under a key
-        #: derived with HKDF-SHA256 from ``state_key`` (at least 16 bytes; 32 random ones, say).
-        #: Give every replica behind a load balancer the same ``state_key``; by default each
-        #: process makes its own, at random.
-        self.state_sealer = StateSealer(state_key)
+        #: Seals (AES-256-GCM) the requestState of multi round-trip requests under a key ring:
+        #: ``state_keys`` newest first (or the one ``state_key``), each at least 16 bytes (32
+        #: random ones, say; the AES key is derived with HKDF-SHA256). The first seals, every one
+        #: opens. Without either, the keys of ``TRIO_MCP_STATE_KEYS`` or
+        #: ``TRIO_MCP_STATE_KEYS_FILE``; without those, a random key of this process. Give
+        #: every replica behind a load balancer the same keys.
+        keys, origin = server_state_keys(state_key, state_keys)
+        self.state_sealer = StateSealer(keys)
+        #: Where the keys came from (said in the log); None: drawn at random by this process.
+        self.state_keys_origin = origin
+        self._state_keys_logged = False
+        self._state_audience = state_audience
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
         if page_size is not None and page_size < 1:
@@ -159,6 +169,45 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
+
+    @property
+    def state_audience(self) -> str:
+        """What a requestState is sealed for besides its request: ``Server(state_audience=...)``
+        if given, else ``Auth.resource`` with authorization, else the server's name. Two
+        servers sharing a key open each other's states only if they have the same audience."""
+        if self._state_audience is not None:
+            return self._state_audience
+        if self.auth is not None:
+            return self.auth.resource
+        return self.info.name
+
+    @state_audience.setter
+    def state_audience(self, audience: str | None) -> None:
+        self._state_audience = audience
+
+    def _log_state_keys(self) -> None:
+        """Once, when the server starts serving: what its states are sealed under."""
+        if self._state_keys_logged:
+            return
+        self._state_keys_logged = True
+        sealer = self.state_sealer
+        if sealer.ephemeral:
+            logger.info(
+                "%s: requestState is sealed under a random key of this process: multi "
+                "round-trip states will not survive a restart nor open on another worker "
+                "(give every worker the same keys: %s or %s)",
+                self.info.name,
+                STATE_KEYS_ENV,
+                STATE_KEYS_FILE_ENV,
+            )
+        else:
+            logger.info(
+                "%s: requestState is sealed under key %s of %d from %s",
+                self.info.name,
+                sealer.key_id,
+                len(sealer.keys),
+                self.state_keys_origin or "the code",
+            )
 
     # -- registration --------------------------------------------------------------------------
 
@@ -546,6 +595,7 @@ class Server:
         from ..transports._stdio import serve_stdio_transport
 
         require_trio("server.serve_stdio()")
+        self._log_state_keys()
         principal = await self._stdio_principal() if self.auth is not None else None
         await serve_stdio_transport(
             functools.partial(self.serve_transport, principal=principal),
@@ -625,6 +675,7 @@ class Server:
         stateless mode, session limits, Host and Origin checks, CORS, the event store, ...);
         None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
         """
+        self._log_state_keys()
         return McpHttpApp(self, options)
 
     def record(self, record: RequestRecord) -> None:
