@@ -39,6 +39,9 @@ FLEET_SERVER = ROOT / "tests" / "servers" / "fleet_server.py"
 TEMPLATE_NODES = ("n1", "n2", "n3")
 TEMPLATE_PORTS = {"n1": 8001, "n2": 8002, "n3": 8003}
 TEMPLATE_LISTEN = 8000
+#: Variables of the runner's environment the backends do not get (a fleet's keys and node ids
+#: are the test's to give, through ``env`` or ``options``).
+INHERITED_NOT = ("TRIO_MCP_STATE_KEYS", "TRIO_MCP_STATE_KEYS_FILE", "TRIO_MCP_NODE_ID")
 #: Hang guards, never performance assertions.
 START_GUARD = 30
 STOP_GUARD = 10
@@ -84,7 +87,9 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
     # The children import this checkout's trio_mcp, whatever is installed, unless PYTHONPATH
     # names another (the benchmarks' ``--commit`` snapshot).
     path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
-    return {**os.environ, "PYTHONPATH": path, **extra}
+    # What a backend is configured with comes from the test, never from the runner's shell.
+    inherited = {k: v for k, v in os.environ.items() if k not in INHERITED_NOT}
+    return {**inherited, "PYTHONPATH": path, **extra}
 
 
 @attrs.define

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp import open_client
+from trio_mcp import ElicitRequestFormParams, ElicitResult, MCPError, open_client
 from trio_mcp.server._http_app import CUT_BY_SHUTDOWN
 
 from . import system_packages
@@ -167,6 +167,48 @@ async def test_a_forged_or_foreign_tag_is_an_unknown_session(tmp_path: Path) -> 
             )
             assert refused.status_code == 404, (forged, refused.text)
             assert refused.json()["error"]["message"] == "Session not found"
+
+
+async def multi_round_trips(url: str, count: int) -> tuple[int, int, list[str]]:
+    """``count`` calls of ``ask``, one after another (so strict round robin sends each retry
+    to another backend than its question): how many were answered, how many of those by another
+    process than the one that asked, and the errors of the others."""
+    answered = elsewhere = 0
+    errors: list[str] = []
+
+    def on_elicit(params: ElicitRequestFormParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with open_client(url, mode="modern", on_elicit=on_elicit) as client:
+        for _ in range(count):
+            try:
+                result = await client.call_tool("ask", {})
+            except MCPError as error:
+                errors.append(str(error))
+                continue
+            assert result.structured_content is not None and not result.is_error
+            content = result.structured_content
+            assert content["name"] == "Ada"
+            answered += 1
+            elsewhere += content["asked_by"] != content["answered_by"]
+    return answered, elsewhere, errors
+
+
+async def test_multi_round_trip_retries_land_elsewhere_with_shared_keys(tmp_path: Path) -> None:
+    keys = {"TRIO_MCP_STATE_KEYS": (b"k" * 32).hex()}
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER), env=keys) as running:
+        with trio.fail_after(DRIVER_GUARD):
+            answered, elsewhere, errors = await multi_round_trips(running.url, 100)
+    assert errors == [] and answered == 100
+    assert elsewhere >= 90, elsewhere  # round robin: the retry is the next backend's request
+    # The control: with a random key per process, a retry that lands elsewhere is refused.
+    control = tmp_path / "control"
+    control.mkdir()
+    async with fleet(control, 3, server=str(FLEET_SERVER)) as running:
+        with trio.fail_after(DRIVER_GUARD):
+            answered, elsewhere, errors = await multi_round_trips(running.url, 10)
+    assert elsewhere == 0 and len(errors) >= 8, (answered, errors)
+    assert all("requestState" in error for error in errors), errors
 
 
 # -- drain -------------------------------------------------------------------------------------
