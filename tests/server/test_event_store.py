@@ -6,16 +6,33 @@ from __future__ import annotations
 import collections
 import gc
 import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import MemoryEventStore
-from trio_mcp.server._event_store import NO_STORE, ByteBudget, EventStream, Replay, StreamLimits
+from trio_mcp.server import (
+    EventStore,
+    EventStoreUnavailable,
+    MemoryEventStore,
+    RedisEventStore,
+    Replay,
+    StreamMeta,
+)
+from trio_mcp.server._event_store import (
+    NO_STORE,
+    ByteBudget,
+    EventStream,
+    EventWriter,
+    StreamLimits,
+)
 
 from .._http import call_body, eventually, serving
+from ..deploy._services import free_port, redis_server
 
 
 def events(replay: Replay | None) -> list[tuple[int, bytes]] | None:
@@ -234,3 +251,121 @@ async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_fi
         response = await served.client.get(served.url, headers=headers)
         assert response.status_code == 400
         assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"
+
+
+# -- the contract, both stores; the Redis one on a real redis-server ------------------------------
+
+
+@asynccontextmanager
+async def a_store(
+    kind: str, tmp_path: Path, *, max_events_per_stream: int = 256, max_stream_bytes: int = 2**23
+) -> AsyncIterator[EventStore]:
+    per_stream, stream_bytes = max_events_per_stream, max_stream_bytes
+    if kind == "memory":
+        yield MemoryEventStore(
+            heartbeat=0.1, max_events_per_stream=per_stream, max_stream_bytes=stream_bytes
+        )
+        return
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(
+            redis.url,
+            heartbeat=0.1,
+            max_events_per_stream=per_stream,
+            max_stream_bytes=stream_bytes,
+        )
+        await store.start()
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_replays_after_an_id_with_its_owner_and_its_end(
+    kind: str, tmp_path: Path
+) -> None:
+    async with a_store(kind, tmp_path, max_events_per_stream=3) as store:
+        await store.open("s.r1", StreamMeta("s", "alice", 7))
+        for seq in range(1, 6):
+            await store.append("s.r1", seq, f"e{seq}".encode())
+        replay = await store.replay("s.r1", 2)
+        assert replay == Replay(
+            [(3, b"e3"), (4, b"e4"), (5, b"e5")], False, StreamMeta("s", "alice", 7)
+        )
+        assert await store.replay("s.r1", 1) is None  # event 2 was dropped: no gap is served
+        await store.finish("s.r1")
+        assert await store.replay("s.r1", 5) == Replay([], True, StreamMeta("s", "alice", 7))
+        await store.forget("s.r1")
+        assert await store.replay("s.r1", 0) is None
+        assert await store.replay("never.r1", 0) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_keeps_a_streams_newest_bytes(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path, max_stream_bytes=5_000) as store:
+        for seq in range(1, 5):
+            await store.append("s.r1", seq, bytes([seq]) * 1500)
+        assert [seq for seq, _ in events(await store.replay("s.r1", 2)) or []] == [3, 4]
+        assert await store.replay("s.r1", 1) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_session_lives_while_its_worker_says_so(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path) as store:
+        await store.keep_alive(["a", "b"])
+        assert await store.session_alive("a")
+        await store.end_session("b")
+        assert not await store.session_alive("b")
+        await trio.sleep(0.5)  # three heartbeats of 0.1 s without a word
+        assert not await store.session_alive("a")
+
+
+async def test_redis_down_at_start_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    url = f"redis://probe:hunter2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(EventStoreUnavailable) as raised:
+        await RedisEventStore(url).start()
+    message = str(raised.value)
+    assert "127.0.0.1" in message and "cannot be reached" in message
+    assert "hunter2" not in message
+
+
+async def test_redis_lost_mid_run_fails_clearly_and_recovers(tmp_path: Path) -> None:
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(redis.url, timeout=2)
+        await store.start()
+        try:
+            await store.append("s.r1", 1, b"a")
+            await redis.stop()
+            with pytest.raises(EventStoreUnavailable, match="failed"):
+                await store.append("s.r1", 2, b"b")
+            with pytest.raises(EventStoreUnavailable):
+                await store.replay("s.r1", 0)
+            await redis.start()
+            await store.append("s.r9", 1, b"back")
+            assert events(await store.replay("s.r9", 0)) == [(1, b"back")]
+        finally:
+            await store.aclose()
+
+
+async def test_a_full_writer_queue_loses_that_streams_resumability_never_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The writer is behind (not even running yet): pushes never wait; the stream whose event
+    found the queue full can no longer be resumed, and says so in the log; the others are
+    stored whole once the writer runs."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=4)
+    kept = EventStream("s", "r1", writer, meta=StreamMeta("s"))
+    kept.push(b"1")
+    kept.push(b"2")
+    lost = EventStream("s", "r2", writer, meta=StreamMeta("s"))
+    for _ in range(5):
+        lost.push(b"x")  # never blocks
+    assert writer.is_lost(lost.stream_id)
+    assert "can no longer be resumed" in caplog.text
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        await writer.flush()
+        assert events(await store.replay(kept.stream_id, 0)) == [(1, b"1"), (2, b"2")]
+        assert await store.replay(lost.stream_id, 0) is None
+        nursery.cancel_scope.cancel()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 _APPEND = """
 redis.call('XADD', KEYS[1], '0-' .. ARGV[1], 'd', ARGV[2])
 local overhead = tonumber(ARGV[6])
+redis.call('HSETNX', KEYS[2], 'b', ARGV[7])
 local size = redis.call('HINCRBY', KEYS[2], 'b', string.len(ARGV[2]) + overhead)
 redis.call('HSET', KEYS[2], 'n', ARGV[1])
 local count = redis.call('XLEN', KEYS[1])
@@ -163,6 +164,7 @@ class RedisEventStore:
             self.max_events_per_stream,
             self._ttl_ms(),
             EVENT_OVERHEAD,
+            STREAM_OVERHEAD,
         ]
         async with self._errors():
             await self._redis().eval(
