@@ -10,8 +10,9 @@ from ._auth import (
 )
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
-from ._event_store import EventStore, MemoryEventStore
+from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._http_app import HttpOptions, McpHttpApp, client_address
+from ._redis_events import RedisEventStore
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
@@ -22,17 +23,21 @@ __all__ = [
     "ConnectionState",
     "Context",
     "EventStore",
+    "EventStoreUnavailable",
     "HttpOptions",
     "InvalidAnswer",
     "InvalidToken",
     "McpHttpApp",
     "MemoryEventStore",
     "Principal",
+    "RedisEventStore",
+    "Replay",
     "RequestRecord",
     "ResourceNotFound",
     "Server",
     "ServerConnection",
     "StaticTokenVerifier",
+    "StreamMeta",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",
