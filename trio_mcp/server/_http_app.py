@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from .._exception_groups import single_error
 from .._session import Session
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
@@ -52,6 +53,7 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseSender
 from ._auth import Principal
+from ._bus import BusError
 from ._connection import ServerConnection
 from ._event_store import (
     ByteBudget,
@@ -81,6 +83,10 @@ class HttpServable(Registrations, Protocol):
 
     @property
     def connections(self) -> set[ServerConnection]: ...
+
+    async def run_notifications(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None: ...
 
 
 @attrs.define
@@ -581,16 +587,29 @@ class McpHttpApp:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpHttpApp]:
-        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self._shutting_down = False
-            try:
-                yield self
-            finally:
-                await self._shutdown()
-                self._nursery = None
-                nursery.cancel_scope.cancel()
+        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can.
+
+        It also runs the server's notification bus (``Server(bus=...)``); a bus that cannot be
+        reached raises :class:`BusError` here, before anything is served.
+        """
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.server.run_notifications)
+                started = True
+                self._nursery = nursery
+                self._shutting_down = False
+                try:
+                    yield self
+                finally:
+                    await self._shutdown()
+                    self._nursery = None
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            error = single_error(group)
+            if not started and isinstance(error, BusError):
+                raise error from None
+            raise
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
@@ -609,10 +628,16 @@ class McpHttpApp:
             # Under asyncio (hypercorn's default worker) nothing of Trio can run: say so.
             await send({"type": "lifespan.startup.failed", "message": NOT_UNDER_TRIO})
             return
-        async with self.running():
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
+        try:
+            async with self.running():
+                await send({"type": "lifespan.startup.complete"})
+                while (await receive())["type"] != "lifespan.shutdown":
+                    pass
+        except BusError as exc:
+            # Raised before the startup completed: the server says why it does not start.
+            logger.error("cannot start: %s", exc)
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
         await send({"type": "lifespan.shutdown.complete"})
 
     def forget(self, session: HttpSession) -> None:

@@ -32,6 +32,7 @@ from ..protocol._types import (
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
+from ._bus import LIST_CHANGED, RESOURCE_UPDATED, BusEvent, LocalBus, NotificationBus, Notifier
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -109,6 +110,7 @@ class Server:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         auth: Auth | None = None,
+        bus: NotificationBus | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -159,6 +161,12 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
+        #: Carries ``notify_*`` to the other workers (``RedisBus``); None: a :class:`LocalBus`
+        #: of its own. Given here, not in ``HttpOptions``, because the server is where
+        #: ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
+        #: stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
+        self.bus: NotificationBus = bus if bus is not None else LocalBus()
+        self.notifier = Notifier(self.bus, self._deliver)
 
     # -- registration --------------------------------------------------------------------------
 
@@ -485,14 +493,36 @@ class Server:
     # -- notifications to connected clients ----------------------------------------------------
 
     def notify_list_changed(self, kind: str) -> None:
-        """Queue ``notifications/{kind}/list_changed`` to every initialized client."""
-        for connection in list(self.connections):
-            connection.send_list_changed(kind)
+        """Queue ``notifications/{kind}/list_changed`` to every initialized client (and, with
+        a bus whose pump runs, to those of every other worker on it)."""
+        self.notifier.notify(BusEvent.list_changed(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Queue ``notifications/resources/updated`` to the clients subscribed to ``uri``."""
-        for connection in list(self.connections):
-            connection.send_resource_updated(uri)
+        """Queue ``notifications/resources/updated`` to the clients subscribed to ``uri`` (and
+        to those of every other worker on the bus)."""
+        self.notifier.notify(BusEvent.resource_updated(uri))
+
+    def _deliver(self, event: BusEvent) -> None:
+        """An event, from here or from another worker, to this process's connections."""
+        params = event.params
+        if event.kind == LIST_CHANGED and isinstance(kind := params.get("kind"), str):
+            for connection in list(self.connections):
+                connection.send_list_changed(kind)
+        elif event.kind == RESOURCE_UPDATED and isinstance(uri := params.get("uri"), str):
+            for connection in list(self.connections):
+                connection.send_resource_updated(uri)
+        else:
+            logger.debug("ignored a bus event of kind %r", event.kind)
+
+    async def run_notifications(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The bus's pump (its subscriber and the publisher of ``notify_*``), until cancelled.
+
+        The HTTP app's lifespan runs it; started once subscribed, ``BusError`` when the bus
+        cannot be reached. Without it, ``notify_*`` reach this process's connections only.
+        """
+        await self.notifier.run(task_status=task_status)
 
     # -- serving -------------------------------------------------------------------------------
 
