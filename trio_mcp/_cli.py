@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 2
+#: Where ``--redis-url`` is read from when the option is not given.
+REDIS_URL_ENV = "TRIO_MCP_REDIS_URL"
 #: The names a server is looked up by in a module, when the target names none.
 SERVER_NAMES = ("server", "mcp", "app")
 
@@ -709,6 +711,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
             "origins for requests arriving on loopback, any origin otherwise",
         )
+        served.add_argument(
+            "--redis-url",
+            metavar="URL",
+            default=os.environ.get(REDIS_URL_ENV) or None,
+            help="HTTP: share state with the other workers through this Redis "
+            "(redis://[:password@]host:port/db): change notifications reach the listeners of "
+            f"every worker; default: ${REDIS_URL_ENV}, else none",
+        )
         _add_auth_options(served)
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
@@ -849,6 +859,13 @@ def _serve(args: argparse.Namespace) -> int:
             )
     if protected:
         server.auth = build_auth(args, server)
+    if args.redis_url and args.transport == "http":
+        from .server._redis_bus import RedisBus
+
+        try:
+            server.bus = RedisBus(args.redis_url)
+        except ValueError as exc:
+            raise UsageError(f"--redis-url: {exc}") from None
     options = None
     if args.transport == "http":
         from .server._http_app import HttpOptions

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar, overload
 
 import trio
 
+from .._exception_groups import single_error
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
@@ -161,12 +162,11 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
-        #: Carries ``notify_*`` to the other workers (``RedisBus``); None: a :class:`LocalBus`
-        #: of its own. Given here, not in ``HttpOptions``, because the server is where
-        #: ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
-        #: stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
-        self.bus: NotificationBus = bus if bus is not None else LocalBus()
-        self.notifier = Notifier(self.bus, self._deliver)
+        # ``bus`` carries ``notify_*`` to the other workers (``RedisBus``); None: a LocalBus
+        # of its own. Given here, not in ``HttpOptions``, because the server is where
+        # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
+        # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
+        self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
 
     # -- registration --------------------------------------------------------------------------
 
@@ -492,6 +492,17 @@ class Server:
 
     # -- notifications to connected clients ----------------------------------------------------
 
+    @property
+    def bus(self) -> NotificationBus:
+        """The notification bus (``Server(bus=...)``); settable until its pump runs."""
+        return self.notifier.bus
+
+    @bus.setter
+    def bus(self, bus: NotificationBus) -> None:
+        if self.notifier.running:
+            raise RuntimeError("the notification bus cannot change while its pump runs")
+        self.notifier.bus = bus
+
     def notify_list_changed(self, kind: str) -> None:
         """Queue ``notifications/{kind}/list_changed`` to every initialized client (and, with
         a bus whose pump runs, to those of every other worker on it)."""
@@ -640,11 +651,23 @@ class Server:
                     sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
                     sys.stderr.flush()
 
-                trio.run(
-                    functools.partial(
-                        serve_http, self, host=host, port=port, options=options, on_ready=ready
+                try:
+                    trio.run(
+                        functools.partial(
+                            serve_http, self, host=host, port=port, options=options, on_ready=ready
+                        )
                     )
-                )
+                except BaseException as exc:
+                    # The app refused to start (its notification bus unreachable, say): the
+                    # reason in one line, not hypercorn's traceback.
+                    from hypercorn.utils import LifespanFailureError
+
+                    error = single_error(exc)
+                    if not isinstance(error, LifespanFailureError):
+                        raise
+                    # hypercorn words it "Lifespan failure in startup. '<the app's message>'".
+                    reason = str(error).partition("'")[2].removesuffix("'") or str(error)
+                    _exit_saying(f"{self.info.name}: cannot start: {reason}")
         except KeyboardInterrupt:
             raise SystemExit(130) from None
 
