@@ -4,6 +4,7 @@ with a real redis-server (two apps in one process that share it, Redis down and 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -321,3 +322,25 @@ async def test_redis_lost_mid_run_then_back(tmp_path: Path) -> None:
             with trio.move_on_after(0.2):
                 extra = await _next_method(on_b)
                 raise AssertionError(f"b heard a change twice or from the outage: {extra}")
+
+
+def test_the_cli_takes_the_redis_url_from_the_environment_and_says_why_it_cannot_start() -> None:
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
+    done = subprocess.run(
+        [sys.executable, "-m", "trio_mcp", "demo", "--transport", "http", "--port", "0"],
+        env={**os.environ, "TRIO_MCP_REDIS_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("trio-mcp-demo: cannot start: cannot reach Redis at redis://:***@")
+    assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "trio_mcp", "demo", "--transport", "http", "--redis-url", "x:"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "--redis-url: a Redis URL starts with" in bad.stderr
