@@ -8,6 +8,7 @@ from ._auth import (
     TokenVerifier,
     VerifierUnavailable,
 )
+from ._bus import BusError, BusEvent, LocalBus, NotificationBus
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
@@ -19,6 +20,8 @@ from ._state import ConnectionState
 
 __all__ = [
     "Auth",
+    "BusError",
+    "BusEvent",
     "CapabilityMissing",
     "ConnectionState",
     "Context",
@@ -27,8 +30,10 @@ __all__ = [
     "HttpOptions",
     "InvalidAnswer",
     "InvalidToken",
+    "LocalBus",
     "McpHttpApp",
     "MemoryEventStore",
+    "NotificationBus",
     "Principal",
     "RedisEventStore",
     "Replay",

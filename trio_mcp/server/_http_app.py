@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from .._exception_groups import single_error
 from .._session import Session
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
@@ -52,6 +53,7 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseSender
 from ._auth import Principal
+from ._bus import BusError
 from ._connection import ServerConnection
 from ._event_store import (
     NO_STORE,
@@ -86,6 +88,10 @@ class HttpServable(Registrations, Protocol):
 
     @property
     def connections(self) -> set[ServerConnection]: ...
+
+    async def run_notifications(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None: ...
 
 
 @attrs.define
@@ -616,12 +622,19 @@ class McpHttpApp:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpHttpApp]:
-        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can."""
-        # The store first: one that cannot be reached fails the start, saying where it is.
+        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can.
+
+        The event store starts first and the server's notification bus (``Server(bus=...)``)
+        next: a store or a bus that cannot be reached fails the start here, saying where it is,
+        before anything is served.
+        """
         await self.store.start()
+        started = False
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
+                await nursery.start(self.server.run_notifications)
+                started = True
                 self._nursery = nursery
                 self._shutting_down = False
                 try:
@@ -630,6 +643,11 @@ class McpHttpApp:
                     await self._shutdown()
                     self._nursery = None
                     nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            error = single_error(group)
+            if not started and isinstance(error, BusError):
+                raise error from None
+            raise
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
@@ -658,10 +676,11 @@ class McpHttpApp:
                 await send({"type": "lifespan.startup.complete"})
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except EventStoreUnavailable as error:
+        except (EventStoreUnavailable, BusError) as error:
             if started:
                 raise
-            logger.error("the app cannot start: %s", error)
+            # Raised before the startup completed: the server says why it does not start.
+            logger.error("cannot start: %s", error)
             await send({"type": "lifespan.startup.failed", "message": str(error)})
             return
         await send({"type": "lifespan.shutdown.complete"})
