@@ -107,18 +107,26 @@ from .protocol import (
 )
 from .server import (
     Auth,
+    BusError,
+    BusEvent,
     CapabilityMissing,
     Context,
     EventStore,
+    EventStoreUnavailable,
     HttpOptions,
     InvalidToken,
+    LocalBus,
     McpHttpApp,
     MemoryEventStore,
+    NotificationBus,
     Principal,
+    RedisEventStore,
+    Replay,
     RequestRecord,
     ResourceNotFound,
     Server,
     StaticTokenVerifier,
+    StreamMeta,
     TokenVerifier,
     ToolError,
     VerifierUnavailable,
@@ -132,11 +140,12 @@ if TYPE_CHECKING:
     from .server._hypercorn import serve_http
     from .server._introspection import IntrospectionVerifier
     from .server._jwt import JWTVerifier
+    from .server._redis_bus import RedisBus
     from .transports._http_client import SessionExpired
 
 
 # Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
-# nor httpx (nor joserfc).
+# nor httpx (nor joserfc, nor coredis).
 _LAZY = {
     "OAuth": "trio_mcp.client._oauth",
     "DPoPKey": "trio_mcp.client._jose",
@@ -148,6 +157,7 @@ _LAZY = {
     "JWTVerifier": "trio_mcp.server._jwt",
     "IntrospectionVerifier": "trio_mcp.server._introspection",
     "SessionExpired": "trio_mcp.transports._http_client",
+    "RedisBus": "trio_mcp.server._redis_bus",
 }
 
 
@@ -184,6 +194,8 @@ __all__ = [
     "AudioContent",
     "Auth",
     "BlobResourceContents",
+    "BusError",
+    "BusEvent",
     "CallToolResult",
     "CapabilityMissing",
     "Client",
@@ -210,6 +222,7 @@ __all__ = [
     "Era",
     "ErrorObject",
     "EventStore",
+    "EventStoreUnavailable",
     "FileTokenStore",
     "GetPromptResult",
     "HttpOptions",
@@ -226,6 +239,7 @@ __all__ = [
     "ListResourceTemplatesResult",
     "ListResourcesResult",
     "ListToolsResult",
+    "LocalBus",
     "LoggingMessageNotificationParams",
     "MCPError",
     "McpHttpApp",
@@ -235,6 +249,7 @@ __all__ = [
     "ModelPreferences",
     "NestedRequestError",
     "Notification",
+    "NotificationBus",
     "OAuth",
     "OAuthError",
     "PaginationError",
@@ -245,6 +260,9 @@ __all__ = [
     "PromptReference",
     "ProtocolError",
     "ReadResourceResult",
+    "RedisBus",
+    "RedisEventStore",
+    "Replay",
     "RequestCancelled",
     "RequestId",
     "RequestOptions",
@@ -263,6 +281,7 @@ __all__ = [
     "SessionExpired",
     "StaticTokenVerifier",
     "StoredTokens",
+    "StreamMeta",
     "Subscription",
     "TextContent",
     "TextResourceContents",

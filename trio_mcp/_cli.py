@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 2
+#: Where ``--redis-url`` is read from when the option is not given.
+REDIS_URL_ENV = "TRIO_MCP_REDIS_URL"
 #: The names a server is looked up by in a module, when the target names none.
 SERVER_NAMES = ("server", "mcp", "app")
 
@@ -718,6 +720,15 @@ def build_parser() -> argparse.ArgumentParser:
             "one a line, newest first, # comments); give every worker the same file. Default: "
             "$TRIO_MCP_STATE_KEYS or $TRIO_MCP_STATE_KEYS_FILE, else a random key per process",
         )
+        served.add_argument(
+            "--redis-url",
+            metavar="URL",
+            default=os.environ.get(REDIS_URL_ENV) or None,
+            help="HTTP: share state with the other workers through this Redis "
+            "(redis://[:password@]host:port/db): change notifications reach the listeners of "
+            "every worker, and a stream cut on one worker resumes on another; default: "
+            f"${REDIS_URL_ENV}, else none",
+        )
         _add_fleet_options(served)
         _add_auth_options(served)
 
@@ -926,6 +937,16 @@ def _serve(args: argparse.Namespace) -> int:
         server.auth = build_auth(args, server)
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
+    event_store = None
+    if args.redis_url and args.transport == "http":
+        from .server._redis_bus import RedisBus
+        from .server._redis_events import RedisEventStore
+
+        try:
+            server.bus = RedisBus(args.redis_url)
+            event_store = RedisEventStore(args.redis_url)
+        except ValueError as exc:
+            raise UsageError(f"--redis-url: {exc}") from None
     options = None
     if args.transport == "http":
         from .server._http_app import HttpOptions
@@ -934,6 +955,7 @@ def _serve(args: argparse.Namespace) -> int:
             options = HttpOptions(
                 allowed_hosts=args.allowed_host,
                 allowed_origins=args.allowed_origin,
+                event_store=event_store,
                 node_id=args.node_id,
                 ready_path=args.ready_path,
                 drain_grace=args.drain_grace,

@@ -6,16 +6,37 @@ from __future__ import annotations
 import collections
 import gc
 import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import MemoryEventStore
-from trio_mcp.server._event_store import ByteBudget, EventStream, StreamLimits
+from trio_mcp.server import (
+    EventStore,
+    EventStoreUnavailable,
+    MemoryEventStore,
+    RedisEventStore,
+    Replay,
+    StreamMeta,
+)
+from trio_mcp.server._event_store import (
+    NO_STORE,
+    ByteBudget,
+    EventStream,
+    EventWriter,
+    StreamLimits,
+)
 
 from .._http import call_body, eventually, serving
+from ..deploy._services import free_port, redis_server
+
+
+def events(replay: Replay | None) -> list[tuple[int, bytes]] | None:
+    return replay.events if replay is not None else None
 
 
 class FakeClock:
@@ -27,90 +48,90 @@ class FakeClock:
 
 
 @pytest.mark.invariant(11)
-def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:
+async def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:
     store = MemoryEventStore(max_events_per_stream=3)
     for seq in range(1, 6):
-        store.append("s.r1", seq, f"e{seq}".encode())
-    assert store.replay("s.r1", 2) == [(3, b"e3"), (4, b"e4"), (5, b"e5")]
-    assert store.replay("s.r1", 5) == []
+        await store.append("s.r1", seq, f"e{seq}".encode())
+    assert events(await store.replay("s.r1", 2)) == [(3, b"e3"), (4, b"e4"), (5, b"e5")]
+    assert events(await store.replay("s.r1", 5)) == []
     # Event 2 was dropped from the ring: a client that missed it cannot be made whole.
-    assert store.replay("s.r1", 1) is None
-    assert store.replay("s.r2", 0) is None
-    store.forget("s.r1")
-    assert store.replay("s.r1", 4) is None
+    assert events(await store.replay("s.r1", 1)) is None
+    assert events(await store.replay("s.r2", 0)) is None
+    await store.forget("s.r1")
+    assert events(await store.replay("s.r1", 4)) is None
     assert len(store) == 0
 
 
 @pytest.mark.invariant(11)
-def test_a_stream_expires_ttl_after_its_last_event() -> None:
+async def test_a_stream_expires_ttl_after_its_last_event() -> None:
     clock = FakeClock()
     store = MemoryEventStore(ttl=10, clock=clock)
-    store.append("s.r1", 1, b"a")
+    await store.append("s.r1", 1, b"a")
     clock.now = 8
-    store.append("s.r1", 2, b"b")
+    await store.append("s.r1", 2, b"b")
     clock.now = 15
-    assert store.replay("s.r1", 0) == [(1, b"a"), (2, b"b")]
+    assert events(await store.replay("s.r1", 0)) == [(1, b"a"), (2, b"b")]
     clock.now = 19
-    assert store.replay("s.r1", 0) is None
+    assert events(await store.replay("s.r1", 0)) is None
 
 
 @pytest.mark.invariant(11)
-def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
+async def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
     """Streams that stay active (a session's GET stream, say) must not shield streams created
     after them from expiry: the store would grow without bound."""
     clock = FakeClock()
     store = MemoryEventStore(ttl=10, clock=clock)
     busy = [f"busy{n}.0" for n in range(20)]
     for stream in busy:
-        store.append(stream, 1, b"x")
+        await store.append(stream, 1, b"x")
     clock.now = 1
     for n in range(500):
-        store.append(f"idle{n}.r1", 1, b"x")
+        await store.append(f"idle{n}.r1", 1, b"x")
     for tick in range(2, 60):
         clock.now = tick
         for stream in busy:
-            store.append(stream, tick, b"x")
-        store.append(f"new{tick}.r1", 1, b"x")
-    assert store.replay("idle0.r1", 0) is None
+            await store.append(stream, tick, b"x")
+        await store.append(f"new{tick}.r1", 1, b"x")
+    assert events(await store.replay("idle0.r1", 0)) is None
     # Only the busy streams and the ones created within the ttl are left.
     assert len(store) == len(busy) + 11
 
 
-def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:
+async def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:
     store = MemoryEventStore(max_bytes=10_000)
     for n in range(3):
-        store.append(f"s.r{n}", 1, b"x" * 2000)
-    store.append("s.r0", 2, b"y")  # active again: now the most recent
-    store.append("s.r3", 1, b"x" * 2000)
+        await store.append(f"s.r{n}", 1, b"x" * 2000)
+    await store.append("s.r0", 2, b"y")  # active again: now the most recent
+    await store.append("s.r3", 1, b"x" * 2000)
     assert store.held_bytes <= 10_000
-    assert store.replay("s.r0", 0) == [(1, b"x" * 2000), (2, b"y")]
-    assert store.replay("s.r2", 0) == [(1, b"x" * 2000)]
-    assert store.replay("s.r3", 0) == [(1, b"x" * 2000)]
+    assert events(await store.replay("s.r0", 0)) == [(1, b"x" * 2000), (2, b"y")]
+    assert events(await store.replay("s.r2", 0)) == [(1, b"x" * 2000)]
+    assert events(await store.replay("s.r3", 0)) == [(1, b"x" * 2000)]
     # The least recently active went: a resume of it gets the same answer as an expired one.
-    assert store.replay("s.r1", 0) is None
+    assert events(await store.replay("s.r1", 0)) is None
     assert len(store) == 3
     for stream in ("s.r0", "s.r2", "s.r3"):
-        store.forget(stream)
+        await store.forget(stream)
     assert store.held_bytes == 0
 
 
-def test_a_stream_keeps_its_newest_bytes_and_refuses_a_resume_across_a_gap() -> None:
+async def test_a_stream_keeps_its_newest_bytes_and_refuses_a_resume_across_a_gap() -> None:
     store = MemoryEventStore(max_stream_bytes=5_000)
     for seq in range(1, 5):
-        store.append("s.r1", seq, bytes([seq]) * 1500)
-    assert [seq for seq, _ in store.replay("s.r1", 2) or []] == [3, 4]
-    assert store.replay("s.r1", 1) is None  # event 2 was dropped
+        await store.append("s.r1", seq, bytes([seq]) * 1500)
+    assert [seq for seq, _ in events(await store.replay("s.r1", 2)) or []] == [3, 4]
+    assert events(await store.replay("s.r1", 1)) is None  # event 2 was dropped
     # An event larger than a stream may hold is not kept: nothing before it can be resumed.
-    store.append("s.r1", 5, b"z" * 6000)
-    assert store.replay("s.r1", 4) is None
-    assert store.replay("s.r1", 5) == []
+    await store.append("s.r1", 5, b"z" * 6000)
+    assert events(await store.replay("s.r1", 4)) is None
+    assert events(await store.replay("s.r1", 5)) == []
     assert store.held_bytes < 5_000
 
 
-def test_many_small_events_are_counted_with_their_overhead() -> None:
+async def test_many_small_events_are_counted_with_their_overhead() -> None:
     store = MemoryEventStore(max_bytes=100_000)
     for n in range(10_000):
-        store.append(f"s.r{n}", 1, b"")
+        await store.append(f"s.r{n}", 1, b"")
     assert store.held_bytes <= 100_000
     assert len(store) < 100
 
@@ -120,7 +141,7 @@ def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> N
     are swept out, so that order stays as small as what is queued."""
     budget = ByteBudget(10_000)
     limits = StreamLimits(backlog_events=5_000)
-    stream = EventStream("s", "0", MemoryEventStore(), limits=limits, budget=budget)
+    stream = EventStream("s", "0", NO_STORE, limits=limits, budget=budget)
     for _ in range(5_000):
         stream.push(b"x" * 10)
         stream.push(b"y" * 10)
@@ -230,3 +251,121 @@ async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_fi
         response = await served.client.get(served.url, headers=headers)
         assert response.status_code == 400
         assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"
+
+
+# -- the contract, both stores; the Redis one on a real redis-server ------------------------------
+
+
+@asynccontextmanager
+async def a_store(
+    kind: str, tmp_path: Path, *, max_events_per_stream: int = 256, max_stream_bytes: int = 2**23
+) -> AsyncIterator[EventStore]:
+    per_stream, stream_bytes = max_events_per_stream, max_stream_bytes
+    if kind == "memory":
+        yield MemoryEventStore(
+            heartbeat=0.1, max_events_per_stream=per_stream, max_stream_bytes=stream_bytes
+        )
+        return
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(
+            redis.url,
+            heartbeat=0.1,
+            max_events_per_stream=per_stream,
+            max_stream_bytes=stream_bytes,
+        )
+        await store.start()
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_replays_after_an_id_with_its_owner_and_its_end(
+    kind: str, tmp_path: Path
+) -> None:
+    async with a_store(kind, tmp_path, max_events_per_stream=3) as store:
+        await store.open("s.r1", StreamMeta("s", "alice", 7))
+        for seq in range(1, 6):
+            await store.append("s.r1", seq, f"e{seq}".encode())
+        replay = await store.replay("s.r1", 2)
+        assert replay == Replay(
+            [(3, b"e3"), (4, b"e4"), (5, b"e5")], False, StreamMeta("s", "alice", 7)
+        )
+        assert await store.replay("s.r1", 1) is None  # event 2 was dropped: no gap is served
+        await store.finish("s.r1")
+        assert await store.replay("s.r1", 5) == Replay([], True, StreamMeta("s", "alice", 7))
+        await store.forget("s.r1")
+        assert await store.replay("s.r1", 0) is None
+        assert await store.replay("never.r1", 0) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_keeps_a_streams_newest_bytes(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path, max_stream_bytes=5_000) as store:
+        for seq in range(1, 5):
+            await store.append("s.r1", seq, bytes([seq]) * 1500)
+        assert [seq for seq, _ in events(await store.replay("s.r1", 2)) or []] == [3, 4]
+        assert await store.replay("s.r1", 1) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_session_lives_while_its_worker_says_so(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path) as store:
+        await store.keep_alive(["a", "b"])
+        assert await store.session_alive("a")
+        await store.end_session("b")
+        assert not await store.session_alive("b")
+        await trio.sleep(0.5)  # three heartbeats of 0.1 s without a word
+        assert not await store.session_alive("a")
+
+
+async def test_redis_down_at_start_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    url = f"redis://probe:hunter2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(EventStoreUnavailable) as raised:
+        await RedisEventStore(url).start()
+    message = str(raised.value)
+    assert "127.0.0.1" in message and "cannot be reached" in message
+    assert "hunter2" not in message
+
+
+async def test_redis_lost_mid_run_fails_clearly_and_recovers(tmp_path: Path) -> None:
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(redis.url, timeout=2)
+        await store.start()
+        try:
+            await store.append("s.r1", 1, b"a")
+            await redis.stop()
+            with pytest.raises(EventStoreUnavailable, match="failed"):
+                await store.append("s.r1", 2, b"b")
+            with pytest.raises(EventStoreUnavailable):
+                await store.replay("s.r1", 0)
+            await redis.start()
+            await store.append("s.r9", 1, b"back")
+            assert events(await store.replay("s.r9", 0)) == [(1, b"back")]
+        finally:
+            await store.aclose()
+
+
+async def test_a_full_writer_queue_loses_that_streams_resumability_never_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The writer is behind (not even running yet): pushes never wait; the stream whose event
+    found the queue full can no longer be resumed, and says so in the log; the others are
+    stored whole once the writer runs."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=4)
+    kept = EventStream("s", "r1", writer, meta=StreamMeta("s"))
+    kept.push(b"1")
+    kept.push(b"2")
+    lost = EventStream("s", "r2", writer, meta=StreamMeta("s"))
+    for _ in range(5):
+        lost.push(b"x")  # never blocks
+    assert writer.is_lost(lost.stream_id)
+    assert "can no longer be resumed" in caplog.text
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        await writer.flush()
+        assert events(await store.replay(kept.stream_id, 0)) == [(1, b"1"), (2, b"2")]
+        assert await store.replay(lost.stream_id, 0) is None
+        nursery.cancel_scope.cancel()

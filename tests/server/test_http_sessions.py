@@ -75,6 +75,12 @@ def _abc_cache_entry(obj: object) -> bool:
     )
 
 
+def _module_of(obj: object) -> str:
+    # Some libraries' classes make ``__module__`` a property of their own: not a module name.
+    module = type(obj).__module__
+    return module if isinstance(module, str) else ""
+
+
 async def live_objects() -> tuple[int, collections.Counter[str]]:
     """All gc-tracked objects, and how many of them are trio_mcp's own, by type, at the fixed
     point of :func:`settle`: trio_mcp's own must come back to exactly where they were, and the
@@ -83,7 +89,7 @@ async def live_objects() -> tuple[int, collections.Counter[str]]:
     await settle()
     objects = [o for o in gc.get_objects() if not _abc_cache_entry(o)]
     ours = collections.Counter(
-        type(o).__qualname__ for o in objects if type(o).__module__.startswith("trio_mcp")
+        type(o).__qualname__ for o in objects if _module_of(o).startswith("trio_mcp")
     )
     return len(objects), ours
 

@@ -8,31 +8,41 @@ from ._auth import (
     TokenVerifier,
     VerifierUnavailable,
 )
+from ._bus import BusError, BusEvent, LocalBus, NotificationBus
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
-from ._event_store import EventStore, MemoryEventStore
+from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._http_app import HttpOptions, McpHttpApp, client_address
+from ._redis_events import RedisEventStore
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
 
 __all__ = [
     "Auth",
+    "BusError",
+    "BusEvent",
     "CapabilityMissing",
     "ConnectionState",
     "Context",
     "EventStore",
+    "EventStoreUnavailable",
     "HttpOptions",
     "InvalidAnswer",
     "InvalidToken",
+    "LocalBus",
     "McpHttpApp",
     "MemoryEventStore",
+    "NotificationBus",
     "Principal",
+    "RedisEventStore",
+    "Replay",
     "RequestRecord",
     "ResourceNotFound",
     "Server",
     "ServerConnection",
     "StaticTokenVerifier",
+    "StreamMeta",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",

@@ -3,12 +3,18 @@
 A stream outlives the HTTP connection that carries it: a request's stream keeps collecting
 messages while its client is away, and a client that comes back with ``Last-Event-ID`` is given
 what it missed. Event ids encode session, stream and sequence, so a reconnect names exactly one
-stream of one session.
+stream of one session, and any worker that shares the store can serve it.
+
+The store is async (it may be across a network), so it is never called on the engine's routing
+path: a stream hands its events to the app's :class:`EventWriter`, one task that writes them to
+the store in order through a bounded queue. When that queue is full, or the store fails, the
+stream loses its resumability (logged), and the live stream goes on.
 
 Everything here is bounded: the store in events and bytes per stream, in bytes in total and in
-age, and it keeps only what can still be resumed; a connection is handed only so much it has
-not written yet before it is cut (its client resumes); the standalone stream's backlog for a GET
-not open yet keeps only its newest events, within its own bounds and an app-wide budget.
+age, and it keeps only what can still be resumed; the writer's queue in operations and bytes; a
+connection is handed only so much it has not written yet before it is cut (its client resumes);
+the standalone stream's backlog for a GET not open yet keeps only its newest events, within its
+own bounds and an app-wide budget.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import collections
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Protocol
 
 import attrs
@@ -29,22 +35,84 @@ from ..protocol._sse import event_id, stream_id
 logger = logging.getLogger("trio_mcp.http")
 
 
-class EventStore(Protocol):
-    """Where stream events are kept for replay; implement it to keep them elsewhere.
+class EventStoreUnavailable(Exception):
+    """The event store cannot be reached (or did not answer in time): what needs it fails with
+    this, everything else goes on."""
 
-    The HTTP app calls ``forget`` as soon as nobody can resume a stream any more: its events and
-    its end reached the client on a live connection, or its session ended. A store may also drop
-    a stream on its own (age, size); ``replay`` then answers None, as for one it never had.
+
+@attrs.frozen
+class StreamMeta:
+    """Whose a stream is: its session, the ``Principal.identity`` that opened the session (None
+    without authorization), and the request it answers (None: the standalone GET stream). A
+    resume is served only to the same session and owner; the request id lets another worker
+    end an orphaned stream with an error response for it."""
+
+    session_id: str
+    owner: str | None = None
+    request_id: RequestId | None = None
+
+
+@attrs.frozen
+class Replay:
+    """What a store still holds of a stream after an event: the events, in order, with no gap;
+    whether the stream was finished (its last event was its last); whose it is (None if the
+    stream was never opened with its metadata)."""
+
+    events: list[tuple[int, bytes]]
+    finished: bool = False
+    meta: StreamMeta | None = None
+
+
+class EventStore(Protocol):
+    """Where stream events are kept for replay, possibly shared by several workers; implement it
+    to keep them elsewhere (:class:`MemoryEventStore` in this process, ``RedisEventStore``
+    across processes and hosts).
+
+    The app calls ``forget`` as soon as nobody can resume a stream any more: its events and
+    its end reached the client on a live connection, or its session ended. A store also drops a
+    stream on its own, ``ttl`` seconds after its last write, or to keep within its byte bounds;
+    ``replay`` then answers None, as for one it never had.
+
+    Session liveness: while a session lives, its worker calls ``keep_alive`` with it every
+    ``heartbeat`` seconds; ``session_alive`` says whether any worker did within the last three
+    heartbeats (``end_session`` says at once that it ended). A worker that serves a resume of a
+    stream whose session lives nowhere knows that nothing more will come.
+
+    Every method may raise :class:`EventStoreUnavailable`.
     """
 
-    def append(self, stream_id: str, seq: int, data: bytes) -> None: ...
+    ttl: float
+    heartbeat: float
 
-    def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
+    async def start(self) -> None:
+        """Check that the store can be used (called once, when the app starts): a store that
+        cannot be reached raises :class:`EventStoreUnavailable` naming where it is."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    async def open(self, stream_id: str, meta: StreamMeta) -> None:
+        """A stream begins (before its first event)."""
+        ...
+
+    async def append(self, stream_id: str, seq: int, data: bytes) -> None: ...
+
+    async def finish(self, stream_id: str) -> None:
+        """The stream's last event was appended: a replay ends there."""
+        ...
+
+    async def replay(self, stream_id: str, after: int) -> Replay | None:
         """The events after ``after``, or None if the stream is unknown or expired, or if some of
         them were dropped (a silent gap would lose messages)."""
         ...
 
-    def forget(self, stream_id: str) -> None: ...
+    async def forget(self, stream_id: str) -> None: ...
+
+    async def keep_alive(self, session_ids: Collection[str]) -> None: ...
+
+    async def end_session(self, session_id: str) -> None: ...
+
+    async def session_alive(self, session_id: str) -> bool: ...
 
 
 #: What an event or a stream costs beyond its data, counted in the byte caps (the tuples, the
@@ -56,13 +124,15 @@ STREAM_OVERHEAD = 1024
 class _Kept:
     """One stream in a :class:`MemoryEventStore`: its newest events, and what they cost."""
 
-    __slots__ = ("events", "last_activity", "last_seq", "size")
+    __slots__ = ("events", "finished", "last_activity", "last_seq", "meta", "size")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, meta: StreamMeta | None = None) -> None:
         self.events: collections.deque[tuple[int, bytes]] = collections.deque()
         self.last_activity = now
         self.last_seq = 0
         self.size = STREAM_OVERHEAD
+        self.meta = meta
+        self.finished = False
 
 
 class MemoryEventStore:
@@ -70,8 +140,11 @@ class MemoryEventStore:
 
     A stream keeps its newest events (``max_events_per_stream``, ``max_stream_bytes``); past
     ``max_bytes`` for the whole store the streams least recently active are dropped first; a
-    stream is dropped ``ttl`` seconds after its last event. A resume of a dropped stream, or from
+    stream is dropped ``ttl`` seconds after its last write. A resume of a dropped stream, or from
     before its oldest kept event, is refused (``replay`` answers None), never given with a gap.
+
+    It lives in one process: several apps in that process may share it (and resume each
+    other's streams), but another worker needs a shared store (``RedisEventStore``).
     """
 
     def __init__(
@@ -81,6 +154,7 @@ class MemoryEventStore:
         max_stream_bytes: int = 8 * 1024 * 1024,
         max_bytes: int = 32 * 1024 * 1024,
         ttl: float = 300.0,
+        heartbeat: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_events_per_stream = max_events_per_stream
@@ -88,26 +162,31 @@ class MemoryEventStore:
         # One stream never needs more than the whole store may hold.
         self.max_stream_bytes = min(max_stream_bytes, max_bytes)
         self.ttl = ttl
+        self.heartbeat = heartbeat
         self._clock = clock
         # In order of last activity, oldest first: expiry and the byte cap both start there.
         self._streams: dict[str, _Kept] = {}
         self._size = 0
+        #: Live sessions, and when their liveness lapses (three heartbeats after the last).
+        self._alive: dict[str, float] = {}
 
     @property
     def held_bytes(self) -> int:
         """What the kept events cost, as the byte caps count it (data and overhead)."""
         return self._size
 
-    def append(self, stream_id: str, seq: int, data: bytes) -> None:
-        now = self._clock()
-        self._expire(now)
-        kept = self._streams.pop(stream_id, None)
-        if kept is None:
-            kept = _Kept(now)
-            self._size += kept.size
-        # Re-inserted at the end, so the dict stays in order of last activity.
-        self._streams[stream_id] = kept
-        kept.last_activity = now
+    async def start(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    async def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self._touch(stream_id).meta = meta
+        self._cap(stream_id)
+
+    async def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        kept = self._touch(stream_id)
         kept.last_seq = seq
         # A copy of exactly its size: an encoder may have reserved far more for the bytes it was
         # handed, and the caps count what is kept.
@@ -121,31 +200,75 @@ class MemoryEventStore:
         ):
             _, old = kept.events.popleft()
             self._grow(kept, -(len(old) + EVENT_OVERHEAD))
-        # Then whole streams, least recently active first; this one is the most recent.
-        while self._size > self.max_bytes:
-            oldest = next(iter(self._streams))
-            if oldest == stream_id:
-                break
-            self.forget(oldest)
+        self._cap(stream_id)
 
-    def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
+    async def finish(self, stream_id: str) -> None:
+        kept = self._streams.get(stream_id)
+        if kept is not None:
+            kept.finished = True
+
+    async def replay(self, stream_id: str, after: int) -> Replay | None:
         kept = self._streams.get(stream_id)
         if kept is None or self._clock() - kept.last_activity > self.ttl:
             return None
         if after >= kept.last_seq:
-            return []
+            return Replay([], kept.finished, kept.meta)
         events = kept.events
         if not events or events[0][0] > after + 1:
             return None  # what the client missed was already dropped from the ring
-        return [(seq, data) for seq, data in events if seq > after]
+        return Replay([(s, d) for s, d in events if s > after], kept.finished, kept.meta)
 
-    def forget(self, stream_id: str) -> None:
-        kept = self._streams.pop(stream_id, None)
-        if kept is not None:
-            self._size -= kept.size
+    async def forget(self, stream_id: str) -> None:
+        self._drop(stream_id)
+
+    async def keep_alive(self, session_ids: Collection[str]) -> None:
+        until = self._clock() + 3 * self.heartbeat
+        for session_id in session_ids:
+            self._alive.pop(session_id, None)
+            self._alive[session_id] = until  # re-inserted: the dict stays in order of expiry
+        now = self._clock()
+        while self._alive:
+            oldest = next(iter(self._alive))
+            if self._alive[oldest] > now:
+                break
+            del self._alive[oldest]
+
+    async def end_session(self, session_id: str) -> None:
+        self._alive.pop(session_id, None)
+
+    async def session_alive(self, session_id: str) -> bool:
+        until = self._alive.get(session_id)
+        return until is not None and until > self._clock()
 
     def __len__(self) -> int:
         return len(self._streams)
+
+    def _touch(self, stream_id: str) -> _Kept:
+        """The stream's entry, made the most recently active (created if new)."""
+        now = self._clock()
+        self._expire(now)
+        kept = self._streams.pop(stream_id, None)
+        if kept is None:
+            kept = _Kept(now)
+            self._size += kept.size
+        # Re-inserted at the end, so the dict stays in order of last activity.
+        self._streams[stream_id] = kept
+        kept.last_activity = now
+        return kept
+
+    def _cap(self, stream_id: str) -> None:
+        """Whole streams go, least recently active first, until the store is within its byte
+        cap; ``stream_id`` is the most recent and stays."""
+        while self._size > self.max_bytes:
+            oldest = next(iter(self._streams))
+            if oldest == stream_id:
+                break
+            self._drop(oldest)
+
+    def _drop(self, stream_id: str) -> None:
+        kept = self._streams.pop(stream_id, None)
+        if kept is not None:
+            self._size -= kept.size
 
     def _grow(self, kept: _Kept, delta: int) -> None:
         kept.size += delta
@@ -157,7 +280,240 @@ class MemoryEventStore:
             stream_id = next(iter(self._streams))
             if now - self._streams[stream_id].last_activity <= self.ttl:
                 return
-            self.forget(stream_id)
+            self._drop(stream_id)
+
+
+class StreamSink(Protocol):
+    """Where a stream hands what it writes: synchronous, and it never waits (the engine's
+    routing path calls it). :class:`EventWriter` is the one that keeps them."""
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None: ...
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None: ...
+
+    def finish(self, stream_id: str) -> None: ...
+
+    def forget(self, stream_id: str) -> None: ...
+
+    def end_session(self, session_id: str) -> None: ...
+
+    def is_lost(self, stream_id: str) -> bool:
+        """Whether the stream can no longer be resumed from the store."""
+        ...
+
+
+class NoStore:
+    """The sink of a stream nobody can resume (stateless and modern requests): keeps nothing."""
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        pass
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        pass
+
+    def finish(self, stream_id: str) -> None:
+        pass
+
+    def forget(self, stream_id: str) -> None:
+        pass
+
+    def end_session(self, session_id: str) -> None:
+        pass
+
+    def is_lost(self, stream_id: str) -> bool:
+        return True
+
+
+NO_STORE = NoStore()
+
+#: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
+_Op = tuple[str, str, object]
+
+
+class EventWriter:
+    """The ordered writer: the one task of an app that writes its streams' events to the store.
+
+    Streams hand it their events synchronously (:class:`StreamSink`); it writes them in the
+    order given, through a queue bounded in operations (``max_queued``) and in bytes
+    (``max_queued_bytes``), each write bounded in time (``timeout``). The engine never waits for
+    the store: when the queue is full, or a write fails, that stream is *lost*: it can no longer
+    be resumed (an error is logged, its partial events leave the store, its further events are
+    not written), and its live connection goes on.
+
+    A forgotten stream's writes still queued are skipped, and its events leave the store (retried
+    until the store answers, so that no partial stream is served). It also refreshes the
+    liveness of the app's sessions (``live_sessions``) every ``store.heartbeat`` seconds.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        max_queued: int = 4096,
+        max_queued_bytes: int = 32 * 1024 * 1024,
+        timeout: float = 5.0,
+        live_sessions: Callable[[], Collection[str]] = tuple,
+    ) -> None:
+        self.store = store
+        self.max_queued_bytes = max_queued_bytes
+        self.timeout = timeout
+        self.live_sessions = live_sessions
+        self._send, self._receive = trio.open_memory_channel[_Op](max_queued)
+        self.queued_bytes = 0
+        #: Operations queued per stream.
+        self._queued: collections.Counter[str] = collections.Counter()
+        #: Streams that can no longer be resumed; kept until the app forgets them.
+        self._lost: set[str] = set()
+        #: Streams the app forgot whose operations are still queued (skipped).
+        self._forgotten: set[str] = set()
+        #: Streams whose events must leave the store (retried until they do).
+        self._to_forget: set[str] = set()
+        self._failing = False
+
+    def is_lost(self, stream_id: str) -> bool:
+        return stream_id in self._lost
+
+    # -- the sink --------------------------------------------------------------------------------
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self._submit(("open", stream_id, meta), 0)
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self._submit(("append", stream_id, (seq, data)), len(data))
+
+    def finish(self, stream_id: str) -> None:
+        self._submit(("finish", stream_id, None), 0)
+
+    def forget(self, stream_id: str) -> None:
+        self._lost.discard(stream_id)
+        self._to_forget.add(stream_id)
+        if self._queued[stream_id]:
+            self._forgotten.add(stream_id)
+        else:
+            del self._queued[stream_id]
+        self._nudge()
+
+    def end_session(self, session_id: str) -> None:
+        try:
+            self._send.send_nowait(("end", session_id, None))
+        except trio.WouldBlock:
+            pass  # its liveness lapses by itself within three heartbeats
+
+    async def flush(self) -> None:
+        """Wait until everything handed over so far is in the store (or lost), and forgotten
+        streams have left it; :class:`EventStoreUnavailable` if that takes over ``timeout``."""
+        done = trio.Event()
+        with trio.move_on_after(self.timeout):
+            await self._send.send(("flush", "", done))
+            await done.wait()
+            return
+        raise EventStoreUnavailable("the event store did not answer in time")
+
+    def _submit(self, op: _Op, size: int) -> None:
+        stream = op[1]
+        if stream in self._lost or stream in self._forgotten:
+            return
+        if self.queued_bytes + size > self.max_queued_bytes:
+            self._lose(stream, f"its writer has {self.queued_bytes} bytes queued, the limit")
+            return
+        try:
+            self._send.send_nowait(op)
+        except trio.WouldBlock:
+            self._lose(stream, "its writer's queue is full (the store is too slow)")
+            return
+        self._queued[stream] += 1
+        self.queued_bytes += size
+
+    def _nudge(self) -> None:
+        try:
+            self._send.send_nowait(("tick", "", None))
+        except trio.WouldBlock:
+            pass  # the writer is busy: it sweeps after every operation
+
+    def _lose(self, stream: str, why: str) -> None:
+        logger.error("SSE stream %s can no longer be resumed: %s", stream, why)
+        self._lost.add(stream)
+        self._to_forget.add(stream)
+        self._nudge()
+
+    # -- the task --------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write until cancelled (the app's lifespan owns this task, once the store started)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._heartbeat)
+            task_status.started()
+            async for op in self._receive:
+                await self._do(op)
+                if self._to_forget:
+                    await self._sweep()
+
+    async def _do(self, op: _Op) -> None:
+        kind, stream, argument = op
+        if kind == "flush":
+            assert isinstance(argument, trio.Event)
+            if self._to_forget:
+                await self._sweep()
+            argument.set()
+            return
+        if kind == "tick":
+            return
+        if kind == "end":
+            await self._call(self.store.end_session(stream), None)
+            return
+        self._queued[stream] -= 1
+        if kind == "append":
+            assert isinstance(argument, tuple)
+            self.queued_bytes -= len(argument[1])
+        skip = stream in self._lost or stream in self._forgotten
+        if not self._queued[stream]:
+            del self._queued[stream]
+            self._forgotten.discard(stream)
+        if skip:
+            return
+        if kind == "open":
+            assert isinstance(argument, StreamMeta)
+            await self._call(self.store.open(stream, argument), stream)
+        elif kind == "append":
+            assert isinstance(argument, tuple)
+            await self._call(self.store.append(stream, argument[0], argument[1]), stream)
+        else:
+            await self._call(self.store.finish(stream), stream)
+
+    async def _call(self, write: Awaitable[None], stream: str | None) -> bool:
+        """One write, bounded in time; a failure loses ``stream``'s resumability."""
+        why = f"the event store did not answer within {self.timeout} s"
+        with trio.move_on_after(self.timeout):
+            try:
+                await write
+            except Exception as error:  # a store's own fault as much as its network's
+                why = f"the event store failed: {error}"
+            else:
+                if self._failing:
+                    logger.warning("the event store answers again")
+                    self._failing = False
+                return True
+        if stream is not None and stream not in self._lost:
+            self._lose(stream, why)
+        elif not self._failing:
+            logger.error("%s", why)
+        self._failing = True
+        return False
+
+    async def _sweep(self) -> None:
+        for stream in list(self._to_forget):
+            if not await self._call(self.store.forget(stream), None):
+                return  # retried after the next operation, or the next heartbeat
+            self._to_forget.discard(stream)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            sessions = list(self.live_sessions())
+            if sessions:
+                await self._call(self.store.keep_alive(sessions), None)
+            if self._to_forget:
+                self._nudge()
+            await trio.sleep(self.store.heartbeat)
 
 
 #: What a listener is sent: an event (id, data), or None, the end of the stream. A listener whose
@@ -244,7 +600,7 @@ class EventStream:
 
     session_id: str
     key: str
-    store: EventStore
+    store: StreamSink
     request_id: RequestId | None = None
     limits: StreamLimits = attrs.field(factory=StreamLimits)
     #: Shared with the other streams of the app: the bytes of every backlog and of every
@@ -265,12 +621,24 @@ class EventStream:
     _pending: collections.deque[int] = attrs.field(factory=collections.deque)
     pending_bytes: int = 0
     done: trio.Event = attrs.field(factory=trio.Event)
+    #: Whose it is, for the store; the stream is opened there by :meth:`open`, or at its first
+    #: event.
+    meta: StreamMeta | None = None
+    opened: bool = False
 
     @property
     def stream_id(self) -> str:
         return stream_id(self.session_id, self.key)
 
+    def open(self) -> None:
+        """Make the stream known to the store (a request's stream, before its priming event id
+        goes out: a resume of it must find it even if no event follows)."""
+        if not self.opened and self.meta is not None:
+            self.opened = True
+            self.store.open(self.stream_id, self.meta)
+
     def push(self, data: bytes) -> None:
+        self.open()
         self.seq += 1
         self.store.append(self.stream_id, self.seq, data)
         item = (event_id(self.session_id, self.key, self.seq), data)
@@ -301,6 +669,8 @@ class EventStream:
             return
         self.finished = True
         self.responded = responded
+        if self.opened:
+            self.store.finish(self.stream_id)
         if self.listener is not None:
             try:
                 self.listener.send_nowait(None)
@@ -315,17 +685,14 @@ class EventStream:
         if self.finished:
             self.store.forget(self.stream_id)
 
-    def attach(self, replay_after: int | None = None) -> trio.MemoryReceiveChannel[StreamItem]:
-        """Give this stream a new listener (replacing any old one), with what it missed."""
+    def attach(self, *, resumed: bool = False) -> trio.MemoryReceiveChannel[StreamItem]:
+        """Give this stream a new listener (replacing any old one), with what it missed: the
+        backlog, unless the listener ``resumed`` from an event id (its caller replays what came
+        after it from the store, the backlog included, and writes that first)."""
         send, receive = trio.open_memory_channel[StreamItem](math.inf)
         if self.listener is not None:
             self._cut()  # the stale connection ends, as cut: its client resumes if it can
-        missed: list[tuple[str, bytes]]
-        if replay_after is not None:
-            events = self.store.replay(self.stream_id, replay_after) or []
-            missed = [(event_id(self.session_id, self.key, s), d) for s, d in events]
-        else:
-            missed = list(self.backlog)
+        missed = [] if resumed else list(self.backlog)
         self.discard_backlog()
         self.listener = send
         self.listener_token = receive

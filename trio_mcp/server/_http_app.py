@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from .._exception_groups import single_error
 from .._session import Session
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
@@ -41,7 +42,7 @@ from ..protocol._jsonrpc import (
     encode,
     parse,
 )
-from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id
+from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -51,14 +52,20 @@ from ..protocol._versions import (
 )
 from ..transports._transport import BaseSender
 from ._auth import Principal
+from ._bus import BusError
 from ._connection import ServerConnection
 from ._event_store import (
+    NO_STORE,
     ByteBudget,
     EventStore,
+    EventStoreUnavailable,
     EventStream,
+    EventWriter,
     MemoryEventStore,
+    Replay,
     StreamItem,
     StreamLimits,
+    StreamMeta,
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
@@ -93,6 +100,10 @@ class HttpServable(Registrations, Protocol):
 
     @property
     def connections(self) -> set[ServerConnection]: ...
+
+    async def run_notifications(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None: ...
 
 
 def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
@@ -134,7 +145,19 @@ class HttpOptions:
     keepalive_interval: float = 15.0
     retry_ms: int = 1000
     shutdown_grace: float = 5.0
+    #: Where stream events are kept for a resume (None: a :class:`MemoryEventStore` of this
+    #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
+    #: serve a resume.
     event_store: EventStore | None = None
+    #: The writer's queue to the store: past either bound (the store too slow) a stream loses
+    #: its resumability, logged, and its live connection goes on; a write that takes longer
+    #: than ``event_store_timeout`` fails the same way.
+    max_store_queue_events: int = 4096
+    max_store_queue_bytes: int = 32 * 1024 * 1024
+    event_store_timeout: float = 5.0
+    #: How often a resume served from the shared store, for a session that lives on another
+    #: worker, looks for the stream's new events.
+    resume_poll_interval: float = 0.25
     #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
     max_requests_per_session: int = 256
     #: Events handed to one SSE connection and not yet written to it (a client that does not
@@ -247,7 +270,7 @@ class HttpSession:
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
-        self.store = app.store if kind is SessionKind.SESSION else _NO_STORE
+        self.store = app.writer if kind is SessionKind.SESSION else NO_STORE
         self.standalone = self._new_stream("0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
@@ -302,9 +325,18 @@ class HttpSession:
 
     def _new_stream(self, key: str, request_id: RequestId | None = None) -> EventStream:
         app = self.app
-        return EventStream(
-            self.id, key, self.store, request_id, limits=app.limits, budget=app.budget
+        stream = EventStream(
+            self.id,
+            key,
+            self.store,
+            request_id,
+            limits=app.limits,
+            budget=app.budget,
+            meta=StreamMeta(self.id, self.owner, request_id),
         )
+        if request_id is not None:
+            stream.open()  # the GET stream is opened by its first event
+        return stream
 
     def forget_stream(self, stream: EventStream) -> None:
         """Removal by identity: a stream registered later under the same id stays."""
@@ -383,6 +415,7 @@ class HttpSession:
         self.store.forget(self.standalone.stream_id)
         for number in range(1, self._stream_numbers + 1):
             self.store.forget(f"{self.id}.r{number}")
+        self.store.end_session(self.id)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -570,6 +603,14 @@ class McpHttpApp:
         )
         self.sessions: dict[str, HttpSession] = {}
         options = self.options
+        #: The one task that writes every stream's events to the store, in order.
+        self.writer = EventWriter(
+            self.store,
+            max_queued=options.max_store_queue_events,
+            max_queued_bytes=options.max_store_queue_bytes,
+            timeout=options.event_store_timeout,
+            live_sessions=self.sessions.keys,
+        )
         self.limits = StreamLimits(
             pending_events=options.max_pending_events,
             pending_bytes=options.max_pending_bytes,
@@ -616,16 +657,35 @@ class McpHttpApp:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpHttpApp]:
-        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self._shutting_down = False
-            try:
-                yield self
-            finally:
-                await self._shutdown()
-                self._nursery = None
-                nursery.cancel_scope.cancel()
+        """Own the sessions' nursery; the ASGI lifespan does this, or a host app can.
+
+        The event store starts first and the server's notification bus (``Server(bus=...)``)
+        next: a store or a bus that cannot be reached fails the start here, saying where it is,
+        before anything is served.
+        """
+        await self.store.start()
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.writer.run)
+                await nursery.start(self.server.run_notifications)
+                started = True
+                self._nursery = nursery
+                self._shutting_down = False
+                try:
+                    yield self
+                finally:
+                    await self._shutdown()
+                    self._nursery = None
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            error = single_error(group)
+            if not started and isinstance(error, BusError):
+                raise error from None
+            raise
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.store.aclose()
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
@@ -644,10 +704,20 @@ class McpHttpApp:
             # Under asyncio (hypercorn's default worker) nothing of Trio can run: say so.
             await send({"type": "lifespan.startup.failed", "message": NOT_UNDER_TRIO})
             return
-        async with self.running():
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
+        started = False
+        try:
+            async with self.running():
+                started = True
+                await send({"type": "lifespan.startup.complete"})
+                while (await receive())["type"] != "lifespan.shutdown":
+                    pass
+        except (EventStoreUnavailable, BusError) as error:
+            if started:
+                raise
+            # Raised before the startup completed: the server says why it does not start.
+            logger.error("cannot start: %s", error)
+            await send({"type": "lifespan.startup.failed", "message": str(error)})
+            return
         await send({"type": "lifespan.shutdown.complete"})
 
     def forget(self, session: HttpSession) -> None:
@@ -1425,9 +1495,11 @@ class McpHttpApp:
         events: trio.MemoryReceiveChannel[StreamItem],
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
+        *,
+        first: Iterable[tuple[str, bytes]] = (),
     ) -> None:
         """Relay a stream's events until it ends, its listener is cut (replaced, or too far
-        behind), or the client goes.
+        behind), or the client goes; ``first`` (replayed from the store) before them.
 
         The stream itself outlives a client that goes away: it waits for a resume. With
         ``receive`` None the caller watches for the disconnect itself.
@@ -1444,6 +1516,12 @@ class McpHttpApp:
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            try:
+                for event, data in first:
+                    body = encode_event(data, event="message", id=event)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+            except OSError:
+                return  # the client went away; the stream waits for a resume
             await self._relay(send, stream, events)
             nursery.cancel_scope.cancel()
 
@@ -1524,40 +1602,160 @@ class McpHttpApp:
             )
         if not _accepts(_header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
+        last_event = _header(scope, b"last-event-id")
+        parsed = parse_event_id(last_event) if last_event else None
+        session_id = _header(scope, b"mcp-session-id")
+        if parsed is not None and session_id is not None and session_id not in self.sessions:
+            # Not here: a session of another worker (or one that died), whose streams a shared
+            # store may hold.
+            self._check_version(scope)
+            await self._resume_elsewhere(scope, receive, send, principal, session_id, parsed)
+            return
         session = self._session_for(scope, principal)
         self._check_version(scope)
-        last_event = _header(scope, b"last-event-id")
         stream: EventStream | None = session.standalone
         after: int | None = None
         if last_event:
-            parsed = parse_event_id(last_event)
             if parsed is None or parsed[0] != session.id:
                 raise HttpError(400, "Bad Request: unknown Last-Event-ID")
             _, key, after = parsed
             stream = session.stream_for_key(key)
             if stream is None:
                 # Finished: replay what the store still has, if it knows the stream at all.
-                stream = EventStream(session.id, key, session.store)
-                if session.store.replay(stream.stream_id, after) is None:
+                replay = await self._replay(stream_id(session.id, key), after)
+                if replay is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
-                stream.finish(responded=False)
-            elif after > stream.seq:
+                await self._sse(scope, send, _items(session.id, key, replay.events), ())
+                session.store.forget(stream_id(session.id, key))  # delivered: nothing is left
+                return
+            if after > stream.seq:
                 raise HttpError(400, "Bad Request: unknown Last-Event-ID")  # never issued
-            elif after < stream.seq and session.store.replay(stream.stream_id, after) is None:
-                # Live, but what the client missed is no longer kept: a silent gap would lose
-                # messages, so say so and let the client start over.
-                raise HttpError(
-                    400, "Bad Request: the events after Last-Event-ID are no longer kept"
-                )
         assert stream is not None
         session.used = True
-        events = stream.attach(replay_after=after)
+        # Attached first, so that nothing pushed while the store is read is missed: what the
+        # store gives up to this point is written first, then what came since.
+        upto = stream.seq
+        events = stream.attach(resumed=after is not None)
         session.busy()
         try:
-            await self._stream(scope, receive, send, stream, events, None)
+            missed: list[tuple[str, bytes]] = []
+            if after is not None and after < upto:
+                replay = None
+                if not session.store.is_lost(stream.stream_id):
+                    replay = await self._replay(stream.stream_id, after)
+                if replay is None:
+                    # Live, but what the client missed is no longer kept: a silent gap would
+                    # lose messages, so say so and let the client start over.
+                    raise HttpError(
+                        400, "Bad Request: the events after Last-Event-ID are no longer kept"
+                    )
+                kept = [(seq, data) for seq, data in replay.events if seq <= upto]
+                missed = _items(session.id, stream.key, kept)
+            await self._stream(scope, receive, send, stream, events, None, first=missed)
         finally:
             stream.detach(events)
             session.idle()
+
+    async def _replay(self, stream: str, after: int) -> Replay | None:
+        """What the store holds of ``stream`` after ``after``, once everything this app handed
+        its writer is in it; 503 while the store cannot be reached."""
+        try:
+            await self.writer.flush()
+            return await self.store.replay(stream, after)
+        except EventStoreUnavailable as error:
+            logger.error("a resume could not be served: %s", error)
+            raise HttpError(
+                503,
+                "Service Unavailable: the event store cannot be reached; retry the resume later",
+                headers=[(b"retry-after", b"5")],
+            ) from None
+
+    async def _resume_elsewhere(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal | None,
+        session_id: str,
+        parsed: tuple[str, str, int],
+    ) -> None:
+        """A resume of a stream whose session this worker does not hold, from the shared store.
+
+        Served only if the event id names the session of the request, and the store has that
+        stream for the same owner; anything else is the 404 of an unknown session. Then the
+        events after the id, and, while the stream is not finished and its session lives on
+        another worker (its liveness key), the new ones as they come. A stream that ends
+        unfinished, its session living nowhere (its worker died), ends with an error response
+        for its request: the client never waits for an answer that cannot come.
+        """
+        owner, key, after = parsed
+        stream = stream_id(owner, key) if owner == session_id else None
+        replay = await self._replay(stream, after) if stream is not None else None
+        meta = replay.meta if replay is not None else None
+        if (
+            stream is None
+            or replay is None
+            or meta is None
+            or meta.session_id != session_id
+            or meta.owner != _identity(principal)
+        ):
+            raise HttpError(404, "Session not found")
+        await self._sse_start(scope, send)
+        options = self.options
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+                last = after
+                idle = 0.0
+                while True:
+                    for seq, data in replay.events:
+                        body = encode_event(data, event="message", id=event_id(owner, key, seq))
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                        last = seq
+                        idle = 0.0
+                    if replay.finished:
+                        break
+                    try:
+                        alive = await self.store.session_alive(session_id)
+                        if not alive:
+                            # Its worker is gone: anything it wrote before it went is in the
+                            # store by now.
+                            replay = await self.store.replay(stream, last)
+                    except EventStoreUnavailable as error:
+                        logger.error("a resumed stream lost its store: %s", error)
+                        alive, replay = False, None
+                    if not alive:
+                        if replay is not None:
+                            for seq, data in replay.events:
+                                body = encode_event(
+                                    data, event="message", id=event_id(owner, key, seq)
+                                )
+                                await send(
+                                    {"type": "http.response.body", "body": body, "more_body": True}
+                                )
+                        if (replay is None or not replay.finished) and meta.request_id is not None:
+                            body = encode_event(_orphaned(meta.request_id), event="message")
+                            await send(
+                                {"type": "http.response.body", "body": body, "more_body": True}
+                            )
+                        break
+                    await trio.sleep(options.resume_poll_interval)
+                    idle += options.resume_poll_interval
+                    if idle >= options.keepalive_interval:
+                        await send(
+                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
+                        )
+                        idle = 0.0
+                    try:
+                        replay = await self.store.replay(stream, last)
+                    except EventStoreUnavailable:
+                        replay = None
+                    if replay is None:
+                        break  # forgotten (delivered, or its session ended) or dropped
+                nursery.cancel_scope.cancel()
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            return  # the client went away; it may resume again
 
     async def _delete(self, scope: Scope, send: Send, principal: Principal | None) -> None:
         self._refuse_modern(scope, principal)
@@ -1569,22 +1767,6 @@ class McpHttpApp:
         self.forget(session)
         session.close()
         await self._respond(scope, send, 200)
-
-
-class _NoStore:
-    """The event store of a stream nobody can resume (stateless mode)."""
-
-    def append(self, stream_id: str, seq: int, data: bytes) -> None:
-        pass
-
-    def replay(self, stream_id: str, after: int) -> list[tuple[int, bytes]] | None:
-        return None
-
-    def forget(self, stream_id: str) -> None:
-        pass
-
-
-_NO_STORE = _NoStore()
 
 
 async def _cancel_on_disconnect(
@@ -1601,6 +1783,20 @@ async def _cancel_on_disconnect(
     if engine is not None:
         engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
+    """Stored events as a stream writes them: with their event ids."""
+    return [(event_id(session_id, key, seq), data) for seq, data in events]
+
+
+def _orphaned(request_id: RequestId) -> bytes:
+    """The end of a resumed stream whose request can no longer be answered."""
+    error = ErrorObject.make(
+        INTERNAL_ERROR,
+        "The server handling this request stopped before it answered; retry the request",
+    )
+    return encode(ErrorResponse(request_id, error))
 
 
 def _identity(principal: Principal | None) -> str | None:

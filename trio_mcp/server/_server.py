@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar, overload
 
 import trio
 
+from .._exception_groups import single_error
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
@@ -32,6 +33,7 @@ from ..protocol._types import (
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
+from ._bus import LIST_CHANGED, RESOURCE_UPDATED, BusEvent, LocalBus, NotificationBus, Notifier
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -112,6 +114,7 @@ class Server:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         auth: Auth | None = None,
+        bus: NotificationBus | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -169,6 +172,11 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
+        # ``bus`` carries ``notify_*`` to the other workers (``RedisBus``); None: a LocalBus
+        # of its own. Given here, not in ``HttpOptions``, because the server is where
+        # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
+        # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
+        self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
 
     @property
     def state_audience(self) -> str:
@@ -533,15 +541,48 @@ class Server:
 
     # -- notifications to connected clients ----------------------------------------------------
 
+    @property
+    def bus(self) -> NotificationBus:
+        """The notification bus (``Server(bus=...)``); settable until its pump runs."""
+        return self.notifier.bus
+
+    @bus.setter
+    def bus(self, bus: NotificationBus) -> None:
+        if self.notifier.running:
+            raise RuntimeError("the notification bus cannot change while its pump runs")
+        self.notifier.bus = bus
+
     def notify_list_changed(self, kind: str) -> None:
-        """Queue ``notifications/{kind}/list_changed`` to every initialized client."""
-        for connection in list(self.connections):
-            connection.send_list_changed(kind)
+        """Queue ``notifications/{kind}/list_changed`` to every initialized client (and, with
+        a bus whose pump runs, to those of every other worker on it)."""
+        self.notifier.notify(BusEvent.list_changed(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Queue ``notifications/resources/updated`` to the clients subscribed to ``uri``."""
-        for connection in list(self.connections):
-            connection.send_resource_updated(uri)
+        """Queue ``notifications/resources/updated`` to the clients subscribed to ``uri`` (and
+        to those of every other worker on the bus)."""
+        self.notifier.notify(BusEvent.resource_updated(uri))
+
+    def _deliver(self, event: BusEvent) -> None:
+        """An event, from here or from another worker, to this process's connections."""
+        params = event.params
+        if event.kind == LIST_CHANGED and isinstance(kind := params.get("kind"), str):
+            for connection in list(self.connections):
+                connection.send_list_changed(kind)
+        elif event.kind == RESOURCE_UPDATED and isinstance(uri := params.get("uri"), str):
+            for connection in list(self.connections):
+                connection.send_resource_updated(uri)
+        else:
+            logger.debug("ignored a bus event of kind %r", event.kind)
+
+    async def run_notifications(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The bus's pump (its subscriber and the publisher of ``notify_*``), until cancelled.
+
+        The HTTP app's lifespan runs it; started once subscribed, ``BusError`` when the bus
+        cannot be reached. Without it, ``notify_*`` reach this process's connections only.
+        """
+        await self.notifier.run(task_status=task_status)
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -660,11 +701,23 @@ class Server:
                     sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
                     sys.stderr.flush()
 
-                trio.run(
-                    functools.partial(
-                        serve_http, self, host=host, port=port, options=options, on_ready=ready
+                try:
+                    trio.run(
+                        functools.partial(
+                            serve_http, self, host=host, port=port, options=options, on_ready=ready
+                        )
                     )
-                )
+                except BaseException as exc:
+                    # The app refused to start (its notification bus unreachable, say): the
+                    # reason in one line, not hypercorn's traceback.
+                    from hypercorn.utils import LifespanFailureError
+
+                    error = single_error(exc)
+                    if not isinstance(error, LifespanFailureError):
+                        raise
+                    # hypercorn words it "Lifespan failure in startup. '<the app's message>'".
+                    reason = str(error).partition("'")[2].removesuffix("'") or str(error)
+                    _exit_saying(f"{self.info.name}: cannot start: {reason}")
         except KeyboardInterrupt:
             raise SystemExit(130) from None
 

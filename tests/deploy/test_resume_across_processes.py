@@ -1,0 +1,199 @@
+"""Resumption on another worker: two real hypercorn processes share a real redis-server; the
+worker holding a session is killed with SIGKILL, and the other serves the client's resume from
+the shared event store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import trio
+
+from .._http import VERSION, SseEvent, SseReader, call_body, initialize_body
+from ._services import free_port, redis_server
+
+#: A hang guard, never a performance assertion.
+GUARD = 60
+
+APP = textwrap.dedent(
+    """
+    import os
+
+    import trio
+
+    from trio_mcp import HttpOptions, RedisEventStore, Server
+    from trio_mcp.server import Context
+
+    server = Server("resume-probe")
+
+
+    @server.tool()
+    async def steps(ctx: Context, count: int, hang: bool = False) -> str:
+        for step in range(count):
+            await ctx.report_progress(step, count, message=f"step {step}")
+            await trio.sleep(0.05)
+        if hang:
+            await trio.sleep_forever()
+        return f"{count} steps"
+
+
+    store = RedisEventStore(os.environ["PROBE_REDIS_URL"], heartbeat=0.2)
+    app = server.http_app(HttpOptions(event_store=store))
+    """
+)
+
+
+@asynccontextmanager
+async def worker(tmp_path: Path, redis_url: str) -> AsyncIterator[tuple[str, trio.Process]]:
+    """A hypercorn process serving the probe app; yields its MCP URL and the process."""
+    port = free_port()
+    env = {**os.environ, "PROBE_REDIS_URL": redis_url}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    log = tmp_path / f"worker-{port}.log"
+    with log.open("wb") as output:
+        process = await trio.lowlevel.open_process(
+            [
+                sys.executable,
+                "-m",
+                "hypercorn",
+                "--worker-class",
+                "trio",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "resume_probe:app",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=output,
+            # Its own process group: hypercorn serves from a worker process under its
+            # supervisor, and the kill must take both.
+            start_new_session=True,
+        )
+    try:
+        with trio.fail_after(GUARD):
+            while b"Running on" not in log.read_bytes():
+                assert process.poll() is None, f"hypercorn ended early: {log.read_text()}"
+                await trio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        if process.returncode is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        with trio.move_on_after(10):
+            await process.wait()
+
+
+def headers(session: str | None = None, **extra: str) -> dict[str, str]:
+    out = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": VERSION,
+    }
+    if session is not None:
+        out["mcp-session-id"] = session
+    out.update({k.replace("_", "-"): v for k, v in extra.items()})
+    return out
+
+
+async def open_session(client: httpx.AsyncClient, url: str) -> str:
+    response = await client.post(url, content=orjson.dumps(initialize_body()), headers=headers())
+    assert response.status_code == 200, response.text
+    session = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    response = await client.post(url, content=orjson.dumps(note), headers=headers(session))
+    assert response.status_code == 202
+    return session
+
+
+async def drop_after(
+    client: httpx.AsyncClient, url: str, session: str, body: Any, events: int
+) -> list[SseEvent]:
+    """POST a request and read its stream's first ``events`` events (priming included), then
+    drop the connection."""
+    got: list[SseEvent] = []
+    content = orjson.dumps(body)
+    async with client.stream("POST", url, content=content, headers=headers(session)) as r:
+        assert r.status_code == 200
+        reader = SseReader(r)
+        while len(got) < events:
+            event = await reader.next()
+            assert event is not None
+            got.append(event)
+    return got
+
+
+async def resume(
+    client: httpx.AsyncClient, url: str, session: str, last_event_id: str
+) -> tuple[int, list[SseEvent]]:
+    extra = headers(session, last_event_id=last_event_id, accept="text/event-stream")
+    async with client.stream("GET", url, headers=extra) as r:
+        if r.status_code != 200:
+            await r.aread()
+            return r.status_code, []
+        return 200, await SseReader(r).rest()
+
+
+def progress(events: list[SseEvent]) -> list[str]:
+    return [
+        e.json()["params"]["message"]
+        for e in events
+        if e.data and e.json().get("method") == "notifications/progress"
+    ]
+
+
+async def test_a_resume_on_another_worker_after_sigkill(tmp_path: Path) -> None:
+    (tmp_path / "resume_probe.py").write_text(APP)
+    async with (
+        redis_server(tmp_path) as redis,
+        worker(tmp_path, redis.url) as (url_a, process_a),
+        worker(tmp_path, redis.url) as (url_b, _),
+        httpx.AsyncClient(timeout=GUARD) as client,
+    ):
+        with trio.fail_after(GUARD):
+            session = await open_session(client, url_a)
+            # A request that never answers: the client drops it after the priming event and two
+            # progress notifications; A goes on storing the rest.
+            hanging = await drop_after(
+                client, url_a, session, call_body("hang", "steps", {"count": 6, "hang": True}), 3
+            )
+            assert progress(hanging) == ["step 0", "step 1"]
+            # A request that answers while its client is away: finished, never delivered.
+            finished = await drop_after(
+                client, url_a, session, call_body("done", "steps", {"count": 3}), 1
+            )
+            assert finished[0].data == ""  # the priming event
+            await trio.sleep(1.0)  # both tools are done storing what they will store
+
+            os.killpg(process_a.pid, signal.SIGKILL)  # the supervisor and its worker
+            await process_a.wait()
+
+            last = hanging[-1].id
+            assert last is not None
+            status, events = await resume(client, url_b, session, last)
+            assert status == 200
+            assert progress(events) == ["step 2", "step 3", "step 4", "step 5"]
+            end = events[-1].json()
+            assert end["id"] == "hang"
+            assert "stopped before it answered" in end["error"]["message"]
+
+            prime = finished[0].id
+            assert prime is not None
+            status, events = await resume(client, url_b, session, prime)
+            assert status == 200
+            assert progress(events) == ["step 0", "step 1", "step 2"]
+            assert events[-1].json()["result"]["content"][0]["text"] == "3 steps"
+
+            # A resume id of another session is refused as an unknown session.
+            other = await open_session(client, url_b)
+            status, _ = await resume(client, url_b, other + "x", prime)
+            assert status == 404
+            status, _ = await resume(client, url_b, "not-a-session", last)
+            assert status == 404
