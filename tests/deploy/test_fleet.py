@@ -21,9 +21,10 @@ import trio
 from trio_mcp import ElicitRequestFormParams, ElicitResult, MCPError, open_client
 from trio_mcp.server._http_app import CUT_BY_SHUTDOWN
 
+from .._http import SseEvent, SseReader, call_body, initialize_body
 from . import system_packages
 from ._fleet import FLEET_SERVER, NGINX_CONF, ROOT, Fleet, fleet, render_nginx_conf
-from ._services import free_port
+from ._services import free_port, redis_server
 
 #: Hang guards.
 DRIVER_GUARD = 300
@@ -209,6 +210,167 @@ async def test_multi_round_trip_retries_land_elsewhere_with_shared_keys(tmp_path
             answered, elsewhere, errors = await multi_round_trips(running.url, 10)
     assert elsewhere == 0 and len(errors) >= 8, (answered, errors)
     assert all("requestState" in error for error in errors), errors
+
+
+# -- across backends, on a shared Redis ---------------------------------------------------------
+
+HANDSHAKE = "2025-11-25"
+
+
+def session_headers(session: str | None = None, **extra: str) -> dict[str, str]:
+    out = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": HANDSHAKE,
+    }
+    if session is not None:
+        out["mcp-session-id"] = session
+    return {**out, **{k.replace("_", "-"): v for k, v in extra.items()}}
+
+
+async def open_session(client: httpx.AsyncClient, url: str) -> str:
+    """A handshake-era session through nginx; its id's tag names the node that holds it."""
+    opened = await client.post(url, json=initialize_body(HANDSHAKE), headers=session_headers())
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await client.post(url, json=note, headers=session_headers(session))).status_code == 202
+    return session
+
+
+async def test_listen_streams_hear_a_change_made_through_another_backend(tmp_path: Path) -> None:
+    """Three modern listen streams (round robin puts one on each backend) and a handshake GET
+    stream on the node its session id names all hear each ``grow``, wherever it ran."""
+    (tmp_path / "fleet").mkdir()
+    async with (
+        redis_server(tmp_path) as redis,
+        fleet(
+            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis.url]
+        ) as running,
+        httpx.AsyncClient(timeout=60) as http,
+        open_client(running.url, mode="modern") as client,
+    ):
+        session = await open_session(http, running.url)
+        holder = running.backend(session.partition(".")[0]).pid
+        get_headers = session_headers(session, accept="text/event-stream")
+        with trio.fail_after(DRIVER_GUARD):
+            async with (
+                http.stream("GET", running.url, headers=get_headers) as get,
+                client.listen(tools=True) as first,
+                client.listen(tools=True) as second,
+                client.listen(tools=True) as third,
+            ):
+                assert get.status_code == 200
+                stream = SseReader(get)
+                listens = [first, second, third]
+                for listen in listens:
+                    await listen.wait_acknowledged()
+                grown_on = []
+                for number in range(3):
+                    grown = await client.call_tool("grow", {"name": f"grown{number}"})
+                    assert grown.structured_content is not None
+                    grown_on.append(grown.structured_content["pid"])
+                    for listen in listens:
+                        note = await listen.__anext__()
+                        assert note.method == "notifications/tools/list_changed"
+                    message = await stream.message()
+                    assert message["method"] == "notifications/tools/list_changed"
+        # Round robin spread the changes: some ran on another backend than the GET stream's.
+        assert any(pid != holder for pid in grown_on), grown_on
+        assert len(set(grown_on)) >= 2, grown_on
+
+
+def progress_of(events: list[SseEvent]) -> list[str]:
+    return [
+        e.json()["params"]["message"]
+        for e in events
+        if e.data and e.json().get("method") == "notifications/progress"
+    ]
+
+
+async def read_then_drop(
+    client: httpx.AsyncClient, url: str, session: str, body: Any, count: int
+) -> list[SseEvent]:
+    """POST a request through nginx and read its first ``count`` events (priming included),
+    then drop the connection."""
+    got: list[SseEvent] = []
+    async with client.stream("POST", url, json=body, headers=session_headers(session)) as reply:
+        assert reply.status_code == 200
+        reader = SseReader(reply)
+        while len(got) < count:
+            event = await reader.next()
+            assert event is not None
+            got.append(event)
+    return got
+
+
+async def resume(
+    client: httpx.AsyncClient, url: str, session: str, last_event_id: str
+) -> tuple[int, list[SseEvent]]:
+    headers = session_headers(session, last_event_id=last_event_id, accept="text/event-stream")
+    async with client.stream("GET", url, headers=headers) as reply:
+        if reply.status_code != 200:
+            await reply.aread()
+            return reply.status_code, []
+        return 200, await SseReader(reply).rest()
+
+
+async def test_sigkill_mid_stream_then_the_resume_is_served_by_another_backend(
+    tmp_path: Path,
+) -> None:
+    """The node holding a session dies with SIGKILL while a request of it streams; the client's
+    resume goes through nginx (the map, then the dead node's backups) to another backend, which
+    replays what was missed from the shared store: a finished request's result, and for the
+    request cut mid-stream every event it stored, then an error response, never a hang."""
+    (tmp_path / "fleet").mkdir()
+    async with (
+        redis_server(tmp_path) as redis,
+        fleet(
+            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis.url]
+        ) as running,
+        httpx.AsyncClient(timeout=60) as client,
+    ):
+        with trio.fail_after(DRIVER_GUARD):
+            session = await open_session(client, running.url)
+            victim = running.backend(session.partition(".")[0])
+            # Finished while its client was away: 10 progress events and a result, stored.
+            body = call_body("done", "sleep", {"seconds": 1})
+            finished = await read_then_drop(client, running.url, session, body, 3)
+            assert progress_of(finished) == ["slept 0.1s", "slept 0.2s"]
+            await trio.sleep(1.5)
+            # Cut by the kill, mid-stream.
+            body = call_body("cut", "sleep", {"seconds": 60})
+            headers = session_headers(session)
+            seen: list[SseEvent] = []
+            async with client.stream("POST", running.url, json=body, headers=headers) as reply:
+                reader = SseReader(reply)
+                while len(seen) < 4:
+                    event = await reader.next()
+                    assert event is not None
+                    seen.append(event)
+                victim.kill()
+                await victim.wait()
+                try:
+                    while await reader.next() is not None:
+                        pass
+                except httpx.HTTPError:
+                    pass  # cut: what a client of a dead backend sees
+            # The result nobody read, from another backend.
+            status, events = await resume(client, running.url, session, finished[-1].id or "")
+            assert status == 200
+            ticks = [f"slept {tenth / 10:.1f}s" for tenth in range(3, 11)]
+            assert progress_of(events) == ticks
+            assert events[-1].json()["id"] == "done"
+            assert events[-1].json()["result"]["content"][0]["text"] == "slept 1s"
+            # The cut request: every event it stored after the last one seen, then its end.
+            status, events = await resume(client, running.url, session, seen[-1].id or "")
+            assert status == 200
+            resumed = progress_of(events)
+            # Contiguous with what was seen: nothing lost in between.
+            assert resumed == [f"slept {t / 10:.1f}s" for t in range(4, 4 + len(resumed))]
+            end = events[-1].json()
+            assert end["id"] == "cut" and "error" in end, end
+    assert victim.process.returncode is not None
 
 
 # -- drain -------------------------------------------------------------------------------------

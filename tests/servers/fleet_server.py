@@ -1,6 +1,6 @@
 """The demo server plus a ``backend`` tool that says which process answered (what the fleet
-tests count per backend behind the load balancer), and ``ask``, a multi round-trip tool that
-says which process asked and which one took the answer.
+tests count per backend behind the load balancer); ``ask``, a multi round-trip tool that says
+which process asked and which one took the answer; ``grow``, a tools list change.
 
     trio-mcp serve tests/servers/fleet_server.py --transport http --port P --node-id n1
 """
@@ -32,3 +32,15 @@ async def ask(ctx: Context) -> dict[str, int | str | None]:
     answer = await ctx.elicit("Your name?", FORM)
     name = answer.content.get("name") if answer.content is not None else None
     return {"asked_by": ctx.state["asked_by"], "answered_by": os.getpid(), "name": name}
+
+
+@server.tool()
+async def grow(name: str) -> dict[str, int | str]:
+    """Add a tool called ``name``: a tools list change, which the listeners of every process
+    hear when the processes share a bus (``--redis-url``)."""
+
+    async def grown() -> str:
+        return name
+
+    server.tool(name=name)(grown)
+    return {"name": name, "pid": os.getpid()}
