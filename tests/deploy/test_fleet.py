@@ -280,6 +280,34 @@ async def test_listen_streams_hear_a_change_made_through_another_backend(tmp_pat
         assert len(set(grown_on)) >= 2, grown_on
 
 
+async def test_with_redis_stopped_the_backends_serve_what_does_not_need_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "fleet").mkdir()
+    async with (
+        redis_server(tmp_path) as redis,
+        fleet(
+            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis.url]
+        ) as running,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        await redis.stop()
+        with trio.fail_after(DRIVER_GUARD):
+            pids: Counter[int] = Counter()
+            async with open_client(running.url, mode="modern") as client:
+                for _ in range(30):
+                    result = await client.call_tool("backend", {})
+                    assert result.structured_content is not None
+                    pids[result.structured_content["pid"]] += 1
+            assert_spread(dict(pids), running, 30)
+            # A handshake session opens and answers (its streams are not resumable meanwhile).
+            session = await open_session(http, running.url)
+            ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            answered = await http.post(running.url, json=ping, headers=session_headers(session))
+            assert answered.status_code == 200, answered.text
+        assert all(b.process.poll() is None for b in running.backends)
+
+
 def progress_of(events: list[SseEvent]) -> list[str]:
     return [
         e.json()["params"]["message"]
