@@ -90,6 +90,18 @@ async def test_readiness_says_200_while_serving_and_503_once_draining() -> None:
         assert served.app.draining and not served.app.ready
 
 
+async def test_an_app_run_again_after_a_drain_is_ready_again() -> None:
+    server, *_ = drained_server()
+    app = server.http_app()
+    assert not app.ready  # its lifespan has not run yet
+    async with app.running():
+        assert app.ready
+        await app.drain(grace=0)
+        assert not app.ready
+    async with app.running():
+        assert app.ready and not app.draining
+
+
 async def test_the_readiness_path_is_configurable_or_absent() -> None:
     server, *_ = drained_server()
     async with serving(server, HttpOptions(ready_path="/healthz")) as served:

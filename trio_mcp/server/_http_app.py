@@ -672,6 +672,7 @@ class McpHttpApp:
                 started = True
                 self._nursery = nursery
                 self._shutting_down = False
+                self._draining = False
                 try:
                     yield self
                 finally:
