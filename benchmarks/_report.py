@@ -293,6 +293,7 @@ class Report:
         self.cancel()
         self.scale()
         self.inprocess()
+        self.fleet()
         self.clock()
         self.method()
         return "\n".join(self.lines) + "\n"
@@ -405,6 +406,34 @@ class Report:
                 row += [cell(self.stat(job, f"idle_{mode}_cps"))]
                 row += [cell(self.stat(job, f"loaded_{mode}_cps"))]
                 row += [cell(self.stat(job, f"{mode}_ratio"), 2, "x")]
+            rows.append(row)
+        self.table(header, rows)
+
+    def fleet(self) -> None:
+        if not any(j.startswith("fleet ") for j in self.jobs):
+            return
+        p = self.p
+        self.add(
+            "## 6. Scale-out: 1, 2 and 3 processes behind nginx",
+            "",
+            f"Modern-era `tools/call echo` through nginx round robin (`deploy/nginx.conf`) in "
+            f"front of K `trio-mcp demo` processes; {p['fleet_n']} calls after "
+            f"{p['fleet_warmup']} warm-up, from {p['fleet_concurrency']} keep-alive loops of a "
+            "Node.js load generator on the same machine. CPU per call is over all the calls; "
+            "the busiest backend's share of the backends' CPU shows the spread (1/K is even).",
+            "",
+        )
+        header = ["backends", "calls/s", "p50", "p90", "p99", "vs 1 backend"]
+        header += ["backend CPU ms/call", "nginx CPU ms/call", "busiest share"]
+        rows = []
+        for job in sorted(j for j in self.jobs if j.startswith("fleet ")):
+            size = job.split()[1]
+            row = [size, cell(self.stat(job, "cps"))]
+            row += [cell(self.stat(job, q)) for q in ("p50", "p90", "p99")]
+            row.append(cell(self.ratio(f"fleet_{size}_vs_1"), 2, "x") if size != "1" else "1x")
+            for metric in ("backend_cpu_ms_per_call", "nginx_cpu_ms_per_call"):
+                row.append(cell(self.stat(job, metric), 2))
+            row.append(cell(self.stat(job, "busiest_backend_cpu_share"), 2))
             rows.append(row)
         self.table(header, rows)
 

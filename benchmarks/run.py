@@ -59,6 +59,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "messages": 20000,
         "parked_inprocess": 5000,
         "clock_rounds": 500,
+        "fleet_n": 5000,
+        "fleet_warmup": 1000,
+        "fleet_concurrency": 16,
     },
     "quick": {
         "runs": 2,
@@ -74,6 +77,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "messages": 5000,
         "parked_inprocess": 1000,
         "clock_rounds": 100,
+        "fleet_n": 1500,
+        "fleet_warmup": 300,
+        "fleet_concurrency": 16,
     },
     "smoke": {
         "runs": 1,
@@ -89,9 +95,14 @@ PROFILES: dict[str, dict[str, int]] = {
         "messages": 200,
         "parked_inprocess": 50,
         "clock_rounds": 10,
+        "fleet_n": 30,
+        "fleet_warmup": 5,
+        "fleet_concurrency": 4,
     },
 }
-SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess")
+SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet")
+#: How many backends the fleet section puts behind nginx.
+FLEET_SIZES = (1, 2, 3)
 
 SERVERS = ("trio", "ts", "py")
 CLIENTS = ("trio", "ts", "py")
@@ -270,6 +281,8 @@ def ratios_for(run: Run) -> dict[str, float]:
         if ours in run and values and min(values) > 0:
             out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
+    for size in FLEET_SIZES[1:]:
+        ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     ratio(
         "cancel_server_vs_floor",
         ("cancel raw->trio", "server_p50"),
@@ -343,6 +356,13 @@ class Bench:
         raw = run_json(command, self.log)
         return {k: float(v) for k, v in raw.items() if k not in ("messages", "batch", "parked")}
 
+    def fleet(self, backends: int) -> dict[str, float]:
+        p = self.p
+        spec = {"backends": backends, "n": p["fleet_n"], "warmup": p["fleet_warmup"]}
+        spec["concurrency"] = p["fleet_concurrency"]
+        command = [*PYTHON, str(Path("benchmarks") / "scale_out.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
     def jobs(self, sections: Sequence[str]) -> list[tuple[str, Callable[[], dict[str, float]]]]:
         jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
 
@@ -372,6 +392,9 @@ class Bench:
                 add(f"scale {server}", lambda s=server: self.scale(s))
         if "inprocess" in sections:
             add("inprocess", self.inprocess)
+        if "fleet" in sections:
+            for size in FLEET_SIZES:
+                add(f"fleet {size}", lambda k=size: self.fleet(k))
         return jobs
 
 

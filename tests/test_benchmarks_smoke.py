@@ -26,6 +26,7 @@ SECTIONS = {
     "cancel": ["cancel ts->trio", "cancel trio->ts", "cancel py->ts", "cancel raw->floor"],
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
+    "fleet": ["fleet 1", "fleet 2", "fleet 3"],
 }
 
 #: Only so that a hang fails instead of blocking the suite.

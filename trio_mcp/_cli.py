@@ -729,6 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
             "every worker, and a stream cut on one worker resumes on another; default: "
             f"${REDIS_URL_ENV}, else none",
         )
+        _add_fleet_options(served)
         _add_auth_options(served)
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
@@ -793,6 +794,38 @@ def build_parser() -> argparse.ArgumentParser:
             help="where images, audio and binary resources are saved (default: a new temp dir)",
         )
     return parser
+
+
+#: Where ``--node-id`` is read from when the command line has none.
+NODE_ID_ENV = "TRIO_MCP_NODE_ID"
+
+
+def _add_fleet_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group(
+        "running several (--transport http)",
+        "One process per core, each on its own port, behind a load balancer (docs/deploy.md).",
+    )
+    group.add_argument(
+        "--node-id",
+        metavar="ID",
+        default=os.environ.get(NODE_ID_ENV) or None,
+        help="tag session ids with this node id (letters, digits, '-'), for the load "
+        f"balancer's routing (default: ${NODE_ID_ENV}, else no tag)",
+    )
+    group.add_argument(
+        "--drain-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may finish before they end with an error "
+        "telling their clients to retry (default: 10)",
+    )
+    group.add_argument(
+        "--ready-path",
+        default="/ready",
+        metavar="PATH",
+        help="where GET answers 200 while serving and 503 once draining (default: /ready)",
+    )
 
 
 def _add_auth_options(command: argparse.ArgumentParser) -> None:
@@ -918,11 +951,17 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport == "http":
         from .server._http_app import HttpOptions
 
-        options = HttpOptions(
-            allowed_hosts=args.allowed_host,
-            allowed_origins=args.allowed_origin,
-            event_store=event_store,
-        )
+        try:
+            options = HttpOptions(
+                allowed_hosts=args.allowed_host,
+                allowed_origins=args.allowed_origin,
+                event_store=event_store,
+                node_id=args.node_id,
+                ready_path=args.ready_path,
+                drain_grace=args.drain_grace,
+            )
+        except ValueError as exc:
+            raise UsageError(f"--node-id: {exc}") from None
     try:
         server.run(args.transport, host=args.host, port=args.port, options=options)
     except SystemExit as exit:

@@ -169,9 +169,10 @@ _SEQ_DIGITS = 19
 
 def stream_id(session_id: str, stream_key: str) -> str:
     """The name of one stream of one session: what its event ids begin with, and the key its
-    events are stored under."""
-    if "." in session_id or "." in stream_key:
-        raise ValueError(f"event id parts cannot hold '.': {session_id!r}, {stream_key!r}")
+    events are stored under. The key holds no ``.``, so an id parses from the right whatever
+    the session id holds (a routing-tagged one is ``node.hex``)."""
+    if "." in stream_key:
+        raise ValueError(f"a stream key cannot hold '.': {stream_key!r}")
     return f"{session_id}.{stream_key}"
 
 
@@ -184,8 +185,8 @@ def event_id(session_id: str, stream_key: str, seq: int) -> str:
 def parse_event_id(value: str) -> tuple[str, str, int] | None:
     """The session, stream key and sequence number an event id names, or None if it is not
     one of ours (a ``Last-Event-ID`` comes from the client: anything may be in it)."""
-    parts = value.split(".")
-    if len(parts) != 3:
+    parts = value.rsplit(".", 2)
+    if len(parts) != 3 or not parts[0]:
         return None
     seq = parts[2]
     if not (seq.isascii() and seq.isdigit() and len(seq) <= _SEQ_DIGITS):

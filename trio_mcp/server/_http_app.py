@@ -15,7 +15,6 @@ import ipaddress
 import logging
 import math
 import re
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -71,6 +70,7 @@ from ._event_store import (
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
+from ._routing import check_node_id, is_minted_here, mint_session_id
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -80,6 +80,18 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
+
+#: What a request refused while draining is told: nothing of it ran, so it can go elsewhere.
+DRAINING = (
+    "Service Unavailable: this server is shutting down; retry the request (another server takes it)"
+)
+#: What a request still running at the end of the drain's grace is answered with.
+CUT_BY_SHUTDOWN = (
+    "Server shutting down: the request was ended before it finished; it may have partly run, "
+    "retry it if that is safe (another server takes it)"
+)
+#: After the grace, how long the requests that were ended get to write their error.
+CUT_WRITE_GUARD = 2.0
 
 
 class HttpServable(Registrations, Protocol):
@@ -92,6 +104,11 @@ class HttpServable(Registrations, Protocol):
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None: ...
+
+
+def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
+    if node_id is not None:
+        check_node_id(node_id)
 
 
 @attrs.define
@@ -154,6 +171,17 @@ class HttpOptions:
     max_backlog_bytes: int = 1024 * 1024
     #: All of those together, over every session and connection of the app.
     max_buffered_bytes: int = 64 * 1024 * 1024
+    #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
+    #: a load balancer can route a session's requests to the node that holds it (an nginx
+    #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node
+    #: is an unknown session here (404). None: plain hex ids.
+    node_id: str | None = attrs.field(default=None, validator=_valid_node_id)
+    #: Where a load balancer or an orchestrator asks whether to send traffic here: ``GET`` is
+    #: 200 while serving, 503 before the lifespan started and once draining. None: no such path.
+    ready_path: str | None = "/ready"
+    #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
+    #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
+    drain_grace: float = 10.0
 
 
 class HttpError(Exception):
@@ -593,6 +621,13 @@ class McpHttpApp:
         self.budget = ByteBudget(options.max_buffered_bytes)
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
+        self._draining = False
+        #: Requests being served (``_serve``), and an event set whenever there are none.
+        self._serving = 0
+        self._none_serving = trio.Event()
+        self._none_serving.set()
+        #: The engines of modern and stateless POSTs, each alive for its one request.
+        self._posts: set[HttpSession] = set()
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
         self._opening: set[HttpSession] = set()
         #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
@@ -637,6 +672,7 @@ class McpHttpApp:
                 started = True
                 self._nursery = nursery
                 self._shutting_down = False
+                self._draining = False
                 try:
                     yield self
                 finally:
@@ -702,6 +738,75 @@ class McpHttpApp:
         wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
         return (b"retry-after", str(max(1, math.ceil(wait))).encode())
 
+    # -- readiness and drain -------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether to send this app traffic: serving (its lifespan runs), and not draining."""
+        return self._nursery is not None and not (self._draining or self._shutting_down)
+
+    @property
+    def draining(self) -> bool:
+        return self._draining
+
+    def begin_drain(self) -> None:
+        """Stop taking work, at once: readiness answers 503, and every new request is refused
+        with 503, ``Retry-After`` and ``Connection: close`` before any of it runs (so a proxy
+        may send it to another server). The requests in flight go on, and so do the client's
+        answers and cancels they may wait for."""
+        self._draining = True
+
+    async def wait_idle(self) -> None:
+        """Return once no request is being served (GET streams do not count)."""
+        while self._serving:
+            await self._none_serving.wait()
+
+    async def end_requests(self) -> None:
+        """End every request still running with a JSON-RPC error that tells its client to
+        retry (-32603, :data:`CUT_BY_SHUTDOWN`), on its own stream or as its JSON response,
+        never a silent end; then wait (a little) until those errors are written."""
+        error = ErrorObject.make(INTERNAL_ERROR, CUT_BY_SHUTDOWN, data={"retry": True})
+        for session in [*self.sessions.values(), *self._opening, *self._posts]:
+            for request_id in list(session.request_streams):
+                session.engine.cancel_incoming(
+                    request_id, "the server is shutting down", error=error
+                )
+        with trio.move_on_after(CUT_WRITE_GUARD):
+            await self.wait_idle()
+
+    async def drain(self, grace: float | None = None) -> None:
+        """Shut down gracefully, as ``serve_http`` does on SIGTERM: :meth:`begin_drain`, let the
+        requests in flight finish for ``grace`` seconds (default ``HttpOptions.drain_grace``),
+        then :meth:`end_requests`. The ASGI server stops afterwards."""
+        self.begin_drain()
+        with trio.move_on_after(self.options.drain_grace if grace is None else grace):
+            await self.wait_idle()
+        await self.end_requests()
+
+    def _refused_draining(self, request_id: RequestId | None = None) -> HttpError:
+        return HttpError(
+            503,
+            DRAINING,
+            request_id=request_id,
+            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+        )
+
+    async def _readiness(self, scope: Scope, send: Send) -> None:
+        """``GET ready_path``: 200 while serving, 503 otherwise; no MCP, no authorization
+        (it tells nothing but that), for a load balancer's or an orchestrator's probe."""
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD")])
+        ready = self.ready
+        stopping = self._draining or self._shutting_down
+        status = "ready" if ready else "draining" if stopping else "starting"
+        body = b'{"status":"%s"}' % status.encode()
+        headers = [(b"cache-control", b"no-store")]
+        if not ready:
+            headers.append((b"retry-after", b"1"))
+        await self._respond(
+            scope, send, 200 if ready else 503, body if scope["method"] == "GET" else b"", headers
+        )
+
     # -- ASGI entry ----------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -737,6 +842,9 @@ class McpHttpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = _route_path(scope)
+        if route == self.options.ready_path:
+            await self._readiness(scope, send)
+            return
         if self.gate is not None and self._is_metadata(scope, route):
             self._check_host_and_origin(scope)
             await self._metadata(scope, send, self.gate)
@@ -770,6 +878,8 @@ class McpHttpApp:
             )
         if self._shutting_down:
             raise HttpError(503, "Service Unavailable: the server is shutting down")
+        if self._draining and method != "POST":
+            raise self._refused_draining()
         if method == "POST":
             await self._post(scope, receive, send, principal)
         elif method == "GET":
@@ -916,6 +1026,8 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
+        if not is_minted_here(session_id, self.options.node_id):
+            return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
         if session is None or session.owner != _identity(principal):
             return None
@@ -997,6 +1109,10 @@ class McpHttpApp:
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
             raise HttpError(400, parsed.error, request_id=parsed.id)
+        if self._draining and isinstance(parsed, Request):
+            # A client's answer to one of our requests, or its cancel, still gets through: a
+            # request in flight may be waiting for it.
+            raise self._refused_draining(parsed.id)
         if self.gate is not None:
             assert principal is not None
             request = parsed if isinstance(parsed, Request) else None
@@ -1078,7 +1194,10 @@ class McpHttpApp:
             )
         assert self._nursery is not None
         session = HttpSession(
-            self, secrets.token_hex(16), client=client, owner=_identity(principal)
+            self,
+            mint_session_id(self.options.node_id),
+            client=client,
+            owner=_identity(principal),
         )
         self._opening.add(session)
         self._by_client.setdefault(client, set()).add(session)
@@ -1229,6 +1348,9 @@ class McpHttpApp:
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
+        if self._serving == 0:
+            self._none_serving = trio.Event()
+        self._serving += 1
         try:
             session.engine.feed(request, principal=principal)
             if session.kind is SessionKind.MODERN:
@@ -1249,6 +1371,9 @@ class McpHttpApp:
         finally:
             stream.detach(events)
             session.idle()
+            self._serving -= 1
+            if self._serving == 0:
+                self._none_serving.set()
 
     @asynccontextmanager
     async def _engine_in_this_post(
@@ -1256,6 +1381,7 @@ class McpHttpApp:
     ) -> AsyncIterator[None]:
         """Run a session's engine inside this POST's task, for its one request: the client
         going away cancels that request, and the engine ends with the POST."""
+        self._posts.add(session)  # so that a drain can end its request
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, request_id
@@ -1264,6 +1390,7 @@ class McpHttpApp:
             try:
                 yield
             finally:
+                self._posts.discard(session)
                 session.engine.feed_eof()
                 nursery.cancel_scope.cancel()
 

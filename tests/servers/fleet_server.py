@@ -1,0 +1,46 @@
+"""The demo server plus a ``backend`` tool that says which process answered (what the fleet
+tests count per backend behind the load balancer); ``ask``, a multi round-trip tool that says
+which process asked and which one took the answer; ``grow``, a tools list change.
+
+    trio-mcp serve tests/servers/fleet_server.py --transport http --port P --node-id n1
+"""
+
+from __future__ import annotations
+
+import os
+
+from trio_mcp import Context
+from trio_mcp._demo import demo_server
+
+server = demo_server()
+
+
+@server.tool()
+async def backend() -> dict[str, int | str | None]:
+    """The pid of the process that ran this call, and its node id (``TRIO_MCP_NODE_ID``)."""
+    return {"pid": os.getpid(), "node": os.environ.get("TRIO_MCP_NODE_ID")}
+
+
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+async def ask(ctx: Context) -> dict[str, int | str | None]:
+    """Ask a name; in the modern era the answer arrives on a retry, which any process may take
+    when all share the state keys."""
+    ctx.state.setdefault("asked_by", os.getpid())
+    answer = await ctx.elicit("Your name?", FORM)
+    name = answer.content.get("name") if answer.content is not None else None
+    return {"asked_by": ctx.state["asked_by"], "answered_by": os.getpid(), "name": name}
+
+
+@server.tool()
+async def grow(name: str) -> dict[str, int | str]:
+    """Add a tool called ``name``: a tools list change, which the listeners of every process
+    hear when the processes share a bus (``--redis-url``)."""
+
+    async def grown() -> str:
+        return name
+
+    server.tool(name=name)(grown)
+    return {"name": name, "pid": os.getpid()}
