@@ -21,10 +21,11 @@ import trio
 from trio_mcp import ElicitRequestFormParams, ElicitResult, MCPError, open_client
 from trio_mcp.server._http_app import CUT_BY_SHUTDOWN
 
-from .._http import SseEvent, SseReader, call_body, initialize_body
+from .._http import SseEvent, SseReader, call_body
 from . import system_packages
 from ._fleet import FLEET_SERVER, NGINX_CONF, ROOT, Fleet, fleet, render_nginx_conf
 from ._services import free_port, redis_server
+from ._streams import open_session, progress_of, read_then_drop, resume, session_headers
 
 #: Hang guards.
 DRIVER_GUARD = 300
@@ -214,29 +215,6 @@ async def test_multi_round_trip_retries_land_elsewhere_with_shared_keys(tmp_path
 
 # -- across backends, on a shared Redis ---------------------------------------------------------
 
-HANDSHAKE = "2025-11-25"
-
-
-def session_headers(session: str | None = None, **extra: str) -> dict[str, str]:
-    out = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": HANDSHAKE,
-    }
-    if session is not None:
-        out["mcp-session-id"] = session
-    return {**out, **{k.replace("_", "-"): v for k, v in extra.items()}}
-
-
-async def open_session(client: httpx.AsyncClient, url: str) -> str:
-    """A handshake-era session through nginx; its id's tag names the node that holds it."""
-    opened = await client.post(url, json=initialize_body(HANDSHAKE), headers=session_headers())
-    assert opened.status_code == 200, opened.text
-    session = opened.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(url, json=note, headers=session_headers(session))).status_code == 202
-    return session
-
 
 async def test_listen_streams_hear_a_change_made_through_another_backend(tmp_path: Path) -> None:
     """Three modern listen streams (round robin puts one on each backend) and a handshake GET
@@ -306,41 +284,6 @@ async def test_with_redis_stopped_the_backends_serve_what_does_not_need_it(
             answered = await http.post(running.url, json=ping, headers=session_headers(session))
             assert answered.status_code == 200, answered.text
         assert all(b.process.poll() is None for b in running.backends)
-
-
-def progress_of(events: list[SseEvent]) -> list[str]:
-    return [
-        e.json()["params"]["message"]
-        for e in events
-        if e.data and e.json().get("method") == "notifications/progress"
-    ]
-
-
-async def read_then_drop(
-    client: httpx.AsyncClient, url: str, session: str, body: Any, count: int
-) -> list[SseEvent]:
-    """POST a request through nginx and read its first ``count`` events (priming included),
-    then drop the connection."""
-    got: list[SseEvent] = []
-    async with client.stream("POST", url, json=body, headers=session_headers(session)) as reply:
-        assert reply.status_code == 200
-        reader = SseReader(reply)
-        while len(got) < count:
-            event = await reader.next()
-            assert event is not None
-            got.append(event)
-    return got
-
-
-async def resume(
-    client: httpx.AsyncClient, url: str, session: str, last_event_id: str
-) -> tuple[int, list[SseEvent]]:
-    headers = session_headers(session, last_event_id=last_event_id, accept="text/event-stream")
-    async with client.stream("GET", url, headers=headers) as reply:
-        if reply.status_code != 200:
-            await reply.aread()
-            return reply.status_code, []
-        return 200, await SseReader(reply).rest()
 
 
 async def test_sigkill_mid_stream_then_the_resume_is_served_by_another_backend(

@@ -12,14 +12,13 @@ import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
-import orjson
 import trio
 
-from .._http import VERSION, SseEvent, SseReader, call_body, initialize_body
+from .._http import call_body
 from ._services import free_port, redis_server
+from ._streams import open_session, progress_of, read_then_drop, resume
 
 #: A hang guard, never a performance assertion.
 GUARD = 60
@@ -91,64 +90,6 @@ async def worker(tmp_path: Path, redis_url: str) -> AsyncIterator[tuple[str, tri
             await process.wait()
 
 
-def headers(session: str | None = None, **extra: str) -> dict[str, str]:
-    out = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": VERSION,
-    }
-    if session is not None:
-        out["mcp-session-id"] = session
-    out.update({k.replace("_", "-"): v for k, v in extra.items()})
-    return out
-
-
-async def open_session(client: httpx.AsyncClient, url: str) -> str:
-    response = await client.post(url, content=orjson.dumps(initialize_body()), headers=headers())
-    assert response.status_code == 200, response.text
-    session = response.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    response = await client.post(url, content=orjson.dumps(note), headers=headers(session))
-    assert response.status_code == 202
-    return session
-
-
-async def drop_after(
-    client: httpx.AsyncClient, url: str, session: str, body: Any, events: int
-) -> list[SseEvent]:
-    """POST a request and read its stream's first ``events`` events (priming included), then
-    drop the connection."""
-    got: list[SseEvent] = []
-    content = orjson.dumps(body)
-    async with client.stream("POST", url, content=content, headers=headers(session)) as r:
-        assert r.status_code == 200
-        reader = SseReader(r)
-        while len(got) < events:
-            event = await reader.next()
-            assert event is not None
-            got.append(event)
-    return got
-
-
-async def resume(
-    client: httpx.AsyncClient, url: str, session: str, last_event_id: str
-) -> tuple[int, list[SseEvent]]:
-    extra = headers(session, last_event_id=last_event_id, accept="text/event-stream")
-    async with client.stream("GET", url, headers=extra) as r:
-        if r.status_code != 200:
-            await r.aread()
-            return r.status_code, []
-        return 200, await SseReader(r).rest()
-
-
-def progress(events: list[SseEvent]) -> list[str]:
-    return [
-        e.json()["params"]["message"]
-        for e in events
-        if e.data and e.json().get("method") == "notifications/progress"
-    ]
-
-
 async def test_a_resume_on_another_worker_after_sigkill(tmp_path: Path) -> None:
     (tmp_path / "resume_probe.py").write_text(APP)
     async with (
@@ -161,12 +102,12 @@ async def test_a_resume_on_another_worker_after_sigkill(tmp_path: Path) -> None:
             session = await open_session(client, url_a)
             # A request that never answers: the client drops it after the priming event and two
             # progress notifications; A goes on storing the rest.
-            hanging = await drop_after(
+            hanging = await read_then_drop(
                 client, url_a, session, call_body("hang", "steps", {"count": 6, "hang": True}), 3
             )
-            assert progress(hanging) == ["step 0", "step 1"]
+            assert progress_of(hanging) == ["step 0", "step 1"]
             # A request that answers while its client is away: finished, never delivered.
-            finished = await drop_after(
+            finished = await read_then_drop(
                 client, url_a, session, call_body("done", "steps", {"count": 3}), 1
             )
             assert finished[0].data == ""  # the priming event
@@ -179,7 +120,7 @@ async def test_a_resume_on_another_worker_after_sigkill(tmp_path: Path) -> None:
             assert last is not None
             status, events = await resume(client, url_b, session, last)
             assert status == 200
-            assert progress(events) == ["step 2", "step 3", "step 4", "step 5"]
+            assert progress_of(events) == ["step 2", "step 3", "step 4", "step 5"]
             end = events[-1].json()
             assert end["id"] == "hang"
             assert "stopped before it answered" in end["error"]["message"]
@@ -188,7 +129,7 @@ async def test_a_resume_on_another_worker_after_sigkill(tmp_path: Path) -> None:
             assert prime is not None
             status, events = await resume(client, url_b, session, prime)
             assert status == 200
-            assert progress(events) == ["step 0", "step 1", "step 2"]
+            assert progress_of(events) == ["step 0", "step 1", "step 2"]
             assert events[-1].json()["result"]["content"][0]["text"] == "3 steps"
 
             # A resume id of another session is refused as an unknown session.
