@@ -43,6 +43,7 @@ from ..protocol._jsonrpc import (
     parse,
 )
 from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
+from ..protocol._types import to_wire
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -71,6 +72,7 @@ from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
 from ._routing import check_node_id, is_minted_here, mint_session_id
+from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -149,6 +151,11 @@ class HttpOptions:
     #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
     #: serve a resume.
     event_store: EventStore | None = None
+    #: Where handshake-era session records are kept (None: nowhere, and a session lives only
+    #: on the worker that opened it); a store shared by several workers
+    #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
+    #: expires ``session_idle_timeout`` after the session's last use on any worker.
+    session_store: SessionStore | None = None
     #: The writer's queue to the store: past either bound (the store too slow) a stream loses
     #: its resumability, logged, and its live connection goes on; a write that takes longer
     #: than ``event_store_timeout`` fails the same way.
@@ -282,6 +289,10 @@ class HttpSession:
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self._closing = False
+        #: When this worker last pushed the session's record's expiry forward.
+        self.refreshed = trio.current_time()
+        if kind is SessionKind.SESSION and app.options.session_store is not None:
+            self.connection.on_change = self.save
 
     # -- routing the engine's output ---------------------------------------------------------
 
@@ -350,6 +361,50 @@ class HttpSession:
             if stream.key == key:
                 return stream
         return None
+
+    # -- its record ----------------------------------------------------------------------------
+
+    def record(self) -> SessionRecord:
+        state = self.connection.state
+        info = state.client_info
+        return SessionRecord(
+            self.owner or "",
+            state.protocol_version,
+            to_wire(info) if info is not None else {},
+            to_wire(state.client_capabilities),
+            state.announced,
+            state.log_level,
+            frozenset(self.connection.subscriptions),
+        )
+
+    async def save(self) -> None:
+        """Write the session's record (after ``initialize``, and when the client changed its log
+        level or its subscriptions), so that every worker serves it as this one does."""
+        store = self.app.options.session_store
+        assert store is not None
+        try:
+            await store.put(self.id, self.record(), self.app.record_ttl)
+        except SessionStoreUnavailable as error:
+            logger.error("session %s: %s", self.id, error)
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                "Internal error: the change applies to this worker only, the session store "
+                f"failed: {error}",
+            ) from None
+        self.refreshed = trio.current_time()
+
+    def refresh(self) -> None:
+        """A request used the session: push its record's expiry forward, at most every tenth
+        of the idle timeout (in the background: a slow store never holds the request up)."""
+        app = self.app
+        store = app.options.session_store
+        now = trio.current_time()
+        if store is None or self.kind is not SessionKind.SESSION or app._nursery is None:
+            return
+        if now - self.refreshed < app.options.session_idle_timeout / 10:
+            return
+        self.refreshed = now
+        app._nursery.start_soon(_touch, store, self.id, app.record_ttl)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -639,6 +694,9 @@ class McpHttpApp:
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
+        # Refreshed at most every tenth of the idle timeout, a record is written to live that
+        # much longer: it never expires before the session is idle that long on every worker.
+        self.record_ttl = options.session_idle_timeout * 1.1
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -665,8 +723,11 @@ class McpHttpApp:
         """
         await self.store.start()
         started = False
+        records = self.options.session_store
         try:
-            async with trio.open_nursery() as nursery:
+            if records is not None:
+                await records.start()
+            async with self._records_open(records), trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
                 started = True
@@ -687,6 +748,16 @@ class McpHttpApp:
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
+
+    @asynccontextmanager
+    async def _records_open(self, records: SessionStore | None) -> AsyncIterator[None]:
+        """Close the session store (started just before) when the block ends."""
+        try:
+            yield
+        finally:
+            if records is not None:
+                with trio.CancelScope(shield=True):
+                    await records.aclose()
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
@@ -712,7 +783,7 @@ class McpHttpApp:
                 await send({"type": "lifespan.startup.complete"})
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except (EventStoreUnavailable, BusError) as error:
+        except (EventStoreUnavailable, SessionStoreUnavailable, BusError) as error:
             if started:
                 raise
             # Raised before the startup completed: the server says why it does not start.
@@ -1154,6 +1225,7 @@ class McpHttpApp:
             return
         session = self._session_for(scope, principal)
         self._check_version(scope)
+        session.refresh()
         if isinstance(parsed, Request):
             await self._request(scope, receive, send, session, parsed, principal)
             return
@@ -1358,7 +1430,7 @@ class McpHttpApp:
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
                 items = await _ended(stream, events)
                 stream.delivered()  # answered whole, at once: there is nothing to resume
-                await self._answer_initialize(scope, send, session, items)
+                await self._answer_initialize(scope, send, session, items, request.id)
             elif self.options.json_response:
                 items = await _ended(stream, events)
                 stream.delivered()  # a JSON response carries no event id to resume from
@@ -1395,7 +1467,12 @@ class McpHttpApp:
                 nursery.cancel_scope.cancel()
 
     async def _answer_initialize(
-        self, scope: Scope, send: Send, session: HttpSession, items: list[tuple[str, bytes]]
+        self,
+        scope: Scope,
+        send: Send,
+        session: HttpSession,
+        items: list[tuple[str, bytes]],
+        request_id: RequestId,
     ) -> None:
         """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
         self._opening.discard(session)
@@ -1405,6 +1482,19 @@ class McpHttpApp:
             data = items[-1][1] if items else b""
             await self._respond(scope, send, 200, data)
             return
+        if self.options.session_store is not None:
+            try:
+                # Before the client learns the id: its next request may reach any worker.
+                await session.save()
+            except ProtocolError:
+                session.close()
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session could not be recorded for the other "
+                    "workers; retry",
+                    request_id=request_id,
+                    headers=[(b"retry-after", b"1")],
+                ) from None
         self.sessions[session.id] = session
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
@@ -1614,6 +1704,7 @@ class McpHttpApp:
             return
         session = self._session_for(scope, principal)
         self._check_version(scope)
+        session.refresh()
         stream: EventStream | None = session.standalone
         after: int | None = None
         if last_event:
@@ -1767,7 +1858,25 @@ class McpHttpApp:
         session = self._session_for(scope, principal)
         self.forget(session)
         session.close()
+        if self.options.session_store is not None:
+            try:
+                await self.options.session_store.delete(session.id)
+            except SessionStoreUnavailable as error:
+                logger.error("session %s: %s", session.id, error)
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session ended on this worker, but the session "
+                    "store failed: retry the DELETE",
+                    headers=[(b"retry-after", b"1")],
+                ) from None
         await self._respond(scope, send, 200)
+
+
+async def _touch(store: SessionStore, session_id: str, ttl: float) -> None:
+    try:
+        await store.touch(session_id, ttl)
+    except SessionStoreUnavailable as error:
+        logger.warning("session %s: its record was not refreshed: %s", session_id, error)
 
 
 async def _cancel_on_disconnect(
