@@ -65,7 +65,7 @@ async def test_a_store_keeps_a_record_until_deleted(kind: str, tmp_path: Path) -
         assert await store.get("s1") == changed
         await store.delete("s1")
         assert await store.get("s1") is None
-        await store.touch("s1", 60)  # nothing to touch: nothing comes back
+        assert await store.touch("s1", 60) is None  # nothing to touch: nothing comes back
         assert await store.get("s1") is None
 
 
@@ -77,7 +77,7 @@ async def test_a_record_expires_unless_touched(kind: str, tmp_path: Path) -> Non
         await store.put("forever", RECORD, math.inf)
         for _ in range(3):
             await trio.sleep(0.2)
-            await store.touch("kept", 0.4)
+            assert await store.touch("kept", 0.4) == RECORD
         assert await store.get("kept") == RECORD
         assert await store.get("left") is None
         assert await store.get("forever") == RECORD

@@ -77,20 +77,17 @@ class RedisSessionStore:
     async def get(self, session_id: str) -> SessionRecord | None:
         async with self._errors():
             data = await self._redis().get(self._key(session_id))
-        if data is None:
-            return None
-        try:
-            return SessionRecord.from_bytes(data)
-        except ValueError:
-            return None  # not ours (another program under the prefix): no such session
+        return _record(data)
 
-    async def touch(self, session_id: str, ttl: float) -> None:
+    async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
         ms = _ms(ttl)
         async with self._errors():
+            # GETEX: read and refresh in one round trip (Redis 6.2 and later).
             if ms is None:
-                await self._redis().persist(self._key(session_id))
+                data = await self._redis().getex(self._key(session_id), persist=True)
             else:
-                await self._redis().pexpire(self._key(session_id), ms)
+                data = await self._redis().getex(self._key(session_id), px=ms)
+        return _record(data)
 
     async def delete(self, session_id: str) -> None:
         async with self._errors():
@@ -126,6 +123,15 @@ class RedisSessionStore:
 
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}session:{session_id}"
+
+
+def _record(data: bytes | None) -> SessionRecord | None:
+    if data is None:
+        return None
+    try:
+        return SessionRecord.from_bytes(data)
+    except ValueError:
+        return None  # not ours (another program under the prefix): no such session
 
 
 def _ms(ttl: float) -> int | None:

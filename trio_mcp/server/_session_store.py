@@ -4,8 +4,9 @@ A record holds what a worker needs to serve a session it did not open: the owner
 ``Principal.identity`` (``""`` without authorization), the negotiated protocol version, the
 client's info and capabilities, the server capabilities the client was told of, the log level
 and the resource subscriptions. The HTTP app writes it when ``initialize`` succeeds and whenever
-``logging/setLevel``, ``resources/subscribe`` or ``resources/unsubscribe`` change it, refreshes
-its expiry (the session idle timeout) while the session is used, and deletes it on DELETE. A
+``logging/setLevel``, ``resources/subscribe`` or ``resources/unsubscribe`` change it, reads it
+back with its expiry (the session idle timeout) pushed forward on every request of the session,
+and deletes it on DELETE. A
 worker that gets a request for a session it does not hold builds its own replica from the record.
 
 :class:`MemorySessionStore` keeps records in this process (several apps of one process can share
@@ -107,8 +108,11 @@ class SessionStore(Protocol):
 
     async def get(self, session_id: str) -> SessionRecord | None: ...
 
-    async def touch(self, session_id: str, ttl: float) -> None:
-        """Push the record's expiry to ``ttl`` seconds from now (nothing if there is none)."""
+    async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
+        """The record, its expiry pushed to ``ttl`` seconds from now (None: there is none).
+
+        Called on every request of a session with one round trip: it both keeps the session
+        alive and tells the worker what another worker changed."""
         ...
 
     async def delete(self, session_id: str) -> None: ...
@@ -135,10 +139,12 @@ class MemorySessionStore:
         kept = self._live(session_id)
         return SessionRecord.from_bytes(kept[0]) if kept is not None else None
 
-    async def touch(self, session_id: str, ttl: float) -> None:
+    async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
         kept = self._live(session_id)
-        if kept is not None:
-            self._records[session_id] = (kept[0], self._expiry(ttl))
+        if kept is None:
+            return None
+        self._records[session_id] = (kept[0], self._expiry(ttl))
+        return SessionRecord.from_bytes(kept[0])
 
     async def delete(self, session_id: str) -> None:
         self._records.pop(session_id, None)
