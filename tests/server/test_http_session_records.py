@@ -20,7 +20,7 @@ from ..deploy._services import free_port, redis_server
 async def test_initialize_writes_the_record_and_changes_rewrite_it() -> None:
     store = MemorySessionStore()
     server = demo_server()
-    async with serving(server, HttpOptions(session_store=store)) as served:
+    async with serving(server, HttpOptions(session_store=store, node_id="n1")) as served:
         session = await served.initialize(capabilities={"elicitation": {}})
         record = await store.get(session)
         assert record == SessionRecord(
@@ -49,7 +49,7 @@ async def test_initialize_writes_the_record_and_changes_rewrite_it() -> None:
 
 async def test_a_refused_initialize_writes_nothing() -> None:
     store = MemorySessionStore()
-    async with serving(demo_server(), HttpOptions(session_store=store)) as served:
+    async with serving(demo_server(), HttpOptions(session_store=store, node_id="n1")) as served:
         body = initialize_body()
         del body["params"]["clientInfo"]
         response = await served.post(body, version=None)
@@ -59,20 +59,23 @@ async def test_a_refused_initialize_writes_nothing() -> None:
 
 async def test_a_record_expires_with_the_idle_timeout_and_use_refreshes_it() -> None:
     store = MemorySessionStore()
-    options = HttpOptions(session_store=store, session_idle_timeout=60)
+    options = HttpOptions(session_store=store, session_idle_timeout=60, node_id="n1")
     async with serving(demo_server(), options) as served:
         session = await served.initialize()
-        assert served.app.record_ttl >= 60
-        served.app.sessions[session].refreshed -= 7  # more than a tenth of the idle timeout ago
         before = store._records[session][1]
         await served.call(session, request_body(1, "ping"))
         assert store._records[session][1] > before
+        # Past its expiry, it is gone (and the session with it, as for a DELETE elsewhere).
+        store._records[session] = (store._records[session][0], 0.0)
+        response = await served.post(request_body(2, "ping"), session)
+        assert response.status_code == 404
+        assert session not in served.app.sessions
 
 
 async def test_the_session_store_lost_mid_run_is_a_clear_error(tmp_path: Path) -> None:
     async with redis_server(tmp_path) as redis:
         store = RedisSessionStore(redis.url, timeout=1)
-        async with serving(demo_server(), HttpOptions(session_store=store)) as served:
+        async with serving(demo_server(), HttpOptions(session_store=store, node_id="n1")) as served:
             session = await served.initialize()
             await redis.stop()
             # The session itself goes on on this worker...
@@ -93,8 +96,14 @@ async def test_the_session_store_lost_mid_run_is_a_clear_error(tmp_path: Path) -
 
 async def test_a_session_store_down_at_start_fails_the_start_naming_it() -> None:
     url = f"redis://probe:hunter2@127.0.0.1:{free_port()}/0"
-    app = demo_server().http_app(HttpOptions(session_store=RedisSessionStore(url, timeout=1)))
+    options = HttpOptions(session_store=RedisSessionStore(url, timeout=1), node_id="n1")
+    app = demo_server().http_app(options)
     with pytest.raises(Exception, match="cannot be reached") as raised:
         async with app.running():
             pass
     assert "hunter2" not in str(raised.value)
+
+
+def test_a_session_store_needs_a_node_id() -> None:
+    with pytest.raises(ValueError, match="needs a node_id"):
+        demo_server().http_app(HttpOptions(session_store=MemorySessionStore()))

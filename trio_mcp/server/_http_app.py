@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import math
 import re
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -43,7 +44,7 @@ from ..protocol._jsonrpc import (
     parse,
 )
 from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
-from ..protocol._types import to_wire
+from ..protocol._types import ClientCapabilities, Implementation, from_wire, to_wire
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -259,10 +260,17 @@ class HttpSession:
         kind: SessionKind = SessionKind.SESSION,
         client: str = "",
         owner: str | None = None,
+        replica: bool = False,
     ) -> None:
         self.app = app
         self.id = session_id
         self.kind = kind
+        #: Whether it was built here from the record of a session opened on another worker.
+        self.replica = replica
+        # Stream keys of a replica name its node, and a random part: its streams never share
+        # a name in a shared event store with those of the session's other copies, nor with
+        # those of an earlier replica on this node.
+        self._key_prefix = f"{app.options.node_id}-{secrets.token_hex(3)}-" if replica else ""
         #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
         self.client = client
         #: The ``Principal.identity`` of the request that opened it (None without
@@ -278,7 +286,7 @@ class HttpSession:
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
         self.store = app.writer if kind is SessionKind.SESSION else NO_STORE
-        self.standalone = self._new_stream("0")
+        self.standalone = self._new_stream(self._key_prefix + "0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
@@ -289,8 +297,6 @@ class HttpSession:
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self._closing = False
-        #: When this worker last pushed the session's record's expiry forward.
-        self.refreshed = trio.current_time()
         if kind is SessionKind.SESSION and app.options.session_store is not None:
             self.connection.on_change = self.save
 
@@ -330,7 +336,7 @@ class HttpSession:
                 headers=[(b"retry-after", b"1")],
             )
         self._stream_numbers += 1
-        stream = self._new_stream(f"r{self._stream_numbers}", request_id)
+        stream = self._new_stream(f"{self._key_prefix}r{self._stream_numbers}", request_id)
         self.request_streams[request_id] = stream
         return stream
 
@@ -355,7 +361,7 @@ class HttpSession:
             del self.request_streams[stream.request_id]
 
     def stream_for_key(self, key: str) -> EventStream | None:
-        if key == "0":
+        if key == self.standalone.key:
             return self.standalone
         for stream in self.request_streams.values():
             if stream.key == key:
@@ -383,7 +389,7 @@ class HttpSession:
         store = self.app.options.session_store
         assert store is not None
         try:
-            await store.put(self.id, self.record(), self.app.record_ttl)
+            await store.put(self.id, self.record(), self.app.options.session_idle_timeout)
         except SessionStoreUnavailable as error:
             logger.error("session %s: %s", self.id, error)
             raise ProtocolError(
@@ -391,20 +397,27 @@ class HttpSession:
                 "Internal error: the change applies to this worker only, the session store "
                 f"failed: {error}",
             ) from None
-        self.refreshed = trio.current_time()
 
-    def refresh(self) -> None:
-        """A request used the session: push its record's expiry forward, at most every tenth
-        of the idle timeout (in the background: a slow store never holds the request up)."""
-        app = self.app
-        store = app.options.session_store
-        now = trio.current_time()
-        if store is None or self.kind is not SessionKind.SESSION or app._nursery is None:
-            return
-        if now - self.refreshed < app.options.session_idle_timeout / 10:
-            return
-        self.refreshed = now
-        app._nursery.start_soon(_touch, store, self.id, app.record_ttl)
+    def restore(self, record: SessionRecord) -> None:
+        """Become the session the record describes, as its ``initialize`` left it."""
+        self.connection.state.restore(
+            record.protocol_version,
+            from_wire(record.client_info, Implementation),
+            from_wire(record.client_capabilities, ClientCapabilities),
+            record.announced,
+            record.log_level,
+        )
+        self.connection.subscriptions.update(record.subscriptions)
+        self.used = True
+
+    def follow(self, record: SessionRecord) -> None:
+        """Take what another worker changed: the log level and the subscriptions."""
+        state = self.connection.state
+        if record.log_level is not None and record.log_level != state.log_level:
+            state.set_log_level(record.log_level)
+        if record.subscriptions != self.connection.subscriptions:
+            self.connection.subscriptions.clear()
+            self.connection.subscriptions.update(record.subscriptions)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -469,8 +482,9 @@ class HttpSession:
         """Nobody can resume a stream of an ended session: drop its events from the store."""
         self.store.forget(self.standalone.stream_id)
         for number in range(1, self._stream_numbers + 1):
-            self.store.forget(f"{self.id}.r{number}")
-        self.store.end_session(self.id)
+            self.store.forget(stream_id(self.id, f"{self._key_prefix}r{number}"))
+        if not self.replica:
+            self.store.end_session(self.id)  # a replica's end is not the session's
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -694,9 +708,13 @@ class McpHttpApp:
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
-        # Refreshed at most every tenth of the idle timeout, a record is written to live that
-        # much longer: it never expires before the session is idle that long on every worker.
-        self.record_ttl = options.session_idle_timeout * 1.1
+        #: Sessions whose record is being read to build a replica here, by id.
+        self._replicating: dict[str, trio.Event] = {}
+        if options.session_store is not None and options.node_id is None:
+            raise ValueError(
+                "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
+                "and the messages other workers send it"
+            )
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -951,6 +969,8 @@ class McpHttpApp:
             raise HttpError(503, "Service Unavailable: the server is shutting down")
         if self._draining and method != "POST":
             raise self._refused_draining()
+        if self.options.session_store is not None and method in ("POST", "GET", "DELETE"):
+            await self._follow_record(scope, principal, method)
         if method == "POST":
             await self._post(scope, receive, send, principal)
         elif method == "GET":
@@ -1082,6 +1102,77 @@ class McpHttpApp:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if method == "GET" else b""})
 
+    async def _follow_record(self, scope: Scope, principal: Principal | None, method: str) -> None:
+        """With a session store, before a request of a session is served: its record, read
+        with its expiry pushed forward. A session held here takes what other workers changed,
+        and ends if its record is gone (DELETEd elsewhere, or expired); a session held
+        elsewhere gets a replica here, as its ``initialize`` left it and as its client set it
+        since. Then the request is served as any other, and 404 if none of this applied."""
+        store = self.options.session_store
+        assert store is not None
+        session_id = _header(scope, b"mcp-session-id")
+        if not session_id or len(session_id) > 200:
+            return
+        local = self.sessions.get(session_id)
+        if local is None and method == "GET":
+            last_event = _header(scope, b"last-event-id")
+            if last_event and parse_event_id(last_event) is not None:
+                return  # a resume of a stream held elsewhere: served from the event store
+        pending = self._replicating.get(session_id)
+        if local is None and pending is not None:
+            await pending.wait()  # another request is building the replica
+            return
+        done = trio.Event()
+        if local is None:
+            self._replicating[session_id] = done
+        try:
+            try:
+                record = await store.touch(session_id, self.options.session_idle_timeout)
+            except SessionStoreUnavailable as error:
+                logger.error("session %s: %s", session_id, error)
+                if local is not None:
+                    return  # held here: it goes on as it is
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session store cannot be reached; retry",
+                    headers=[(b"retry-after", b"1")],
+                ) from None
+            owner = _identity(principal)
+            if record is None or record.owner != (owner or ""):
+                if record is None and local is not None and local.owner == owner:
+                    self.forget(local)  # ended elsewhere: gone here too
+                    local.close()
+                return  # an unknown session, to this principal: 404 as usual
+            if local is not None:
+                local.follow(record)
+                return
+            await self._replicate(scope, session_id, owner, record)
+        finally:
+            if local is None:
+                del self._replicating[session_id]
+                done.set()
+
+    async def _replicate(
+        self, scope: Scope, session_id: str, owner: str | None, record: SessionRecord
+    ) -> None:
+        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its session limit",
+                headers=[self._retry_after(self.sessions.values())],
+            )
+        session = HttpSession(
+            self, session_id, client=self._client_key(scope), owner=owner, replica=True
+        )
+        try:
+            session.restore(record)
+        except (ProtocolError, ValueError) as error:
+            logger.error("session %s: its record cannot be restored: %s", session_id, error)
+            return  # 404: nothing of it can be served here
+        assert self._nursery is not None
+        await self._nursery.start(session.run)
+        self.sessions[session_id] = session
+
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = _header(scope, b"mcp-session-id")
         if not session_id:
@@ -1097,7 +1188,9 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
-        if not is_minted_here(session_id, self.options.node_id):
+        if self.options.session_store is None and not is_minted_here(
+            session_id, self.options.node_id
+        ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
         if session is None or session.owner != _identity(principal):
@@ -1225,7 +1318,6 @@ class McpHttpApp:
             return
         session = self._session_for(scope, principal)
         self._check_version(scope)
-        session.refresh()
         if isinstance(parsed, Request):
             await self._request(scope, receive, send, session, parsed, principal)
             return
@@ -1696,7 +1788,16 @@ class McpHttpApp:
         last_event = _header(scope, b"last-event-id")
         parsed = parse_event_id(last_event) if last_event else None
         session_id = _header(scope, b"mcp-session-id")
-        if parsed is not None and session_id is not None and session_id not in self.sessions:
+        local = self.sessions.get(session_id) if session_id is not None else None
+        elsewhere = local is None or (
+            # With a session store, a stream none of this worker's copy holds may be live
+            # on another worker's copy of the session.
+            self.options.session_store is not None
+            and parsed is not None
+            and parsed[0] == local.id
+            and local.stream_for_key(parsed[1]) is None
+        )
+        if parsed is not None and session_id is not None and elsewhere:
             # Not here: a session of another worker (or one that died), whose streams a shared
             # store may hold.
             self._check_version(scope)
@@ -1704,7 +1805,6 @@ class McpHttpApp:
             return
         session = self._session_for(scope, principal)
         self._check_version(scope)
-        session.refresh()
         stream: EventStream | None = session.standalone
         after: int | None = None
         if last_event:
@@ -1870,13 +1970,6 @@ class McpHttpApp:
                     headers=[(b"retry-after", b"1")],
                 ) from None
         await self._respond(scope, send, 200)
-
-
-async def _touch(store: SessionStore, session_id: str, ttl: float) -> None:
-    try:
-        await store.touch(session_id, ttl)
-    except SessionStoreUnavailable as error:
-        logger.warning("session %s: its record was not refreshed: %s", session_id, error)
 
 
 async def _cancel_on_disconnect(

@@ -1,0 +1,120 @@
+"""Replicas: with a shared session store, a worker serves a request of a session another worker
+opened, from its record, with no new ``initialize``; what one worker's copy changes, the
+others follow; a DELETE on any worker ends it everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+
+from trio_mcp import Server
+from trio_mcp.protocol._errors import ProtocolError
+from trio_mcp.server import Context, HttpOptions, MemorySessionStore
+
+from .._http import VERSION, Served, call_body, parse_sse, request_body, serving
+
+
+def chatty_server() -> Server:
+    server = Server("chatty")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        """Logs at two levels, and says which client it serves."""
+        await ctx.info("fine")
+        await ctx.error("bad")
+        info = ctx.client_info
+        return info.name if info is not None else "?"
+
+    @server.resource("x://1")
+    def one() -> str:
+        return "one"
+
+    return server
+
+
+@asynccontextmanager
+async def two_workers() -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
+    store = MemorySessionStore()
+    async with (
+        serving(chatty_server(), HttpOptions(session_store=store, node_id="a")) as a,
+        serving(chatty_server(), HttpOptions(session_store=store, node_id="b")) as b,
+    ):
+        yield a, b, store
+
+
+async def logged(served: Served, session: str, rid: int) -> tuple[list[str], object]:
+    response = await served.post(call_body(rid, "chatty"), session)
+    assert response.status_code == 200, response.text
+    messages = [e.json() for e in parse_sse(response.text) if e.data]
+    logs = [m["params"]["data"] for m in messages if m.get("method") == "notifications/message"]
+    return logs, messages[-1]["result"]["content"][0]["text"]
+
+
+async def test_a_session_opened_on_one_worker_is_served_by_another() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize(capabilities={"roots": {}})
+        assert session.startswith("a.")
+        logs, client = await logged(b, session, 1)
+        assert (logs, client) == (["fine", "bad"], "raw-http")
+        replica = b.app.sessions[session]
+        assert replica.replica and not a.app.sessions[session].replica
+        state = replica.connection.state
+        assert state.protocol_version == VERSION and state.initialized
+        assert state.client_capabilities.roots is not None
+        # A second initialize is refused there as on the worker that opened it.
+        with pytest.raises(ProtocolError, match="already initialized"):
+            state.check_initialize()
+
+
+async def test_set_level_on_one_worker_applies_to_logs_another_sends() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        assert (await logged(b, session, 1))[0] == ["fine", "bad"]  # b holds a replica now
+        level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        assert (await logged(b, session, 3))[0] == ["bad"]
+        sub = await a.call(session, request_body(4, "resources/subscribe", {"uri": "x://1"}))
+        assert sub["result"] == {}
+        await b.call(session, request_body(5, "ping"))
+        assert b.app.sessions[session].connection.subscriptions == {"x://1"}
+
+
+async def test_a_delete_on_any_worker_ends_the_session_everywhere() -> None:
+    async with two_workers() as (a, b, store):
+        session = await a.initialize()
+        await b.call(session, request_body(1, "ping"))
+        response = await b.client.delete(b.url, headers=b.headers(session))
+        assert response.status_code == 200
+        assert await store.get(session) is None
+        for served in (a, b):
+            response = await served.post(request_body(2, "ping"), session)
+            assert response.status_code == 404, response.text
+            assert session not in served.app.sessions
+
+
+async def test_an_unknown_or_forged_session_is_404_on_every_worker() -> None:
+    async with two_workers() as (a, b, _):
+        await a.initialize()
+        for forged in ("a.0123456789abcdef0123456789abcdef", "b.nothing", "x" * 300):
+            response = await b.post(request_body(1, "ping"), forged)
+            assert response.status_code == 404
+        assert not b.app.sessions
+
+
+async def test_concurrent_first_requests_build_one_replica() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        built: list[object] = []
+        async with trio.open_nursery() as nursery:
+            for rid in range(5):
+
+                async def one(rid: int = rid) -> None:
+                    answer = await b.call(session, request_body(rid, "ping"))
+                    assert answer["result"] == {}
+                    built.append(b.app.sessions[session])
+
+                nursery.start_soon(one)
+        assert len(built) == 5 and len(set(map(id, built))) == 1
