@@ -1,6 +1,7 @@
 """Replicas: with a shared session store, a worker serves a request of a session another worker
 opened, from its record, with no new ``initialize``; what one worker's copy changes, the
-others follow; a DELETE on any worker ends it everywhere."""
+others follow; a DELETE on any worker ends it everywhere. With a relay, the client's response
+to a server request and a cancel reach the worker whose copy needs them."""
 
 from __future__ import annotations
 
@@ -13,8 +14,22 @@ import trio
 from trio_mcp import Server
 from trio_mcp.protocol._errors import ProtocolError
 from trio_mcp.server import Context, HttpOptions, MemorySessionStore
+from trio_mcp.server._relay import MemoryRelay
 
-from .._http import VERSION, Served, call_body, parse_sse, request_body, serving
+from .._http import (
+    GUARD,
+    VERSION,
+    Park,
+    Served,
+    call_body,
+    cancel_body,
+    eventually,
+    parse_sse,
+    request_body,
+    serving,
+)
+
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
 def chatty_server() -> Server:
@@ -28,6 +43,12 @@ def chatty_server() -> Server:
         info = ctx.client_info
         return info.name if info is not None else "?"
 
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Asks the client a name (a request the client answers with a POST)."""
+        answer = await ctx.elicit("Your name?", FORM)
+        return str((answer.content or {}).get("name"))
+
     @server.resource("x://1")
     def one() -> str:
         return "one"
@@ -36,11 +57,15 @@ def chatty_server() -> Server:
 
 
 @asynccontextmanager
-async def two_workers() -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
+async def two_workers(
+    servers: tuple[Server, Server] | None = None, *, relay: bool = True
+) -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
     store = MemorySessionStore()
+    shared = MemoryRelay() if relay else None
+    first, second = servers or (chatty_server(), chatty_server())
     async with (
-        serving(chatty_server(), HttpOptions(session_store=store, node_id="a")) as a,
-        serving(chatty_server(), HttpOptions(session_store=store, node_id="b")) as b,
+        serving(first, HttpOptions(session_store=store, node_id="a", relay=shared)) as a,
+        serving(second, HttpOptions(session_store=store, node_id="b", relay=shared)) as b,
     ):
         yield a, b, store
 
@@ -118,3 +143,55 @@ async def test_concurrent_first_requests_build_one_replica() -> None:
 
                 nursery.start_soon(one)
         assert len(built) == 5 and len(set(map(id, built))) == 1
+
+
+async def test_a_response_to_a_server_request_posted_to_another_worker_reaches_it() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_post(call_body(1, "ask"), session) as reader:
+            asked = await reader.message()
+            assert asked["method"] == "elicitation/create"
+            assert asked["id"] == "a/1"  # the id names the worker whose copy waits
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}
+            answer["result"]["content"] = {"name": "Ada"}
+            response = await b.post(answer, session)
+            assert response.status_code == 202
+            result = await reader.message()
+        assert result["result"]["content"][0]["text"] == "Ada"
+        assert session in b.app.sessions  # b relayed it from its own copy
+
+
+async def test_without_a_relay_such_a_response_is_not_carried() -> None:
+    async with two_workers(relay=False) as (a, b, _):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_post(call_body(1, "ask"), session) as reader:
+            asked = await reader.message()
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+            assert (await b.post(answer, session)).status_code == 202
+            with trio.move_on_after(0.3) as waited:
+                await reader.message()
+            assert waited.cancelled_caught  # b has no such request, and a never heard of it
+
+
+async def test_a_cancel_posted_to_another_worker_stops_the_handler() -> None:
+    first, second = chatty_server(), chatty_server()
+    park = Park(first)
+    Park(second)
+    async with two_workers((first, second)) as (a, b, _):
+        session = await a.initialize()
+        async with a.stream_post(call_body(7, "park"), session) as reader:
+            await park.entered.wait()
+            assert (await b.post(cancel_body(7), session)).status_code == 202
+            with trio.fail_after(GUARD):
+                await park.finished.wait()
+            assert park.cancelled
+            rest = await reader.rest()
+        assert all("result" not in e.json() for e in rest if e.data)
+
+
+async def test_a_delete_elsewhere_ends_this_workers_copy_at_once() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        response = await b.client.delete(b.url, headers=b.headers(session))
+        assert response.status_code == 200
+        await eventually(lambda: session not in a.app.sessions)

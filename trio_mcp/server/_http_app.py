@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
+import orjson
 import trio
 
 from .._exception_groups import single_error
@@ -40,6 +41,7 @@ from ..protocol._jsonrpc import (
     Notification,
     Request,
     RequestId,
+    Response,
     encode,
     parse,
 )
@@ -72,6 +74,7 @@ from ._event_store import (
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
+from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 
@@ -157,6 +160,12 @@ class HttpOptions:
     #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
     #: expires ``session_idle_timeout`` after the session's last use on any worker.
     session_store: SessionStore | None = None
+    #: With a session store, what carries the few messages of a session that belong to
+    #: another worker's copy of it (a client's response to that copy's request, a cancel of a
+    #: request running there, the end of the session): ``RedisRelay`` across processes. None:
+    #: they are not carried (such a response finds no request waiting, such a cancel no
+    #: request; other copies end when they next see the record gone, or idle).
+    relay: Relay | None = None
     #: The writer's queue to the store: past either bound (the store too slow) a stream loses
     #: its resumability, logged, and its live connection goes on; a write that takes longer
     #: than ``event_store_timeout`` fails the same way.
@@ -280,8 +289,14 @@ class HttpSession:
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
+        # With a session store, the ids of the requests this copy sends name its node: the
+        # client's response may reach any worker, which relays it here.
+        prefix = f"{app.options.node_id}/" if app.options.session_store is not None else ""
         self.engine = Session(
-            self.transport, self.connection, drain_timeout=app.options.shutdown_grace
+            self.transport,
+            self.connection,
+            drain_timeout=app.options.shutdown_grace,
+            id_prefix=prefix,
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
@@ -748,6 +763,10 @@ class McpHttpApp:
             async with self._records_open(records), trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
+                if self.options.relay is not None and self.options.node_id is not None:
+                    await nursery.start(
+                        self.options.relay.subscribe, self.options.node_id, self._on_relayed
+                    )
                 started = True
                 self._nursery = nursery
                 self._shutting_down = False
@@ -760,7 +779,7 @@ class McpHttpApp:
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
-            if not started and isinstance(error, BusError):
+            if not started and isinstance(error, BusError | RelayUnavailable):
                 raise error from None
             raise
         finally:
@@ -801,7 +820,12 @@ class McpHttpApp:
                 await send({"type": "lifespan.startup.complete"})
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except (EventStoreUnavailable, SessionStoreUnavailable, BusError) as error:
+        except (
+            EventStoreUnavailable,
+            SessionStoreUnavailable,
+            BusError,
+            RelayUnavailable,
+        ) as error:
             if started:
                 raise
             # Raised before the startup completed: the server says why it does not start.
@@ -1173,6 +1197,66 @@ class McpHttpApp:
         await self._nursery.start(session.run)
         self.sessions[session_id] = session
 
+    async def _send_elsewhere(
+        self, session: HttpSession, message: Notification | Response | ErrorResponse, body: bytes
+    ) -> bool:
+        """Send on a message that belongs to another worker's copy of the session: True if it
+        was sent on (or is for every copy), False if it is this copy's."""
+        relay = self.options.relay
+        assert relay is not None
+        node: str | None
+        if isinstance(message, Notification):
+            if message.method != "notifications/cancelled":
+                return False
+            params = message.params or {}
+            rid = params.get("requestId")
+            if rid is None or session.engine.in_flight(rid) is not None:
+                return False  # runs here (or is nothing): this copy's
+            node, kind = None, "cancel"  # it runs elsewhere, if anywhere: every copy hears it
+        else:
+            rid = message.id
+            mine = f"{self.options.node_id}/"
+            if not isinstance(rid, str) or "/" not in rid or rid.startswith(mine):
+                return False
+            node, kind = rid.partition("/")[0], "message"
+        try:
+            await relay.send(node, _relayed(kind, session.id, body))
+        except RelayUnavailable as error:
+            logger.error("session %s: %s", session.id, error)
+            raise HttpError(
+                503,
+                "Service Unavailable: the message is for another worker, and the relay to it "
+                "failed; retry",
+                headers=[(b"retry-after", b"1")],
+            ) from None
+        return True
+
+    def _on_relayed(self, data: bytes) -> None:
+        """A message another worker relayed to this one (or to every one)."""
+        try:
+            note = orjson.loads(data)
+            kind, session_id, body = note["k"], note["s"], note.get("m")
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            logger.warning("relay: ignored a message that is not one of ours")
+            return
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None or session.closing:
+            return
+        if kind == "end":
+            self.forget(session)
+            session.close()
+            return
+        if not isinstance(body, str):
+            return
+        parsed = parse(body)
+        if kind == "message" and isinstance(parsed, Response | ErrorResponse):
+            session.engine.feed(parsed)
+            session.touch()
+        elif kind == "cancel" and isinstance(parsed, Notification):
+            rid = (parsed.params or {}).get("requestId")
+            if rid is not None and session.engine.in_flight(rid) is not None:
+                session.engine.feed(parsed)
+
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = _header(scope, b"mcp-session-id")
         if not session_id:
@@ -1322,6 +1406,9 @@ class McpHttpApp:
             await self._request(scope, receive, send, session, parsed, principal)
             return
         # A notification, or the client's response to one of our requests.
+        if self.options.relay is not None and await self._send_elsewhere(session, parsed, body):
+            await self._respond(scope, send, 202)
+            return
         session.engine.feed(parsed)
         session.touch()
         await self._respond(scope, send, 202)
@@ -1961,6 +2048,11 @@ class McpHttpApp:
         if self.options.session_store is not None:
             try:
                 await self.options.session_store.delete(session.id)
+                if self.options.relay is not None:
+                    await self.options.relay.send(None, _relayed("end", session.id))
+            except RelayUnavailable as error:
+                # Its record is gone: every other copy ends at its next request, or idle.
+                logger.warning("session %s: no other worker was told: %s", session.id, error)
             except SessionStoreUnavailable as error:
                 logger.error("session %s: %s", session.id, error)
                 raise HttpError(
@@ -1970,6 +2062,13 @@ class McpHttpApp:
                     headers=[(b"retry-after", b"1")],
                 ) from None
         await self._respond(scope, send, 200)
+
+
+def _relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
+    note: dict[str, str] = {"k": kind, "s": session_id}
+    if body is not None:
+        note["m"] = body.decode()
+    return orjson.dumps(note)
 
 
 async def _cancel_on_disconnect(
