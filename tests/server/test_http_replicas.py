@@ -58,14 +58,18 @@ def chatty_server() -> Server:
 
 @asynccontextmanager
 async def two_workers(
-    servers: tuple[Server, Server] | None = None, *, relay: bool = True
+    servers: tuple[Server, Server] | None = None, *, relay: bool = True, json: bool = False
 ) -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
     store = MemorySessionStore()
     shared = MemoryRelay() if relay else None
     first, second = servers or (chatty_server(), chatty_server())
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, relay=shared, json_response=json)
+
     async with (
-        serving(first, HttpOptions(session_store=store, node_id="a", relay=shared)) as a,
-        serving(second, HttpOptions(session_store=store, node_id="b", relay=shared)) as b,
+        serving(first, options("a")) as a,
+        serving(second, options("b")) as b,
     ):
         yield a, b, store
 
@@ -195,3 +199,29 @@ async def test_a_delete_elsewhere_ends_this_workers_copy_at_once() -> None:
         response = await b.client.delete(b.url, headers=b.headers(session))
         assert response.status_code == 200
         await eventually(lambda: session not in a.app.sessions)
+
+
+async def test_a_request_on_one_worker_reaches_the_get_stream_held_by_another() -> None:
+    """JSON responses carry one message: a tool's elicitation goes to the session's GET stream,
+    which another worker's copy holds; the answer, POSTed there, comes back."""
+    async with two_workers(json=True) as (a, b, store):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_get(session) as get:
+            await eventually(lambda: a.app.sessions[session].standalone.listener is not None)
+            record = None
+            while record is None or record.get_node != "a":
+                await trio.sleep(0.01)
+                record = await store.get(session)
+            result: dict[str, object] = {}
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    result.update(await b.call(session, call_body(1, "ask")))
+
+                nursery.start_soon(call)
+                asked = await get.message()
+                assert asked["method"] == "elicitation/create" and asked["id"] == "b/1"
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}
+                answer["result"]["content"] = {"name": "Grace"}
+                assert (await a.post(answer, session)).status_code == 202
+        assert result["result"]["content"][0]["text"] == "Grace"  # type: ignore[index]

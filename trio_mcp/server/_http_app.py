@@ -280,6 +280,9 @@ class HttpSession:
         # a name in a shared event store with those of the session's other copies, nor with
         # those of an earlier replica on this node.
         self._key_prefix = f"{app.options.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        #: With a session store: the node whose copy holds the session's GET stream, as this
+        #: copy last read it in the record (None: none, or this node).
+        self.get_node: str | None = None
         #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
         self.client = client
         #: The ``Principal.identity`` of the request that opened it (None without
@@ -331,6 +334,8 @@ class HttpSession:
                 self.forget_stream(stream)
                 self.touch()  # its client may be gone: the session can go idle now
             return
+        if related is not None and self.standalone.listener is None and self._forward_get(data):
+            return
         if related is not None and self.standalone.listener is None and not _waits(data):
             # A request's progress and log messages that its own stream cannot carry (a JSON
             # response carries one message; or the stream is gone) go to the GET stream only
@@ -339,6 +344,17 @@ class HttpSession:
             # one are kept for the next GET.
             return
         self.standalone.push(data)
+
+    def _forward_get(self, data: bytes) -> bool:
+        """A request's message for the GET stream, which another node's copy holds: sent
+        there (True). Messages not tied to a request (list changes, resource updates) are
+        not: every copy hears them from the notification bus, the GET's own included."""
+        app = self.app
+        relay, node = app.options.relay, self.get_node
+        if relay is None or node is None or node == app.options.node_id or app._nursery is None:
+            return False
+        app._nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
+        return True
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
         limit = self.app.options.max_requests_per_session
@@ -396,6 +412,7 @@ class HttpSession:
             state.announced,
             state.log_level,
             frozenset(self.connection.subscriptions),
+            self.get_node,
         )
 
     async def save(self) -> None:
@@ -423,6 +440,7 @@ class HttpSession:
             record.log_level,
         )
         self.connection.subscriptions.update(record.subscriptions)
+        self.get_node = record.get_node
         self.used = True
 
     def follow(self, record: SessionRecord) -> None:
@@ -430,6 +448,7 @@ class HttpSession:
         state = self.connection.state
         if record.log_level is not None and record.log_level != state.log_level:
             state.set_log_level(record.log_level)
+        self.get_node = record.get_node
         if record.subscriptions != self.connection.subscriptions:
             self.connection.subscriptions.clear()
             self.connection.subscriptions.update(record.subscriptions)
@@ -1231,6 +1250,16 @@ class McpHttpApp:
             ) from None
         return True
 
+    async def _hold_get(self, session: HttpSession) -> None:
+        """This copy holds the session's GET stream now: say so in the record, so that the
+        other copies send it their requests' messages for it."""
+        session.get_node = self.options.node_id
+        try:
+            await session.save()
+        except ProtocolError as error:
+            # The stream works here; the other copies keep the messages for a GET of theirs.
+            logger.warning("session %s: %s", session.id, error.message)
+
     def _on_relayed(self, data: bytes) -> None:
         """A message another worker relayed to this one (or to every one)."""
         try:
@@ -1249,7 +1278,12 @@ class McpHttpApp:
         if not isinstance(body, str):
             return
         parsed = parse(body)
-        if kind == "message" and isinstance(parsed, Response | ErrorResponse):
+        if kind == "get":
+            data = body.encode()
+            # As for this copy's own: progress and logs only to a GET open now.
+            if session.standalone.listener is not None or _waits(data):
+                session.standalone.push(data)
+        elif kind == "message" and isinstance(parsed, Response | ErrorResponse):
             session.engine.feed(parsed)
             session.touch()
         elif kind == "cancel" and isinstance(parsed, Notification):
@@ -1917,6 +1951,8 @@ class McpHttpApp:
         events = stream.attach(resumed=after is not None)
         session.busy()
         try:
+            if stream is session.standalone and self.options.session_store is not None:
+                await self._hold_get(session)
             missed: list[tuple[str, bytes]] = []
             if after is not None and after < upto:
                 replay = None
@@ -2062,6 +2098,13 @@ class McpHttpApp:
                     headers=[(b"retry-after", b"1")],
                 ) from None
         await self._respond(scope, send, 200)
+
+
+async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
+    try:
+        await relay.send(node, message)
+    except RelayUnavailable as error:
+        logger.error("a message for the GET stream on %s was lost: %s", node, error)
 
 
 def _relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:

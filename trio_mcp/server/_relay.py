@@ -3,7 +3,8 @@
 With a session store every worker may hold a copy of a session, and three kinds of message
 that one worker receives belong to another: the client's response to a request that another
 worker's copy sent (its id names that node), a ``notifications/cancelled`` for a request that
-runs elsewhere, and the end of the session (DELETE on any worker ends every copy). A relay
+runs elsewhere, and the end of the session (DELETE on any worker ends every copy); and one
+kind that a copy sends: a message for the session's GET stream, held by another worker. A relay
 carries them as bytes, to one node or to all; :class:`MemoryRelay` between the apps of one
 process, ``RedisRelay`` over Redis pub/sub (a channel per node, and one for all).
 """

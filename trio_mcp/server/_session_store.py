@@ -43,6 +43,8 @@ class SessionRecord:
     announced: JSONObject
     log_level: str | None = None
     subscriptions: frozenset[str] = frozenset()
+    #: The node whose copy holds the session's GET stream (None: none opened yet).
+    get_node: str | None = None
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(
@@ -54,6 +56,7 @@ class SessionRecord:
                 "a": self.announced,
                 "l": self.log_level,
                 "s": sorted(self.subscriptions),
+                "g": self.get_node,
             }
         )
 
@@ -70,6 +73,7 @@ class SessionRecord:
                 fields["a"],
                 fields["l"],
                 frozenset(fields["s"]),
+                fields.get("g"),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f"not a session record: {error}") from None
@@ -81,6 +85,7 @@ class SessionRecord:
             and isinstance(record.announced, dict)
             and (record.log_level is None or isinstance(record.log_level, str))
             and all(isinstance(uri, str) for uri in record.subscriptions)
+            and (record.get_node is None or isinstance(record.get_node, str))
         ):
             raise ValueError("not a session record: a field has the wrong type")
         return record
