@@ -28,6 +28,14 @@ from .._http import (
     request_body,
     serving,
 )
+from .test_http_auth import (
+    ALICE_REFRESHED,
+    ALICE_TOKEN,
+    BOB_TOKEN,
+    open_session,
+    post,
+    protected,
+)
 
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -225,3 +233,25 @@ async def test_a_request_on_one_worker_reaches_the_get_stream_held_by_another() 
                 answer["result"]["content"] = {"name": "Grace"}
                 assert (await a.post(answer, session)).status_code == 202
         assert result["result"]["content"][0]["text"] == "Grace"  # type: ignore[index]
+
+
+async def test_only_the_owner_gets_a_replica_built() -> None:
+    """Under authorization, another principal's request for the session is an unknown
+    session on every worker (404), and builds nothing; the owner's, by a refreshed token,
+    is served."""
+    store, relay = MemorySessionStore(), MemoryRelay()
+    (first, _), (second, _) = protected(), protected()
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, relay=relay)
+
+    async with serving(first, options("a")) as a, serving(second, options("b")) as b:
+        session = await open_session(a, ALICE_TOKEN)
+        assert (await store.get(session)) is not None
+        ping = request_body(1, "ping")
+        assert (await post(b, ping, BOB_TOKEN, session)).status_code == 404
+        assert session not in b.app.sessions
+        assert (await post(a, ping, BOB_TOKEN, session)).status_code == 404
+        assert session in a.app.sessions  # a stranger's request ends nothing
+        assert (await post(b, ping, ALICE_REFRESHED, session)).status_code == 200
+        assert b.app.sessions[session].owner == a.app.sessions[session].owner
