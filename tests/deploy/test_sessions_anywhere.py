@@ -86,6 +86,14 @@ async def test_the_official_python_client_runs_sessions_behind_round_robin(
         assert (report["sessions_ok"], report["calls_ok"]) == (30, 150)
 
 
+async def test_the_typescript_client_runs_sessions_behind_round_robin(tmp_path: Path) -> None:
+    async with anywhere(tmp_path) as running:
+        driver = str(Path(__file__).with_name("ts_fleet_client.mjs"))
+        report = await run_driver(["node", driver, running.url, "30", "5", "6"])
+        assert report["errors"] == []
+        assert (report["sessions_ok"], report["calls_ok"]) == (30, 150)
+
+
 async def test_every_backend_serves_one_session(tmp_path: Path) -> None:
     async with anywhere(tmp_path) as running, httpx.AsyncClient(timeout=60) as client:
         session = await open_session(client, running.url)
