@@ -20,7 +20,7 @@ import trio
 
 from .._http import SseReader, call_body, cancel_body, initialize_body, parse_sse, request_body
 from ._fleet import FLEET_SERVER, Fleet, fleet
-from ._services import redis_server
+from ._services import Redis, redis_server
 from .test_fleet import DRIVER_GUARD, run_driver
 
 HANDSHAKE = "2025-06-18"
@@ -39,6 +39,12 @@ def headers(session: str | None = None, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def anywhere(tmp_path: Path) -> AsyncIterator[Fleet]:
+    async with anywhere_on_redis(tmp_path) as (running, _):
+        yield running
+
+
+@asynccontextmanager
+async def anywhere_on_redis(tmp_path: Path) -> AsyncIterator[tuple[Fleet, Redis]]:
     (tmp_path / "fleet").mkdir()
     async with (
         redis_server(tmp_path) as redis,
@@ -50,7 +56,7 @@ async def anywhere(tmp_path: Path) -> AsyncIterator[Fleet]:
             routing="any",
         ) as running,
     ):
-        yield running
+        yield running, redis
 
 
 async def open_session(
@@ -177,3 +183,34 @@ async def test_set_level_on_one_backend_applies_to_logs_another_sends(tmp_path: 
         for url in urls.values():
             gone = await client.post(url, json=request_body(4, "ping"), headers=headers(session))
             assert gone.status_code == 404
+
+
+async def test_with_redis_stopped_held_sessions_go_on_and_new_ones_fail_clearly(
+    tmp_path: Path,
+) -> None:
+    async with (
+        anywhere_on_redis(tmp_path) as (running, redis),
+        httpx.AsyncClient(timeout=60) as client,
+    ):
+        session = await open_session(client, running.url)
+        urls = [b.base + "/mcp" for b in running.backends]
+        for url in urls:  # every backend holds a copy
+            assert "result" in (await result_of(client, url, session, request_body(1, "ping")))[-1]
+        await redis.stop()
+        for url in urls:
+            answer = await result_of(client, url, session, call_body(2, "echo", {"text": "on"}))
+            assert answer[-1]["result"]["content"][0]["text"] == "on"
+        refused = await client.post(urls[0], json=initialize_body(HANDSHAKE), headers=headers())
+        assert refused.status_code == 503
+        assert "could not be recorded" in refused.json()["error"]["message"]
+        await redis.start()
+        with trio.fail_after(DRIVER_GUARD):
+            while True:
+                opened = await client.post(
+                    urls[0], json=initialize_body(HANDSHAKE), headers=headers()
+                )
+                if opened.status_code == 200:
+                    break
+                await trio.sleep(0.2)
+        again = opened.headers["mcp-session-id"]
+        assert "result" in (await result_of(client, urls[1], again, request_body(3, "ping")))[-1]
