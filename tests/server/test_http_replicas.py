@@ -255,3 +255,15 @@ async def test_only_the_owner_gets_a_replica_built() -> None:
         assert session in a.app.sessions  # a stranger's request ends nothing
         assert (await post(b, ping, ALICE_REFRESHED, session)).status_code == 200
         assert b.app.sessions[session].owner == a.app.sessions[session].owner
+
+
+async def test_a_replica_built_for_a_refused_request_expires_idle() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        bad = b.headers(session, version="1999-01-01")
+        response = await b.client.post(
+            b.url, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', headers=bad
+        )
+        assert response.status_code == 400
+        replica = b.app.sessions[session]
+        assert replica.scope.deadline < float("inf")  # it expires with the idle timeout

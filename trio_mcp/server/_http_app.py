@@ -1215,6 +1215,7 @@ class McpHttpApp:
         assert self._nursery is not None
         await self._nursery.start(session.run)
         self.sessions[session_id] = session
+        session.touch()  # idle until its request registers: a refused one leaves it to expire
 
     async def _send_elsewhere(
         self, session: HttpSession, message: Notification | Response | ErrorResponse, body: bytes
