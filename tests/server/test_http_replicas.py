@@ -267,3 +267,21 @@ async def test_a_replica_built_for_a_refused_request_expires_idle() -> None:
         assert response.status_code == 400
         replica = b.app.sessions[session]
         assert replica.scope.deadline < float("inf")  # it expires with the idle timeout
+
+
+async def test_a_session_busy_on_one_worker_past_the_idle_timeout_stays_everywhere() -> None:
+    first, second = chatty_server(), chatty_server()
+    park = Park(first)
+    store = MemorySessionStore()
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, session_idle_timeout=0.6)
+
+    async with serving(first, options("a")) as a, serving(second, options("b")) as b:
+        session = await a.initialize()
+        async with a.stream_post(call_body("p", "park"), session) as reader:
+            await park.entered.wait()
+            await trio.sleep(1.5)  # past the idle timeout, with no request of the session
+            assert "result" in await b.call(session, request_body(1, "ping"))
+            park.release.set()
+            await reader.rest()

@@ -782,6 +782,8 @@ class McpHttpApp:
             async with self._records_open(records), trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
+                if records is not None:
+                    nursery.start_soon(self._keep_records, records)
                 if self.options.relay is not None and self.options.node_id is not None:
                     await nursery.start(
                         self.options.relay.subscribe, self.options.node_id, self._on_relayed
@@ -804,6 +806,22 @@ class McpHttpApp:
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
+
+    async def _keep_records(self, records: SessionStore) -> None:
+        """Push forward the records of the sessions busy here (a tool running for longer than
+        the idle timeout, a GET stream held open), which no request may touch meanwhile: a
+        session in use anywhere never expires everywhere else."""
+        ttl = self.options.session_idle_timeout
+        while True:
+            await trio.sleep(ttl / 3)
+            for session in list(self.sessions.values()):
+                if session.closing or (session.active == 0 and session.engine.idle):
+                    continue
+                try:
+                    await records.touch(session.id, ttl)
+                except SessionStoreUnavailable as error:
+                    logger.warning("the records of busy sessions were not refreshed: %s", error)
+                    break
 
     @asynccontextmanager
     async def _records_open(self, records: SessionStore | None) -> AsyncIterator[None]:
