@@ -214,3 +214,15 @@ async def test_with_redis_stopped_held_sessions_go_on_and_new_ones_fail_clearly(
                 await trio.sleep(0.2)
         again = opened.headers["mcp-session-id"]
         assert "result" in (await result_of(client, urls[1], again, request_body(3, "ping")))[-1]
+
+
+async def test_the_session_outlives_the_backend_that_opened_it(tmp_path: Path) -> None:
+    async with anywhere(tmp_path) as running, httpx.AsyncClient(timeout=60) as client:
+        opener = running.backends[0]
+        session = await open_session(client, opener.base + "/mcp")
+        opener.kill()  # SIGKILL: nothing of it says goodbye
+        await opener.wait()
+        for rid in range(6):  # round robin over the two left (nginx skips the dead one)
+            body = call_body(rid, "echo", {"text": f"after{rid}"})
+            answer = await result_of(client, running.url, session, body)
+            assert answer[-1]["result"]["content"][0]["text"] == f"after{rid}"
