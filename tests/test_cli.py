@@ -737,3 +737,25 @@ async def test_the_demo_served_with_introspection(
     logged = "\n".join(server.lines)
     assert token not in logged
     assert op.resource_client_secret not in logged
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--transport", "http", "--any-worker"],
+        ["--transport", "http", "--any-worker", "--redis-url", "redis://127.0.0.1:1/0"],
+        ["--transport", "http", "--any-worker", "--node-id", "n1"],
+        ["--any-worker", "--redis-url", "redis://127.0.0.1:1/0", "--node-id", "n1"],
+    ],
+)
+def test_any_worker_needs_http_a_redis_url_and_a_node_id(
+    options: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trio_mcp._cli import main
+
+    monkeypatch.delenv("TRIO_MCP_REDIS_URL", raising=False)
+    monkeypatch.delenv("TRIO_MCP_NODE_ID", raising=False)
+    assert main(["demo", *options]) == 2
+    assert capsys.readouterr().err == (
+        "trio-mcp: --any-worker needs --transport http, --redis-url and --node-id\n"
+    )

@@ -813,6 +813,13 @@ def _add_fleet_options(command: argparse.ArgumentParser) -> None:
         f"balancer's routing (default: ${NODE_ID_ENV}, else no tag)",
     )
     group.add_argument(
+        "--any-worker",
+        action="store_true",
+        help="with --redis-url and --node-id: keep handshake sessions' records in Redis and "
+        "relay what belongs to another worker, so that any worker serves any request of any "
+        "session (plain round robin, no routing on the session id)",
+    )
+    group.add_argument(
         "--drain-grace",
         type=float,
         default=10.0,
@@ -947,6 +954,14 @@ def _serve(args: argparse.Namespace) -> int:
             event_store = RedisEventStore(args.redis_url)
         except ValueError as exc:
             raise UsageError(f"--redis-url: {exc}") from None
+    session_store = relay = None
+    if args.any_worker:
+        if args.transport != "http" or not args.redis_url or not args.node_id:
+            raise UsageError("--any-worker needs --transport http, --redis-url and --node-id")
+        from .server._redis_relay import RedisRelay
+        from .server._redis_sessions import RedisSessionStore
+
+        session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
     if args.transport == "http":
         from .server._http_app import HttpOptions
@@ -956,6 +971,8 @@ def _serve(args: argparse.Namespace) -> int:
                 allowed_hosts=args.allowed_host,
                 allowed_origins=args.allowed_origin,
                 event_store=event_store,
+                session_store=session_store,
+                relay=relay,
                 node_id=args.node_id,
                 ready_path=args.ready_path,
                 drain_grace=args.drain_grace,

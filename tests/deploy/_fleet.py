@@ -47,10 +47,18 @@ START_GUARD = 30
 STOP_GUARD = 10
 
 
-def render_nginx_conf(template: str, *, listen: int, ports: dict[str, int], directory: Path) -> str:
+def render_nginx_conf(
+    template: str,
+    *,
+    listen: int,
+    ports: dict[str, int],
+    directory: Path,
+    routing: str = "map",
+) -> str:
     """``deploy/nginx.conf`` for these nodes (a prefix of n1, n2, n3) on these ports, with its
     pid file, error log and temp files in ``directory``. Every placeholder must be found, so
-    the config and this harness cannot drift apart unnoticed."""
+    the config and this harness cannot drift apart unnoticed. ``routing="any"``: every request
+    round robin, the ``map`` on the session id left unused (for ``--any-worker`` backends)."""
     nodes = list(ports)
     if not nodes or nodes != list(TEMPLATE_NODES[: len(nodes)]):
         raise ValueError(f"the nodes are a prefix of {TEMPLATE_NODES}, not {nodes}")
@@ -68,6 +76,9 @@ def render_nginx_conf(template: str, *, listen: int, ports: dict[str, int], dire
         text = "\n".join(kept) + "\n"
     error_log = directory / "error.log"
     replacements = {
+        "proxy_pass http://$mcp_backend;": (
+            "proxy_pass http://mcp_any;" if routing == "any" else "proxy_pass http://$mcp_backend;"
+        ),
         "pid /run/nginx-mcp.pid;": f"pid {directory / 'nginx.pid'};",
         "error_log /var/log/nginx/mcp-error.log warn;": f"error_log {error_log} warn;",
         "/var/lib/nginx/mcp/": f"{directory}/",
@@ -198,10 +209,13 @@ async def fleet(
     server: str | None = None,
     options: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    routing: str = "map",
 ) -> AsyncIterator[Fleet]:
     """``count`` backends (1 to 3) behind nginx; ``server``: a ``trio-mcp serve`` target
     (default: the demo); ``options``: more command-line options for every backend (those of
-    other parts: ``--redis-url``, key files, ...); ``env``: more environment for them."""
+    other parts: ``--redis-url``, key files, ...); ``env``: more environment for them;
+    ``routing``: ``"map"`` (a session's requests to the node its id names, as
+    ``deploy/nginx.conf`` says) or ``"any"`` (plain round robin, see :func:`render_nginx_conf`)."""
     await trio.to_thread.run_sync(system_packages.ensure)
     nginx_command = system_packages.find("nginx")
     assert nginx_command is not None
@@ -234,7 +248,13 @@ async def fleet(
         conf = directory / "nginx.conf"
         ports = {b.node_id: b.port for b in backends}
         conf.write_text(
-            render_nginx_conf(NGINX_CONF.read_text(), listen=port, ports=ports, directory=directory)
+            render_nginx_conf(
+                NGINX_CONF.read_text(),
+                listen=port,
+                ports=ports,
+                directory=directory,
+                routing=routing,
+            )
         )
         # As root, nginx's workers would run as nobody, who cannot enter the temp directory.
         globals_ = "daemon off;" + (" user root;" if os.geteuid() == 0 else "")

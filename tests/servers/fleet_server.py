@@ -1,6 +1,7 @@
 """The demo server plus a ``backend`` tool that says which process answered (what the fleet
 tests count per backend behind the load balancer); ``ask``, a multi round-trip tool that says
-which process asked and which one took the answer; ``grow``, a tools list change.
+which process asked and which one took the answer; ``chatty``, logs at two levels; ``grow``,
+a tools list change.
 
     trio-mcp serve tests/servers/fleet_server.py --transport http --port P --node-id n1
 """
@@ -32,6 +33,15 @@ async def ask(ctx: Context) -> dict[str, int | str | None]:
     answer = await ctx.elicit("Your name?", FORM)
     name = answer.content.get("name") if answer.content is not None else None
     return {"asked_by": ctx.state["asked_by"], "answered_by": os.getpid(), "name": name}
+
+
+@server.tool()
+async def chatty(ctx: Context) -> dict[str, int | str | None]:
+    """Log at info and at error (the client's ``logging/setLevel`` decides which it gets),
+    and say which node sent them."""
+    await ctx.info("fine")
+    await ctx.error("bad")
+    return {"pid": os.getpid(), "node": os.environ.get("TRIO_MCP_NODE_ID")}
 
 
 @server.tool()

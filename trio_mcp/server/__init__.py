@@ -14,8 +14,17 @@ from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._http_app import HttpOptions, McpHttpApp, client_address
 from ._redis_events import RedisEventStore
+from ._redis_relay import RedisRelay
+from ._redis_sessions import RedisSessionStore
 from ._registry import RequestRecord
+from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._server import Server
+from ._session_store import (
+    MemorySessionStore,
+    SessionRecord,
+    SessionStore,
+    SessionStoreUnavailable,
+)
 from ._state import ConnectionState
 
 __all__ = [
@@ -33,14 +42,23 @@ __all__ = [
     "LocalBus",
     "McpHttpApp",
     "MemoryEventStore",
+    "MemoryRelay",
+    "MemorySessionStore",
     "NotificationBus",
     "Principal",
     "RedisEventStore",
+    "RedisRelay",
+    "RedisSessionStore",
+    "Relay",
+    "RelayUnavailable",
     "Replay",
     "RequestRecord",
     "ResourceNotFound",
     "Server",
     "ServerConnection",
+    "SessionRecord",
+    "SessionStore",
+    "SessionStoreUnavailable",
     "StaticTokenVerifier",
     "StreamMeta",
     "TokenVerifier",

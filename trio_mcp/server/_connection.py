@@ -177,6 +177,9 @@ class ServerConnection:
         #: Who this whole connection acts for when its requests carry no principal of their
         #: own (stdio: the token of the environment). HTTP gives each request its own.
         self.principal: Principal | None = None
+        #: Awaited after ``logging/setLevel``, ``resources/subscribe`` or ``unsubscribe`` changed
+        #: the connection, before it is answered (the HTTP app writes the session's record).
+        self.on_change: Callable[[], Awaitable[None]] | None = None
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -809,21 +812,28 @@ async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObjec
     return {"contents": [to_wire(c) for c in resource_contents(uri, mime_type, value)]}
 
 
+async def _changed(conn: ServerConnection) -> None:
+    if conn.on_change is None:
+        await trio.lowlevel.checkpoint()
+    else:
+        await conn.on_change()
+
+
 async def _subscribe(conn: ServerConnection, record: InFlight) -> JSONObject:
     conn.subscriptions.add(_require_str(record.params, "uri", "resources/subscribe"))
-    await trio.lowlevel.checkpoint()
+    await _changed(conn)
     return {}
 
 
 async def _unsubscribe(conn: ServerConnection, record: InFlight) -> JSONObject:
     conn.subscriptions.discard(_require_str(record.params, "uri", "resources/unsubscribe"))
-    await trio.lowlevel.checkpoint()
+    await _changed(conn)
     return {}
 
 
 async def _set_level(conn: ServerConnection, record: InFlight) -> JSONObject:
     conn.state.set_log_level(record.params.get("level"))
-    await trio.lowlevel.checkpoint()
+    await _changed(conn)
     return {}
 
 

@@ -15,11 +15,13 @@ import ipaddress
 import logging
 import math
 import re
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
+import orjson
 import trio
 
 from .._exception_groups import single_error
@@ -39,10 +41,12 @@ from ..protocol._jsonrpc import (
     Notification,
     Request,
     RequestId,
+    Response,
     encode,
     parse,
 )
 from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
+from ..protocol._types import ClientCapabilities, Implementation, from_wire, to_wire
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -70,7 +74,9 @@ from ._event_store import (
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
+from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
+from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -149,6 +155,17 @@ class HttpOptions:
     #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
     #: serve a resume.
     event_store: EventStore | None = None
+    #: Where handshake-era session records are kept (None: nowhere, and a session lives only
+    #: on the worker that opened it); a store shared by several workers
+    #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
+    #: expires ``session_idle_timeout`` after the session's last use on any worker.
+    session_store: SessionStore | None = None
+    #: With a session store, what carries the few messages of a session that belong to
+    #: another worker's copy of it (a client's response to that copy's request, a cancel of a
+    #: request running there, the end of the session): ``RedisRelay`` across processes. None:
+    #: they are not carried (such a response finds no request waiting, such a cancel no
+    #: request; other copies end when they next see the record gone, or idle).
+    relay: Relay | None = None
     #: The writer's queue to the store: past either bound (the store too slow) a stream loses
     #: its resumability, logged, and its live connection goes on; a write that takes longer
     #: than ``event_store_timeout`` fails the same way.
@@ -252,10 +269,20 @@ class HttpSession:
         kind: SessionKind = SessionKind.SESSION,
         client: str = "",
         owner: str | None = None,
+        replica: bool = False,
     ) -> None:
         self.app = app
         self.id = session_id
         self.kind = kind
+        #: Whether it was built here from the record of a session opened on another worker.
+        self.replica = replica
+        # Stream keys of a replica name its node, and a random part: its streams never share
+        # a name in a shared event store with those of the session's other copies, nor with
+        # those of an earlier replica on this node.
+        self._key_prefix = f"{app.options.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        #: With a session store: the node whose copy holds the session's GET stream, as this
+        #: copy last read it in the record (None: none, or this node).
+        self.get_node: str | None = None
         #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
         self.client = client
         #: The ``Principal.identity`` of the request that opened it (None without
@@ -265,13 +292,19 @@ class HttpSession:
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
+        # With a session store, the ids of the requests this copy sends name its node: the
+        # client's response may reach any worker, which relays it here.
+        prefix = f"{app.options.node_id}/" if app.options.session_store is not None else ""
         self.engine = Session(
-            self.transport, self.connection, drain_timeout=app.options.shutdown_grace
+            self.transport,
+            self.connection,
+            drain_timeout=app.options.shutdown_grace,
+            id_prefix=prefix,
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
         self.store = app.writer if kind is SessionKind.SESSION else NO_STORE
-        self.standalone = self._new_stream("0")
+        self.standalone = self._new_stream(self._key_prefix + "0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
@@ -282,6 +315,8 @@ class HttpSession:
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self._closing = False
+        if kind is SessionKind.SESSION and app.options.session_store is not None:
+            self.connection.on_change = self.save
 
     # -- routing the engine's output ---------------------------------------------------------
 
@@ -299,6 +334,8 @@ class HttpSession:
                 self.forget_stream(stream)
                 self.touch()  # its client may be gone: the session can go idle now
             return
+        if related is not None and self.standalone.listener is None and self._forward_get(data):
+            return
         if related is not None and self.standalone.listener is None and not _waits(data):
             # A request's progress and log messages that its own stream cannot carry (a JSON
             # response carries one message; or the stream is gone) go to the GET stream only
@@ -307,6 +344,17 @@ class HttpSession:
             # one are kept for the next GET.
             return
         self.standalone.push(data)
+
+    def _forward_get(self, data: bytes) -> bool:
+        """A request's message for the GET stream, which another node's copy holds: sent
+        there (True). Messages not tied to a request (list changes, resource updates) are
+        not: every copy hears them from the notification bus, the GET's own included."""
+        app = self.app
+        relay, node = app.options.relay, self.get_node
+        if relay is None or node is None or node == app.options.node_id or app._nursery is None:
+            return False
+        app._nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
+        return True
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
         limit = self.app.options.max_requests_per_session
@@ -319,7 +367,7 @@ class HttpSession:
                 headers=[(b"retry-after", b"1")],
             )
         self._stream_numbers += 1
-        stream = self._new_stream(f"r{self._stream_numbers}", request_id)
+        stream = self._new_stream(f"{self._key_prefix}r{self._stream_numbers}", request_id)
         self.request_streams[request_id] = stream
         return stream
 
@@ -344,12 +392,66 @@ class HttpSession:
             del self.request_streams[stream.request_id]
 
     def stream_for_key(self, key: str) -> EventStream | None:
-        if key == "0":
+        if key == self.standalone.key:
             return self.standalone
         for stream in self.request_streams.values():
             if stream.key == key:
                 return stream
         return None
+
+    # -- its record ----------------------------------------------------------------------------
+
+    def record(self) -> SessionRecord:
+        state = self.connection.state
+        info = state.client_info
+        return SessionRecord(
+            self.owner or "",
+            state.protocol_version,
+            to_wire(info) if info is not None else {},
+            to_wire(state.client_capabilities),
+            state.announced,
+            state.log_level,
+            frozenset(self.connection.subscriptions),
+            self.get_node,
+        )
+
+    async def save(self) -> None:
+        """Write the session's record (after ``initialize``, and when the client changed its log
+        level or its subscriptions), so that every worker serves it as this one does."""
+        store = self.app.options.session_store
+        assert store is not None
+        try:
+            await store.put(self.id, self.record(), self.app.options.session_idle_timeout)
+        except SessionStoreUnavailable as error:
+            logger.error("session %s: %s", self.id, error)
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                "Internal error: the change applies to this worker only, the session store "
+                f"failed: {error}",
+            ) from None
+
+    def restore(self, record: SessionRecord) -> None:
+        """Become the session the record describes, as its ``initialize`` left it."""
+        self.connection.state.restore(
+            record.protocol_version,
+            from_wire(record.client_info, Implementation),
+            from_wire(record.client_capabilities, ClientCapabilities),
+            record.announced,
+            record.log_level,
+        )
+        self.connection.subscriptions.update(record.subscriptions)
+        self.get_node = record.get_node
+        self.used = True
+
+    def follow(self, record: SessionRecord) -> None:
+        """Take what another worker changed: the log level and the subscriptions."""
+        state = self.connection.state
+        if record.log_level is not None and record.log_level != state.log_level:
+            state.set_log_level(record.log_level)
+        self.get_node = record.get_node
+        if record.subscriptions != self.connection.subscriptions:
+            self.connection.subscriptions.clear()
+            self.connection.subscriptions.update(record.subscriptions)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -414,8 +516,9 @@ class HttpSession:
         """Nobody can resume a stream of an ended session: drop its events from the store."""
         self.store.forget(self.standalone.stream_id)
         for number in range(1, self._stream_numbers + 1):
-            self.store.forget(f"{self.id}.r{number}")
-        self.store.end_session(self.id)
+            self.store.forget(stream_id(self.id, f"{self._key_prefix}r{number}"))
+        if not self.replica:
+            self.store.end_session(self.id)  # a replica's end is not the session's
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -639,6 +742,13 @@ class McpHttpApp:
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
+        #: Sessions whose record is being read to build a replica here, by id.
+        self._replicating: dict[str, trio.Event] = {}
+        if options.session_store is not None and options.node_id is None:
+            raise ValueError(
+                "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
+                "and the messages other workers send it"
+            )
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -665,10 +775,19 @@ class McpHttpApp:
         """
         await self.store.start()
         started = False
+        records = self.options.session_store
         try:
-            async with trio.open_nursery() as nursery:
+            if records is not None:
+                await records.start()
+            async with self._records_open(records), trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
+                if records is not None:
+                    nursery.start_soon(self._keep_records, records)
+                if self.options.relay is not None and self.options.node_id is not None:
+                    await nursery.start(
+                        self.options.relay.subscribe, self.options.node_id, self._on_relayed
+                    )
                 started = True
                 self._nursery = nursery
                 self._shutting_down = False
@@ -681,12 +800,38 @@ class McpHttpApp:
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
-            if not started and isinstance(error, BusError):
+            if not started and isinstance(error, BusError | RelayUnavailable):
                 raise error from None
             raise
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
+
+    async def _keep_records(self, records: SessionStore) -> None:
+        """Push forward the records of the sessions busy here (a tool running for longer than
+        the idle timeout, a GET stream held open), which no request may touch meanwhile: a
+        session in use anywhere never expires everywhere else."""
+        ttl = self.options.session_idle_timeout
+        while True:
+            await trio.sleep(ttl / 3)
+            for session in list(self.sessions.values()):
+                if session.closing or (session.active == 0 and session.engine.idle):
+                    continue
+                try:
+                    await records.touch(session.id, ttl)
+                except SessionStoreUnavailable as error:
+                    logger.warning("the records of busy sessions were not refreshed: %s", error)
+                    break
+
+    @asynccontextmanager
+    async def _records_open(self, records: SessionStore | None) -> AsyncIterator[None]:
+        """Close the session store (started just before) when the block ends."""
+        try:
+            yield
+        finally:
+            if records is not None:
+                with trio.CancelScope(shield=True):
+                    await records.aclose()
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
@@ -712,7 +857,12 @@ class McpHttpApp:
                 await send({"type": "lifespan.startup.complete"})
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except (EventStoreUnavailable, BusError) as error:
+        except (
+            EventStoreUnavailable,
+            SessionStoreUnavailable,
+            BusError,
+            RelayUnavailable,
+        ) as error:
             if started:
                 raise
             # Raised before the startup completed: the server says why it does not start.
@@ -880,6 +1030,8 @@ class McpHttpApp:
             raise HttpError(503, "Service Unavailable: the server is shutting down")
         if self._draining and method != "POST":
             raise self._refused_draining()
+        if self.options.session_store is not None and method in ("POST", "GET", "DELETE"):
+            await self._follow_record(scope, principal, method)
         if method == "POST":
             await self._post(scope, receive, send, principal)
         elif method == "GET":
@@ -1011,6 +1163,153 @@ class McpHttpApp:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if method == "GET" else b""})
 
+    async def _follow_record(self, scope: Scope, principal: Principal | None, method: str) -> None:
+        """With a session store, before a request of a session is served: its record, read
+        with its expiry pushed forward. A session held here takes what other workers changed,
+        and ends if its record is gone (DELETEd elsewhere, or expired); a session held
+        elsewhere gets a replica here, as its ``initialize`` left it and as its client set it
+        since. Then the request is served as any other, and 404 if none of this applied."""
+        store = self.options.session_store
+        assert store is not None
+        session_id = _header(scope, b"mcp-session-id")
+        if not session_id or len(session_id) > 200:
+            return
+        local = self.sessions.get(session_id)
+        if local is None and method == "GET":
+            last_event = _header(scope, b"last-event-id")
+            if last_event and parse_event_id(last_event) is not None:
+                return  # a resume of a stream held elsewhere: served from the event store
+        pending = self._replicating.get(session_id)
+        if local is None and pending is not None:
+            await pending.wait()  # another request is building the replica
+            return
+        done = trio.Event()
+        if local is None:
+            self._replicating[session_id] = done
+        try:
+            try:
+                record = await store.touch(session_id, self.options.session_idle_timeout)
+            except SessionStoreUnavailable as error:
+                logger.error("session %s: %s", session_id, error)
+                if local is not None:
+                    return  # held here: it goes on as it is
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session store cannot be reached; retry",
+                    headers=[(b"retry-after", b"1")],
+                ) from None
+            owner = _identity(principal)
+            if record is None or record.owner != (owner or ""):
+                if record is None and local is not None and local.owner == owner:
+                    self.forget(local)  # ended elsewhere: gone here too
+                    local.close()
+                return  # an unknown session, to this principal: 404 as usual
+            if local is not None:
+                local.follow(record)
+                return
+            await self._replicate(scope, session_id, owner, record)
+        finally:
+            if local is None:
+                del self._replicating[session_id]
+                done.set()
+
+    async def _replicate(
+        self, scope: Scope, session_id: str, owner: str | None, record: SessionRecord
+    ) -> None:
+        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its session limit",
+                headers=[self._retry_after(self.sessions.values())],
+            )
+        session = HttpSession(
+            self, session_id, client=self._client_key(scope), owner=owner, replica=True
+        )
+        try:
+            session.restore(record)
+        except (ProtocolError, ValueError) as error:
+            logger.error("session %s: its record cannot be restored: %s", session_id, error)
+            return  # 404: nothing of it can be served here
+        assert self._nursery is not None
+        await self._nursery.start(session.run)
+        self.sessions[session_id] = session
+        session.touch()  # idle until its request registers: a refused one leaves it to expire
+
+    async def _send_elsewhere(
+        self, session: HttpSession, message: Notification | Response | ErrorResponse, body: bytes
+    ) -> bool:
+        """Send on a message that belongs to another worker's copy of the session: True if it
+        was sent on (or is for every copy), False if it is this copy's."""
+        relay = self.options.relay
+        assert relay is not None
+        node: str | None
+        if isinstance(message, Notification):
+            if message.method != "notifications/cancelled":
+                return False
+            params = message.params or {}
+            rid = params.get("requestId")
+            if rid is None or session.engine.in_flight(rid) is not None:
+                return False  # runs here (or is nothing): this copy's
+            node, kind = None, "cancel"  # it runs elsewhere, if anywhere: every copy hears it
+        else:
+            rid = message.id
+            mine = f"{self.options.node_id}/"
+            if not isinstance(rid, str) or "/" not in rid or rid.startswith(mine):
+                return False
+            node, kind = rid.partition("/")[0], "message"
+        try:
+            await relay.send(node, _relayed(kind, session.id, body))
+        except RelayUnavailable as error:
+            logger.error("session %s: %s", session.id, error)
+            raise HttpError(
+                503,
+                "Service Unavailable: the message is for another worker, and the relay to it "
+                "failed; retry",
+                headers=[(b"retry-after", b"1")],
+            ) from None
+        return True
+
+    async def _hold_get(self, session: HttpSession) -> None:
+        """This copy holds the session's GET stream now: say so in the record, so that the
+        other copies send it their requests' messages for it."""
+        session.get_node = self.options.node_id
+        try:
+            await session.save()
+        except ProtocolError as error:
+            # The stream works here; the other copies keep the messages for a GET of theirs.
+            logger.warning("session %s: %s", session.id, error.message)
+
+    def _on_relayed(self, data: bytes) -> None:
+        """A message another worker relayed to this one (or to every one)."""
+        try:
+            note = orjson.loads(data)
+            kind, session_id, body = note["k"], note["s"], note.get("m")
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            logger.warning("relay: ignored a message that is not one of ours")
+            return
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None or session.closing:
+            return
+        if kind == "end":
+            self.forget(session)
+            session.close()
+            return
+        if not isinstance(body, str):
+            return
+        parsed = parse(body)
+        if kind == "get":
+            data = body.encode()
+            # As for this copy's own: progress and logs only to a GET open now.
+            if session.standalone.listener is not None or _waits(data):
+                session.standalone.push(data)
+        elif kind == "message" and isinstance(parsed, Response | ErrorResponse):
+            session.engine.feed(parsed)
+            session.touch()
+        elif kind == "cancel" and isinstance(parsed, Notification):
+            rid = (parsed.params or {}).get("requestId")
+            if rid is not None and session.engine.in_flight(rid) is not None:
+                session.engine.feed(parsed)
+
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = _header(scope, b"mcp-session-id")
         if not session_id:
@@ -1026,7 +1325,9 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
-        if not is_minted_here(session_id, self.options.node_id):
+        if self.options.session_store is None and not is_minted_here(
+            session_id, self.options.node_id
+        ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
         if session is None or session.owner != _identity(principal):
@@ -1158,6 +1459,9 @@ class McpHttpApp:
             await self._request(scope, receive, send, session, parsed, principal)
             return
         # A notification, or the client's response to one of our requests.
+        if self.options.relay is not None and await self._send_elsewhere(session, parsed, body):
+            await self._respond(scope, send, 202)
+            return
         session.engine.feed(parsed)
         session.touch()
         await self._respond(scope, send, 202)
@@ -1358,7 +1662,7 @@ class McpHttpApp:
             elif session.kind is SessionKind.SESSION and request.method == "initialize":
                 items = await _ended(stream, events)
                 stream.delivered()  # answered whole, at once: there is nothing to resume
-                await self._answer_initialize(scope, send, session, items)
+                await self._answer_initialize(scope, send, session, items, request.id)
             elif self.options.json_response:
                 items = await _ended(stream, events)
                 stream.delivered()  # a JSON response carries no event id to resume from
@@ -1395,7 +1699,12 @@ class McpHttpApp:
                 nursery.cancel_scope.cancel()
 
     async def _answer_initialize(
-        self, scope: Scope, send: Send, session: HttpSession, items: list[tuple[str, bytes]]
+        self,
+        scope: Scope,
+        send: Send,
+        session: HttpSession,
+        items: list[tuple[str, bytes]],
+        request_id: RequestId,
     ) -> None:
         """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
         self._opening.discard(session)
@@ -1405,6 +1714,19 @@ class McpHttpApp:
             data = items[-1][1] if items else b""
             await self._respond(scope, send, 200, data)
             return
+        if self.options.session_store is not None:
+            try:
+                # Before the client learns the id: its next request may reach any worker.
+                await session.save()
+            except ProtocolError:
+                session.close()
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session could not be recorded for the other "
+                    "workers; retry",
+                    request_id=request_id,
+                    headers=[(b"retry-after", b"1")],
+                ) from None
         self.sessions[session.id] = session
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
@@ -1606,7 +1928,16 @@ class McpHttpApp:
         last_event = _header(scope, b"last-event-id")
         parsed = parse_event_id(last_event) if last_event else None
         session_id = _header(scope, b"mcp-session-id")
-        if parsed is not None and session_id is not None and session_id not in self.sessions:
+        local = self.sessions.get(session_id) if session_id is not None else None
+        elsewhere = local is None or (
+            # With a session store, a stream none of this worker's copy holds may be live
+            # on another worker's copy of the session.
+            self.options.session_store is not None
+            and parsed is not None
+            and parsed[0] == local.id
+            and local.stream_for_key(parsed[1]) is None
+        )
+        if parsed is not None and session_id is not None and elsewhere:
             # Not here: a session of another worker (or one that died), whose streams a shared
             # store may hold.
             self._check_version(scope)
@@ -1639,6 +1970,8 @@ class McpHttpApp:
         events = stream.attach(resumed=after is not None)
         session.busy()
         try:
+            if stream is session.standalone and self.options.session_store is not None:
+                await self._hold_get(session)
             missed: list[tuple[str, bytes]] = []
             if after is not None and after < upto:
                 replay = None
@@ -1767,7 +2100,37 @@ class McpHttpApp:
         session = self._session_for(scope, principal)
         self.forget(session)
         session.close()
+        if self.options.session_store is not None:
+            try:
+                await self.options.session_store.delete(session.id)
+                if self.options.relay is not None:
+                    await self.options.relay.send(None, _relayed("end", session.id))
+            except RelayUnavailable as error:
+                # Its record is gone: every other copy ends at its next request, or idle.
+                logger.warning("session %s: no other worker was told: %s", session.id, error)
+            except SessionStoreUnavailable as error:
+                logger.error("session %s: %s", session.id, error)
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session ended on this worker, but the session "
+                    "store failed: retry the DELETE",
+                    headers=[(b"retry-after", b"1")],
+                ) from None
         await self._respond(scope, send, 200)
+
+
+async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
+    try:
+        await relay.send(node, message)
+    except RelayUnavailable as error:
+        logger.error("a message for the GET stream on %s was lost: %s", node, error)
+
+
+def _relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
+    note: dict[str, str] = {"k": kind, "s": session_id}
+    if body is not None:
+        note["m"] = body.decode()
+    return orjson.dumps(note)
 
 
 async def _cancel_on_disconnect(

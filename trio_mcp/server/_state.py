@@ -151,6 +151,25 @@ class ConnectionState:
         self.check_initialize()
         self._era = Era.HANDSHAKE
 
+    def restore(
+        self,
+        protocol_version: str,
+        client_info: Implementation,
+        client_capabilities: ClientCapabilities,
+        announced: JSONObject,
+        log_level: str | None,
+    ) -> None:
+        """Enter the handshake era as another worker's ``initialize`` left it, with no handshake
+        here: a replica of a session opened elsewhere, from its record."""
+        self.check_initialize()
+        if log_level is not None:
+            self.set_log_level(log_level)
+        self._era = Era.HANDSHAKE
+        self._protocol_version = protocol_version
+        self._client_info = client_info
+        self._client_capabilities = client_capabilities
+        self._announced = announced
+
     def lock_modern(self) -> None:
         """A modern request succeeded: the connection is modern from now on."""
         self.check_modern_request()
