@@ -17,6 +17,7 @@ from ._redis_events import RedisEventStore
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
+from ._tasks import MemoryTaskStore, TaskRecord, TaskStore
 
 __all__ = [
     "Auth",
@@ -33,6 +34,7 @@ __all__ = [
     "LocalBus",
     "McpHttpApp",
     "MemoryEventStore",
+    "MemoryTaskStore",
     "NotificationBus",
     "Principal",
     "RedisEventStore",
@@ -43,6 +45,8 @@ __all__ = [
     "ServerConnection",
     "StaticTokenVerifier",
     "StreamMeta",
+    "TaskRecord",
+    "TaskStore",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",
