@@ -78,6 +78,12 @@ class Tools:
             )
             return f"{(first.content or {})['name']} {(second.content or {})['name']}"
 
+        @server.tool(task=True)
+        async def chatty(ctx: Context) -> str:
+            await ctx.report_progress(1, 2)
+            await ctx.info("a log line")
+            return "said nothing"
+
         @server.tool(task="required", input_first=True)
         async def named(ctx: Context) -> str:
             answer = await ctx.elicit("Your name?", NAME, key="user_name")
@@ -296,6 +302,17 @@ async def test_input_first_resolves_the_multi_round_trip_before_the_task_exists(
         assert done["result"]["content"][0]["text"] == "Hello from the task, Alice (True)"
         # Without the extension, start_task() is a plain step of the call: here -32021 first.
         assert (await call(peer, 3, "named", caps={"elicitation": {}}))["error"]["code"] == -32021
+
+
+async def test_a_task_sends_no_progress_and_no_log_notifications() -> None:
+    async with wire_to(Tools().server, initialize=False) as peer:
+        extra_meta = {**meta(), "progressToken": "p", "io.modelcontextprotocol/logLevel": "debug"}
+        params = {"name": "chatty", "arguments": {}, "_meta": extra_meta}
+        created = (await peer.request(1, "tools/call", params))["result"]
+        done = await settled(peer, created["taskId"])
+        assert done["result"]["content"][0]["text"] == "said nothing"
+        # Only responses came back: no notification was sent for the task.
+        assert await peer.recv_within(0.1) is None
 
 
 # -- the store, TTL and principals -------------------------------------------------------------

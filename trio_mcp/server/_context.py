@@ -194,9 +194,10 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the client asked for progress on this request."""
+        """Send ``notifications/progress`` if the client asked for progress on this request
+        (never from a task: the tasks extension has no channel for it)."""
         token = self._record.progress_token
-        if token is None or self._record.finished:
+        if token is None or self._record.finished or self.in_task:
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
@@ -209,10 +210,11 @@ class Context:
         )
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``."""
+        """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``
+        (never from a task: the tasks extension has no channel for it)."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}; use one of {LOGGING_LEVELS}")
-        if self._record.finished or not self._wants_log(level):
+        if self._record.finished or self.in_task or not self._wants_log(level):
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}
