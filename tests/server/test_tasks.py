@@ -4,15 +4,19 @@ principal isolation; in memory and over a real hypercorn."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from trio_mcp import Context, ProtocolError, Server, ToolError
+from trio_mcp import Auth, Context, Principal, ProtocolError, Server, StaticTokenVerifier, ToolError
 from trio_mcp.protocol._tasks import TASKS_EXTENSION, TaskState
 from trio_mcp.server._tasks import MemoryTaskStore, TaskManager, TaskRecord
+from trio_mcp.transports import memory_transport_pair
 
 from .._http import request_body, serving
 from ..wire import WirePeer, wire_to
@@ -387,6 +391,44 @@ async def test_a_task_is_visible_only_to_the_principal_that_created_it() -> None
         await manager.create(attempt, owner="alice")
 
 
+ALICE = Principal("alice", "client-1", frozenset())
+BOB = Principal("bob", "client-1", frozenset())
+
+
+@asynccontextmanager
+async def acting_for(server: Server, principal: Principal) -> AsyncIterator[WirePeer]:
+    ours, theirs = memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(functools.partial(server.serve_transport, theirs, principal=principal))
+        yield WirePeer(ours)
+        nursery.cancel_scope.cancel()
+
+
+async def test_with_authorization_another_principal_sees_no_task() -> None:
+    verifier = StaticTokenVerifier({"a": ALICE, "b": BOB})
+    tools = Tools(auth=Auth(verifier, "https://mcp.example.com/mcp"))
+    async with (
+        tools.server.tasks.hosting(),
+        acting_for(tools.server, ALICE) as alice,
+        acting_for(tools.server, BOB) as bob,
+    ):
+        task_id = (await call(alice, 1, "slow", {"seconds": 3600}))["result"]["taskId"]
+        assert (await tasks_request(alice, 2, "tasks/get", task_id))["result"]["status"] == (
+            "working"
+        )
+        for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+            answer = await tasks_request(bob, 3, method, task_id, inputResponses={})
+            assert answer["error"]["code"] == -32602, method
+            assert answer["error"]["message"] == "Invalid params: unknown task"
+        # Bob's cancel changed nothing; Alice's own works.
+        assert (await tasks_request(alice, 4, "tasks/get", task_id))["result"]["status"] == (
+            "working"
+        )
+        await tasks_request(alice, 5, "tasks/cancel", task_id)
+        with trio.fail_after(5):
+            await tools.stopped_by_cancel.wait()
+
+
 # -- over HTTP ---------------------------------------------------------------------------------
 
 
@@ -406,24 +448,47 @@ async def test_over_http_a_task_outlives_the_post_that_created_it() -> None:
 
         async def post(method: str, name: str, params: dict[str, Any]) -> Any:
             body = request_body(1, method, {**params, "_meta": meta()})
-            response = await served.client.post(
-                served.url, json=body, headers=_headers(method, name)
-            )
-            return response
+            return await served.client.post(served.url, json=body, headers=_headers(method, name))
 
-        created = await post("tools/call", "slow", {"name": "slow", "arguments": {"seconds": 0.2}})
+        arguments = {"seconds": 3600}
+        created = await post("tools/call", "slow", {"name": "slow", "arguments": arguments})
         assert created.status_code == 200
         task_id = created.json()["result"]["taskId"]
         # The POST is over; the work goes on in the app's nursery.
-        assert tools.server.tasks.running == 1
         with trio.fail_after(10):
-            while True:
-                got = await post("tasks/get", task_id, {"taskId": task_id})
-                if got.json()["result"]["status"] == "completed":
-                    break
-                await trio.sleep(0.05)
-        assert got.json()["result"]["result"]["content"][0]["text"] == "slept 0.2"
+            await tools.started.wait()
+        got = await post("tasks/get", task_id, {"taskId": task_id})
+        assert got.json()["result"]["status"] == "working"
+        assert tools.server.tasks.running == 1
         # Mcp-Name must be the task id.
         wrong = await post("tasks/get", "another", {"taskId": task_id})
         assert wrong.status_code == 400
         assert wrong.json()["error"]["code"] == -32020
+        cancelled = await post("tasks/cancel", task_id, {"taskId": task_id})
+        assert cancelled.json()["result"]["resultType"] == "complete"
+        with trio.fail_after(10):
+            await tools.stopped_by_cancel.wait()
+        got = await post("tasks/get", task_id, {"taskId": task_id})
+        assert got.json()["result"]["status"] == "cancelled"
+
+        quick = await post("tools/call", "two", {"name": "two", "arguments": {}})
+        quick_id = quick.json()["result"]["taskId"]
+        with trio.fail_after(10):
+            while True:
+                got = await post("tasks/get", quick_id, {"taskId": quick_id})
+                if got.json()["result"]["status"] == "input_required":
+                    break
+                await trio.sleep(0.02)
+        answers = {
+            key: {"action": "accept", "content": {"name": key}}
+            for key in got.json()["result"]["inputRequests"]
+        }
+        update = {"taskId": quick_id, "inputResponses": answers}
+        assert (await post("tasks/update", quick_id, update)).status_code == 200
+        with trio.fail_after(10):
+            while True:
+                got = await post("tasks/get", quick_id, {"taskId": quick_id})
+                if got.json()["result"]["status"] == "completed":
+                    break
+                await trio.sleep(0.02)
+        assert got.json()["result"]["result"]["content"][0]["text"] == " ".join(answers)
