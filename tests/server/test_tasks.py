@@ -345,6 +345,18 @@ async def test_a_settled_task_expires_after_its_ttl_and_never_early(
     assert await store.get("u") is not None
 
 
+async def test_expired_tasks_are_dropped_even_if_nobody_asks_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    store = MemoryTaskStore()
+    for n in range(100):
+        await store.create(TaskRecord(_state(f"t{n}", "completed"), owner=""))
+    assert len(store) == 100
+    await trio.sleep(2)
+    await store.create(TaskRecord(_state("new", "working"), owner=""))
+    assert len(store) == 1
+
+
 async def test_a_terminal_state_never_changes_and_answers_take_only_asked_keys() -> None:
     store = MemoryTaskStore()
     await store.create(TaskRecord(_state("t", "cancelled"), owner=""))
@@ -427,6 +439,30 @@ async def test_with_authorization_another_principal_sees_no_task() -> None:
         await tasks_request(alice, 5, "tasks/cancel", task_id)
         with trio.fail_after(5):
             await tools.stopped_by_cancel.wait()
+
+
+async def test_tasks_are_bounded_and_a_stopping_server_fails_its_running_tasks() -> None:
+    manager = TaskManager(max_running=2)
+    gate = trio.Event()
+
+    async def attempt(answers: Any, data: Any) -> dict[str, Any]:
+        await gate.wait()
+        return {"content": []}
+
+    async with manager.hosting():
+        first = await manager.create(attempt, owner="")
+        await manager.create(attempt, owner="")
+        with pytest.raises(ProtocolError) as info:
+            await manager.create(attempt, owner="")
+        assert info.value.code == -32603
+        assert "Task limit reached" in info.value.message
+    # Leaving the nursery cancelled both: each says why, instead of "working" forever.
+    stopped = await manager.get(first.task_id, owner="")
+    assert stopped.status == "failed"
+    assert stopped.error == {"code": -32603, "message": "The server stopped"}
+    assert manager.running == 0
+    with pytest.raises(ValueError, match="max_running"):
+        TaskManager(max_running=0)
 
 
 # -- over HTTP ---------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from ._registry import (
 )
 from ._schema import explicit_signature, function_signature
 from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
-from ._tasks import DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
+from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,6 +118,7 @@ class Server:
         bus: NotificationBus | None = None,
         task_store: TaskStore | None = None,
         task_ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
+        max_tasks: int = DEFAULT_MAX_RUNNING,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -181,8 +182,9 @@ class Server:
         # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
         #: Tasks (SEP-2663): their records (``task_store``, in memory by default) and the
-        #: nursery their work runs in. ``task_ttl_ms``: how long a settled task is kept.
-        self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms)
+        #: nursery their work runs in. ``task_ttl_ms``: how long a settled task is kept;
+        #: ``max_tasks``: how many run (or wait for input) at once in this process.
+        self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
 
     @property
     def state_audience(self) -> str:

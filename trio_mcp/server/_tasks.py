@@ -19,6 +19,7 @@ workers can follow ``MemoryTaskStore`` without changing the manager.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import secrets
 import time
@@ -48,6 +49,10 @@ logger = logging.getLogger("trio_mcp.server")
 DEFAULT_TASK_TTL_MS = 300_000
 #: How often a client is asked to poll ``tasks/get`` (milliseconds).
 DEFAULT_POLL_INTERVAL_MS = 500
+#: How many tasks one process runs (or keeps parked) at once; the next is refused (-32603).
+DEFAULT_MAX_RUNNING = 1000
+#: How long a task's final status write may take when the server stops under it (seconds).
+FINAL_WRITE_BOUND = 2.0
 
 
 @attrs.frozen
@@ -94,30 +99,40 @@ class MemoryTaskStore:
         self._records: dict[str, TaskRecord] = {}
         #: When a settled record expires, on ``clock`` (Trio's clock by default).
         self._expiry: dict[str, float] = {}
+        #: The same deadlines, soonest first, so expired records are dropped even if nobody
+        #: asks for them again (the store stays bounded by what is alive).
+        self._deadlines: list[tuple[float, str]] = []
         self._clock = clock
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else trio.current_time()
 
+    def _sweep(self) -> None:
+        now = self._now()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            deadline, task_id = heapq.heappop(self._deadlines)
+            if self._expiry.get(task_id) == deadline:
+                del self._expiry[task_id]
+                del self._records[task_id]
+
     def _live(self, task_id: str) -> TaskRecord | None:
-        deadline = self._expiry.get(task_id)
-        if deadline is not None and self._now() >= deadline:
-            del self._expiry[task_id]
-            self._records.pop(task_id, None)
-            return None
+        self._sweep()
         return self._records.get(task_id)
 
     def _put(self, record: TaskRecord) -> None:
         self._records[record.task_id] = record
         ttl = record.state.ttl_ms
         if record.state.terminal and ttl is not None:
-            self._expiry[record.task_id] = self._now() + ttl / 1000
+            deadline = self._now() + ttl / 1000
+            self._expiry[record.task_id] = deadline
+            heapq.heappush(self._deadlines, (deadline, record.task_id))
 
     def __len__(self) -> int:
         return len(self._records)
 
     async def create(self, record: TaskRecord) -> None:
         await trio.lowlevel.checkpoint()
+        self._sweep()
         if record.task_id in self._records:
             raise ValueError(f"a task {record.task_id!r} exists already")
         self._put(record)
@@ -177,9 +192,13 @@ class TaskManager:
         *,
         ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
         poll_interval_ms: int | None = DEFAULT_POLL_INTERVAL_MS,
+        max_running: int = DEFAULT_MAX_RUNNING,
     ) -> None:
         if ttl_ms is not None and ttl_ms < 1:
             raise ValueError("a task's ttl_ms must be a positive integer or None")
+        if max_running < 1:
+            raise ValueError("max_running must be a positive integer")
+        self.max_running = max_running
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -222,6 +241,13 @@ class TaskManager:
         nursery = self._nursery
         if nursery is None:
             raise ProtocolError(INTERNAL_ERROR, "Internal error: the server runs no tasks here")
+        # Checked and claimed with no checkpoint between: creations racing in cannot overshoot.
+        if len(self._running) >= self.max_running:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Task limit reached: at most {self.max_running} tasks run at once",
+                {"maxRunning": self.max_running},
+            )
         now = time.time()
         state = TaskState(
             task_id=secrets.token_urlsafe(24),
@@ -257,6 +283,18 @@ class TaskManager:
             if running.scope.cancelled_caught:
                 with trio.CancelScope(shield=True):
                     await self._settle(task_id, CANCELLED, input_requests=None)
+        except trio.Cancelled:
+            # The server stops under the task (its nursery ends): say so, rather than leave
+            # it "working" for a poller forever (a shared store outlives this process).
+            with trio.CancelScope(shield=True), trio.move_on_after(FINAL_WRITE_BOUND):
+                await self._settle(
+                    task_id,
+                    FAILED,
+                    input_requests=None,
+                    error={"code": INTERNAL_ERROR, "message": "The server stopped"},
+                    status_message="The server stopped before the task finished",
+                )
+            raise
         finally:
             if self._running.get(task_id) is running:
                 del self._running[task_id]
