@@ -319,6 +319,52 @@ async def test_a_task_sends_no_progress_and_no_log_notifications() -> None:
         assert await peer.recv_within(0.1) is None
 
 
+async def test_a_listen_hears_of_its_tasks_status_changes() -> None:
+    tools = Tools()
+    async with wire_to(tools.server, initialize=False) as peer:
+        task_id = (await call(peer, 1, "confirm", {"filename": "x"}))["result"]["taskId"]
+        await settled(peer, task_id, until=frozenset({"input_required"}))
+        refused = await peer.request(
+            2, "subscriptions/listen", {"notifications": {"taskIds": [task_id]}, "_meta": meta({})}
+        )
+        assert refused["error"]["code"] == -32021
+        wanted = {"taskIds": [task_id, "not-a-task"]}
+        await peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "listen",
+                "method": "subscriptions/listen",
+                "params": {"notifications": wanted, "_meta": meta()},
+            }
+        )
+        ack = await peer.recv()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        (key,) = (await tasks_request(peer, 3, "tasks/get", task_id))["result"]["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"confirm": True}}}
+        await peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tasks/update",
+                "params": {"taskId": task_id, "inputResponses": answer, "_meta": meta()},
+            }
+        )
+        statuses = []
+        with trio.fail_after(10):
+            while "completed" not in statuses:
+                frame = await peer.recv()
+                if frame.get("method") == "notifications/tasks":
+                    assert frame["params"]["taskId"] == task_id
+                    assert frame["params"]["_meta"] == {
+                        "io.modelcontextprotocol/subscriptionId": "listen"
+                    }
+                    statuses.append(frame["params"]["status"])
+                    if frame["params"]["status"] == "completed":
+                        assert frame["params"]["result"]["content"][0]["text"].startswith("deleted")
+        assert statuses == ["working", "completed"]
+
+
 # -- the store, TTL and principals -------------------------------------------------------------
 
 

@@ -48,6 +48,7 @@ from ..protocol._tasks import (
     REMOVED_TASK_METHODS,
     TASK_METHODS,
     TASKS_EXTENSION,
+    TaskState,
     create_task_result,
     declares_tasks,
     detailed_task,
@@ -499,6 +500,14 @@ class ServerConnection:
                     listener.id,
                 )
 
+    def send_task_status(self, task: TaskState) -> None:
+        """``notifications/tasks`` (the whole DetailedTask) to the listeners watching it."""
+        for listener in list(self.listeners.values()):
+            if task.task_id in listener.task_ids:
+                params = detailed_task(task)
+                params["_meta"] = {SUBSCRIPTION_ID_KEY: listener.id}
+                self._notify("notifications/tasks", params, listener.id)
+
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
 
@@ -623,6 +632,8 @@ class Listener:
     id: RequestId
     kinds: frozenset[str]
     uris: frozenset[str]
+    #: Tasks (SEP-2663) whose status changes it hears of (``notifications/tasks``).
+    task_ids: frozenset[str] = frozenset()
 
 
 async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -658,6 +669,9 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
                 )
             )
         honoured["resourceSubscriptions"] = sorted(subscribed)
+    watched = await _watched_tasks(conn, record, wanted.get("taskIds"))
+    if watched is not None:
+        honoured["taskIds"] = sorted(watched)
     # Checked and claimed with no checkpoint between: listens racing in cannot overshoot.
     limit = conn.server.max_listens
     if len(conn.listeners) >= limit:
@@ -667,7 +681,7 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
             "connection",
             {"maxListens": limit},
         )
-    listener = Listener(record.id, frozenset(kinds), subscribed)
+    listener = Listener(record.id, frozenset(kinds), subscribed, watched or frozenset())
     conn.listeners[record.id] = listener
     try:
         await conn.session.notify(
@@ -680,6 +694,29 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
         if conn.listeners.get(record.id) is listener:
             del conn.listeners[record.id]
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _watched_tasks(
+    conn: ServerConnection, record: InFlight, task_ids: object
+) -> frozenset[str] | None:
+    """The tasks a listen asks to hear of that it may: only for a request declaring the
+    extension (-32021 otherwise), and only the principal's own tasks (others, and unknown
+    ids, are left out of what is honoured). None: the listen asked for none."""
+    if task_ids is None:
+        return None
+    if not declares_tasks(read_envelope(record.params).client_capabilities):
+        raise tasks_required("subscriptions/listen with taskIds")
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        raise _invalid("Invalid params: notifications.taskIds must be an array of strings")
+    owner = _subject(conn, record)
+    watched = set()
+    for task_id in task_ids:
+        try:
+            await conn.server.tasks.get(task_id, owner=owner)
+        except ProtocolError:
+            continue
+        watched.add(task_id)
+    return frozenset(watched)
 
 
 async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:

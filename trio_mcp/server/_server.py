@@ -18,6 +18,7 @@ from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
+from ..protocol._tasks import TaskState
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -185,6 +186,7 @@ class Server:
         #: nursery their work runs in. ``task_ttl_ms``: how long a settled task is kept;
         #: ``max_tasks``: how many run (or wait for input) at once in this process.
         self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
+        self.tasks.on_change = self._task_changed
 
     @property
     def state_audience(self) -> str:
@@ -605,6 +607,11 @@ class Server:
                 connection.send_resource_updated(uri)
         else:
             logger.debug("ignored a bus event of kind %r", event.kind)
+
+    def _task_changed(self, task: TaskState) -> None:
+        """A task's new state, to this process's listeners watching it."""
+        for connection in list(self.connections):
+            connection.send_task_status(task)
 
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

@@ -204,6 +204,16 @@ class TaskManager:
         self.poll_interval_ms = poll_interval_ms
         self._nursery: trio.Nursery | None = None
         self._running: dict[str, _Running] = {}
+        #: Told of every change of a task's state this process makes (the server tells the
+        #: listeners watching it: ``notifications/tasks``).
+        self.on_change: Callable[[TaskState], None] | None = None
+
+    def _changed(self, record: TaskRecord | None) -> None:
+        if record is not None and self.on_change is not None:
+            try:
+                self.on_change(record.state)
+            except Exception:
+                logger.exception("a task status listener failed")
 
     # -- the home of the tasks' work -----------------------------------------------------------
 
@@ -273,8 +283,12 @@ class TaskManager:
         record = await self.store.get(task_id)
         if record is None:
             return
+        if record.state.terminal:
+            return
         state = attrs.evolve(record.state, status=status, last_updated_at=time.time(), **fields)
-        await self.store.transition(task_id, state)
+        after = await self.store.transition(task_id, state)
+        if after is not None and after.state == state:
+            self._changed(after)
 
     async def _run(self, task_id: str, attempt: Attempt, running: _Running) -> None:
         try:
@@ -346,9 +360,12 @@ class TaskManager:
     async def update(self, task_id: str, responses: Mapping[str, Any], *, owner: str) -> None:
         """Answer some of the task's input requests; once all are, its handler runs again."""
         await self.get(task_id, owner=owner)
+        before = await self.store.get(task_id)
         record = await self.store.answer(task_id, responses)
         if record is None:
             raise unknown_task(task_id)
+        if before is not None and record.state != before.state and record.state.input_requests:
+            self._changed(record)  # fewer questions outstanding
         if record.state.status == INPUT_REQUIRED and not record.state.input_requests:
             await self._settle(task_id, WORKING, input_requests=None)
             running = self._running.get(task_id)
