@@ -180,6 +180,20 @@ async def test_a_protocol_error_fails_the_task_and_a_crash_shows_no_internals() 
         assert "secret" not in str(crashed)
 
 
+async def test_the_handshake_era_knows_no_tasks() -> None:
+    tools = Tools()
+    async with wire_to(tools.server) as peer:
+        slow = await peer.request(1, "tools/call", {"name": "slow", "arguments": {}})
+        assert slow["result"] == {"content": [{"type": "text", "text": "slept 0"}]}
+        required = await peer.request(2, "tools/call", {"name": "fails", "arguments": {}})
+        assert required["result"]["isError"] is True
+        named = await peer.request(3, "tools/call", {"name": "plain", "arguments": {"name": "x"}})
+        assert "resultType" not in named["result"]
+        gone = await peer.request(4, "tasks/get", {"taskId": "x"})
+        assert gone["error"]["code"] == -32601
+    assert len(tools.server.tasks.store) == 0  # type: ignore[arg-type]
+
+
 async def test_the_extension_is_advertised_in_server_discover() -> None:
     async with wire_to(Tools().server, initialize=False) as peer:
         result = (await peer.request(1, "server/discover", {"_meta": meta({})}))["result"]
