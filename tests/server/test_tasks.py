@@ -428,6 +428,13 @@ async def test_a_terminal_state_never_changes_and_answers_take_only_asked_keys()
     assert record is not None
     assert record.answers == {"a": {"action": "accept"}}
     assert record.state.input_requests == {"b": {}}
+    assert record.state.status == "input_required"
+    resumed = await store.answer("q", {"b": {"action": "decline"}})
+    assert resumed is not None and resumed.state.status == "working"
+    assert resumed.state.input_requests is None
+    assert dict(resumed.answers) == {"a": {"action": "accept"}, "b": {"action": "decline"}}
+    # A late answer to a resumed task changes nothing.
+    assert await store.answer("q", {"b": {"action": "accept"}}) == resumed
     with pytest.raises(ValueError, match="exists already"):
         await store.create(TaskRecord(asked, owner=""))
     assert await store.get("missing") is None

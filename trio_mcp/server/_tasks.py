@@ -87,7 +87,9 @@ class TaskStore(Protocol):
 
     async def answer(self, task_id: str, responses: Mapping[str, Any]) -> TaskRecord | None:
         """Take the responses whose keys the task is waiting for (others are ignored), and
-        drop those keys from its input requests. Returns the record afterwards; None if none."""
+        drop those keys from its input requests; when none is left, the task is ``working``
+        again (in the same step, so two updates racing cannot both resume it). Returns the
+        record afterwards; None if none."""
 
 
 class MemoryTaskStore:
@@ -161,7 +163,12 @@ class MemoryTaskStore:
             return record
         for key in taken:
             del waiting[key]
-        state = attrs.evolve(record.state, input_requests=waiting, last_updated_at=time.time())
+        state = attrs.evolve(
+            record.state,
+            status=INPUT_REQUIRED if waiting else WORKING,
+            input_requests=waiting or None,
+            last_updated_at=time.time(),
+        )
         record = attrs.evolve(record, state=state, answers={**record.answers, **taken})
         self._put(record)
         return record
@@ -359,18 +366,18 @@ class TaskManager:
 
     async def update(self, task_id: str, responses: Mapping[str, Any], *, owner: str) -> None:
         """Answer some of the task's input requests; once all are, its handler runs again."""
-        await self.get(task_id, owner=owner)
-        before = await self.store.get(task_id)
+        before = await self.get(task_id, owner=owner)
         record = await self.store.answer(task_id, responses)
         if record is None:
             raise unknown_task(task_id)
-        if before is not None and record.state != before.state and record.state.input_requests:
-            self._changed(record)  # fewer questions outstanding
-        if record.state.status == INPUT_REQUIRED and not record.state.input_requests:
-            await self._settle(task_id, WORKING, input_requests=None)
+        # No checkpoint from here on: the runner cannot park on new questions in between.
+        if record.state == before:
+            return
+        if before.status == INPUT_REQUIRED and record.state.status == WORKING:
             running = self._running.get(task_id)
             if running is not None:
                 running.answered.set()
+        self._changed(record)
 
     async def cancel(self, task_id: str, *, owner: str) -> None:
         """Cancel the task's work (cooperatively: its cancel scope); a finished task is left
