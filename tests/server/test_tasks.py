@@ -60,6 +60,10 @@ class Tools:
         async def fails() -> str:
             raise ToolError("it did not work")
 
+        @server.tool(task="required", scopes="admin")
+        async def admin_job() -> str:
+            return "done"  # pragma: no cover
+
         @server.tool(task=True)
         async def breaks() -> str:
             raise ProtocolError(-32603, "it broke")
@@ -499,6 +503,10 @@ async def test_with_authorization_another_principal_sees_no_task() -> None:
             answer = await tasks_request(bob, 3, method, task_id, inputResponses={})
             assert answer["error"]["code"] == -32602, method
             assert answer["error"]["message"] == "Invalid params: unknown task"
+        # Authorization comes first: a tool Bob may not call tells him nothing of its kind.
+        refused = (await call(bob, 6, "admin_job", caps={}))["error"]
+        assert refused["code"] == -32600
+        assert refused["message"].startswith("Forbidden")
         # Bob's cancel changed nothing; Alice's own works.
         assert (await tasks_request(alice, 4, "tasks/get", task_id))["result"]["status"] == (
             "working"

@@ -280,8 +280,6 @@ class ServerConnection:
         tool = params.get("name") if request.method == "tools/call" else None
         entry = self.server.tools.get(tool) if isinstance(tool, str) else None
         task_mode = entry.task if entry is not None else False
-        if task_mode == "required" and not declared:
-            raise tasks_required(f"the tool {tool!r}")
         as_task = entry if task_mode and declared else None
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -302,6 +300,9 @@ class ServerConnection:
                         "Invalid params: requestState is not valid here (altered, expired, or "
                         "issued for another request)",
                     )
+            if task_mode == "required" and not declared:
+                # Here, past authorization: who may not call the tool does not learn its kind.
+                raise tasks_required(f"the tool {tool!r}")
             try:
                 if as_task is not None:
                     result = await _call_as_task(conn, record, as_task, subject)
