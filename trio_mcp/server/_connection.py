@@ -44,6 +44,17 @@ from ..protocol._jsonrpc import (
     RequestId,
 )
 from ..protocol._methods import CACHEABLE, MODERN_REMOVED, SERVER_REQUEST_CAPABILITY
+from ..protocol._tasks import (
+    REMOVED_TASK_METHODS,
+    TASK_METHODS,
+    TASKS_EXTENSION,
+    TaskState,
+    create_task_result,
+    declares_tasks,
+    detailed_task,
+    task_id_of,
+    tasks_required,
+)
 from ..protocol._types import (
     CallToolResult,
     ClientCapabilities,
@@ -65,6 +76,7 @@ from ._input import (
     InputRequired,
     MalformedInput,
     ModernRequest,
+    StartTask,
     gather,
     input_required_result,
 )
@@ -253,15 +265,25 @@ class ServerConnection:
         """A request carrying its own version and capabilities (2026-07-28)."""
         self.state.check_modern_request()
         envelope = read_envelope(request.params)
-        if request.method in MODERN_REMOVED:
+        if request.method in MODERN_REMOVED or request.method in REMOVED_TASK_METHODS:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":
             return Route(self._instrument(_listen), on_cancel=self._listen_ended)
-        handler = self._handler(request.method)
+        declared = declares_tasks(envelope.client_capabilities)
+        if request.method in TASK_METHODS:
+            if not declared:
+                raise tasks_required(request.method)
+            handler = _TASK_HANDLERS[request.method]
+        else:
+            handler = self._handler(request.method)
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer, audience = self.server.state_sealer, self.server.state_audience
         takes_input = request.method in INPUT_METHODS
+        tool = params.get("name") if request.method == "tools/call" else None
+        entry = self.server.tools.get(tool) if isinstance(tool, str) else None
+        task_mode = entry.task if entry is not None else False
+        as_task = entry if task_mode and declared else None
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
@@ -281,8 +303,14 @@ class ServerConnection:
                         "Invalid params: requestState is not valid here (altered, expired, or "
                         "issued for another request)",
                     )
+            if task_mode == "required" and not declared:
+                # Here, past authorization: who may not call the tool does not learn its kind.
+                raise tasks_required(f"the tool {tool!r}")
             try:
-                result = await handler(conn, record)
+                if as_task is not None:
+                    result = await _call_as_task(conn, record, as_task, subject)
+                else:
+                    result = await handler(conn, record)
             except Exception as exc:
                 asked = single_error(exc)
                 if not isinstance(asked, InputRequired):
@@ -476,6 +504,14 @@ class ServerConnection:
                     listener.id,
                 )
 
+    def send_task_status(self, task: TaskState) -> None:
+        """``notifications/tasks`` (the whole DetailedTask) to the listeners watching it."""
+        for listener in list(self.listeners.values()):
+            if task.task_id in listener.task_ids:
+                params = detailed_task(task)
+                params["_meta"] = {SUBSCRIPTION_ID_KEY: listener.id}
+                self._notify("notifications/tasks", params, listener.id)
+
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
 
@@ -581,8 +617,11 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
 async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
     """Answered in both eras, with no handshake; it never initializes the connection."""
     await trio.lowlevel.checkpoint()
+    capabilities = conn.capabilities()
+    if any(entry.task for entry in conn.server.tools.values()):
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
     return discover_result(
-        capabilities=conn.capabilities(),
+        capabilities=capabilities,
         server_info=conn.server_info_wire,
         instructions=conn.server.instructions,
         hints=conn.cache_hints,
@@ -597,6 +636,8 @@ class Listener:
     id: RequestId
     kinds: frozenset[str]
     uris: frozenset[str]
+    #: Tasks (SEP-2663) whose status changes it hears of (``notifications/tasks``).
+    task_ids: frozenset[str] = frozenset()
 
 
 async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -632,6 +673,9 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
                 )
             )
         honoured["resourceSubscriptions"] = sorted(subscribed)
+    watched = await _watched_tasks(conn, record, wanted.get("taskIds"))
+    if watched is not None:
+        honoured["taskIds"] = sorted(watched)
     # Checked and claimed with no checkpoint between: listens racing in cannot overshoot.
     limit = conn.server.max_listens
     if len(conn.listeners) >= limit:
@@ -641,7 +685,7 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
             "connection",
             {"maxListens": limit},
         )
-    listener = Listener(record.id, frozenset(kinds), subscribed)
+    listener = Listener(record.id, frozenset(kinds), subscribed, watched or frozenset())
     conn.listeners[record.id] = listener
     try:
         await conn.session.notify(
@@ -654,6 +698,29 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
         if conn.listeners.get(record.id) is listener:
             del conn.listeners[record.id]
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _watched_tasks(
+    conn: ServerConnection, record: InFlight, task_ids: object
+) -> frozenset[str] | None:
+    """The tasks a listen asks to hear of that it may: only for a request declaring the
+    extension (-32021 otherwise), and only the principal's own tasks (others, and unknown
+    ids, are left out of what is honoured). None: the listen asked for none."""
+    if task_ids is None:
+        return None
+    if not declares_tasks(read_envelope(record.params).client_capabilities):
+        raise tasks_required("subscriptions/listen with taskIds")
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        raise _invalid("Invalid params: notifications.taskIds must be an array of strings")
+    owner = _subject(conn, record)
+    watched = set()
+    for task_id in task_ids:
+        try:
+            await conn.server.tasks.get(task_id, owner=owner)
+        except ProtocolError:
+            continue
+        watched.add(task_id)
+    return frozenset(watched)
 
 
 async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -719,8 +786,8 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = entry.to_result(value)
     except Exception as exc:
         only = single_error(exc)
-        if isinstance(only, InputRequired):
-            raise only from None  # ends a modern request with an InputRequiredResult
+        if isinstance(only, InputRequired | StartTask):
+            raise only from None  # ends a modern request with an InputRequiredResult (or a task)
         if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
             only, NestedRequestError
         ):
@@ -740,6 +807,77 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
             message = f"Tool {name} failed with an internal error"
         result = CallToolResult(content=[TextContent(message)], is_error=True)
     return to_wire(result)  # type: ignore[no-any-return]
+
+
+async def _call_as_task(
+    conn: ServerConnection, record: InFlight, entry: ToolEntry, owner: str
+) -> JSONObject:
+    """A task-capable tool, for a request that declared the tasks extension: a
+    ``CreateTaskResult`` once the task is stored, its work running in the server's nursery.
+
+    With ``input_first``, the handler first runs in the request itself: its questions are
+    multi round-trips (an InputRequiredResult ends this run), and at ``ctx.start_task()`` the
+    task is made and runs the handler again with the answers gathered. A handler that returns
+    without starting a task answers at once (the immediate-result shortcut).
+    """
+    incoming: ModernRequest = record.envelope
+    if entry.input_first:
+        incoming.may_start_task = True
+        try:
+            return await _tools_call(conn, record)
+        except Exception as exc:
+            if not isinstance(single_error(exc), StartTask):
+                raise
+
+    async def attempt(answers: Mapping[str, Any], data: Mapping[str, Any]) -> JSONObject:
+        rerun = ModernRequest(
+            incoming.envelope, answers=dict(answers), data=dict(data), opening=False, in_task=True
+        )
+        task_record = InFlight(
+            request=record.request,
+            session=record.session,
+            envelope=rerun,
+            principal=record.principal,
+        )
+        return await _tools_call(conn, task_record)
+
+    state = await conn.server.tasks.create(
+        attempt, owner=owner, answers=incoming.answers, data=incoming.data
+    )
+    return create_task_result(state)
+
+
+def _task_id(record: InFlight) -> str:
+    task_id = task_id_of(record.params)
+    if task_id is None:
+        raise _invalid(f"Invalid params: {record.request.method} needs a string 'taskId'")
+    return task_id
+
+
+async def _tasks_get(conn: ServerConnection, record: InFlight) -> JSONObject:
+    state = await conn.server.tasks.get(_task_id(record), owner=_subject(conn, record))
+    return detailed_task(state)
+
+
+async def _tasks_update(conn: ServerConnection, record: InFlight) -> JSONObject:
+    task_id = _task_id(record)
+    responses = record.params.get("inputResponses")
+    if not isinstance(responses, dict):
+        raise _invalid("Invalid params: tasks/update needs an 'inputResponses' object")
+    await conn.server.tasks.update(task_id, responses, owner=_subject(conn, record))
+    return {}
+
+
+async def _tasks_cancel(conn: ServerConnection, record: InFlight) -> JSONObject:
+    await conn.server.tasks.cancel(_task_id(record), owner=_subject(conn, record))
+    return {}
+
+
+_TASK_HANDLERS: dict[str, MethodHandler] = {
+    "tasks/get": _tasks_get,
+    "tasks/update": _tasks_update,
+    "tasks/cancel": _tasks_cancel,
+}
 
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:

@@ -35,7 +35,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ._auth import Principal
-from ._input import INPUT_METHODS, InputRequired, ModernRequest
+from ._input import INPUT_METHODS, InputRequired, ModernRequest, StartTask
 from ._schema import ArgumentsError, elicitation_schema
 from ._state import ConnectionState
 
@@ -194,9 +194,10 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the client asked for progress on this request."""
+        """Send ``notifications/progress`` if the client asked for progress on this request
+        (never from a task: the tasks extension has no channel for it)."""
         token = self._record.progress_token
-        if token is None or self._record.finished:
+        if token is None or self._record.finished or self.in_task:
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
@@ -209,10 +210,11 @@ class Context:
         )
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``."""
+        """Send ``notifications/message`` at ``level``, honouring the client's ``setLevel``
+        (never from a task: the tasks extension has no channel for it)."""
         if level not in LOGGING_LEVELS:
             raise ValueError(f"unknown logging level {level!r}; use one of {LOGGING_LEVELS}")
-        if self._record.finished or not self._wants_log(level):
+        if self._record.finished or self.in_task or not self._wants_log(level):
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -363,6 +365,26 @@ class Context:
         if self._local_state is None:
             self._local_state = {}
         return self._local_state
+
+    @property
+    def in_task(self) -> bool:
+        """True while the handler runs as a task's work (SEP-2663)."""
+        modern = self._record.envelope
+        return modern is not None and bool(modern.in_task)
+
+    async def start_task(self) -> None:
+        """Become a task here (a tool registered with ``task=..., input_first=True``).
+
+        The questions the handler asked before this call were multi round-trips of the request
+        itself; here the request ends with a ``CreateTaskResult`` and the task runs the handler
+        again, where the same questions return the answers already given and this call
+        returns. Where no task is to be made (a request without the extension, a handshake-era
+        request, or already in the task), it returns at once.
+        """
+        await trio.lowlevel.checkpoint()
+        modern = self._record.envelope
+        if modern is not None and modern.may_start_task and not modern.in_task:
+            raise StartTask()
 
     async def elicit(
         self,

@@ -40,6 +40,12 @@ class InputRequired(Exception):
         self.requests = requests
 
 
+class StartTask(Exception):
+    """Raised by ``ctx.start_task()`` to end a request's run with a ``CreateTaskResult``: the
+    task then runs the handler again, with the input gathered so far. Control flow, like
+    :class:`InputRequired`."""
+
+
 @attrs.define(eq=False)
 class ModernRequest:
     """A modern request as its handler sees it: its envelope, and the input gathered so far."""
@@ -59,6 +65,10 @@ class ModernRequest:
     unsolicited: dict[str, Any] = attrs.field(factory=dict)
     opening: bool = True
     together: bool = False
+    #: Tasks (SEP-2663): the handler runs as a task's work; or, before the task exists, it may
+    #: become one at ``await ctx.start_task()`` (its earlier questions are multi round-trips).
+    in_task: bool = False
+    may_start_task: bool = False
 
     @property
     def protocol_version(self) -> str:

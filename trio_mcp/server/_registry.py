@@ -42,6 +42,7 @@ from ..protocol._types import (
 )
 from ._auth import Auth
 from ._schema import FunctionSignature
+from ._tasks import TaskManager
 
 CONTENT_TYPES: tuple[type, ...] = (
     TextContent,
@@ -112,6 +113,11 @@ class ToolEntry:
     in_thread: bool
     #: Scopes a caller's token must hold to see and call it (``@server.tool(scopes=...)``).
     scopes: frozenset[str] = frozenset()
+    #: Tasks (SEP-2663): False (never a task), True (a task when the request declares the
+    #: extension) or "required" (-32021 for a request that does not).
+    task: bool | str = False
+    #: Whether its questions before ``await ctx.start_task()`` come before the task is made.
+    input_first: bool = False
 
     def to_result(self, value: Any) -> CallToolResult:
         """Turn what a tool returned into a ``CallToolResult``."""
@@ -370,6 +376,8 @@ class Registrations(Protocol):
     def max_listens(self) -> int: ...
     @property
     def auth(self) -> Auth | None: ...
+    @property
+    def tasks(self) -> TaskManager: ...
 
     def record(self, record: RequestRecord) -> None:
         """Tell the instrumentation hook about a finished request."""

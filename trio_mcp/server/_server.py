@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn, TypeVar, overload
+from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import trio
 
@@ -18,6 +18,7 @@ from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
+from ..protocol._tasks import TaskState
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -51,6 +52,7 @@ from ._registry import (
 )
 from ._schema import explicit_signature, function_signature
 from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
+from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,6 +117,9 @@ class Server:
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         auth: Auth | None = None,
         bus: NotificationBus | None = None,
+        task_store: TaskStore | None = None,
+        task_ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
+        max_tasks: int = DEFAULT_MAX_RUNNING,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -177,6 +182,11 @@ class Server:
         # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
         # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
+        #: Tasks (SEP-2663): their records (``task_store``, in memory by default) and the
+        #: nursery their work runs in. ``task_ttl_ms``: how long a settled task is kept;
+        #: ``max_tasks``: how many run (or wait for input) at once in this process.
+        self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
+        self.tasks.on_change = self._task_changed
 
     @property
     def state_audience(self) -> str:
@@ -238,6 +248,8 @@ class Server:
         in_thread: bool = True,
         strict: bool | None = None,
         scopes: Iterable[str] | str | None = None,
+        task: bool | Literal["required"] = False,
+        input_first: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -256,6 +268,8 @@ class Server:
         in_thread: bool = True,
         strict: bool | None = None,
         scopes: Iterable[str] | str | None = None,
+        task: bool | Literal["required"] = False,
+        input_first: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
@@ -270,7 +284,18 @@ class Server:
         caller's access token must grant (beyond ``Auth.required_scopes``; implied scopes
         count) for the tool to be listed to them and called: see "Authorization" in the class
         docstring. Without ``Server(auth=...)`` nothing is enforced.
+
+        ``task`` (the tasks extension, SEP-2663, modern era only): ``True`` makes the tool
+        task-capable: a request that declares ``io.modelcontextprotocol/tasks`` gets a
+        ``CreateTaskResult`` and the work runs as a task; any other request is served as usual.
+        ``"required"``: a request without the extension gets -32021. ``input_first=True``: the
+        handler runs in the request until ``await ctx.start_task()``, so the questions it asks
+        before that are multi round-trips answered before the task is created.
         """
+        if task not in (False, True, "required"):
+            raise ValueError("server.tool(task=...) takes False, True or 'required'")
+        if input_first and not task:
+            raise ValueError("server.tool(input_first=True) needs task=True or task='required'")
         if isinstance(fn, str):
             if name is not None:
                 raise TypeError("server.tool() takes the name once: positionally or as name=")
@@ -311,7 +336,16 @@ class Server:
                 meta=meta,
             )
             self.add_tool(
-                ToolEntry(tool, func, signature, is_async_callable(func), in_thread, scopes=needed)
+                ToolEntry(
+                    tool,
+                    func,
+                    signature,
+                    is_async_callable(func),
+                    in_thread,
+                    scopes=needed,
+                    task=task,
+                    input_first=input_first,
+                )
             )
             return func
 
@@ -574,6 +608,11 @@ class Server:
         else:
             logger.debug("ignored a bus event of kind %r", event.kind)
 
+    def _task_changed(self, task: TaskState) -> None:
+        """A task's new state, to this process's listeners watching it."""
+        for connection in list(self.connections):
+            connection.send_task_status(task)
+
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -581,8 +620,11 @@ class Server:
 
         The HTTP app's lifespan runs it; started once subscribed, ``BusError`` when the bus
         cannot be reached. Without it, ``notify_*`` reach this process's connections only.
+        It is also the home of the server's tasks (SEP-2663): their work runs in its nursery,
+        so it outlives the request that created it.
         """
-        await self.notifier.run(task_status=task_status)
+        async with self.tasks.hosting():
+            await self.notifier.run(task_status=task_status)
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -611,7 +653,10 @@ class Server:
         connection.session = session
         self.connections.add(connection)
         try:
-            await session.run(task_status=task_status)
+            # Tasks created here run in the server's task nursery; without one (no HTTP app
+            # runs), in this connection's.
+            async with self.tasks.hosting():
+                await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)
 
