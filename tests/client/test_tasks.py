@@ -145,15 +145,24 @@ async def test_input_required_is_answered_through_the_callback(where: str) -> No
         assert text(first) == "Hello from the task, Your name? (True)"
 
 
+class Polled:
+    """The task ids a client polled, and an event set at its first ``tasks/get``."""
+
+    def __init__(self) -> None:
+        self.first = trio.Event()
+        self.task_ids: list[str] = []
+
+
 @asynccontextmanager
-async def polling(client: Client) -> AsyncIterator[trio.Event]:
-    """An event set once the client sends its first ``tasks/get``: it holds the task by then."""
-    polled = trio.Event()
+async def polling(client: Client) -> AsyncIterator[Polled]:
+    """Records the task ids the client polls: it holds the task by its first ``tasks/get``."""
+    polled = Polled()
     send = client.request
 
     async def request(method: str, params: Any = None, **options: Any) -> Any:
         if method == "tasks/get":
-            polled.set()
+            polled.task_ids.append(params["taskId"])
+            polled.first.set()
         return await send(method, params, **options)
 
     client.request = request  # type: ignore[method-assign]
@@ -174,7 +183,7 @@ async def test_cancelling_the_caller_cancels_the_task_on_the_server(where: str) 
                     await client.call_tool("slow", {"seconds": 60})
 
                 nursery.start_soon(call)
-                await polled.wait()
+                await polled.first.wait()
                 nursery.cancel_scope.cancel()
         assert not scope.cancelled_caught
         with trio.fail_after(5):
@@ -272,22 +281,28 @@ async def test_a_server_answering_at_once_still_works(where: str) -> None:
 
 async def test_the_extension_is_declared_on_tools_call_and_task_requests_only() -> None:
     tools = Tools()
-    seen: dict[str, Any] = {}
+    seen: list[tuple[str, Any]] = []
 
     @tools.server.tool()
     async def caps(ctx: Context) -> str:
-        seen["tools/call"] = ctx.client_capabilities
+        seen.append(("tools/call", ctx.client_capabilities.extra.get("extensions")))
         return "ok"
+
+    @tools.server.prompt()
+    async def hello(ctx: Context) -> str:
+        seen.append(("prompts/get", ctx.client_capabilities.extra.get("extensions")))
+        return "hi"
 
     async with connected(tools, "memory") as client:
         await client.call_tool("caps")
-        envelope = client._envelope(tasks=False)
-        declared = client._envelope(tasks=True)
-    extensions = getattr(seen["tools/call"], "extra", {}).get("extensions") or {}
-    assert TASKS_EXTENSION in extensions
-    key = "io.modelcontextprotocol/clientCapabilities"
-    assert "extensions" not in envelope[key]
-    assert declared[key]["extensions"] == {TASKS_EXTENSION: {}}
+        await client.get_prompt("hello")
+    async with connected(tools, "memory", tasks=False) as client:
+        await client.call_tool("caps")
+    assert seen == [
+        ("tools/call", {TASKS_EXTENSION: {}}),
+        ("prompts/get", None),
+        ("tools/call", None),
+    ]
 
 
 def test_the_poll_interval_honours_the_server_within_bounds() -> None:
@@ -295,3 +310,17 @@ def test_the_poll_interval_honours_the_server_within_bounds() -> None:
     assert poll_interval({"pollIntervalMs": 0}) == POLL_FLOOR
     assert poll_interval({"pollIntervalMs": 3_600_000}) == POLL_CEILING
     assert poll_interval({}) == poll_interval({"pollIntervalMs": "soon"}) == 0.5
+
+
+async def test_a_failing_callback_raises_and_cancels_the_task() -> None:
+    async def broken(params: Any) -> ElicitResult:
+        await trio.lowlevel.checkpoint()
+        raise ValueError("the window was closed")
+
+    tools = Tools()
+    async with connected(tools, "memory", on_elicit=broken) as client, polling(client) as polled:
+        with pytest.raises(ValueError, match="the window was closed"):
+            await client.call_tool("confirm", {"filename": "a.txt"})
+        assert polled.task_ids
+        task = await client.request("tasks/get", {"taskId": polled.task_ids[0]})
+        assert task["status"] == "cancelled"
