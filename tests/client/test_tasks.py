@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -324,3 +325,26 @@ async def test_a_failing_callback_raises_and_cancels_the_task() -> None:
         assert polled.task_ids
         task = await client.request("tasks/get", {"taskId": polled.task_ids[0]})
         assert task["status"] == "cancelled"
+
+
+async def test_task_requests_over_http_name_their_task_in_mcp_name() -> None:
+    tools = Tools()
+    sent: list[tuple[str | None, str | None]] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append((request.headers.get("mcp-method"), request.headers.get("mcp-name")))
+
+    async with (
+        serving(tools.server) as served,
+        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        open_client(served.url, mode="modern", http_client=http) as client,
+    ):
+        task = await client.call_tool_task("gated")
+        await task.refresh()
+        await task.answer({"unknown": {"action": "accept"}})  # a key it never asked: ignored
+        tools.release.set()
+        await task.result()
+    assert ("tools/call", "gated") in sent
+    task_requests = [entry for entry in sent if entry[0] and entry[0].startswith("tasks/")]
+    assert {method for method, _ in task_requests} == {"tasks/get", "tasks/update"}
+    assert {name for _, name in task_requests} == {task.task_id}

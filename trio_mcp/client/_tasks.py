@@ -113,9 +113,9 @@ class ToolTask:
 
     async def answer(self, responses: JSONObject) -> None:
         """Answer input requests by key (``tasks/update``); a partial set is allowed, and keys
-        already answered are not sent again."""
+        already answered are not sent again, nor anything to a finished task."""
         fresh = {key: value for key, value in responses.items() if key not in self._answered}
-        if self.task_id is None or not fresh:
+        if self.task_id is None or self.terminal or not fresh:
             await trio.lowlevel.checkpoint()
             return
         await self._send("tasks/update", {"taskId": self.task_id, "inputResponses": fresh})
