@@ -294,6 +294,7 @@ class Report:
         self.scale()
         self.inprocess()
         self.fleet()
+        self.tasks()
         self.clock()
         self.method()
         return "\n".join(self.lines) + "\n"
@@ -436,6 +437,39 @@ class Report:
             row.append(cell(self.stat(job, "busiest_backend_cpu_share"), 2))
             rows.append(row)
         self.table(header, rows)
+
+    def tasks(self) -> None:
+        if "tasks" not in self.jobs:
+            return
+        p = self.p
+        self.add(
+            "## 7. Tasks (SEP-2663) over HTTP",
+            "",
+            f"`benchmarks/tasks.py`: a trio_mcp server under hypercorn in its own process, "
+            f"driven with raw modern-era POSTs, one at a time; {p['task_calls']} calls after "
+            f"{p['task_warmup']} warm-up. Creation: `tools/call` to its `CreateTaskResult`; "
+            "completion: `tools/call` to the first `tasks/get` showing `completed`, polling at "
+            f"once. Memory: server VmRSS before and after {p['task_parked']:,} tasks parked.",
+            "",
+        )
+        rows = [
+            [label, *(cell(self.stat("tasks", f"{name}_{q}_us")) for q in ("p50", "p90", "p99"))]
+            for label, name in (("creation", "create"), ("completion", "complete"))
+        ]
+        self.table(["latency (µs)", "p50", "p90", "p99"], rows)
+        self.table(
+            ["memory per parked task", "KiB"],
+            [
+                [
+                    "at `input_required` (one elicitation)",
+                    cell(self.stat("tasks", "parked_input_kib_per_task"), 1),
+                ],
+                [
+                    "sleeping (`trio.sleep`)",
+                    cell(self.stat("tasks", "parked_sleep_kib_per_task"), 1),
+                ],
+            ],
+        )
 
     def inprocess(self) -> None:
         if "inprocess" not in self.jobs:

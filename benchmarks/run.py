@@ -62,6 +62,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 5000,
         "fleet_warmup": 1000,
         "fleet_concurrency": 16,
+        "task_calls": 2000,
+        "task_warmup": 300,
+        "task_parked": 5000,
     },
     "quick": {
         "runs": 2,
@@ -80,6 +83,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 1500,
         "fleet_warmup": 300,
         "fleet_concurrency": 16,
+        "task_calls": 500,
+        "task_warmup": 100,
+        "task_parked": 1000,
     },
     "smoke": {
         "runs": 1,
@@ -98,9 +104,12 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 30,
         "fleet_warmup": 5,
         "fleet_concurrency": 4,
+        "task_calls": 20,
+        "task_warmup": 5,
+        "task_parked": 50,
     },
 }
-SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet")
+SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet", "tasks")
 #: How many backends the fleet section puts behind nginx.
 FLEET_SIZES = (1, 2, 3)
 
@@ -363,6 +372,13 @@ class Bench:
         command = [*PYTHON, str(Path("benchmarks") / "scale_out.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
+    def tasks(self) -> dict[str, float]:
+        p = self.p
+        spec = {"calls": p["task_calls"], "warmup": p["task_warmup"], "parked": p["task_parked"]}
+        spec["settle_ms"] = p["settle_ms"]
+        command = [*PYTHON, str(Path("benchmarks") / "tasks.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
     def jobs(self, sections: Sequence[str]) -> list[tuple[str, Callable[[], dict[str, float]]]]:
         jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
 
@@ -395,6 +411,8 @@ class Bench:
         if "fleet" in sections:
             for size in FLEET_SIZES:
                 add(f"fleet {size}", lambda k=size: self.fleet(k))
+        if "tasks" in sections:
+            add("tasks", self.tasks)
         return jobs
 
 

@@ -27,6 +27,7 @@ SECTIONS = {
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
     "fleet": ["fleet 1", "fleet 2", "fleet 3"],
+    "tasks": ["tasks"],
 }
 
 #: Only so that a hang fails instead of blocking the suite.

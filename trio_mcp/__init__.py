@@ -26,6 +26,7 @@ from .client import (
     Subscription,
     TokenSet,
     TokenStore,
+    ToolTask,
     open_client,
 )
 from .protocol import (
@@ -312,6 +313,7 @@ __all__ = [
     "ToolError",
     "ToolExecution",
     "ToolResultContent",
+    "ToolTask",
     "ToolUseContent",
     "VerifierUnavailable",
     "WorkloadIdentity",

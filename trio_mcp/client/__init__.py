@@ -16,6 +16,7 @@ from ._client import (
 )
 from ._oauth_errors import OAuthError
 from ._target import Servable, Target
+from ._tasks import ToolTask
 from ._tokens import (
     ClientRegistration,
     FileTokenStore,
@@ -92,6 +93,7 @@ __all__ = [
     "Target",
     "TokenSet",
     "TokenStore",
+    "ToolTask",
     "WorkloadIdentity",
     "open_client",
 ]

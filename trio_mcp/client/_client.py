@@ -37,6 +37,7 @@ from ..protocol._jsonrpc import (
     RequestId,
     is_valid_id,
 )
+from ..protocol._tasks import TASK_METHODS, TASKS_EXTENSION
 from ..protocol._types import (
     LOGGING_LEVELS,
     CallToolResult,
@@ -81,6 +82,7 @@ from ..transports._stdio import StderrTarget, open_process_transport
 from ..transports._transport import Transport
 from ._cache import ResultCache, invalidates
 from ._target import Servable, Target
+from ._tasks import ToolTask
 
 if TYPE_CHECKING:
     import httpx
@@ -389,6 +391,7 @@ class Client:
         *,
         client_info: Implementation,
         default_timeout: float | None = None,
+        tasks: bool = True,
     ) -> None:
         self.session = session
         self._dispatcher = dispatcher
@@ -402,6 +405,8 @@ class Client:
         self.max_input_rounds = 10
         #: The modern era's per-request log level (sent in the envelope when set).
         self.log_level: str | None = None
+        #: Whether modern ``tools/call`` (and ``tasks/*``) requests declare the tasks extension.
+        self.tasks = tasks
 
     # -- handshake -----------------------------------------------------------------------------
 
@@ -483,8 +488,10 @@ class Client:
             return False
         raise InitializeError("no mutually supported modern protocol version")
 
-    def _envelope(self, version: str | None = None) -> JSONObject:
+    def _envelope(self, version: str | None = None, *, tasks: bool = False) -> JSONObject:
         caps = to_wire(self._dispatcher.capabilities())
+        if tasks:
+            caps["extensions"] = {**caps.get("extensions", {}), TASKS_EXTENSION: {}}
         return make_envelope(
             version or (self.discovered.protocol_version if self.discovered else "2026-07-28"),
             caps,
@@ -599,7 +606,8 @@ class Client:
         retried with a new id, the answers, and the requestState echoed untouched.
         """
         deadline = math.inf if max_total is None else trio.current_time() + max_total
-        envelope = self._envelope()
+        declares = self.tasks and (method == "tools/call" or method in TASK_METHODS)
+        envelope = self._envelope(tasks=declares)
         retry: JSONObject = {}
         for round_number in range(self.max_input_rounds + 1):
             user_meta = body.get("_meta")
@@ -614,7 +622,7 @@ class Client:
                 request_id=request_id if round_number == 0 else None,
             )
             kind = result.get("resultType", "complete")
-            if kind == "complete":
+            if kind == "complete" or (kind == "task" and declares and method == "tools/call"):
                 return result
             if kind != "input_required":
                 raise MCPError(f"the server answered {method} with an unknown resultType {kind!r}")
@@ -671,6 +679,39 @@ class Client:
         In the modern era a refusal for mismatched headers (-32020) usually means the tool's
         ``x-mcp-header`` declarations are unknown or stale: the tools are listed again and the
         call is made once more (the server refused it before running it).
+
+        A server may answer a modern call with a task (the tasks extension, declared unless
+        ``open_client(tasks=False)``): the task is followed to its end as :class:`ToolTask`
+        does, and its result returned, so the caller sees a plain call. A ``failed`` task raises
+        its error as ``ProtocolError``. Leaving early (the caller's scope cancelled, or
+        ``max_total``, which bounds the whole call, expiring) sends ``tasks/cancel``.
+        """
+        max_total = options.get("max_total")
+        deadline = math.inf if max_total is None else trio.current_time() + max_total
+        task = await self.call_tool_task(name, arguments, **options)
+        if task.task_id is None:
+            return await task.result()
+        with trio.CancelScope(deadline=deadline):
+            try:
+                return await task.result()
+            except BaseException:
+                if not task.terminal:
+                    await task.cancel_shielded()
+                raise
+        raise RequestTimeout("tools/call", options.get("timeout"), max_total)
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> ToolTask:
+        """Call a tool and return the task the server made of it, without waiting for its end.
+
+        The :class:`ToolTask` has ``task_id`` and ``status``, and ``refresh()``, ``answer()``,
+        ``cancel()`` and ``result()``. When the server answers at once (any handshake-era call,
+        a tool that is not task-capable, ``open_client(tasks=False)``), ``task_id`` is None and
+        the handle is already ``completed``. Its requests use this call's ``timeout``.
         """
         params: JSONObject = {"name": name}
         if arguments is not None:
@@ -684,7 +725,12 @@ class Client:
                 self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
             await self.list_tools()
             raw = await self._call("tools/call", params, {**options, "request_id": None})
-        return from_wire(raw, CallToolResult)
+        timeout = options.get("timeout")
+
+        async def send(method: str, task_params: JSONObject) -> JSONObject:
+            return await self.request(method, task_params, timeout=timeout)
+
+        return ToolTask(name, raw, send, self._fulfil_all)
 
     async def get_prompt(
         self,
@@ -925,6 +971,7 @@ async def open_client(
     on_log: Callback | None = None,
     on_notification: Callback | None = None,
     default_timeout: float | None = None,
+    tasks: bool = True,
     initialize_timeout: float | None = 60.0,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
@@ -957,6 +1004,10 @@ async def open_client(
       flow (a failure raises its ``OAuthError``);
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
+
+    ``tasks`` (on by default) declares the tasks extension on modern ``tools/call`` requests,
+    so a server may answer one with a task; ``call_tool`` then polls it to its end, so its
+    callers see an ordinary call (see ``Client.call_tool_task`` for the task itself).
     """
     mode, version = resolve_mode(mode, protocol_version)
     dispatcher = ClientDispatcher(
@@ -988,6 +1039,7 @@ async def open_client(
                         dispatcher,
                         client_info=client_info or DEFAULT_CLIENT_INFO,
                         default_timeout=default_timeout,
+                        tasks=tasks,
                     )
                     await client._connect(mode, version, initialize_timeout, probe_timeout)
                     try:
