@@ -256,6 +256,42 @@ async def test_cancel_stops_the_handler_and_a_finished_task_gets_the_same_ack() 
         assert (await settled(peer, done_id))["status"] == "completed"
 
 
+class SlowStore(MemoryTaskStore):
+    """A store whose durable write takes until the test lets it finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = trio.Event()
+        self.written = trio.Event()
+
+    async def create(self, record: TaskRecord) -> None:
+        self.writing.set()
+        await self.written.wait()
+        await super().create(record)
+
+
+async def test_a_task_whose_request_is_cancelled_before_its_answer_is_cancelled_too() -> None:
+    """The client cancels the tools/call while the task is being stored: it will never learn
+    the task's id, so the server cancels the task itself (its handler stops), and answers
+    nothing for the cancelled request."""
+    store = SlowStore()
+    tools = Tools(task_store=store)
+    async with wire_to(tools.server, initialize=False) as peer:
+        params = {"name": "slow", "arguments": {"seconds": 3600}, "_meta": meta()}
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        with trio.fail_after(5):
+            await store.writing.wait()
+        await peer.cancel(1, "changed my mind")
+        await trio.testing.wait_all_tasks_blocked()
+        store.written.set()
+        with trio.fail_after(5):
+            await tools.stopped_by_cancel.wait()
+        (task_id,) = store._records
+        stored = await store.get(task_id)
+        assert stored is not None and stored.state.status == "cancelled"
+        assert await peer.recv_within(0.2) is None  # the cancelled request gets no answer
+
+
 # -- input -------------------------------------------------------------------------------------
 
 

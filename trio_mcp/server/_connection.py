@@ -841,9 +841,16 @@ async def _call_as_task(
         )
         return await _tools_call(conn, task_record)
 
-    state = await conn.server.tasks.create(
-        attempt, owner=owner, answers=incoming.answers, data=incoming.data
-    )
+    # The creation is shielded from the request's own cancel, and checked after: a client that
+    # went away (or cancelled) before the CreateTaskResult reached it never learns the task's
+    # id, so nobody could read or cancel that task; it is cancelled here instead.
+    with trio.CancelScope(shield=True):
+        state = await conn.server.tasks.create(
+            attempt, owner=owner, answers=incoming.answers, data=incoming.data
+        )
+        if record.cancel_requested or record.scope.cancel_called:
+            await conn.server.tasks.cancel(state.task_id, owner=owner)
+    await trio.lowlevel.checkpoint()
     return create_task_result(state)
 
 
