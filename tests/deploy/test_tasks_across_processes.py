@@ -145,6 +145,7 @@ async def test_a_task_is_read_answered_cancelled_through_other_processes(tmp_pat
             url = rest[0].base + "/mcp"
             await post(client, url, "tasks/update", task_id, taskId=task_id, inputResponses=answer)
             task = await until(client, rest[1].base + "/mcp", task_id, "working")
+            await written(tmp_path / "answered.waiting")  # the runner's work goes on
             # Cancelled through the third process: the runner's work stops (it says so).
             cancelled = await post(
                 client, rest[1].base + "/mcp", "tasks/cancel", task_id, taskId=task_id
@@ -171,6 +172,7 @@ async def test_a_task_is_read_answered_cancelled_through_other_processes(tmp_pat
                     client, url, "tasks/update", task_id, taskId=task_id, inputResponses=answer
                 )
                 task = await until(client, running.url, task_id, "working")
+                await written(tmp_path / "restarted.waiting")
                 await post(client, url, "tasks/cancel", task_id, taskId=task_id)
                 with trio.fail_after(GUARD):
                     await written(tmp_path / "restarted.cancelled")

@@ -19,6 +19,7 @@ from trio_mcp.protocol._tasks import (
     COMPLETED,
     FAILED,
     INPUT_REQUIRED,
+    TASKS_EXTENSION,
     WORKING,
     TaskState,
 )
@@ -28,6 +29,7 @@ from trio_mcp.server._redis_bus import RedisBus
 from trio_mcp.server._redis_tasks import WORKER_LOST, RedisTaskStore
 from trio_mcp.server._tasks import TaskManager, TaskRecord, TaskStoreUnavailable
 
+from .._http import request_body, serving
 from ..deploy._services import free_port, redis_server
 
 QUESTION = {"method": "elicitation/create", "params": {"message": "name?"}}
@@ -241,3 +243,64 @@ async def test_another_worker_answers_and_cancels_a_task(tmp_path: Path) -> None
         with pytest.raises(Exception, match="unknown task"):
             await two.tasks.get(slow.task_id, owner="mallory")
         nursery.cancel_scope.cancel()
+
+
+# -- over HTTP -----------------------------------------------------------------------------------
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}},
+}
+
+
+async def test_an_app_does_not_start_on_an_unreachable_task_store() -> None:
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
+    server = Server("probe", task_store=RedisTaskStore(url, timeout=1))
+    with pytest.raises(TaskStoreUnavailable) as caught:
+        async with server.http_app().running():
+            pass  # pragma: no cover
+    assert "the task store's Redis at redis://:***@127.0.0.1:" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+async def test_redis_lost_mid_run_task_requests_answer_32603_the_rest_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with redis_server(tmp_path) as redis:
+        server = Server("probe", task_store=RedisTaskStore(redis.url, timeout=1))
+
+        @server.tool(task=True)
+        async def slow() -> str:
+            await trio.sleep(3600)
+            raise AssertionError  # pragma: no cover
+
+        async with serving(server) as served:
+
+            async def post(method: str, name: str, params: dict[str, Any]) -> Any:
+                headers = {
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json",
+                    "mcp-protocol-version": "2026-07-28",
+                    "mcp-method": method,
+                    "mcp-name": name,
+                }
+                body = request_body(1, method, {**params, "_meta": MODERN_META})
+                response = await served.client.post(served.url, json=body, headers=headers)
+                return response.json()
+
+            created = await post("tools/call", "slow", {"name": "slow", "arguments": {}})
+            task_id = created["result"]["taskId"]
+            got = await post("tasks/get", task_id, {"taskId": task_id})
+            assert got["result"]["status"] == WORKING
+            await redis.stop()
+            for method in ("tasks/get", "tasks/cancel"):
+                answer = await post(method, task_id, {"taskId": task_id})
+                assert answer["error"]["code"] == INTERNAL_ERROR
+                assert answer["error"]["message"] == "Internal error: the task store is unavailable"
+            refused = await post("tools/call", "slow", {"name": "slow", "arguments": {}})
+            assert refused["error"]["code"] == INTERNAL_ERROR
+            listed = await post("tools/list", "", {})
+            assert [tool["name"] for tool in listed["result"]["tools"]] == ["slow"]
+            await redis.start()
+            got = await post("tasks/get", task_id, {"taskId": task_id})
+            assert got["error"]["code"] != INTERNAL_ERROR  # Redis came back empty: unknown

@@ -2,8 +2,9 @@
 processes tests need to pick another process for ``tasks/update`` and ``tasks/cancel``).
 
 ``hold`` asks a name (the task parks at ``input_required``, the question naming the pid that
-asks), then waits ``seconds`` and answers with the pid that ran it and the name; if its work is
-cancelled, it writes ``<tag>.cancelled`` (with its pid) into ``$TASK_FLEET_DIR``.
+asks), then waits ``seconds`` and answers with the pid that ran it and the name. Into
+``$TASK_FLEET_DIR`` it writes ``<tag>.waiting`` once it waits, and ``<tag>.cancelled`` (with its
+pid) if its work is cancelled while it waits.
 
     trio-mcp serve tests/servers/task_fleet_server.py --transport http --port P --redis-url URL
 """
@@ -28,10 +29,12 @@ async def hold(tag: str, ctx: Context, seconds: float = 0) -> dict[str, int | st
     """Ask a name, then wait ``seconds``; say which process ran the task."""
     answer = await ctx.elicit(f"Your name? (asked by pid {os.getpid()})", FORM)
     name = answer.content.get("name") if answer.content is not None else None
+    directory = trio.Path(os.environ["TASK_FLEET_DIR"])
+    await (directory / f"{tag}.waiting").write_text(str(os.getpid()))
     try:
         await trio.sleep(seconds)
     except trio.Cancelled:
-        where = Path(os.environ["TASK_FLEET_DIR"]) / f"{tag}.cancelled"
-        where.write_text(str(os.getpid()))
+        # Written synchronously: a cancelled task cannot await a thread.
+        Path(directory / f"{tag}.cancelled").write_text(str(os.getpid()))  # noqa: ASYNC240
         raise
     return {"ran_on": os.getpid(), "name": name if isinstance(name, str) else None}

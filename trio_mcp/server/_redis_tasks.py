@@ -79,6 +79,20 @@ return {ARGV[2], ARGV[1], 1}
 """
 )
 
+# KEYS[1] the task; ARGV[1] the liveness keys' prefix. {record, 1 if its running task's worker
+# is gone}; nil if there is no task. One round trip for a poll's tasks/get.
+_GET = (
+    "local terminal = "
+    + _TERMINAL_LUA
+    + """
+local current = redis.call('HMGET', KEYS[1], 's', 'r', 'w')
+if not current[2] then return nil end
+if terminal[current[1]] or not current[3] or current[3] == '' then return {current[2], 0} end
+if redis.call('EXISTS', ARGV[1] .. current[3]) == 1 then return {current[2], 0} end
+return {current[2], 1}
+"""
+)
+
 #: The error of a task whose worker was lost while running it.
 WORKER_LOST = "The worker running the task was lost"
 
@@ -200,15 +214,12 @@ class RedisTaskStore:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         async with self._errors():
-            status, data, worker = await self._redis().hmget(self._key(task_id), ["s", "r", "w"])
-        if data is None:
+            reply = await self._redis().eval(_GET, keys=[self._key(task_id)], args=[self._live("")])
+        if reply is None:
             return None
-        record = decode_record(data)
-        if status is None or status.decode() in TERMINAL or not worker:
-            return record
-        async with self._errors():
-            alive = await self._redis().exists([self._live(worker.decode())])
-        if alive:
+        assert isinstance(reply, list)
+        record = decode_record(reply[0])
+        if reply[1] != 1:
             return record
         failed = attrs.evolve(
             record.state,
@@ -297,9 +308,16 @@ class RedisTaskStore:
                 f"the task store's Redis at {self.where} failed: {_reason(error)}"
             ) from None
         except Exception as error:
+            import anyio
             import coredis.exceptions
 
-            if isinstance(error, coredis.exceptions.RedisError):
+            # A connection closed under coredis (Redis gone mid-command) surfaces as anyio's.
+            lost = (
+                coredis.exceptions.RedisError,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+            )
+            if isinstance(error, lost):
                 raise TaskStoreUnavailable(
                     f"the task store's Redis at {self.where} failed: {_reason(error)}"
                 ) from None
