@@ -1,7 +1,8 @@
 """Tasks (SEP-2663) across processes, for real: three backends sharing a real Redis (task
 records and the notification bus, ``--redis-url``), behind nginx with plain round robin. A task
 created through one process is read, answered and cancelled through the others, and survives
-the restart of a process that does not run it. Modern-era raw HTTP (no sessions).
+the restart of a process that does not run it; a task whose process is killed ends ``failed``.
+Modern-era raw HTTP (no sessions).
 
 Times are hang guards, never performance assertions.
 """
@@ -181,3 +182,30 @@ async def test_a_task_is_read_answered_cancelled_through_other_processes(tmp_pat
                 again.kill()
                 with trio.move_on_after(5):
                     await again.wait()
+
+
+async def test_a_task_whose_process_died_ends_failed(tmp_path: Path) -> None:
+    (tmp_path / "fleet").mkdir()
+    env = {"TASK_FLEET_DIR": str(tmp_path)}
+    async with redis_server(tmp_path) as redis:
+        options = ["--redis-url", redis.url]
+        async with (
+            fleet(
+                tmp_path / "fleet", 2, server=str(SERVER), options=options, env=env, routing="any"
+            ) as running,
+            httpx.AsyncClient(timeout=10) as client,
+        ):
+            task_id, runner, _ = await parked(client, running, "died")
+            [survivor] = others(running, runner)
+            dead = running.by_pid()[runner]
+            dead.kill()
+            await dead.wait()
+            # Its liveness key lapses within three heartbeats (15 s by default); then a
+            # tasks/get anywhere settles the task failed.
+            url = survivor.base + "/mcp"
+            assert (await get(client, url, task_id))["status"] == "input_required"
+            with trio.fail_after(15 + GUARD):
+                while (task := await get(client, url, task_id))["status"] != "failed":  # noqa: ASYNC110
+                    await trio.sleep(0.5)
+            assert task["error"]["message"] == "The worker running the task was lost"
+            assert "inputRequests" not in task
