@@ -184,9 +184,13 @@ class RedisTaskStore:
             try:
                 async with self._errors():
                     await self._redis().set(self._live(self.worker), b"1", px=self._lapse_ms())
-            except TaskStoreUnavailable as exc:
+            except Exception as exc:
                 if not failing:
-                    logger.error("task store: cannot keep this worker alive: %s", exc.reason)
+                    logger.error(
+                        "task store: cannot keep this worker alive: %s",
+                        exc,
+                        exc_info=not isinstance(exc, TaskStoreUnavailable),
+                    )
                 failing = True
                 continue
             if failing:

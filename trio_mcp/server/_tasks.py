@@ -282,6 +282,10 @@ class TaskManager:
         except TaskStoreUnavailable as exc:
             logger.error("task %s changed elsewhere, but cannot be read: %s", task_id, exc)
             return
+        except Exception:
+            # Whatever a store does, one event heard must not stop the tasks' nursery.
+            logger.exception("task %s changed elsewhere, but reading it failed", task_id)
+            return
         if record is None:
             return
         running = self._running.get(task_id)
