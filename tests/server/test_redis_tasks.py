@@ -31,6 +31,7 @@ from trio_mcp.server._tasks import TaskManager, TaskRecord, TaskStoreUnavailable
 
 from .._http import request_body, serving
 from ..deploy._services import free_port, redis_server
+from ..wire import wire_to
 
 QUESTION = {"method": "elicitation/create", "params": {"message": "name?"}}
 
@@ -304,3 +305,43 @@ async def test_redis_lost_mid_run_task_requests_answer_32603_the_rest_goes_on(
             await redis.start()
             got = await post("tasks/get", task_id, {"taskId": task_id})
             assert got["error"]["code"] != INTERNAL_ERROR  # Redis came back empty: unknown
+
+
+async def test_a_listen_on_another_worker_hears_of_the_task(tmp_path: Path) -> None:
+    async def asks(answers: Mapping[str, Any], data: Mapping[str, Any]) -> JSONObject:
+        if "name" not in answers:
+            raise InputRequired({"name": QUESTION})
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    async with redis_server(tmp_path) as redis, trio.open_nursery() as nursery:
+        one, two = a_worker(redis.url), a_worker(redis.url)
+        await nursery.start(one.run_notifications)
+        await nursery.start(two.run_notifications)
+        task_id = (await one.tasks.create(asks, owner="")).task_id
+        async with wire_to(two, initialize=False) as peer:
+            listen = {"notifications": {"taskIds": [task_id]}, "_meta": MODERN_META}
+            await peer.send(
+                {"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": listen}
+            )
+            ack = await peer.recv()
+            assert ack["method"] == "notifications/subscriptions/acknowledged"
+            assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+            await wait_for_owner(one.tasks, task_id, INPUT_REQUIRED)
+            await one.tasks.update(task_id, {"name": {"action": "accept"}}, owner="")
+            statuses: list[str] = []
+            with trio.fail_after(10):
+                while "completed" not in statuses:
+                    frame = await peer.recv()
+                    if frame.get("method") == "notifications/tasks":
+                        assert frame["params"]["taskId"] == task_id
+                        statuses.append(frame["params"]["status"])
+            # Each is the state read when the event was heard (a late one may repeat a later).
+            assert statuses[-1] == "completed"
+            assert set(statuses) <= {INPUT_REQUIRED, WORKING, COMPLETED}
+        nursery.cancel_scope.cancel()
+
+
+async def wait_for_owner(manager: TaskManager, task_id: str, status: str) -> None:
+    with trio.fail_after(5):
+        while (await manager.get(task_id, owner="")).status != status:  # noqa: ASYNC110
+            await trio.sleep(0.02)
