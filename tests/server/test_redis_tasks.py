@@ -3,6 +3,7 @@ tasks updated and cancelled through another worker's TaskManager (over a RedisBu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -345,3 +346,33 @@ async def wait_for_owner(manager: TaskManager, task_id: str, status: str) -> Non
     with trio.fail_after(5):
         while (await manager.get(task_id, owner="")).status != status:  # noqa: ASYNC110
             await trio.sleep(0.02)
+
+
+async def test_an_outcome_is_written_once_a_stalled_redis_answers_again(tmp_path: Path) -> None:
+    import coredis
+    from coredis.tokens import PureToken
+
+    go = trio.Event()
+
+    async def waits(answers: Mapping[str, Any], data: Mapping[str, Any]) -> JSONObject:
+        await go.wait()
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    async with redis_server(tmp_path) as redis, coredis.Redis.from_url(redis.url) as raw:
+        manager = TaskManager(RedisTaskStore(redis.url, timeout=0.3))
+        async with manager.hosting():
+            task_id = (await manager.create(waits, owner="")).task_id
+            # Every command stalls for a while: the outcome's write times out, and is retried.
+            await raw.client_pause(1500, PureToken.ALL)
+            go.set()
+            await trio.sleep(0.5)
+            with pytest.raises(TaskStoreUnavailable):
+                await manager.get(task_id, owner="")
+            with trio.fail_after(10):
+                while True:
+                    with contextlib.suppress(TaskStoreUnavailable):
+                        state = await manager.get(task_id, owner="")
+                        if state.status == COMPLETED:
+                            break
+                    await trio.sleep(0.1)
+            assert state.result == {"content": [{"type": "text", "text": "done"}]}

@@ -54,6 +54,10 @@ DEFAULT_POLL_INTERVAL_MS = 500
 DEFAULT_MAX_RUNNING = 1000
 #: How long a task's final status write may take when the server stops under it (seconds).
 FINAL_WRITE_BOUND = 2.0
+#: How long a task's outcome waits for an unavailable store before it is written again: the
+#: first wait and the longest (seconds).
+SETTLE_RETRY_INITIAL = 0.1
+SETTLE_RETRY_MAX = 5.0
 
 
 @attrs.frozen
@@ -385,6 +389,19 @@ class TaskManager:
         if after is not None and after.state == state:
             self._changed(after)
 
+    async def _settle_surely(self, task_id: str, status: str, **fields: Any) -> None:
+        """:meth:`_settle`, again and again while the store is unavailable (backing off), so
+        a short outage loses no outcome; until it is written or the server stops."""
+        wait = SETTLE_RETRY_INITIAL
+        while True:
+            try:
+                await self._settle(task_id, status, **fields)
+                return
+            except TaskStoreUnavailable as exc:
+                logger.warning("task %s: cannot store its outcome yet: %s", task_id, exc)
+            await trio.sleep(wait)
+            wait = min(wait * 2, SETTLE_RETRY_MAX)
+
     async def _run(self, task_id: str, attempt: Attempt, running: _Running) -> None:
         try:
             with running.scope:
@@ -393,9 +410,17 @@ class TaskManager:
                 with trio.CancelScope(shield=True):
                     await self._settle(task_id, CANCELLED, input_requests=None)
         except TaskStoreUnavailable as exc:
-            # The store was lost under the task: its record says what it last could; the
-            # rest of the server goes on.
+            # The store was lost under the task (reading it, or parking it): the work is over,
+            # and the record says so once the store is back, rather than "working" forever
+            # (its worker lives on, so no liveness lapse would end it).
             logger.error("task %s: the task store was lost: %s", task_id, exc)
+            await self._settle_surely(
+                task_id,
+                FAILED,
+                input_requests=None,
+                error={"code": INTERNAL_ERROR, "message": "The task store was unavailable"},
+                status_message="The task store was unavailable while the task ran",
+            )
         except trio.Cancelled:
             # The server stops under the task (its nursery ends): say so, rather than leave
             # it "working" for a poller forever (a shared store outlives this process).
@@ -439,7 +464,7 @@ class TaskManager:
                         running.parked = False
                     continue
                 if isinstance(only, ProtocolError):
-                    await self._settle(
+                    await self._settle_surely(
                         task_id,
                         FAILED,
                         input_requests=None,
@@ -448,7 +473,7 @@ class TaskManager:
                     )
                     return
                 logger.error("task %s failed", task_id, exc_info=exc)
-                await self._settle(
+                await self._settle_surely(
                     task_id,
                     FAILED,
                     input_requests=None,
@@ -456,7 +481,7 @@ class TaskManager:
                     status_message="Internal error",
                 )
                 return
-            await self._settle(task_id, COMPLETED, input_requests=None, result=result)
+            await self._settle_surely(task_id, COMPLETED, input_requests=None, result=result)
             return
 
     # -- the tasks/* methods -------------------------------------------------------------------
