@@ -726,7 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
             default=os.environ.get(REDIS_URL_ENV) or None,
             help="HTTP: share state with the other workers through this Redis "
             "(redis://[:password@]host:port/db): change notifications reach the listeners of "
-            "every worker, and a stream cut on one worker resumes on another; default: "
+            "every worker, a stream cut on one worker resumes on another, and task records "
+            "live there (tasks/get, tasks/update, tasks/cancel work on any worker); default: "
             f"${REDIS_URL_ENV}, else none",
         )
         _add_fleet_options(served)
@@ -948,10 +949,12 @@ def _serve(args: argparse.Namespace) -> int:
     if args.redis_url and args.transport == "http":
         from .server._redis_bus import RedisBus
         from .server._redis_events import RedisEventStore
+        from .server._redis_tasks import RedisTaskStore
 
         try:
             server.bus = RedisBus(args.redis_url)
             event_store = RedisEventStore(args.redis_url)
+            server.tasks.store = RedisTaskStore(args.redis_url)
         except ValueError as exc:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None

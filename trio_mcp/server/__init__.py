@@ -16,6 +16,7 @@ from ._http_app import HttpOptions, McpHttpApp, client_address
 from ._redis_events import RedisEventStore
 from ._redis_relay import RedisRelay
 from ._redis_sessions import RedisSessionStore
+from ._redis_tasks import RedisTaskStore
 from ._registry import RequestRecord
 from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._server import Server
@@ -26,7 +27,7 @@ from ._session_store import (
     SessionStoreUnavailable,
 )
 from ._state import ConnectionState
-from ._tasks import MemoryTaskStore, TaskRecord, TaskStore
+from ._tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
 
 __all__ = [
     "Auth",
@@ -51,6 +52,7 @@ __all__ = [
     "RedisEventStore",
     "RedisRelay",
     "RedisSessionStore",
+    "RedisTaskStore",
     "Relay",
     "RelayUnavailable",
     "Replay",
@@ -65,6 +67,7 @@ __all__ = [
     "StreamMeta",
     "TaskRecord",
     "TaskStore",
+    "TaskStoreUnavailable",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",

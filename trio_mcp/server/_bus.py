@@ -47,6 +47,9 @@ DEFAULT_MAX_QUEUED = 1024
 #: carried by every bus and ignored by a server that does not know them.
 LIST_CHANGED = "list_changed"
 RESOURCE_UPDATED = "resource_updated"
+#: A task's state changed on some worker (params: ``taskId``); the others read it again from
+#: the shared task store (waking or cancelling its work if it runs there).
+TASK_CHANGED = "task_changed"
 
 
 class BusError(Exception):
@@ -168,9 +171,11 @@ class Notifier:
     def running(self) -> bool:
         return self._running
 
-    def notify(self, event: BusEvent) -> None:
-        """Deliver ``event`` here at once and, while the pump runs, queue it for the bus."""
-        self._deliver_safely(event)
+    def notify(self, event: BusEvent, *, here: bool = True) -> None:
+        """Deliver ``event`` here at once (unless ``here`` is false: this process knows
+        already) and, while the pump runs, queue it for the bus."""
+        if here:
+            self._deliver_safely(event)
         if not self._running:
             return
         if len(self._outbox) >= self.max_queued:

@@ -77,6 +77,7 @@ from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
+from ._tasks import TaskStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -800,7 +801,8 @@ class McpHttpApp:
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
-            if not started and isinstance(error, BusError | RelayUnavailable):
+            unavailable = BusError | RelayUnavailable | TaskStoreUnavailable
+            if not started and isinstance(error, unavailable):
                 raise error from None
             raise
         finally:

@@ -34,7 +34,15 @@ from ..protocol._types import (
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
 from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
-from ._bus import LIST_CHANGED, RESOURCE_UPDATED, BusEvent, LocalBus, NotificationBus, Notifier
+from ._bus import (
+    LIST_CHANGED,
+    RESOURCE_UPDATED,
+    TASK_CHANGED,
+    BusEvent,
+    LocalBus,
+    NotificationBus,
+    Notifier,
+)
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
@@ -187,6 +195,7 @@ class Server:
         #: ``max_tasks``: how many run (or wait for input) at once in this process.
         self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
         self.tasks.on_change = self._task_changed
+        self.tasks.on_publish = self._task_published
 
     @property
     def state_audience(self) -> str:
@@ -605,8 +614,14 @@ class Server:
         elif event.kind == RESOURCE_UPDATED and isinstance(uri := params.get("uri"), str):
             for connection in list(self.connections):
                 connection.send_resource_updated(uri)
+        elif event.kind == TASK_CHANGED and isinstance(task_id := params.get("taskId"), str):
+            self.tasks.heard(task_id)
         else:
             logger.debug("ignored a bus event of kind %r", event.kind)
+
+    def _task_published(self, task_id: str) -> None:
+        """A task this process changed, for the other workers (they read it again)."""
+        self.notifier.notify(BusEvent(TASK_CHANGED, {"taskId": task_id}), here=False)
 
     def _task_changed(self, task: TaskState) -> None:
         """A task's new state, to this process's listeners watching it."""

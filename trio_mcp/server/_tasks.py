@@ -19,13 +19,14 @@ workers can follow ``MemoryTaskStore`` without changing the manager.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -53,6 +54,10 @@ DEFAULT_POLL_INTERVAL_MS = 500
 DEFAULT_MAX_RUNNING = 1000
 #: How long a task's final status write may take when the server stops under it (seconds).
 FINAL_WRITE_BOUND = 2.0
+#: How long a task's outcome waits for an unavailable store before it is written again: the
+#: first wait and the longest (seconds).
+SETTLE_RETRY_INITIAL = 0.1
+SETTLE_RETRY_MAX = 5.0
 
 
 @attrs.frozen
@@ -70,6 +75,31 @@ class TaskRecord:
     @property
     def task_id(self) -> str:
         return self.state.task_id
+
+
+class TaskStoreUnavailable(ProtocolError):
+    """The task store cannot be reached. Raised by a store's calls (a task request answers
+    -32603 saying so, without internals); :attr:`reason` says where and why, for the log."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(INTERNAL_ERROR, "Internal error: the task store is unavailable")
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@runtime_checkable
+class HostedTaskStore(Protocol):
+    """A store with a lifetime (``RedisTaskStore``): started when the server starts hosting
+    tasks (:class:`TaskStoreUnavailable` fails the start), ``run`` in the tasks' nursery
+    meanwhile (a worker's liveness), closed at the end."""
+
+    async def start(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class TaskStore(Protocol):
@@ -183,6 +213,8 @@ Attempt = Callable[[Mapping[str, Any], Mapping[str, Any]], Awaitable[JSONObject]
 class _Running:
     scope: trio.CancelScope
     answered: trio.Event = attrs.field(factory=trio.Event)
+    #: Whether the work waits on ``answered`` (its task stored as ``input_required``).
+    parked: bool = False
 
 
 def unknown_task(task_id: object) -> ProtocolError:
@@ -211,12 +243,62 @@ class TaskManager:
         self.poll_interval_ms = poll_interval_ms
         self._nursery: trio.Nursery | None = None
         self._running: dict[str, _Running] = {}
-        #: Told of every change of a task's state this process makes (the server tells the
-        #: listeners watching it: ``notifications/tasks``).
+        #: Told of every change of a task's state this process makes or hears of (the server
+        #: tells the listeners watching it: ``notifications/tasks``).
         self.on_change: Callable[[TaskState], None] | None = None
+        #: Told of the id of every task whose state this process changed, for the other
+        #: workers (the server puts it on its notification bus; they call :meth:`heard`).
+        self.on_publish: Callable[[str], None] | None = None
 
     def _changed(self, record: TaskRecord | None) -> None:
-        if record is not None and self.on_change is not None:
+        if record is None:
+            return
+        if self.on_change is not None:
+            try:
+                self.on_change(record.state)
+            except Exception:
+                logger.exception("a task status listener failed")
+        if self.on_publish is not None:
+            try:
+                self.on_publish(record.task_id)
+            except Exception:
+                logger.exception("publishing a task's change failed")
+
+    # -- across workers ------------------------------------------------------------------------
+
+    def heard(self, task_id: str) -> None:
+        """Another worker changed the task ``task_id`` (its id came over the notification bus).
+
+        The bus carries only the id; the record is read again from the shared store, so an
+        event heard late or twice does no harm. If the task runs here, a record now
+        ``cancelled`` cancels its work, and one ``working`` again after ``input_required``
+        (answered by a ``tasks/update`` on another worker) wakes it; either way this
+        process's listeners hear of the new state. The bus was chosen over the relay: a
+        worker need not know which worker runs a task (every worker hears, the one running
+        it acts), and ``notifications/tasks`` must reach listeners on every worker anyway.
+        """
+        if self._nursery is not None:
+            self._nursery.start_soon(self._hear, task_id)
+
+    async def _hear(self, task_id: str) -> None:
+        try:
+            record = await self.store.get(task_id)
+        except TaskStoreUnavailable as exc:
+            logger.error("task %s changed elsewhere, but cannot be read: %s", task_id, exc)
+            return
+        except Exception:
+            # Whatever a store does, one event heard must not stop the tasks' nursery.
+            logger.exception("task %s changed elsewhere, but reading it failed", task_id)
+            return
+        if record is None:
+            return
+        running = self._running.get(task_id)
+        if running is not None:
+            if record.state.status == CANCELLED:
+                running.scope.cancel()
+            elif record.state.status == WORKING and running.parked:
+                running.answered.set()
+        if self.on_change is not None:
             try:
                 self.on_change(record.state)
             except Exception:
@@ -231,13 +313,23 @@ class TaskManager:
         if self._nursery is not None:
             yield
             return
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            try:
-                yield
-            finally:
-                self._nursery = None
-                nursery.cancel_scope.cancel()
+        store = self.store if isinstance(self.store, HostedTaskStore) else None
+        if store is not None:
+            await store.start()
+        try:
+            async with trio.open_nursery() as nursery:
+                if store is not None:
+                    nursery.start_soon(store.run)
+                self._nursery = nursery
+                try:
+                    yield
+                finally:
+                    self._nursery = None
+                    nursery.cancel_scope.cancel()
+        finally:
+            if store is not None:
+                with trio.CancelScope(shield=True):
+                    await store.aclose()
 
     @property
     def running(self) -> int:
@@ -297,6 +389,19 @@ class TaskManager:
         if after is not None and after.state == state:
             self._changed(after)
 
+    async def _settle_surely(self, task_id: str, status: str, **fields: Any) -> None:
+        """:meth:`_settle`, again and again while the store is unavailable (backing off), so
+        a short outage loses no outcome; until it is written or the server stops."""
+        wait = SETTLE_RETRY_INITIAL
+        while True:
+            try:
+                await self._settle(task_id, status, **fields)
+                return
+            except TaskStoreUnavailable as exc:
+                logger.warning("task %s: cannot store its outcome yet: %s", task_id, exc)
+            await trio.sleep(wait)
+            wait = min(wait * 2, SETTLE_RETRY_MAX)
+
     async def _run(self, task_id: str, attempt: Attempt, running: _Running) -> None:
         try:
             with running.scope:
@@ -304,10 +409,26 @@ class TaskManager:
             if running.scope.cancelled_caught:
                 with trio.CancelScope(shield=True):
                     await self._settle(task_id, CANCELLED, input_requests=None)
+        except TaskStoreUnavailable as exc:
+            # The store was lost under the task (reading it, or parking it): the work is over,
+            # and the record says so once the store is back, rather than "working" forever
+            # (its worker lives on, so no liveness lapse would end it).
+            logger.error("task %s: the task store was lost: %s", task_id, exc)
+            await self._settle_surely(
+                task_id,
+                FAILED,
+                input_requests=None,
+                error={"code": INTERNAL_ERROR, "message": "The task store was unavailable"},
+                status_message="The task store was unavailable while the task ran",
+            )
         except trio.Cancelled:
             # The server stops under the task (its nursery ends): say so, rather than leave
             # it "working" for a poller forever (a shared store outlives this process).
-            with trio.CancelScope(shield=True), trio.move_on_after(FINAL_WRITE_BOUND):
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(FINAL_WRITE_BOUND),
+                contextlib.suppress(TaskStoreUnavailable),
+            ):
                 await self._settle(
                     task_id,
                     FAILED,
@@ -332,10 +453,18 @@ class TaskManager:
                 if isinstance(only, InputRequired):
                     running.answered = trio.Event()
                     await self._settle(task_id, INPUT_REQUIRED, input_requests=only.requests)
-                    await running.answered.wait()
+                    running.parked = True
+                    try:
+                        # Read again once parked: an answer given on another worker while the
+                        # status was being written was heard before there was anything to wake.
+                        now = await self.store.get(task_id)
+                        if now is not None and now.state.status == INPUT_REQUIRED:
+                            await running.answered.wait()
+                    finally:
+                        running.parked = False
                     continue
                 if isinstance(only, ProtocolError):
-                    await self._settle(
+                    await self._settle_surely(
                         task_id,
                         FAILED,
                         input_requests=None,
@@ -344,7 +473,7 @@ class TaskManager:
                     )
                     return
                 logger.error("task %s failed", task_id, exc_info=exc)
-                await self._settle(
+                await self._settle_surely(
                     task_id,
                     FAILED,
                     input_requests=None,
@@ -352,7 +481,7 @@ class TaskManager:
                     status_message="Internal error",
                 )
                 return
-            await self._settle(task_id, COMPLETED, input_requests=None, result=result)
+            await self._settle_surely(task_id, COMPLETED, input_requests=None, result=result)
             return
 
     # -- the tasks/* methods -------------------------------------------------------------------
