@@ -18,7 +18,6 @@ never loads it.
 from __future__ import annotations
 
 import logging
-import urllib.parse
 from typing import Any
 
 import coredis
@@ -26,6 +25,7 @@ import trio
 from coredis.retry import NoRetryPolicy
 
 from ._bus import BusError, BusEvent, Deliver
+from ._redis import redact
 
 logger = logging.getLogger("trio_mcp.bus")
 
@@ -34,22 +34,6 @@ DEFAULT_TIMEOUT = 2.0
 #: The subscriber's reconnection backoff: the first wait and the longest.
 RECONNECT_INITIAL = 0.1
 RECONNECT_MAX = 5.0
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<an unparsable Redis URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 class RedisBus:

@@ -6,14 +6,13 @@ coredis is imported only when a store starts: a server without Redis never loads
 from __future__ import annotations
 
 import contextlib
-import urllib.parse
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import trio
 
 from ._event_store import EVENT_OVERHEAD, STREAM_OVERHEAD, EventStoreUnavailable, Replay, StreamMeta
+from ._redis import RedisLink
 
 if TYPE_CHECKING:
     import coredis
@@ -39,18 +38,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return size
 """
-
-
-def redacted(url: str) -> str:
-    """A Redis URL as it may be logged: without its password."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urllib.parse.urlunsplit(parts._replace(netloc=user + netloc))
 
 
 class RedisEventStore:
@@ -104,44 +91,24 @@ class RedisEventStore:
         self.max_events_per_stream = max_events_per_stream
         self.max_stream_bytes = max_stream_bytes
         self.timeout = timeout
-        self._client: coredis.Redis[bytes] | None = None
-        self._exit: contextlib.AsyncExitStack | None = None
+        self._link = RedisLink(
+            url, what="the event store", unavailable=EventStoreUnavailable, timeout=timeout
+        )
 
     @property
     def where(self) -> str:
-        return redacted(self.url)
+        return self._link.where
 
     # -- lifetime --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._client is not None:
+        if self._link.started:
             raise RuntimeError("a RedisEventStore serves one app: give each app its own")
-        import coredis
-
-        stack = contextlib.AsyncExitStack()
-        client: coredis.Redis[bytes] = coredis.Redis.from_url(self.url)
-        try:
-            # Entered outside the time bound: the client's own nursery lives until aclose().
-            await stack.enter_async_context(client)
-            with trio.fail_after(self.timeout):
-                await client.ping()
-        except BaseException as error:
-            with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
-                await stack.aclose()
-            if isinstance(error, trio.Cancelled):
-                raise
-            raise EventStoreUnavailable(
-                f"the event store's Redis at {self.where} cannot be reached: {_reason(error)}"
-            ) from None
-        self._client, self._exit = client, stack
+        await self._link.start()
 
     async def aclose(self) -> None:
         """Close the connections (in the task that started the store)."""
-        if self._exit is None:
-            return
-        stack, self._exit, self._client = self._exit, None, None
-        with contextlib.suppress(Exception):
-            await stack.aclose()
+        await self._link.aclose()
 
     # -- the store -------------------------------------------------------------------------------
 
@@ -216,30 +183,11 @@ class RedisEventStore:
     # -- helpers ---------------------------------------------------------------------------------
 
     def _redis(self) -> coredis.Redis[bytes]:
-        if self._client is None:
-            raise EventStoreUnavailable(f"the event store's Redis at {self.where} is not started")
-        return self._client
+        return self._link.client
 
-    @contextlib.asynccontextmanager
-    async def _errors(self) -> Any:
+    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Any failure to talk to Redis, as :class:`EventStoreUnavailable`, bounded in time."""
-        try:
-            with trio.fail_after(self.timeout):
-                yield
-        except EventStoreUnavailable:
-            raise
-        except (OSError, trio.TooSlowError, ExceptionGroup) as error:
-            raise EventStoreUnavailable(
-                f"the event store's Redis at {self.where} failed: {_reason(error)}"
-            ) from None
-        except Exception as error:
-            import coredis.exceptions
-
-            if isinstance(error, coredis.exceptions.RedisError):
-                raise EventStoreUnavailable(
-                    f"the event store's Redis at {self.where} failed: {_reason(error)}"
-                ) from None
-            raise
+        return self._link.errors()
 
     def _ttl_ms(self) -> int:
         return max(1, int(self.ttl * 1000))
@@ -274,12 +222,3 @@ def _meta(fields: dict[bytes, bytes]) -> StreamMeta | None:
         owner.decode() if owner is not None else None,
         orjson.loads(request) if request is not None else None,
     )
-
-
-def _reason(error: BaseException) -> str:
-    """The innermost message of an error (coredis raises some inside exception groups)."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    if isinstance(error, trio.TooSlowError):
-        return "no answer in time"
-    return str(error) or type(error).__name__

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._redis_events import _reason
-from ._redis_events import redacted as redact
+from ._redis import reason as _reason
+from ._redis import redact
 from ._relay import Deliver, RelayUnavailable
 
 if TYPE_CHECKING:

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-import trio
-
-from ._redis_events import _reason, redacted
+from ._redis import RedisLink
 from ._session_store import SessionRecord, SessionStoreUnavailable
 
 if TYPE_CHECKING:
@@ -34,41 +31,21 @@ class RedisSessionStore:
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
-        self._client: coredis.Redis[bytes] | None = None
-        self._exit: contextlib.AsyncExitStack | None = None
+        self._link = RedisLink(
+            url, what="the session store", unavailable=SessionStoreUnavailable, timeout=timeout
+        )
 
     @property
     def where(self) -> str:
-        return redacted(self.url)
+        return self._link.where
 
     async def start(self) -> None:
-        if self._client is not None:
+        if self._link.started:
             raise RuntimeError("a RedisSessionStore serves one app: give each app its own")
-        import coredis
-
-        stack = contextlib.AsyncExitStack()
-        client: coredis.Redis[bytes] = coredis.Redis.from_url(self.url)
-        try:
-            # Entered outside the time bound: the client's own nursery lives until aclose().
-            await stack.enter_async_context(client)
-            with trio.fail_after(self.timeout):
-                await client.ping()
-        except BaseException as error:
-            with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
-                await stack.aclose()
-            if isinstance(error, trio.Cancelled):
-                raise
-            raise SessionStoreUnavailable(
-                f"the session store's Redis at {self.where} cannot be reached: {_reason(error)}"
-            ) from None
-        self._client, self._exit = client, stack
+        await self._link.start()
 
     async def aclose(self) -> None:
-        if self._exit is None:
-            return
-        stack, self._exit, self._client = self._exit, None, None
-        with contextlib.suppress(Exception):
-            await stack.aclose()
+        await self._link.aclose()
 
     async def put(self, session_id: str, record: SessionRecord, ttl: float) -> None:
         async with self._errors():
@@ -94,32 +71,11 @@ class RedisSessionStore:
             await self._redis().delete([self._key(session_id)])
 
     def _redis(self) -> coredis.Redis[bytes]:
-        if self._client is None:
-            raise SessionStoreUnavailable(
-                f"the session store's Redis at {self.where} is not started"
-            )
-        return self._client
+        return self._link.client
 
-    @contextlib.asynccontextmanager
-    async def _errors(self) -> AsyncIterator[None]:
+    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Any failure to talk to Redis, as :class:`SessionStoreUnavailable`, bounded in time."""
-        try:
-            with trio.fail_after(self.timeout):
-                yield
-        except SessionStoreUnavailable:
-            raise
-        except (OSError, trio.TooSlowError, ExceptionGroup) as error:
-            raise SessionStoreUnavailable(
-                f"the session store's Redis at {self.where} failed: {_reason(error)}"
-            ) from None
-        except Exception as error:
-            import coredis.exceptions
-
-            if isinstance(error, coredis.exceptions.RedisError):
-                raise SessionStoreUnavailable(
-                    f"the session store's Redis at {self.where} failed: {_reason(error)}"
-                ) from None
-            raise
+        return self._link.errors()
 
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}session:{session_id}"

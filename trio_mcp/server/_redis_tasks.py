@@ -43,7 +43,7 @@ import trio
 
 from ..protocol._jsonrpc import INTERNAL_ERROR
 from ..protocol._tasks import FAILED, INPUT_REQUIRED, TERMINAL, WORKING, TaskState
-from ._redis_events import redacted
+from ._redis import RedisLink, redact
 from ._tasks import TaskRecord, TaskStoreUnavailable
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class RedisTaskStore:
     ) -> None:
         if not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
-                f"a Redis URL starts with redis://, rediss:// or unix://, not {redacted(url)!r}"
+                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
             )
         if heartbeat <= 0:
             raise ValueError("heartbeat must be positive")
@@ -142,38 +142,26 @@ class RedisTaskStore:
         self.timeout = timeout
         #: This worker, as the records of the tasks it runs name it.
         self.worker = secrets.token_hex(8)
-        self._client: coredis.Redis[bytes] | None = None
-        self._exit: contextlib.AsyncExitStack | None = None
+        self._link = RedisLink(
+            url, what="the task store", unavailable=TaskStoreUnavailable, timeout=timeout
+        )
 
     @property
     def where(self) -> str:
-        return redacted(self.url)
+        return self._link.where
 
     # -- lifetime --------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Connect, and mark this worker alive; :class:`TaskStoreUnavailable` if Redis cannot
         be reached."""
-        if self._client is not None:
+        if self._link.started:
             raise RuntimeError("a RedisTaskStore is started once: give each server its own")
-        import coredis
 
-        stack = contextlib.AsyncExitStack()
-        client: coredis.Redis[bytes] = coredis.Redis.from_url(self.url)
-        try:
-            await stack.enter_async_context(client)
-            with trio.fail_after(self.timeout):
-                await client.ping()
-                await client.set(self._live(self.worker), b"1", px=self._lapse_ms())
-        except BaseException as error:
-            with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
-                await stack.aclose()
-            if isinstance(error, trio.Cancelled):
-                raise
-            raise TaskStoreUnavailable(
-                f"the task store's Redis at {self.where} cannot be reached: {_reason(error)}"
-            ) from None
-        self._client, self._exit = client, stack
+        async def alive(client: coredis.Redis[bytes]) -> None:
+            await client.set(self._live(self.worker), b"1", px=self._lapse_ms())
+
+        await self._link.start(alive)
 
     async def run(self) -> None:
         """Keep this worker's liveness key, until cancelled (a lost Redis is logged, and the
@@ -199,13 +187,11 @@ class RedisTaskStore:
 
     async def aclose(self) -> None:
         """Drop this worker's liveness key and close the connections."""
-        if self._exit is None:
+        if not self._link.started:
             return
         with contextlib.suppress(Exception), trio.move_on_after(self.timeout):
             await self._redis().delete([self._live(self.worker)])
-        stack, self._exit, self._client = self._exit, None, None
-        with contextlib.suppress(Exception):
-            await stack.aclose()
+        await self._link.aclose()
 
     # -- the store -------------------------------------------------------------------------------
 
@@ -295,37 +281,11 @@ class RedisTaskStore:
         return decode_record(reply[1]), reply[2] == 1
 
     def _redis(self) -> coredis.Redis[bytes]:
-        if self._client is None:
-            raise TaskStoreUnavailable(f"the task store's Redis at {self.where} is not started")
-        return self._client
+        return self._link.client
 
-    @contextlib.asynccontextmanager
-    async def _errors(self) -> Any:
+    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Any failure to talk to Redis, as :class:`TaskStoreUnavailable`, bounded in time."""
-        try:
-            with trio.fail_after(self.timeout):
-                yield
-        except TaskStoreUnavailable:
-            raise
-        except (OSError, trio.TooSlowError, ExceptionGroup) as error:
-            raise TaskStoreUnavailable(
-                f"the task store's Redis at {self.where} failed: {_reason(error)}"
-            ) from None
-        except Exception as error:
-            import anyio
-            import coredis.exceptions
-
-            # A connection closed under coredis (Redis gone mid-command) surfaces as anyio's.
-            lost = (
-                coredis.exceptions.RedisError,
-                anyio.ClosedResourceError,
-                anyio.BrokenResourceError,
-            )
-            if isinstance(error, lost):
-                raise TaskStoreUnavailable(
-                    f"the task store's Redis at {self.where} failed: {_reason(error)}"
-                ) from None
-            raise
+        return self._link.errors()
 
     def _lapse_ms(self) -> int:
         return max(1, int(3 * self.heartbeat * 1000))
@@ -335,11 +295,3 @@ class RedisTaskStore:
 
     def _live(self, worker: str) -> str:
         return f"{self.prefix}task-worker:{worker}"
-
-
-def _reason(error: BaseException) -> str:
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    if isinstance(error, trio.TooSlowError):
-        return "no answer in time"
-    return str(error) or type(error).__name__
