@@ -42,9 +42,9 @@ import orjson
 import trio
 
 from ..protocol._jsonrpc import INTERNAL_ERROR
-from ..protocol._tasks import FAILED, INPUT_REQUIRED, TERMINAL, WORKING, TaskState
+from ..protocol._tasks import FAILED, TERMINAL, TaskState
 from ._redis import RedisLink, redact
-from ._tasks import TaskRecord, TaskStoreUnavailable
+from ._tasks import TaskRecord, TaskStoreUnavailable, answered
 
 if TYPE_CHECKING:
     import coredis
@@ -236,21 +236,9 @@ class RedisTaskStore:
             if data is None or version is None:
                 return None
             record = decode_record(data)
-            if record.state.status != INPUT_REQUIRED:
+            merged = answered(record, responses)
+            if merged is None:
                 return record
-            waiting = dict(record.state.input_requests or {})
-            taken = {k: v for k, v in responses.items() if k in waiting and isinstance(v, dict)}
-            if not taken:
-                return record
-            for key in taken:
-                del waiting[key]
-            state = attrs.evolve(
-                record.state,
-                status=INPUT_REQUIRED if waiting else WORKING,
-                input_requests=waiting or None,
-                last_updated_at=time.time(),
-            )
-            merged = attrs.evolve(record, state=state, answers={**record.answers, **taken})
             after, written = await self._write(merged, version)
             if written or after is None:
                 return after

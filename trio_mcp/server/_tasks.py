@@ -122,6 +122,27 @@ class TaskStore(Protocol):
         record afterwards; None if none."""
 
 
+def answered(record: TaskRecord, responses: Mapping[str, Any]) -> TaskRecord | None:
+    """The record with ``responses`` taken in, every store's rule for ``tasks/update``: only
+    the keys the task is waiting for (each an object), the task back to ``working`` once none is
+    left; None when nothing is taken (not waiting, or no key it asked for)."""
+    if record.state.status != INPUT_REQUIRED:
+        return None
+    waiting = dict(record.state.input_requests or {})
+    taken = {k: v for k, v in responses.items() if k in waiting and isinstance(v, dict)}
+    if not taken:
+        return None
+    for key in taken:
+        del waiting[key]
+    state = attrs.evolve(
+        record.state,
+        status=INPUT_REQUIRED if waiting else WORKING,
+        input_requests=waiting or None,
+        last_updated_at=time.time(),
+    )
+    return attrs.evolve(record, state=state, answers={**record.answers, **taken})
+
+
 class MemoryTaskStore:
     """Task records in this process's memory. A settled task is kept for its ``ttlMs``
     (counted from when it settled: never less than ``createdAt + ttlMs``), then forgotten;
@@ -185,23 +206,13 @@ class MemoryTaskStore:
     async def answer(self, task_id: str, responses: Mapping[str, Any]) -> TaskRecord | None:
         await trio.lowlevel.checkpoint()
         record = self._live(task_id)
-        if record is None or record.state.status != INPUT_REQUIRED:
+        if record is None:
+            return None
+        merged = answered(record, responses)
+        if merged is None:
             return record
-        waiting = dict(record.state.input_requests or {})
-        taken = {k: v for k, v in responses.items() if k in waiting and isinstance(v, dict)}
-        if not taken:
-            return record
-        for key in taken:
-            del waiting[key]
-        state = attrs.evolve(
-            record.state,
-            status=INPUT_REQUIRED if waiting else WORKING,
-            input_requests=waiting or None,
-            last_updated_at=time.time(),
-        )
-        record = attrs.evolve(record, state=state, answers={**record.answers, **taken})
-        self._put(record)
-        return record
+        self._put(merged)
+        return merged
 
 
 #: One run of a task's handler, given the answers and data gathered so far: its result (a
