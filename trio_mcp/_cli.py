@@ -2,6 +2,7 @@
 
     trio-mcp demo                          serve the built-in demo server over stdio
     trio-mcp serve FILE.py[:server]        serve a Server from a file (or package.module:server)
+    trio-mcp inspect TARGET [--json]       a server's info, capabilities and every list
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
     trio-mcp resources TARGET              list resources (templates: resource templates)
@@ -9,8 +10,9 @@
     trio-mcp prompts TARGET                list prompts
     trio-mcp get TARGET PROMPT [ARGS...]   render a prompt
 
-TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
-Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
+TARGET is the command line of a server to spawn, as one shell-quoted string, a server file
+(``FILE.py[:server]``, served by ``trio-mcp serve`` in a child), or the URL of a Streamable HTTP
+endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
 (a value is typed by the tool's input schema).
 
 ``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
@@ -312,12 +314,28 @@ def build_auth(args: argparse.Namespace, server: Server) -> Auth:
 # -- driving: the client commands -----------------------------------------------------------------
 
 
+def serve_command(spec: str) -> list[str] | None:
+    """``FILE.py[:attribute]`` as the command that serves it over stdio from any directory
+    (this interpreter, ``-m trio_mcp serve`` and the file's absolute path); None when ``spec``
+    names no Python file."""
+    location, attribute = _split_target(spec)
+    if not location.endswith(".py"):
+        return None
+    path = Path(location).expanduser().resolve()
+    if not path.is_file():
+        raise UsageError(f"no such file: {location!r}")
+    served = f"{path}:{attribute}" if attribute else str(path)
+    return [sys.executable, "-m", "trio_mcp", "serve", served]
+
+
 def _target(text: str) -> list[str] | str:
     if text.strip().lower().startswith(("http://", "https://")):
         return text.strip()
     command = shlex.split(text)
     if not command:
         raise UsageError("TARGET is empty")
+    if len(command) == 1 and (served := serve_command(command[0])) is not None:
+        return served  # a server file: served by this interpreter over stdio
     return command
 
 
@@ -570,6 +588,15 @@ async def _get_prompt(client: Client, args: argparse.Namespace, out: Output) -> 
 async def _run_action(client: Client, args: argparse.Namespace, out: Output) -> int:
     if client.server_capabilities.logging is not None:
         await client.set_logging_level(args.log_level)
+    if args.command == "inspect":
+        from . import _inspect
+
+        found = await _inspect.report(client)
+        if args.json:
+            _print_json(found)
+        else:
+            sys.stdout.write(_inspect.as_text(found))
+        return 0
     if args.command in ("tools", "resources", "templates", "prompts"):
         return await _list(client, args.command, args.json)
     if args.command == "call":
@@ -735,10 +762,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help)
-        command.add_argument("target", help="the server's command line (one quoted string) or URL")
+        command.add_argument(
+            "target",
+            help="the server's command line (one quoted string), a server file FILE.py[:NAME], "
+            "or a URL",
+        )
         return command
 
     listings = {
+        "inspect": "show a server's info, capabilities, tools, prompts, resources and templates",
         "tools": "list the tools of a server",
         "resources": "list the resources of a server",
         "templates": "list the resource templates of a server",
