@@ -3,6 +3,7 @@
     trio-mcp demo                          serve the built-in demo server over stdio
     trio-mcp serve FILE.py[:server]        serve a Server from a file (or package.module:server)
     trio-mcp inspect TARGET [--json]       a server's info, capabilities and every list
+    trio-mcp install HOST FILE.py[:server] add a server to a host's configuration (--dry-run)
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
     trio-mcp resources TARGET              list resources (templates: resource templates)
@@ -791,6 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_argument("target", help="the server's URL")
     login.add_argument("--client-id", help="a client id registered for trio-mcp in advance")
     login.add_argument("--client-secret", help="its secret, if it has one")
+    _add_install(commands)
     for command in [*drivers, call, read, get, login]:
         command.add_argument(
             "--login-timeout",
@@ -827,6 +829,77 @@ def build_parser() -> argparse.ArgumentParser:
             help="where images, audio and binary resources are saved (default: a new temp dir)",
         )
     return parser
+
+
+def _add_install(commands: Any) -> None:
+    from ._install import HOSTS
+
+    install = commands.add_parser(
+        "install",
+        help="add a server file to an MCP host's configuration",
+        description="Add SERVER_FILE to HOST's JSON configuration, as an entry that starts it "
+        "with this interpreter from any directory. Hosts: "
+        + "; ".join(f"{host.name}: {host.title}" for host in HOSTS.values()),
+    )
+    install.add_argument("host", choices=list(HOSTS), metavar="HOST", help=", ".join(HOSTS))
+    install.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    install.add_argument("--name", help="the entry's name (default: NAME, else the file's stem)")
+    install.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable; after --env-file)",
+    )
+    install.add_argument(
+        "--env-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="KEY=VALUE lines (# comments, optional quotes) for the server's environment",
+    )
+    install.add_argument(
+        "--config", metavar="PATH", help="the configuration file (default: where HOST keeps it)"
+    )
+    install.add_argument(
+        "--project",
+        action="store_true",
+        help="cursor, vscode: the project's file in this directory (.cursor/mcp.json, "
+        ".vscode/mcp.json) instead of the user's",
+    )
+    install.add_argument("--force", action="store_true", help="replace an entry of the same name")
+    install.add_argument(
+        "--dry-run", action="store_true", help="print the entry as JSON; write nothing"
+    )
+
+
+def _install(args: argparse.Namespace) -> int:
+    from ._install import InstallError, install, parse_env
+
+    try:
+        done = install(
+            args.host,
+            args.server_file,
+            name=args.name,
+            env=parse_env(args.env, args.env_file),
+            config=args.config,
+            project=args.project,
+            force=args.force,
+            dry_run=args.dry_run,
+        )
+    except InstallError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        sys.stderr.write(f"trio-mcp: cannot write the configuration: {exc}\n")
+        return 1
+    if done.outcome == "dry-run":
+        _print_json(done.snippet)
+        sys.stderr.write(f"trio-mcp: would write {done.name!r} to {done.path} (dry run)\n")
+    elif done.outcome == "unchanged":
+        sys.stderr.write(f"trio-mcp: {done.name!r} is in {done.path} already, unchanged\n")
+    else:
+        sys.stderr.write(f"trio-mcp: {done.outcome} {done.name!r} in {done.path}\n")
+    return 0
 
 
 #: Where ``--node-id`` is read from when the command line has none.
@@ -1026,6 +1099,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("demo", "serve"):
             return _serve(args)
+        if args.command == "install":
+            return _install(args)
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:
