@@ -4,6 +4,7 @@
     trio-mcp serve FILE.py[:server]        serve a Server from a file (or package.module:server)
     trio-mcp inspect TARGET [--json]       a server's info, capabilities and every list
     trio-mcp install HOST FILE.py[:server] add a server to a host's configuration (--dry-run)
+    trio-mcp dev FILE.py[:server]          open a server file in the MCP Inspector (Node.js 22)
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
     trio-mcp resources TARGET              list resources (templates: resource templates)
@@ -793,6 +794,7 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_argument("--client-id", help="a client id registered for trio-mcp in advance")
     login.add_argument("--client-secret", help="its secret, if it has one")
     _add_install(commands)
+    _add_dev(commands)
     for command in [*drivers, call, read, get, login]:
         command.add_argument(
             "--login-timeout",
@@ -871,6 +873,68 @@ def _add_install(commands: Any) -> None:
     install.add_argument(
         "--dry-run", action="store_true", help="print the entry as JSON; write nothing"
     )
+
+
+def _add_dev(commands: Any) -> None:
+    dev = commands.add_parser(
+        "dev",
+        help="open a server file in the MCP Inspector (a web UI; needs Node.js 22)",
+        description="Start the MCP Inspector 2.x on 127.0.0.1 with SERVER_FILE as its server "
+        "(spawned over stdio at each connection) and print the URL to open. The Inspector and "
+        "Node.js 22.19+ are found in node_modules here or above (npm install "
+        "@modelcontextprotocol/inspector@2.12.0), or given with --inspector / --node.",
+    )
+    dev.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    dev.add_argument(
+        "--port", type=int, default=6274, help="the Inspector's page port (default: 6274)"
+    )
+    dev.add_argument(
+        "--sandbox-port",
+        type=int,
+        metavar="PORT",
+        help="the port of the Inspector's MCP Apps sandbox (default: the Inspector's, 6275)",
+    )
+    dev.add_argument(
+        "--no-browser", action="store_true", help="print the URL only; open no browser"
+    )
+    dev.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable)",
+    )
+    dev.add_argument(
+        "--env-file", action="append", default=[], metavar="PATH", help="KEY=VALUE lines"
+    )
+    dev.add_argument("--node", metavar="PATH", help="the Node.js to run the Inspector with")
+    dev.add_argument("--inspector", metavar="PATH", help="the Inspector's package directory")
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from ._dev import DevError, find_inspector, find_node, launch, run
+    from ._install import InstallError, parse_env
+
+    served = serve_command(args.server_file)
+    if served is None:
+        raise UsageError(
+            f"SERVER_FILE must be a Python file (FILE.py[:NAME]), got {args.server_file!r}"
+        )
+    try:
+        env = parse_env(args.env, args.env_file)
+        cwd = Path.cwd()
+        started = launch(
+            find_node(args.node, cwd),
+            find_inspector(args.inspector, cwd),
+            served,
+            port=args.port,
+            sandbox_port=args.sandbox_port,
+            open_browser=not args.no_browser,
+            server_env=env,
+        )
+    except (DevError, InstallError) as exc:
+        raise UsageError(str(exc)) from None
+    return run(started)
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -1101,6 +1165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "install":
             return _install(args)
+        if args.command == "dev":
+            return _dev(args)
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:
