@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from trio_mcp import Client, ConnectionClosed, Context, Server, TextContent, open_client
+from trio_mcp.server import HttpOptions
 from trio_mcp.testing import HttpServer, connected, http_client, http_server, stdio_client
 
 #: A hang guard, never a performance assertion.
@@ -194,3 +195,25 @@ def test_a_users_test_file_with_the_plugin(tmp_path: Path) -> None:
 async def test_open_client_is_what_connected_wraps(mcp_server: Server) -> None:
     async with open_client(mcp_server) as direct, connected(mcp_server) as helper:
         assert direct.server_info == helper.server_info
+
+
+class TestOptionsOfTheFixtures:
+    """A module or a class overrides the options fixtures as it overrides ``mcp_server``."""
+
+    @pytest.fixture
+    def mcp_client_options(self) -> dict[str, object]:
+        return {"mode": "modern"}
+
+    @pytest.fixture
+    def mcp_http_options(self) -> HttpOptions:
+        return HttpOptions(ready_path="/healthz")
+
+    async def test_the_clients_take_the_options(
+        self, mcp_client: Client, mcp_http_client: Client
+    ) -> None:
+        assert mcp_client.modern
+        assert mcp_http_client.modern
+
+    async def test_the_http_server_takes_the_options(self, mcp_http: HttpServer) -> None:
+        response = await mcp_http.http_client.get(mcp_http.base + "/healthz")
+        assert response.status_code == 200
