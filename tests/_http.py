@@ -21,7 +21,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from trio_mcp import Server, TextContent
-from trio_mcp.server import Context, HttpOptions, McpHttpApp
+from trio_mcp.server import Context, HttpOptions
+from trio_mcp.testing import HttpServer, http_server
 
 #: A hang guard, never a performance assertion.
 GUARD = 30
@@ -187,20 +188,17 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
 
 
 @attrs.define
-class Served:
-    """A running app, its URL and a client, with helpers that speak exact HTTP."""
+class Served(HttpServer):
+    """A running app, its URL and an httpx client (:class:`trio_mcp.testing.HttpServer`), with
+    helpers that speak exact HTTP."""
 
-    app: McpHttpApp
-    base: str
-    client: httpx.AsyncClient
-    shutdown: trio.Event
-    stopped: trio.Event
-    errors: list[BaseException]
-    path: str = "/mcp"
+    @classmethod
+    def of(cls, running: HttpServer) -> Served:
+        return cls(**{f.name: getattr(running, f.name) for f in attrs.fields(HttpServer)})
 
     @property
-    def url(self) -> str:
-        return self.base + self.path
+    def client(self) -> httpx.AsyncClient:
+        return self.http_client
 
     def headers(
         self,
@@ -278,40 +276,6 @@ class Served:
         return self.stream("GET", headers=headers)
 
 
-def _recording(app: McpHttpApp, errors: list[BaseException], lifespan: bool) -> Any:
-    """The app as hypercorn sees it: exceptions escaping it are recorded (hypercorn would only
-    log them and answer 500); with ``lifespan`` false the test runs ``app.running()`` itself."""
-
-    async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan" and not lifespan:
-            await receive()
-            await send({"type": "lifespan.startup.complete"})
-            await receive()
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        try:
-            await app(scope, receive, send)
-        except Exception as exc:
-            errors.append(exc)
-            raise
-
-    return asgi
-
-
-async def _serve(
-    app: Any,
-    config: Config,
-    shutdown: trio.Event,
-    stopped: trio.Event,
-    *,
-    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    try:
-        await serve(app, config, shutdown_trigger=shutdown.wait, task_status=task_status)
-    finally:
-        stopped.set()
-
-
 @asynccontextmanager
 async def serving(
     server: Server,
@@ -321,25 +285,12 @@ async def serving(
     graceful_timeout: float = 2.0,
     lifespan: bool = True,
 ) -> AsyncIterator[Served]:
-    """Serve ``server.http_app(options)`` on 127.0.0.1 (port 0) with hypercorn's trio worker."""
-    app = server.http_app(options)
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.graceful_timeout = graceful_timeout
-    config.accesslog = None
-    shutdown, stopped = trio.Event(), trio.Event()
-    errors: list[BaseException] = []
-    with trio.fail_after(guard):
-        async with trio.open_nursery() as nursery:
-            binds = await nursery.start(
-                functools.partial(
-                    _serve, _recording(app, errors, lifespan), config, shutdown, stopped
-                )
-            )
-            async with httpx.AsyncClient(timeout=guard) as client:
-                yield Served(app, binds[0], client, shutdown, stopped, errors)
-            shutdown.set()
-    assert not errors, errors
+    """Serve ``server.http_app(options)`` on 127.0.0.1 (port 0) with hypercorn's trio worker
+    (the plugin's :func:`trio_mcp.testing.http_server`), bounded by ``guard``."""
+    async with http_server(
+        server, options, timeout=guard, graceful_timeout=graceful_timeout, lifespan=lifespan
+    ) as running:
+        yield Served.of(running)
 
 
 async def eventually(predicate: Callable[[], bool], interval: float = 0.02) -> None:

@@ -1,16 +1,24 @@
 """What the test modules share: the ``invariant`` marker, the hypothesis settings, and fixtures
-used by several modules."""
+used by several modules (built on the pytest plugin ``trio_mcp.testing``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from hypothesis import settings
 
-from trio_mcp._demo import demo_server
+# Imported below before pytest loads it as the plugin: rewrite its asserts all the same.
+pytest.register_assert_rewrite("trio_mcp.testing")
 
-from ._http import Served, serving
+from hypothesis import settings  # noqa: E402
+
+from trio_mcp import Server  # noqa: E402
+from trio_mcp._demo import demo_server  # noqa: E402
+from trio_mcp.testing import HttpServer  # noqa: E402
+
+from ._http import Served  # noqa: E402
+
+# The plugin is registered by trio_mcp's entry point once installed; named here too, so the
+# suite runs from a checkout (pytest skips a plugin registered already under this name).
+pytest_plugins = ["trio_mcp.testing"]
 
 # A deadline per example is a timing assertion, and these machines are shared and noisy: a
 # property test fails on what it checks, never on how long an example took.
@@ -27,8 +35,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-async def demo_http() -> AsyncIterator[Served]:
+def mcp_server() -> Server:
+    """The server of the plugin's fixtures (``mcp_client``, ``mcp_http``, ...) in a module that
+    names none of its own: the demo server."""
+    return demo_server()
+
+
+@pytest.fixture
+def demo_http(mcp_http: HttpServer) -> Served:
     """The demo server on Streamable HTTP with the default options, behind a real hypercorn on
-    loopback; ``demo_http.app.server`` is the server itself."""
-    async with serving(demo_server()) as served:
-        yield served
+    loopback (the plugin's ``mcp_http``); ``demo_http.app.server`` is the server itself."""
+    return Served.of(mcp_http)

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from trio_mcp import Auth, __version__, open_client
+from trio_mcp.testing import stdio_client
 
 ROOT = Path(__file__).resolve().parents[1]
 MEDIA = ROOT / "tests" / "servers" / "media_server.py"
@@ -334,7 +335,7 @@ async def test_demo_on_a_terminal_says_what_it_is_and_ctrl_c_exits_130_quietly()
 
 async def test_without_a_terminal_stderr_stays_silent_and_ctrl_c_exits_130() -> None:
     with trio.fail_after(GUARD):
-        async with open_client([*CLI, "demo"], stderr="discard", env=child_env()) as client:
+        async with stdio_client([*CLI, "demo"], env=child_env()) as client:
             assert client.server_info.name == "trio-mcp-demo"
         process = await trio.lowlevel.open_process(
             [*CLI, "demo"],

@@ -136,11 +136,13 @@ def test_every_page_has_its_examples() -> None:
     pages = {
         "auth.md",
         "cancellation.md",
+        "cli.md",
         "client.md",
         "http.md",
         "modern.md",
         "server.md",
         "stdio.md",
+        "testing.md",
     }
     assert {example.page for example in EXAMPLES} >= pages
 

@@ -228,6 +228,31 @@ def test_jsonschema_is_loaded_by_the_first_hand_written_schema_not_by_the_import
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_the_testing_module_is_public_and_names_only_public_types() -> None:
+    """``trio_mcp.testing`` (the pytest plugin) is a public module of its own, never loaded by
+    ``import trio_mcp`` (it imports pytest); what its names return is importable."""
+    import trio_mcp.testing
+
+    module = trio_mcp.testing
+    assert len(set(module.__all__)) == len(module.__all__)
+    public = _exported(trio_mcp) | _exported(trio_mcp.lowlevel) | _exported(module)
+    missing = [
+        f"{where} -> {cls.__module__}.{cls.__qualname__}"
+        for name in module.__all__
+        for where, cls in _met_by_users(getattr(module, name))
+        if id(cls) not in public
+    ]
+    assert not missing, "not importable from trio_mcp or trio_mcp.testing:\n" + "\n".join(missing)
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    # Named like the module, so that `pytest_plugins = ["trio_mcp.testing"]` or
+    # `-p trio_mcp.testing` beside the entry point do not register it twice.
+    assert project["entry-points"]["pytest11"] == {"trio_mcp.testing": "trio_mcp.testing"}
+    code = (
+        "import sys, trio_mcp\nassert 'pytest' not in sys.modules, 'import trio_mcp loads pytest'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_an_unknown_root_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="Session"):
         trio_mcp.Session  # type: ignore[attr-defined]  # noqa: B018

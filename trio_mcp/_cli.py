@@ -2,6 +2,9 @@
 
     trio-mcp demo                          serve the built-in demo server over stdio
     trio-mcp serve FILE.py[:server]        serve a Server from a file (or package.module:server)
+    trio-mcp inspect TARGET [--json]       a server's info, capabilities and every list
+    trio-mcp install HOST FILE.py[:server] add a server to a host's configuration (--dry-run)
+    trio-mcp dev FILE.py[:server]          open a server file in the MCP Inspector (Node.js 22)
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
     trio-mcp resources TARGET              list resources (templates: resource templates)
@@ -9,8 +12,9 @@
     trio-mcp prompts TARGET                list prompts
     trio-mcp get TARGET PROMPT [ARGS...]   render a prompt
 
-TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
-Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
+TARGET is the command line of a server to spawn, as one shell-quoted string, a server file
+(``FILE.py[:server]``, served by ``trio-mcp serve`` in a child), or the URL of a Streamable HTTP
+endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
 (a value is typed by the tool's input schema).
 
 ``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
@@ -312,12 +316,28 @@ def build_auth(args: argparse.Namespace, server: Server) -> Auth:
 # -- driving: the client commands -----------------------------------------------------------------
 
 
+def serve_command(spec: str) -> list[str] | None:
+    """``FILE.py[:attribute]`` as the command that serves it over stdio from any directory
+    (this interpreter, ``-m trio_mcp serve`` and the file's absolute path); None when ``spec``
+    names no Python file."""
+    location, attribute = _split_target(spec)
+    if not location.endswith(".py"):
+        return None
+    path = Path(location).expanduser().resolve()
+    if not path.is_file():
+        raise UsageError(f"no such file: {location!r}")
+    served = f"{path}:{attribute}" if attribute else str(path)
+    return [sys.executable, "-m", "trio_mcp", "serve", served]
+
+
 def _target(text: str) -> list[str] | str:
     if text.strip().lower().startswith(("http://", "https://")):
         return text.strip()
     command = shlex.split(text)
     if not command:
         raise UsageError("TARGET is empty")
+    if len(command) == 1 and (served := serve_command(command[0])) is not None:
+        return served  # a server file: served by this interpreter over stdio
     return command
 
 
@@ -570,6 +590,15 @@ async def _get_prompt(client: Client, args: argparse.Namespace, out: Output) -> 
 async def _run_action(client: Client, args: argparse.Namespace, out: Output) -> int:
     if client.server_capabilities.logging is not None:
         await client.set_logging_level(args.log_level)
+    if args.command == "inspect":
+        from . import _inspect
+
+        found = await _inspect.report(client)
+        if args.json:
+            _print_json(found)
+        else:
+            sys.stdout.write(_inspect.as_text(found))
+        return 0
     if args.command in ("tools", "resources", "templates", "prompts"):
         return await _list(client, args.command, args.json)
     if args.command == "call":
@@ -735,10 +764,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help)
-        command.add_argument("target", help="the server's command line (one quoted string) or URL")
+        command.add_argument(
+            "target",
+            help="the server's command line (one quoted string), a server file FILE.py[:NAME], "
+            "or a URL",
+        )
         return command
 
     listings = {
+        "inspect": "show a server's info, capabilities, tools, prompts, resources and templates",
         "tools": "list the tools of a server",
         "resources": "list the resources of a server",
         "templates": "list the resource templates of a server",
@@ -759,6 +793,8 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_argument("target", help="the server's URL")
     login.add_argument("--client-id", help="a client id registered for trio-mcp in advance")
     login.add_argument("--client-secret", help="its secret, if it has one")
+    _add_install(commands)
+    _add_dev(commands)
     for command in [*drivers, call, read, get, login]:
         command.add_argument(
             "--login-timeout",
@@ -795,6 +831,139 @@ def build_parser() -> argparse.ArgumentParser:
             help="where images, audio and binary resources are saved (default: a new temp dir)",
         )
     return parser
+
+
+def _add_install(commands: Any) -> None:
+    from ._install import HOSTS
+
+    install = commands.add_parser(
+        "install",
+        help="add a server file to an MCP host's configuration",
+        description="Add SERVER_FILE to HOST's JSON configuration, as an entry that starts it "
+        "with this interpreter from any directory. Hosts: "
+        + "; ".join(f"{host.name}: {host.title}" for host in HOSTS.values()),
+    )
+    install.add_argument("host", choices=list(HOSTS), metavar="HOST", help=", ".join(HOSTS))
+    install.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    install.add_argument("--name", help="the entry's name (default: NAME, else the file's stem)")
+    install.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable; after --env-file)",
+    )
+    install.add_argument(
+        "--env-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="KEY=VALUE lines (# comments, optional quotes) for the server's environment",
+    )
+    install.add_argument(
+        "--config", metavar="PATH", help="the configuration file (default: where HOST keeps it)"
+    )
+    install.add_argument(
+        "--project",
+        action="store_true",
+        help="cursor, vscode: the project's file in this directory (.cursor/mcp.json, "
+        ".vscode/mcp.json) instead of the user's",
+    )
+    install.add_argument("--force", action="store_true", help="replace an entry of the same name")
+    install.add_argument(
+        "--dry-run", action="store_true", help="print the entry as JSON; write nothing"
+    )
+
+
+def _add_dev(commands: Any) -> None:
+    dev = commands.add_parser(
+        "dev",
+        help="open a server file in the MCP Inspector (a web UI; needs Node.js 22)",
+        description="Start the MCP Inspector 2.x on 127.0.0.1 with SERVER_FILE as its server "
+        "(spawned over stdio at each connection) and print the URL to open. The Inspector and "
+        "Node.js 22.19+ are found in node_modules here or above (npm install "
+        "@modelcontextprotocol/inspector@2.12.0), or given with --inspector / --node.",
+    )
+    dev.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    dev.add_argument(
+        "--port", type=int, default=6274, help="the Inspector's page port (default: 6274)"
+    )
+    dev.add_argument(
+        "--sandbox-port",
+        type=int,
+        metavar="PORT",
+        help="the port of the Inspector's MCP Apps sandbox (default: the Inspector's, 6275)",
+    )
+    dev.add_argument(
+        "--no-browser", action="store_true", help="print the URL only; open no browser"
+    )
+    dev.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable)",
+    )
+    dev.add_argument(
+        "--env-file", action="append", default=[], metavar="PATH", help="KEY=VALUE lines"
+    )
+    dev.add_argument("--node", metavar="PATH", help="the Node.js to run the Inspector with")
+    dev.add_argument("--inspector", metavar="PATH", help="the Inspector's package directory")
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from ._dev import DevError, find_inspector, find_node, launch, run
+    from ._install import InstallError, parse_env
+
+    served = serve_command(args.server_file)
+    if served is None:
+        raise UsageError(
+            f"SERVER_FILE must be a Python file (FILE.py[:NAME]), got {args.server_file!r}"
+        )
+    try:
+        env = parse_env(args.env, args.env_file)
+        cwd = Path.cwd()
+        started = launch(
+            find_node(args.node, cwd),
+            find_inspector(args.inspector, cwd),
+            served,
+            port=args.port,
+            sandbox_port=args.sandbox_port,
+            open_browser=not args.no_browser,
+            server_env=env,
+        )
+    except (DevError, InstallError) as exc:
+        raise UsageError(str(exc)) from None
+    return run(started)
+
+
+def _install(args: argparse.Namespace) -> int:
+    from ._install import InstallError, install, parse_env
+
+    try:
+        done = install(
+            args.host,
+            args.server_file,
+            name=args.name,
+            env=parse_env(args.env, args.env_file),
+            config=args.config,
+            project=args.project,
+            force=args.force,
+            dry_run=args.dry_run,
+        )
+    except InstallError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        sys.stderr.write(f"trio-mcp: cannot write the configuration: {exc}\n")
+        return 1
+    if done.outcome == "dry-run":
+        _print_json(done.snippet)
+        sys.stderr.write(f"trio-mcp: would write {done.name!r} to {done.path} (dry run)\n")
+    elif done.outcome == "unchanged":
+        sys.stderr.write(f"trio-mcp: {done.name!r} is in {done.path} already, unchanged\n")
+    else:
+        sys.stderr.write(f"trio-mcp: {done.outcome} {done.name!r} in {done.path}\n")
+    return 0
 
 
 #: Where ``--node-id`` is read from when the command line has none.
@@ -994,6 +1163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("demo", "serve"):
             return _serve(args)
+        if args.command == "install":
+            return _install(args)
+        if args.command == "dev":
+            return _dev(args)
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from trio_mcp import open_client
+from trio_mcp.testing import stdio_client
 
 from ._support import HANG_GUARD, HERE, check_cancelled_call, node, read_records, recorded
 
@@ -52,8 +52,8 @@ async def test_our_client_drives_an_official_server(
             handler_cancelled.set()
 
     with trio.fail_after(HANG_GUARD):
-        async with open_client(
-            recorded(log, server_command(peer)), stderr=on_stderr, mode=mode
+        async with stdio_client(
+            recorded(log, server_command(peer)), on_stderr=on_stderr, mode=mode
         ) as client:
             modern = mode == "auto" and peer == "python"
             assert client.modern is modern

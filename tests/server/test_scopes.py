@@ -29,6 +29,7 @@ from trio_mcp import (
     VerifierUnavailable,
     open_client,
 )
+from trio_mcp.testing import stdio_client
 from trio_mcp.transports import Transport, memory_transport_pair
 
 from .._raw_stdio import ROOT, SERVERS, raw_child
@@ -447,7 +448,7 @@ async def test_stdio_serves_for_the_principal_of_the_environments_token() -> Non
 
 async def test_our_client_reaches_a_stdio_server_with_a_token_in_its_environment() -> None:
     env = {"MCP_ACCESS_TOKEN": "admin-token-9012"}
-    async with open_client(SCOPED, env=env, cwd=ROOT) as client:
+    async with stdio_client(SCOPED, env=env, cwd=ROOT) as client:
         names = [tool.name for tool in await client.list_tools()]
         assert names == ["hello", "whoami", "greet", "deploy"]
         result = await client.call_tool("deploy")
