@@ -99,7 +99,7 @@ class SseClientTransport(BaseTransport):
         self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | BaseException]
         self._in_send, self._in_receive = trio.open_memory_channel(MAX_QUEUED_MESSAGES)
         self._closed = False
-        self._nursery: trio.Nursery | None = None
+        self._scope = trio.CancelScope()
         self._stopped = trio.Event()
 
     # -- running ---------------------------------------------------------------------------------
@@ -108,10 +108,8 @@ class SseClientTransport(BaseTransport):
         """Open the stream; started once its ``endpoint`` event came (else it raises
         ``ConnectionClosed``); then read it until it ends or :meth:`aclose`."""
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                await nursery.start(self._listen)
-                task_status.started()
+            with self._scope:
+                await self._listen(task_status=task_status)
         finally:
             self._closed = True
             self._stopped.set()
@@ -249,10 +247,9 @@ class SseClientTransport(BaseTransport):
         """Stop reading (closing the stream ends the session on the server); bounded."""
         self._closed = True
         self._in_send.close()
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
-            with trio.move_on_after(timeout):
-                await self._stopped.wait()
+        self._scope.cancel()
+        with trio.move_on_after(timeout):
+            await self._stopped.wait()
 
 
 @asynccontextmanager
