@@ -21,6 +21,7 @@ import trio
 from trio_mcp import Auth, Context, Principal, Server, StaticTokenVerifier
 from trio_mcp.protocol._oauth import parse_www_authenticate
 from trio_mcp.server import HttpOptions
+from trio_mcp.server._http_sse import SseEndpoint, SseSession
 
 from .._http import (
     GUARD,
@@ -91,6 +92,12 @@ async def sse_peer(
         yield peer
 
 
+def sse_sessions(served: Served) -> dict[str, SseSession]:
+    """The app's HTTP+SSE sessions, by id."""
+    assert isinstance(served.app.sse, SseEndpoint)
+    return served.app.sse.sessions
+
+
 def demo() -> Server:
     server = Server("sse-demo")
 
@@ -136,7 +143,7 @@ async def test_a_later_handshake_version_is_negotiated_as_asked() -> None:
 async def test_each_session_has_its_own_unguessable_id() -> None:
     async with serving(demo()) as served, sse_peer(served) as one, sse_peer(served) as two:
         assert one.endpoint != two.endpoint
-        assert len(served.app.sse.sessions) == 2  # type: ignore[union-attr]
+        assert len(sse_sessions(served)) == 2
 
 
 async def test_a_batch_is_accepted_and_answered_as_one() -> None:
@@ -236,7 +243,7 @@ async def test_sessions_per_client_are_limited() -> None:
             second = await served.client.get(served.base + "/sse")
             assert second.status_code == 429
             assert second.headers["retry-after"] == "1"
-        await eventually(lambda: not served.app.sse.sessions)  # type: ignore[union-attr]
+        await eventually(lambda: not sse_sessions(served))
         async with sse_peer(served, initialize=False):
             pass
 
@@ -369,7 +376,7 @@ async def test_a_dropped_get_stream_cancels_that_sessions_work() -> None:
         # The client hung up: the handler is cancelled, the session is gone.
         await park.finished.wait()
         assert park.cancelled
-        await eventually(lambda: not served.app.sse.sessions)  # type: ignore[union-attr]
+        await eventually(lambda: not sse_sessions(served))
         await eventually(lambda: not served.app.server.connections)
         gone = await served.client.post(url, json=request_body(2, "ping"))
         assert gone.status_code == 404
@@ -399,7 +406,7 @@ async def test_a_client_that_does_not_read_has_its_session_ended() -> None:
         # Read nothing more: the socket's buffers fill, then the session's queue.
         await flooding.wait()
         await cancelled.wait()
-        await eventually(lambda: not served.app.sse.sessions)  # type: ignore[union-attr]
+        await eventually(lambda: not sse_sessions(served))
 
 
 async def test_shutdown_ends_the_streams_and_the_sessions() -> None:

@@ -18,6 +18,7 @@ from trio_mcp.transports._sse_client import (
 
 from .._http import GUARD, Park, serving
 from ..server.test_http_mount import hypercorn
+from ..server.test_http_sse import sse_sessions
 
 
 def demo() -> Server:
@@ -178,7 +179,7 @@ async def test_the_stream_ending_fails_the_calls_in_flight() -> None:
 
                 async def end_the_session() -> None:
                     await park.entered.wait()
-                    for session in list(served.app.sse.sessions.values()):  # type: ignore[union-attr]
+                    for session in list(sse_sessions(served).values()):
                         session.close()
 
                 nursery.start_soon(end_the_session)

@@ -73,7 +73,6 @@ from ._event_store import (
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
-from ._http_sse import SseEndpoint
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
@@ -112,6 +111,17 @@ class HttpServable(Registrations, Protocol):
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None: ...
+
+
+class MountedEndpoints(Protocol):
+    """Another transport's endpoints, served by the app beside its own (the HTTP+SSE
+    transport's): the app hands it the requests for its paths, and ends it at shutdown."""
+
+    def handles(self, route: str) -> bool: ...
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None: ...
+
+    async def shutdown(self, grace: float) -> None: ...
 
 
 def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
@@ -751,12 +761,9 @@ class McpHttpApp:
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
-        #: The HTTP+SSE endpoints (``HttpOptions.sse_path``); None: not served.
-        self.sse = (
-            SseEndpoint(self, self.options.sse_path, self.options.sse_messages_path)
-            if self.options.sse_path is not None
-            else None
-        )
+        #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
+        #: attaches; None: not served.
+        self.sse: MountedEndpoints | None = None
         if options.session_store is not None and options.node_id is None:
             raise ValueError(
                 "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "

@@ -46,6 +46,7 @@ from ._bus import (
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
+from ._http_sse import SseEndpoint
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -796,7 +797,10 @@ class Server:
         None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
         """
         self._log_state_keys()
-        return McpHttpApp(self, options)
+        app = McpHttpApp(self, options)
+        if app.options.sse_path is not None:
+            app.sse = SseEndpoint(app, app.options.sse_path, app.options.sse_messages_path)
+        return app
 
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:
