@@ -236,27 +236,36 @@ class SseEndpoint:
         endpoint = urllib.parse.quote(root + self.messages_path) + f"?{SESSION_PARAM}={session.id}"
         body = encode_event(endpoint.encode(), event="endpoint")
         await send({"type": "http.response.body", "body": body, "more_body": True})
-        unused_until = trio.current_time() + app.options.unused_session_timeout
-        incoming = session.transport.incoming
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_close_on_disconnect, receive, nursery.cancel_scope)
-            while True:
-                with trio.move_on_after(app.options.keepalive_interval):
-                    try:
-                        data = await incoming.receive()
-                    except trio.EndOfChannel:
-                        break  # the session ended: so does its stream
-                    session.transport.taken(data)
-                    event = encode_event(data, event="message")
-                    await send({"type": "http.response.body", "body": event, "more_body": True})
-                    continue
-                if not session.connection.state.initialized and trio.current_time() >= unused_until:
-                    logger.info("HTTP+SSE session %s was never initialized; it ends", session.id)
-                    break
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            try:
+                await self._pump(send, session)
+                with trio.move_on_after(1.0):
+                    await send({"type": "http.response.body", "body": b""})
+            except OSError:
+                pass  # the client went away: the caller ends the session
             nursery.cancel_scope.cancel()
-        with trio.move_on_after(1.0):
-            await send({"type": "http.response.body", "body": b""})
+
+    async def _pump(self, send: _app.Send, session: SseSession) -> None:
+        """Write the session's messages as they come, and keep-alive comments while idle, until
+        the session ends (or, never initialized, outlives ``unused_session_timeout``)."""
+        options = self.app.options
+        unused_until = trio.current_time() + options.unused_session_timeout
+        incoming = session.transport.incoming
+        while True:
+            with trio.move_on_after(options.keepalive_interval):
+                try:
+                    data = await incoming.receive()
+                except trio.EndOfChannel:
+                    return  # the session ended: so does its stream
+                session.transport.taken(data)
+                event = encode_event(data, event="message")
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+                continue
+            if not session.connection.state.initialized and trio.current_time() >= unused_until:
+                logger.info("HTTP+SSE session %s was never initialized; it ends", session.id)
+                return
+            await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
 
     async def _message(
         self, scope: _app.Scope, receive: _app.Receive, send: _app.Send, principal: Principal | None

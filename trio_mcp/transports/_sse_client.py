@@ -224,22 +224,26 @@ class SseClientTransport(BaseTransport):
         )
 
     def _refused(self, data: bytes, message: str, status: int | None, body: bytes) -> None:
-        """A POST that failed: its request (if it carried one) fails with an error response."""
+        """A POST that failed: the requests it carried fail with an error response each (the
+        server's JSON-RPC error if its body held one)."""
         sent = parse(data)
-        if not isinstance(sent, Request):
+        requests = [
+            item
+            for item in (sent.items if isinstance(sent, Batch) else (sent,))
+            if isinstance(item, Request)
+        ]
+        if not requests:
             logger.debug("the server refused a message: %s", message)
             return
         answer = parse(body) if body else None
         if isinstance(answer, ErrorResponse):
-            self._put(ErrorResponse(sent.id, answer.error))
-            return
-        data_ = {"httpStatus": status} if status is not None else None
-        error = (
-            ErrorObject.make(INTERNAL_ERROR, message, data=data_)
-            if data_ is not None
-            else ErrorObject.make(INTERNAL_ERROR, message)
-        )
-        self._put(ErrorResponse(sent.id, error))
+            error = answer.error
+        elif status is not None:
+            error = ErrorObject.make(INTERNAL_ERROR, message, data={"httpStatus": status})
+        else:
+            error = ErrorObject.make(INTERNAL_ERROR, message)
+        for request in requests:
+            self._put(ErrorResponse(request.id, error))
 
     # -- closing ---------------------------------------------------------------------------------
 
