@@ -402,10 +402,13 @@ async def test_a_client_that_does_not_read_has_its_session_ended() -> None:
 
     options = HttpOptions(max_pending_events=8)
     async with serving(server, options) as served, sse_peer(served) as peer:
+        (session,) = sse_sessions(served).values()
         await peer.send(call_body(1, "flood"))
         # Read nothing more: the socket's buffers fill, then the session's queue.
         await flooding.wait()
         await cancelled.wait()
+        assert session.overflowed  # ended by its bound, not by anything else
+        assert session.transport.queued_bytes <= options.max_pending_bytes
         await eventually(lambda: not sse_sessions(served))
 
 
