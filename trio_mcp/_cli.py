@@ -13,9 +13,10 @@
     trio-mcp get TARGET PROMPT [ARGS...]   render a prompt
 
 TARGET is the command line of a server to spawn, as one shell-quoted string, a server file
-(``FILE.py[:server]``, served by ``trio-mcp serve`` in a child), or the URL of a Streamable HTTP
-endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
-(a value is typed by the tool's input schema).
+(``FILE.py[:server]``, served by ``trio-mcp serve`` in a child), the URL of a Streamable HTTP
+endpoint (http:// or https://), or of a 2024-11-05 HTTP+SSE event stream (a server that answers
+as one is reached over it; ``--transport sse`` goes there at once). ARGS are one JSON object or
+``key=value`` pairs (a value is typed by the tool's input schema).
 
 ``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
 option: tokens from an authorization server (``--auth-issuer``: signed JWTs checked against its
@@ -218,7 +219,7 @@ def _is_protected(args: argparse.Namespace) -> bool:
                     "or --auth-token-env"
                 )
         return False
-    if args.transport != "http":
+    if args.transport not in ("http", "sse"):
         raise UsageError(
             "the --auth options protect an HTTP server (--transport http); a stdio server "
             "takes its credentials from the environment its host starts it with"
@@ -652,6 +653,10 @@ async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     if args.command == "login" and not isinstance(target, str):
         raise UsageError("login is for an http(s):// server URL")
     options: dict[str, Any] = {}
+    if getattr(args, "transport", None) is not None:
+        if not isinstance(target, str):
+            raise UsageError("--transport is for an http(s):// TARGET")
+        options["transport"] = args.transport
     headers = _headers(args.header)
     if args.header:
         if not isinstance(target, str):
@@ -724,7 +729,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for served in (demo, serve):
         served.add_argument(
-            "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+            "--transport",
+            choices=["stdio", "http", "sse"],
+            default="stdio",
+            help="default: stdio; http: Streamable HTTP at /mcp (and HTTP+SSE at /sse); sse: "
+            "the same server, announcing its 2024-11-05 HTTP+SSE endpoint",
         )
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
@@ -812,6 +821,13 @@ def build_parser() -> argparse.ArgumentParser:
             default=[],
             metavar="NAME:VALUE",
             help="an HTTP header for every request (repeatable; http(s) targets)",
+        )
+        command.add_argument(
+            "--transport",
+            choices=["streamable-http", "sse"],
+            help="for a URL: Streamable HTTP only, or the 2024-11-05 HTTP+SSE transport (the "
+            "URL of its event stream, say http://host/sse); default: Streamable HTTP, falling "
+            "back to HTTP+SSE when the server answers as one",
         )
         command.add_argument(
             "--timeout",
@@ -1115,7 +1131,7 @@ def _serve(args: argparse.Namespace) -> int:
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = None
-    if args.redis_url and args.transport == "http":
+    if args.redis_url and args.transport in ("http", "sse"):
         from .server._redis_bus import RedisBus
         from .server._redis_events import RedisEventStore
         from .server._redis_tasks import RedisTaskStore
@@ -1128,14 +1144,14 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None
     if args.any_worker:
-        if args.transport != "http" or not args.redis_url or not args.node_id:
+        if args.transport not in ("http", "sse") or not args.redis_url or not args.node_id:
             raise UsageError("--any-worker needs --transport http, --redis-url and --node-id")
         from .server._redis_relay import RedisRelay
         from .server._redis_sessions import RedisSessionStore
 
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
-    if args.transport == "http":
+    if args.transport in ("http", "sse"):
         from .server._http_app import HttpOptions
 
         try:

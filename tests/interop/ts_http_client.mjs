@@ -1,12 +1,14 @@
 // Drive an MCP server over Streamable HTTP with the official TypeScript SDK's client.
 //
-//     node ts_http_client.mjs URL
+//     node ts_http_client.mjs URL [sse]
 //
 // The script speaks to demo_http_server.py (trio_mcp's demo plus a `slow` tool) through the
-// SDK's StreamableHTTPClientTransport and prints one JSON object with what it saw, for
+// SDK's StreamableHTTPClientTransport (or, with `sse`, its HTTP+SSE SSEClientTransport, URL
+// then being the event stream's) and prints one JSON object with what it saw, for
 // test_http_interop.py to assert on; it then stays connected until its stdin is closed (so the
 // test can check the server side first), and ends its session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 // After the cancel and the request that follows it, how long to keep listening for progress
@@ -14,13 +16,14 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 // progress), never make it pass.
 const OBSERVATION_WINDOW_MS = 500;
 
-const [url] = process.argv.slice(2);
-if (!url) {
-  process.stderr.write("usage: node ts_http_client.mjs URL\n");
+const [url, kind] = process.argv.slice(2);
+if (!url || (kind !== undefined && kind !== "sse")) {
+  process.stderr.write("usage: node ts_http_client.mjs URL [sse]\n");
   process.exit(2);
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const transport =
+  kind === "sse" ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url));
 const client = new Client({ name: "ts-interop-client", version: "0.0.0" });
 await client.connect(transport);
 
@@ -77,5 +80,7 @@ await new Promise((resolve) => {
   process.stdin.on("end", resolve);
   process.stdin.resume();
 });
-await transport.terminateSession();
+if (kind !== "sse") {
+  await transport.terminateSession();
+}
 await client.close();

@@ -4,13 +4,15 @@
 //
 // The same tools, prompt and resources as ts_server.mjs, behind node's `http` module and the
 // SDK's StreamableHTTPServerTransport, in stateful mode: one transport and one McpServer per
-// session. It listens on 127.0.0.1 at a free port and writes `serving MCP at URL` to stderr
+// session. The SDK's HTTP+SSE transport (SSEServerTransport, 2024-11-05) is served beside it:
+// `GET /sse` opens a session, `POST /messages?sessionId=...` carries its messages. It listens on 127.0.0.1 at a free port and writes `serving MCP at URL` to stderr
 // when ready. The `slow` tool reports progress and, when its request is cancelled, writes
 // `CANCELLED slow <request id>` to stderr. test_http_interop.py drives it with trio_mcp's client.
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import * as z from "zod";
 
@@ -114,9 +116,32 @@ function buildServer() {
 
 // Live sessions: session id -> transport.
 const sessions = new Map();
+// Live HTTP+SSE sessions: session id -> transport.
+const sseSessions = new Map();
+
+async function handleSse(req, res, url) {
+  if (url.pathname === "/sse" && req.method === "GET") {
+    const transport = new SSEServerTransport("/messages", res);
+    sseSessions.set(transport.sessionId, transport);
+    res.on("close", () => sseSessions.delete(transport.sessionId));
+    await buildServer().connect(transport);
+    return;
+  }
+  const transport = sseSessions.get(url.searchParams.get("sessionId") ?? "");
+  if (transport === undefined) {
+    res.writeHead(404).end("Session not found");
+    return;
+  }
+  await transport.handlePostMessage(req, res);
+}
 
 async function handle(req, res) {
-  if (new URL(req.url ?? "/", "http://127.0.0.1").pathname !== "/mcp") {
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  if (url.pathname === "/sse" || url.pathname === "/messages") {
+    await handleSse(req, res, url);
+    return;
+  }
+  if (url.pathname !== "/mcp") {
     res.writeHead(404).end();
     return;
   }

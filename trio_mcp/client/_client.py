@@ -8,6 +8,7 @@ stops them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import warnings
@@ -19,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 import attrs
 import trio
 
-from .._exception_groups import collapse_exception_groups
+from .._exception_groups import collapse_exception_groups, single_error
 from .._session import InFlight, ProgressCallback, Route, Session
 from .._version import __version__
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
-from ..protocol._errors import MCPError, ProtocolError, RequestTimeout
+from ..protocol._errors import ConnectionClosed, MCPError, ProtocolError, RequestTimeout
 from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
@@ -982,6 +983,7 @@ async def open_client(
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
     auth: httpx.Auth | None = None,
+    transport: str | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and perform the handshake.
 
@@ -1001,7 +1003,10 @@ async def open_client(
       the session (HTTP 404), a new one is started and safe requests are repeated; others
       fail with ``ProtocolError`` code ``SESSION_EXPIRED`` ("Session expired: ..."). ``auth``
       authorizes every request: :class:`~trio_mcp.client.OAuth` runs the MCP authorization
-      flow (a failure raises its ``OAuthError``);
+      flow (a failure raises its ``OAuthError``). A server that answers the ``initialize``
+      POST as a 2024-11-05 one does (HTTP 400, 404 or 405) is reached over the HTTP+SSE
+      transport instead, with a GET of the same URL; ``transport="sse"`` goes there at once
+      (the URL of its event stream, say ``http://host/sse``), ``"streamable-http"`` never;
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
 
@@ -1028,20 +1033,96 @@ async def open_client(
         "terminate_timeout": terminate_timeout,
     }
     http_options: dict[str, Any] = {"headers": headers, "http_client": http_client, "auth": auth}
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {', '.join(map(str, TRANSPORTS))}")
+    if transport is not None and not _is_url(target):
+        raise TypeError("transport= applies only to an http(s) URL target")
+    if transport == "sse" and mode == "modern":
+        raise ValueError("the HTTP+SSE transport has no modern era: it speaks the handshake")
+    connect = functools.partial(
+        _connected,
+        target,
+        dispatcher,
+        process_options,
+        http_options,
+        client_info=client_info or DEFAULT_CLIENT_INFO,
+        default_timeout=default_timeout,
+        tasks=tasks,
+        connect=(mode, version, initialize_timeout, probe_timeout),
+    )
     with collapse_exception_groups():
+        if transport != "sse":
+            try:
+                async with connect(transport or "streamable-http") as client:
+                    yield client
+                return
+            except _LegacyHttp:
+                if transport is not None:
+                    raise ConnectionClosed(
+                        f"{target} answered the Streamable HTTP initialize as an HTTP+SSE "
+                        "server does (HTTP 400, 404 or 405): connect with transport='sse'"
+                    ) from None
+        # The server is not a Streamable HTTP one: the 2024-11-05 HTTP+SSE transport, whose
+        # GET of the same URL names the endpoint to POST to (the spec's fallback). It speaks
+        # the handshake only: nothing is probed.
+        if mode == "auto":
+            mode, version = "legacy", LATEST_HANDSHAKE_VERSION
+        connect = functools.partial(
+            connect, connect=(mode, version, initialize_timeout, probe_timeout)
+        )
+        async with connect("sse") as client:
+            yield client
+
+
+#: ``open_client(transport=...)`` for a URL: None detects (Streamable HTTP, falling back to
+#: HTTP+SSE when the server answers as a 2024-11-05 one), or either of them alone.
+TRANSPORTS = (None, "streamable-http", "sse")
+#: The HTTP statuses of a POST ``initialize`` that say "an HTTP+SSE server" (the spec's list).
+LEGACY_STATUSES = (400, 404, 405)
+
+
+class _LegacyHttp(Exception):
+    """A Streamable HTTP attempt got the legacy signals: retry over HTTP+SSE."""
+
+
+@asynccontextmanager
+async def _connected(
+    target: Target,
+    dispatcher: ClientDispatcher,
+    process_options: dict[str, Any],
+    http_options: dict[str, Any],
+    kind: str,
+    *,
+    client_info: Implementation,
+    default_timeout: float | None,
+    tasks: bool,
+    connect: tuple[str, str, float | None, float],
+) -> AsyncIterator[Client]:
+    """One attempt: the transport of ``kind`` (for a URL), its session, the handshake."""
+    connected = False
+    try:
         async with trio.open_nursery() as nursery:
             try:
-                async with _connect(target, nursery, process_options, http_options) as transport:
+                async with _connect(
+                    target, nursery, process_options, http_options, kind=kind
+                ) as transport:
                     session = Session(transport, dispatcher)
                     await nursery.start(session.run)
                     client = Client(
                         session,
                         dispatcher,
-                        client_info=client_info or DEFAULT_CLIENT_INFO,
+                        client_info=client_info,
                         default_timeout=default_timeout,
                         tasks=tasks,
                     )
-                    await client._connect(mode, version, initialize_timeout, probe_timeout)
+                    try:
+                        await client._connect(*connect)
+                    except (ProtocolError, InitializeError, ConnectionClosed):
+                        status = getattr(transport, "initialize_status", None)
+                        if kind == "streamable-http" and status in LEGACY_STATUSES:
+                            raise _LegacyHttp from None
+                        raise
+                    connected = True
                     try:
                         yield client
                     finally:
@@ -1050,6 +1131,10 @@ async def open_client(
                             await session.flush(1.0)
             finally:
                 nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if not connected and isinstance(single_error(group), _LegacyHttp):
+            raise _LegacyHttp from None
+        raise
 
 
 def _is_url(target: Target) -> bool:
@@ -1062,11 +1147,23 @@ async def _connect(
     nursery: trio.Nursery,
     process_options: dict[str, Any],
     http_options: dict[str, Any] | None = None,
+    *,
+    kind: str = "streamable-http",
 ) -> AsyncIterator[Transport]:
     http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
     if http_options and not _is_url(target):
         raise TypeError("headers=, http_client= and auth= apply only to an http(s) URL target")
-    if isinstance(target, str) and _is_url(target):
+    if isinstance(target, str) and _is_url(target) and kind == "sse":
+        from ..transports._sse_client import open_sse_transport
+
+        async with open_sse_transport(
+            target,
+            nursery,
+            close_timeout=process_options.get("close_timeout", 2.0),
+            **http_options,
+        ) as sse_transport:
+            yield sse_transport
+    elif isinstance(target, str) and _is_url(target):
         from ..transports._http_client import open_http_transport
 
         async with open_http_transport(

@@ -113,6 +113,17 @@ class HttpServable(Registrations, Protocol):
     ) -> None: ...
 
 
+class MountedEndpoints(Protocol):
+    """Another transport's endpoints, served by the app beside its own (the HTTP+SSE
+    transport's): the app hands it the requests for its paths, and ends it at shutdown."""
+
+    def handles(self, route: str) -> bool: ...
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None: ...
+
+    async def shutdown(self, grace: float) -> None: ...
+
+
 def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
     if node_id is not None:
         check_node_id(node_id)
@@ -200,6 +211,11 @@ class HttpOptions:
     #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
     #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
     drain_grace: float = 10.0
+    #: The 2024-11-05 HTTP+SSE transport, beside Streamable HTTP: ``GET sse_path`` opens a
+    #: session (its first event names the URL to POST to), ``POST sse_messages_path`` carries
+    #: its messages. None: not served.
+    sse_path: str | None = "/sse"
+    sse_messages_path: str = "/messages/"
 
 
 class HttpError(Exception):
@@ -745,6 +761,9 @@ class McpHttpApp:
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
+        #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
+        #: attaches; None: not served.
+        self.sse: MountedEndpoints | None = None
         if options.session_store is not None and options.node_id is None:
             raise ValueError(
                 "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
@@ -837,6 +856,8 @@ class McpHttpApp:
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
+        if self.sse is not None:
+            await self.sse.shutdown(self.options.shutdown_grace)
         sessions = list(self.sessions.values())
         for session in sessions:
             session.close()
@@ -1000,6 +1021,9 @@ class McpHttpApp:
         if self.gate is not None and self._is_metadata(scope, route):
             self._check_host_and_origin(scope)
             await self._metadata(scope, send, self.gate)
+            return
+        if self.sse is not None and self.sse.handles(route):
+            await self.sse.handle(scope, receive, send, route)
             return
         if route not in self._paths:
             mounted = scope.get("root_path", "")

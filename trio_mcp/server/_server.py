@@ -46,6 +46,7 @@ from ._bus import (
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
+from ._http_sse import SseEndpoint
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -741,11 +742,18 @@ class Server:
         """Serve until stopped, blocking: calls ``trio.run`` (so not from inside an event loop).
 
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
-        at ``host``:``port``, with ``options``). Ctrl-C stops the server without a traceback:
-        over stdio it exits with status 130, over HTTP it shuts down gracefully and returns.
+        at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport beside it), or
+        ``"sse"`` (the same, announcing the HTTP+SSE endpoint). Ctrl-C stops the server without a
+        traceback: over stdio it exits with status 130, over HTTP it shuts down gracefully and
+        returns.
         """
-        if transport not in ("stdio", "http"):
-            raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        if transport not in ("stdio", "http", "sse"):
+            raise ValueError(f"transport must be 'stdio', 'http' or 'sse', not {transport!r}")
+        endpoint = (options or HttpOptions()).path
+        if transport == "sse":
+            endpoint = (options or HttpOptions()).sse_path or ""
+            if not endpoint:
+                raise ValueError("transport 'sse' needs HttpOptions(sse_path=...), not None")
         if _in_an_event_loop():
             raise RuntimeError(
                 "server.run() starts its own Trio event loop and cannot be called from async "
@@ -758,7 +766,7 @@ class Server:
                 from ._hypercorn import serve_http
 
                 def ready(binds: list[str]) -> None:
-                    sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
+                    sys.stderr.write("".join(f"serving MCP at {b}{endpoint}\n" for b in binds))
                     sys.stderr.flush()
 
                 try:
@@ -789,7 +797,10 @@ class Server:
         None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
         """
         self._log_state_keys()
-        return McpHttpApp(self, options)
+        app = McpHttpApp(self, options)
+        if app.options.sse_path is not None:
+            app.sse = SseEndpoint(app, app.options.sse_path, app.options.sse_messages_path)
+        return app
 
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:

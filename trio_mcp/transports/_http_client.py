@@ -185,6 +185,8 @@ class StreamableHttpTransport(BaseTransport):
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._init_id: RequestId | None = None
+        #: The HTTP status the ``initialize`` POST got (400, 404, 405: an HTTP+SSE server).
+        self.initialize_status: int | None = None
         self._init_params: JSONObject | None = None
         self._posts: dict[RequestId, _Post] = {}
         # Parsed is a forward-referenced alias, so the channel's type is given by annotation.
@@ -375,6 +377,8 @@ class StreamableHttpTransport(BaseTransport):
             headers.update(modern_headers(post.method, post.params, self.tool_headers))
             async with self._stream("POST", headers, post.data) as response:
                 post.sent.set()
+                if post.method == "initialize":
+                    self.initialize_status = response.status_code
                 if post.method == "initialize" and response.is_success:
                     sid = response.headers.get("mcp-session-id")
                     if sid is not None and not _SESSION_ID.fullmatch(sid):
