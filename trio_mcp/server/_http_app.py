@@ -200,6 +200,11 @@ class HttpOptions:
     #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
     #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
     drain_grace: float = 10.0
+    #: Where WebSocket clients connect (``ws://host:port/ws``, subprotocol ``mcp``: see
+    #: ``_http_ws``); None: no WebSocket endpoint (every upgrade is refused).
+    ws_path: str | None = "/ws"
+    #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
+    ws_max_message_bytes: int = 4 * 1024 * 1024
 
 
 class HttpError(Exception):
@@ -745,6 +750,9 @@ class McpHttpApp:
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
+        from ._http_ws import WebSocketEndpoint  # it builds on this module
+
+        self.websockets = WebSocketEndpoint(self)
         if options.session_store is not None and options.node_id is None:
             raise ValueError(
                 "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
@@ -837,6 +845,7 @@ class McpHttpApp:
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
+        self.websockets.shutdown()
         sessions = list(self.sessions.values())
         for session in sessions:
             session.close()
@@ -966,9 +975,7 @@ class McpHttpApp:
             await self._lifespan(receive, send)
             return
         if scope["type"] == "websocket":
-            # Anyone can ask for an upgrade: refused (403 from the ASGI server), never a crash.
-            if (await receive())["type"] == "websocket.connect":
-                await send({"type": "websocket.close", "code": 1008})
+            await self.websockets(scope, receive, send)
             return
         if scope["type"] != "http":
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
