@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -32,7 +32,6 @@ from ..protocol._headers import check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
     Batch,
     ErrorObject,
@@ -72,6 +71,7 @@ from ._event_store import (
     StreamMeta,
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
+from ._http_base import HttpError, Message, Receive, Scope, Send, _refusal
 from ._http_modern import is_modern, status_for
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
@@ -80,11 +80,6 @@ from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 from ._tasks import TaskStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
@@ -205,30 +200,6 @@ class HttpOptions:
     ws_path: str | None = "/ws"
     #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
     ws_max_message_bytes: int = 4 * 1024 * 1024
-
-
-class HttpError(Exception):
-    """An HTTP-level refusal: its status, and the JSON-RPC error its body carries.
-
-    A bare message is an Invalid Request (-32600); any other error is passed as an
-    :class:`ErrorObject`.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        error: ErrorObject | str,
-        *,
-        request_id: RequestId | None = None,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        if isinstance(error, str):
-            error = ErrorObject.make(INVALID_REQUEST, error)
-        super().__init__(error.message)
-        self.status = status
-        self.error = error
-        self.request_id = request_id
-        self.headers = list(headers)
 
 
 class _SessionTransport(BaseSender):
@@ -2174,12 +2145,6 @@ def _orphaned(request_id: RequestId) -> bytes:
 
 def _identity(principal: Principal | None) -> str | None:
     return principal.identity if principal is not None else None
-
-
-def _refusal(refused: Refused, request_id: RequestId | None = None) -> HttpError:
-    """The gate's refusal as the app answers it: the JSON-RPC error body, the challenge."""
-    error = ErrorObject.make(refused.code, refused.message)
-    return HttpError(refused.status, error, request_id=request_id, headers=refused.headers)
 
 
 def _waits(data: bytes) -> bool:
