@@ -73,6 +73,7 @@ from ._event_store import (
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_base import HttpError, Message, Receive, Scope, Send, _refusal
 from ._http_modern import is_modern, status_for
+from ._http_ws import WebSocketEndpoint
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
@@ -721,8 +722,6 @@ class McpHttpApp:
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
-        from ._http_ws import WebSocketEndpoint  # it builds on this module
-
         self.websockets = WebSocketEndpoint(self)
         if options.session_store is not None and options.node_id is None:
             raise ValueError(
@@ -946,7 +945,7 @@ class McpHttpApp:
             await self._lifespan(receive, send)
             return
         if scope["type"] == "websocket":
-            await self.websockets(scope, receive, send)
+            await self.websockets(scope, receive, send, _route_path(scope))
             return
         if scope["type"] != "http":
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")

@@ -29,9 +29,7 @@ import trio
 
 from ..protocol._errors import ConnectionClosed
 from ..protocol._jsonrpc import (
-    INTERNAL_ERROR,
     Batch,
-    ErrorObject,
     ErrorResponse,
     Parsed,
     RequestId,
@@ -40,13 +38,12 @@ from ..protocol._jsonrpc import (
 )
 from ..transports._transport import BaseTransport
 from ._auth import Principal
-from ._http_app import HttpError, Receive, Scope, Send, _refusal, _route_path
-from ._http_auth import Refused
+from ._http_auth import HttpAuth, Refused
+from ._http_base import HttpError, Receive, Scope, Send, _refusal
 
 if TYPE_CHECKING:
     from .._session import Session
     from ..transports._transport import Transport
-    from ._http_app import McpHttpApp
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -74,6 +71,28 @@ class _Serves(Protocol):
         principal: Principal | None = None,
         task_status: trio.TaskStatus[Session] = ...,
     ) -> None: ...
+
+
+class _WsOptions(Protocol):
+    @property
+    def ws_path(self) -> str | None: ...
+    @property
+    def ws_max_message_bytes(self) -> int: ...
+
+
+class WebSocketHost(Protocol):
+    """What the endpoint needs of the app it is part of (``McpHttpApp``, which imports this
+    module: named here by its shape)."""
+
+    @property
+    def options(self) -> _WsOptions: ...
+    @property
+    def server(self) -> object: ...
+    @property
+    def gate(self) -> HttpAuth | None: ...
+    @property
+    def ready(self) -> bool: ...
+    def _check_host_and_origin(self, scope: Scope) -> None: ...
 
 
 class _Closing(ConnectionClosed):
@@ -140,7 +159,7 @@ class WebSocketTransport(BaseTransport):
 class WebSocketEndpoint:
     """The app's WebSocket endpoint (``HttpOptions.ws_path``) and its open sockets."""
 
-    def __init__(self, app: McpHttpApp) -> None:
+    def __init__(self, app: WebSocketHost) -> None:
         self.app = app
         path = app.options.ws_path
         normal = (path.rstrip("/") or "/") if path is not None else None
@@ -155,11 +174,12 @@ class WebSocketEndpoint:
         for scope in self.sockets:
             scope.cancel()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
+        """Serve one ``websocket`` scope; ``route`` is its path below the app's mount point."""
         if (await receive())["type"] != "websocket.connect":
             return
         try:
-            principal = await self._admit(scope)
+            principal = await self._admit(scope, route)
         except HttpError as error:
             await _refuse(scope, send, error)
             return
@@ -188,14 +208,11 @@ class WebSocketEndpoint:
                 if transport.close_code is not None:
                     await transport.close(transport.close_code, transport.close_reason)
 
-    def serves(self, scope: Scope) -> bool:
-        return _route_path(scope) in self._paths
-
-    async def _admit(self, scope: Scope) -> Principal | None:
+    async def _admit(self, scope: Scope, route: str) -> Principal | None:
         """The checks of a handshake, in the order Streamable HTTP makes them; raises
         :class:`HttpError` for a refusal. Returns who the socket acts for."""
         app = self.app
-        if not self.serves(scope):
+        if route not in self._paths:
             mounted = scope.get("root_path", "")
             where = app.options.ws_path
             raise HttpError(
@@ -218,16 +235,11 @@ class WebSocketEndpoint:
                 f"Bad Request: an MCP WebSocket needs the subprotocol {SUBPROTOCOL!r}: offer it "
                 f"(Sec-WebSocket-Protocol: {SUBPROTOCOL})",
             )
-        if app._nursery is None:
-            raise HttpError(
-                500,
-                ErrorObject.make(INTERNAL_ERROR, "Internal error: the app's lifespan did not run"),
-            )
-        if not app.ready:  # draining, or shutting down
+        if not app.ready:  # not started (no lifespan), draining, or shutting down
             raise HttpError(
                 503,
-                "Service Unavailable: this server is shutting down; connect again (another "
-                "server takes it)",
+                "Service Unavailable: this server is not serving (its lifespan has not started, "
+                "or it is shutting down); connect again (another server may take it)",
                 headers=[(b"retry-after", b"1")],
             )
         return principal
