@@ -10,8 +10,8 @@
     trio-mcp get TARGET PROMPT [ARGS...]   render a prompt
 
 TARGET is the command line of a server to spawn, as one shell-quoted string, or the URL of a
-Streamable HTTP endpoint (http:// or https://). ARGS are one JSON object or ``key=value`` pairs
-(a value is typed by the tool's input schema).
+Streamable HTTP endpoint (http:// or https://) or a WebSocket one (ws:// or wss://). ARGS are
+one JSON object or ``key=value`` pairs (a value is typed by the tool's input schema).
 
 ``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
 option: tokens from an authorization server (``--auth-issuer``: signed JWTs checked against its
@@ -214,12 +214,17 @@ def _is_protected(args: argparse.Namespace) -> bool:
                     "or --auth-token-env"
                 )
         return False
-    if args.transport != "http":
+    if not _over_http(args):
         raise UsageError(
             "the --auth options protect an HTTP server (--transport http); a stdio server "
             "takes its credentials from the environment its host starts it with"
         )
     return True
+
+
+def _over_http(args: argparse.Namespace) -> bool:
+    """Whether the server is served by the HTTP app (``ws``: its WebSocket endpoint)."""
+    return bool(args.transport in ("http", "ws"))
 
 
 def _url_host(host: str) -> str:
@@ -313,7 +318,7 @@ def build_auth(args: argparse.Namespace, server: Server) -> Auth:
 
 
 def _target(text: str) -> list[str] | str:
-    if text.strip().lower().startswith(("http://", "https://")):
+    if text.strip().lower().startswith(("http://", "https://", "ws://", "wss://")):
         return text.strip()
     command = shlex.split(text)
     if not command:
@@ -591,7 +596,9 @@ def token_dir() -> Path:
 
 def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
     """An http(s) server is authenticated on demand, unless the user sends a header of their own."""
-    return isinstance(target, str) and not any(k.lower() == "authorization" for k in headers)
+    if not isinstance(target, str) or target.lower().startswith(("ws://", "wss://")):
+        return False  # a WebSocket takes its token in --header
+    return not any(k.lower() == "authorization" for k in headers)
 
 
 def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
@@ -620,13 +627,15 @@ def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
 
 async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
-    if args.command == "login" and not isinstance(target, str):
+    if args.command == "login" and not (
+        isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+    ):
         raise UsageError("login is for an http(s):// server URL")
     options: dict[str, Any] = {}
     headers = _headers(args.header)
     if args.header:
         if not isinstance(target, str):
-            raise UsageError("--header is for an http(s):// TARGET")
+            raise UsageError("--header is for an http(s):// or ws(s):// TARGET")
         options["headers"] = headers
     if not _wants_oauth(target, headers):
         return await _drive_with(target, args, options)
@@ -695,7 +704,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for served in (demo, serve):
         served.add_argument(
-            "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+            "--transport",
+            choices=["stdio", "http", "ws"],
+            default="stdio",
+            help="default: stdio; ws: the HTTP server, announcing its WebSocket endpoint",
         )
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
@@ -775,7 +787,8 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="NAME:VALUE",
-            help="an HTTP header for every request (repeatable; http(s) targets)",
+            help="an HTTP header for every request (repeatable; http(s) targets, and the "
+            "upgrade of a ws(s) one)",
         )
         command.add_argument(
             "--timeout",
@@ -946,7 +959,7 @@ def _serve(args: argparse.Namespace) -> int:
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = None
-    if args.redis_url and args.transport == "http":
+    if args.redis_url and _over_http(args):
         from .server._redis_bus import RedisBus
         from .server._redis_events import RedisEventStore
         from .server._redis_tasks import RedisTaskStore
@@ -959,14 +972,14 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None
     if args.any_worker:
-        if args.transport != "http" or not args.redis_url or not args.node_id:
+        if not _over_http(args) or not args.redis_url or not args.node_id:
             raise UsageError("--any-worker needs --transport http, --redis-url and --node-id")
         from .server._redis_relay import RedisRelay
         from .server._redis_sessions import RedisSessionStore
 
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
-    if args.transport == "http":
+    if _over_http(args):
         from .server._http_app import HttpOptions
 
         try:

@@ -741,11 +741,12 @@ class Server:
         """Serve until stopped, blocking: calls ``trio.run`` (so not from inside an event loop).
 
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
-        at ``host``:``port``, with ``options``). Ctrl-C stops the server without a traceback:
+        at ``host``:``port``, with ``options``); ``"ws"`` is the same HTTP server, announced by its
+        WebSocket endpoint (``HttpOptions.ws_path``). Ctrl-C stops the server without a traceback:
         over stdio it exits with status 130, over HTTP it shuts down gracefully and returns.
         """
-        if transport not in ("stdio", "http"):
-            raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        if transport not in ("stdio", "http", "ws"):
+            raise ValueError(f"transport must be 'stdio', 'http' or 'ws', not {transport!r}")
         if _in_an_event_loop():
             raise RuntimeError(
                 "server.run() starts its own Trio event loop and cannot be called from async "
@@ -757,8 +758,20 @@ class Server:
             else:
                 from ._hypercorn import serve_http
 
+                ws_path = (options or HttpOptions()).ws_path
+                if transport == "ws" and ws_path is None:
+                    raise ValueError(
+                        "transport 'ws' needs a WebSocket endpoint: HttpOptions.ws_path"
+                    )
+
                 def ready(binds: list[str]) -> None:
-                    sys.stderr.write("".join(f"serving MCP at {b}/mcp\n" for b in binds))
+                    if transport == "ws":  # http://... -> ws://..., https://... -> wss://...
+                        lines = [
+                            f"serving MCP over WebSocket at ws{b[4:]}{ws_path}\n" for b in binds
+                        ]
+                    else:
+                        lines = [f"serving MCP at {b}/mcp\n" for b in binds]
+                    sys.stderr.write("".join(lines))
                     sys.stderr.flush()
 
                 try:
