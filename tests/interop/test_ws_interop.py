@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.server import Context
+from trio_mcp.server import Context, HttpOptions
 
 from .._http import serving
 from ._support import HANG_GUARD, HERE, ROOT, run_json
@@ -73,7 +73,8 @@ def interop_server() -> tuple[Server, Hold]:
 async def test_the_typescript_websocket_client_drives_our_endpoint() -> None:
     server, hold = interop_server()
     with trio.fail_after(HANG_GUARD):
-        async with serving(server) as served:
+        # Keep-alive pings all along, which the SDK answers (or its socket would be closed).
+        async with serving(server, HttpOptions(ws_ping_interval=0.3)) as served:
             url = served.base.replace("http://", "ws://", 1) + "/ws"
             out: Any = await run_json([node22(), str(HERE / "ts_ws_client.mjs"), url])
             assert out["serverVersion"] == {"name": "ws-interop", "version": "1.0.0"}
@@ -89,6 +90,7 @@ async def test_the_typescript_websocket_client_drives_our_endpoint() -> None:
             assert text_of(out["echoAfterCancel"]) == "still here"
             await hold.finished.wait()
             assert hold.cancelled.is_set()
+            assert "no answer to ping" not in str(out)
             # The socket the SDK closed is gone from the endpoint.
             while served.app.websockets.sockets:  # noqa: ASYNC110 - no event to wait on
                 await trio.sleep(0.02)

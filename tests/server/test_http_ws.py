@@ -383,3 +383,30 @@ async def test_a_client_that_does_not_read_holds_up_its_writer_not_the_servers_m
         for _ in range(400):
             assert "result" in await peer.recv()
         assert served_calls == 400
+
+
+async def test_with_ws_ping_interval_a_client_that_never_answers_is_closed_with_1011() -> None:
+    options = HttpOptions(ws_ping_interval=0.2)
+    async with serving(demo_server(), options) as served, socket(served) as peer:
+        assert "result" in await peer.initialize()
+        ping = await peer.recv()
+        assert ping["method"] == "ping" and "id" in ping
+        with trio.fail_after(5), pytest.raises(ConnectionClosed) as closed:
+            while True:
+                await peer.ws.get_message()
+        assert close_code(closed.value) == 1011
+        await eventually(lambda: not served.app.websockets.sockets)
+
+
+async def test_with_ws_ping_interval_a_client_that_answers_stays() -> None:
+    options = HttpOptions(ws_ping_interval=0.3)
+    async with serving(demo_server(), options) as served, socket(served) as peer:
+        assert "result" in await peer.initialize()
+        for _ in range(3):
+            ping = await peer.recv()
+            assert ping["method"] == "ping"
+            await peer.send({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+        await peer.send(tools_call(1, "echo", {"text": "alive"}))
+        while (answer := await peer.recv()).get("method") == "ping":
+            await peer.send({"jsonrpc": "2.0", "id": answer["id"], "result": {}})
+        assert answer["id"] == 1 and answer["result"]["content"][0]["text"] == "alive"

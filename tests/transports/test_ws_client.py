@@ -16,7 +16,7 @@ from trio_websocket import WebSocketRequest, serve_websocket
 
 from trio_mcp import Auth, ConnectionClosed, Principal, Server, StaticTokenVerifier, open_client
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context
+from trio_mcp.server import Context, HttpOptions
 from trio_mcp.transports._ws_client import MISSING, open_ws_transport
 
 from .._http import GUARD, Park, Served, serving, text_of
@@ -37,6 +37,17 @@ async def test_tools_and_progress_over_a_socket(mode: str | None) -> None:
         )
         assert text_of(result) == "slept 0.3s"
         assert seen and seen[0][:2] == (0.1, 0.3)
+
+
+async def test_our_client_answers_the_servers_keep_alive_pings() -> None:
+    options = HttpOptions(ws_ping_interval=0.3)
+    async with (
+        serving(demo_server(), options) as served,
+        open_client(ws_url(served)) as client,
+    ):
+        await trio.sleep(1.2)  # several pings, each answered within its interval
+        assert served.app.websockets.sockets
+        assert text_of(await client.call_tool("echo", {"text": "alive"})) == "alive"
 
 
 async def test_a_cancelled_call_stops_the_handler_and_the_connection_goes_on() -> None:

@@ -201,6 +201,9 @@ class HttpOptions:
     ws_path: str | None = "/ws"
     #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
     ws_max_message_bytes: int = 4 * 1024 * 1024
+    #: How often the server sends each WebSocket client a ``ping`` request; one not answered
+    #: within the same time closes its socket (1011) and cancels its work. None: never.
+    ws_ping_interval: float | None = None
 
 
 class _SessionTransport(BaseSender):

@@ -13,21 +13,24 @@ Host/Origin checks of Streamable HTTP (the same functions) and the authorization
 its challenge), then a client that does not offer the ``mcp`` subprotocol (400: the TypeScript
 SDK's ``WebSocketClientTransport`` offers it, and a browser refuses a socket whose server picked
 none it offered). Once open, the socket is closed with 1003 on a binary frame, 1009 on a
-message over ``HttpOptions.ws_max_message_bytes``, 1001 when the server shuts down, 1000 when
-the connection simply ends. A dropped socket is the peer gone: what it had in flight is
-cancelled. Writes wait for the socket (hypercorn writes to TCP before a send returns), so a
-client that does not read holds up its own connection's writer, and the engine stops reading
-from it once ``Server.max_queued_bytes`` are queued: memory stays bounded.
+message over ``HttpOptions.ws_max_message_bytes``, 1001 when the server shuts down, 1011 when
+the client did not answer a keep-alive ``ping`` request (``HttpOptions.ws_ping_interval``: ASGI
+has no WebSocket ping for an app to send), 1000 when the connection simply ends. A dropped
+socket is the peer gone: what it had in flight is cancelled. Writes wait for the socket
+(hypercorn writes to TCP before a send returns), so a client that does not read holds up its own
+connection's writer, and the engine stops reading from it once ``Server.max_queued_bytes`` are
+queued: memory stays bounded.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
 
-from ..protocol._errors import ConnectionClosed
+from ..protocol._errors import ConnectionClosed, ProtocolError, RequestTimeout
 from ..protocol._jsonrpc import (
     Batch,
     ErrorResponse,
@@ -78,6 +81,8 @@ class _WsOptions(Protocol):
     def ws_path(self) -> str | None: ...
     @property
     def ws_max_message_bytes(self) -> int: ...
+    @property
+    def ws_ping_interval(self) -> float | None: ...
 
 
 class WebSocketHost(Protocol):
@@ -187,26 +192,42 @@ class WebSocketEndpoint:
             receive, send, max_message_bytes=self.app.options.ws_max_message_bytes
         )
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
-        server = cast(_Serves, self.app.server)  # a Server: it serves any transport
         with trio.CancelScope() as socket_scope:
             self.sockets.add(socket_scope)
             try:
-                await server.serve_transport(transport, principal=principal)
-            except trio.Cancelled:
-                # Cancelled from outside (hypercorn stopping): the close frame still goes out.
-                transport.close_code = GOING_AWAY
-                transport.close_reason = "the server is shutting down"
-                raise
+                await self._serve(transport, principal)
             except Exception:
                 logger.exception("unexpected error serving a WebSocket on %s", scope["path"])
                 transport.close_code, transport.close_reason = INTERNAL, "internal error"
             finally:
                 self.sockets.discard(socket_scope)
-                if socket_scope.cancel_called:
+                if trio.current_effective_deadline() == -math.inf:
+                    # Cancelled: by the app's shutdown, or by hypercorn stopping. The close
+                    # frame still goes out (shielded, bounded).
                     transport.close_code = GOING_AWAY
                     transport.close_reason = "the server is shutting down"
                 if transport.close_code is not None:
                     await transport.close(transport.close_code, transport.close_reason)
+
+    async def _serve(self, transport: WebSocketTransport, principal: Principal | None) -> None:
+        """The socket's connection, and with ``ws_ping_interval`` its keep-alive beside it."""
+        server = cast(_Serves, self.app.server)  # a Server: it serves any transport
+        interval = self.app.options.ws_ping_interval
+        if interval is None:
+            await server.serve_transport(transport, principal=principal)
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def serve(*, task_status: trio.TaskStatus[Session]) -> None:
+                try:
+                    await server.serve_transport(
+                        transport, principal=principal, task_status=task_status
+                    )
+                finally:
+                    nursery.cancel_scope.cancel()  # the keep-alive ends with it
+
+            session = await nursery.start(serve)
+            nursery.start_soon(_keep_alive, session, transport, interval, nursery.cancel_scope)
 
     async def _admit(self, scope: Scope, route: str) -> Principal | None:
         """The checks of a handshake, in the order Streamable HTTP makes them; raises
@@ -243,6 +264,27 @@ class WebSocketEndpoint:
                 headers=[(b"retry-after", b"1")],
             )
         return principal
+
+
+async def _keep_alive(
+    session: Session, transport: WebSocketTransport, interval: float, scope: trio.CancelScope
+) -> None:
+    """Every ``interval``, a ``ping`` request; a client that does not answer it within another
+    ``interval`` is taken for gone (a half-open TCP connection, say): its socket is closed with
+    1011 and its work cancelled. An error answer is an answer."""
+    while True:
+        await trio.sleep(interval)
+        try:
+            await session.request("ping", timeout=interval)
+        except RequestTimeout:
+            transport.close_code = INTERNAL
+            transport.close_reason = f"no answer to ping within {interval:g}s"
+            scope.cancel()
+            return
+        except ProtocolError:
+            pass
+        except ConnectionClosed:
+            return
 
 
 async def _refuse(scope: Scope, send: Send, error: HttpError) -> None:
