@@ -232,6 +232,20 @@ async def test_a_client_close_is_answered_and_a_server_shutdown_closes_with_1001
             assert close_code(closed.value) == 1001
 
 
+async def test_hypercorn_stopping_closes_an_open_socket_with_1001_and_cancels_its_work() -> None:
+    server = Server("parks")
+    park = Park(server)
+    async with serving(server, graceful_timeout=0.5) as served, socket(served) as peer:
+        assert "result" in await peer.initialize()
+        await peer.send(tools_call(1, "park"))
+        await park.entered.wait()
+        served.shutdown.set()  # hypercorn stops: after its grace it cancels the app's tasks
+        with trio.fail_after(10), pytest.raises(ConnectionClosed) as closed:
+            await peer.ws.get_message()
+        assert close_code(closed.value) == 1001
+        assert park.cancelled
+
+
 async def test_a_dropped_socket_cancels_what_its_connection_has_in_flight() -> None:
     server = Server("parks")
     park = Park(server)
