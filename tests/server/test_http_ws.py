@@ -130,6 +130,11 @@ async def test_another_path_is_404_and_the_endpoint_can_be_moved_or_switched_off
         async with socket(served, path="/socket") as peer:
             assert "result" in await peer.initialize()
         assert (await rejected(ws_url(served), subprotocols=["mcp"])).status_code == 404
+    # The MCP path itself: an upgrade there is a WebSocket, any other request Streamable HTTP.
+    async with serving(demo_server(), HttpOptions(ws_path="/mcp")) as served:
+        async with socket(served, path="/mcp") as peer:
+            assert "result" in await peer.initialize()
+        assert (await served.initialize()).strip()
     async with serving(demo_server(), HttpOptions(ws_path=None)) as served:
         refusal = await rejected(ws_url(served, "/ws"), subprotocols=["mcp"])
         assert refusal.status_code == 404
