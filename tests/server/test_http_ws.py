@@ -195,6 +195,31 @@ async def test_a_draining_app_refuses_new_sockets_with_503() -> None:
         assert refusal.status_code == 503
 
 
+async def test_sockets_are_limited_per_client_and_in_all() -> None:
+    def client_key(scope: Any) -> str:
+        return dict(scope["headers"]).get(b"x-client", b"").decode()
+
+    options = HttpOptions(max_sessions_per_client=2, max_sessions=3, client_key=client_key)
+    async with serving(demo_server(), options) as served:
+        url = ws_url(served)
+        alice = {"x-client": "alice"}
+        async with socket(served, headers=alice), socket(served, headers=alice):
+            refusal = await rejected(
+                url, subprotocols=["mcp"], extra_headers=[(b"x-client", b"alice")]
+            )
+            assert refusal.status_code == 429
+            assert dict(refusal.headers)[b"retry-after"] == b"1"
+            async with socket(served, headers={"x-client": "bob"}):
+                refusal = await rejected(
+                    url, subprotocols=["mcp"], extra_headers=[(b"x-client", b"carol")]
+                )
+                assert refusal.status_code == 503
+        # Closed sockets no longer count.
+        await eventually(lambda: not served.app.websockets.sockets)
+        async with socket(served, headers=alice) as peer:
+            assert "result" in await peer.initialize()
+
+
 # -- frames and closes -----------------------------------------------------------------------------
 
 

@@ -83,6 +83,10 @@ class _WsOptions(Protocol):
     def ws_max_message_bytes(self) -> int: ...
     @property
     def ws_ping_interval(self) -> float | None: ...
+    @property
+    def max_sessions(self) -> int: ...
+    @property
+    def max_sessions_per_client(self) -> int: ...
 
 
 class WebSocketHost(Protocol):
@@ -98,6 +102,7 @@ class WebSocketHost(Protocol):
     @property
     def ready(self) -> bool: ...
     def _check_host_and_origin(self, scope: Scope) -> None: ...
+    def _client_key(self, scope: Scope) -> str: ...
 
 
 class _Closing(ConnectionClosed):
@@ -173,6 +178,9 @@ class WebSocketEndpoint:
         )
         #: The cancel scope of every open socket's connection.
         self.sockets: set[trio.CancelScope] = set()
+        #: Sockets accepted or being accepted, in all and by client (``HttpOptions.client_key``).
+        self._open_sockets = 0
+        self._by_client: dict[str, int] = {}
 
     def shutdown(self) -> None:
         """Close every open socket with 1001 (the app's lifespan is ending)."""
@@ -185,9 +193,49 @@ class WebSocketEndpoint:
             return
         try:
             principal = await self._admit(scope, route)
+            client = self._claim(scope)  # no checkpoint since the check: a burst cannot overshoot
         except HttpError as error:
             await _refuse(scope, send, error)
             return
+        try:
+            await self._open(scope, receive, send, principal)
+        finally:
+            self._release(client)
+
+    def _claim(self, scope: Scope) -> str:
+        """Count a new socket against the limits, as ``initialize`` counts a session: 429 for
+        one client's (``max_sessions_per_client``), 503 for the server's (``max_sessions``).
+        Sockets are counted apart from Streamable HTTP sessions."""
+        options = self.app.options
+        client = self.app._client_key(scope)
+        if self._by_client.get(client, 0) >= options.max_sessions_per_client:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this client already has {options.max_sessions_per_client} "
+                "WebSockets open, the limit; close one, or retry later",
+                headers=[(b"retry-after", b"1")],
+            )
+        if self._open_sockets >= options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its WebSocket limit",
+                headers=[(b"retry-after", b"1")],
+            )
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        self._open_sockets += 1
+        return client
+
+    def _release(self, client: str) -> None:
+        self._open_sockets -= 1
+        left = self._by_client[client] - 1
+        if left:
+            self._by_client[client] = left
+        else:
+            del self._by_client[client]
+
+    async def _open(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+    ) -> None:
         transport = WebSocketTransport(
             receive, send, max_message_bytes=self.app.options.ws_max_message_bytes
         )
