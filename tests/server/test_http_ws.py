@@ -197,7 +197,7 @@ async def test_a_draining_app_refuses_new_sockets_with_503() -> None:
 
 async def test_sockets_are_limited_per_client_and_in_all() -> None:
     def client_key(scope: Any) -> str:
-        return dict(scope["headers"]).get(b"x-client", b"").decode()
+        return str(dict(scope["headers"]).get(b"x-client", b"").decode())
 
     options = HttpOptions(max_sessions_per_client=2, max_sessions=3, client_key=client_key)
     async with serving(demo_server(), options) as served:
