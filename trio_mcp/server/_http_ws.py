@@ -105,15 +105,6 @@ class WebSocketHost(Protocol):
     def _client_key(self, scope: Scope) -> str: ...
 
 
-class _Closing(ConnectionClosed):
-    """The socket is to be closed with ``code``: what the read loop is told."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
 class WebSocketTransport(BaseTransport):
     """One accepted socket as the engine's transport: text frames in, text frames out."""
 
@@ -144,9 +135,11 @@ class WebSocketTransport(BaseTransport):
             raise self._closing(MESSAGE_TOO_BIG, f"message over the limit of {limit} bytes")
         return parse(text)
 
-    def _closing(self, code: int, reason: str) -> _Closing:
+    def _closing(self, code: int, reason: str) -> ConnectionClosed:
+        """The socket is to be closed with ``code`` (a close reason fits in 123 bytes): what
+        the read loop is told, so that the engine winds the connection down."""
         self.close_code, self.close_reason = code, reason
-        return _Closing(code, reason)
+        return ConnectionClosed(reason)
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
