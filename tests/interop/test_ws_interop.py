@@ -74,7 +74,7 @@ async def test_the_typescript_websocket_client_drives_our_endpoint() -> None:
     server, hold = interop_server()
     with trio.fail_after(HANG_GUARD):
         # Keep-alive pings all along, which the SDK answers (or its socket would be closed).
-        async with serving(server, HttpOptions(ws_ping_interval=0.3)) as served:
+        async with serving(server, HttpOptions(ws_ping_interval=0.5)) as served:
             url = served.base.replace("http://", "ws://", 1) + "/ws"
             out: Any = await run_json([node22(), str(HERE / "ts_ws_client.mjs"), url])
             assert out["serverVersion"] == {"name": "ws-interop", "version": "1.0.0"}

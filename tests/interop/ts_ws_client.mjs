@@ -42,8 +42,8 @@ try {
   out.cancelError = String(error?.message ?? error);
 }
 
-// Long enough for the server's keep-alive pings (every 0.3 s in the test), which the SDK answers.
-await new Promise((resolve) => setTimeout(resolve, 1000));
+// Long enough for the server's keep-alive pings (every 0.5 s in the test), which the SDK answers.
+await new Promise((resolve) => setTimeout(resolve, 1200));
 out.echoAfterCancel = await client.callTool({ name: "echo", arguments: { text: "still here" } });
 process.stdout.write(JSON.stringify(out) + "\n");
 await client.close();
