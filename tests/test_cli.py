@@ -184,7 +184,7 @@ async def test_headers_reach_an_http_server(tmp_path: Path) -> None:
             assert allowed.stdout == "hi\n"
             wrong = await trio.to_thread.run_sync(run_cli, "tools", DEMO_LINE, "-H", "a:b")
             assert wrong.returncode == 2
-            assert wrong.stderr == "trio-mcp: --header is for an http(s):// TARGET\n"
+            assert wrong.stderr == "trio-mcp: --header is for an http(s):// or ws(s):// TARGET\n"
         finally:
             process.send_signal(signal.SIGINT)
             with trio.move_on_after(10):
@@ -450,7 +450,7 @@ def test_hypercorns_asyncio_worker_is_told_to_use_the_trio_worker(tmp_path: Path
 def test_server_run_refuses_an_unknown_transport(transport: str) -> None:
     from trio_mcp import Server
 
-    with pytest.raises(ValueError, match="transport must be 'stdio', 'http' or 'sse'"):
+    with pytest.raises(ValueError, match="transport must be 'stdio', 'http', 'sse' or 'ws'"):
         Server("x").run(transport)
 
 

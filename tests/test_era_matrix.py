@@ -19,7 +19,7 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 
 MODES = ["legacy", "auto", "modern"]
 CONFIGS = ["default", "pinned"]
-TRANSPORTS = ["memory", "stdio", "http"]
+TRANSPORTS = ["memory", "stdio", "http", "ws"]
 
 
 def target(transport: str, config: str) -> Any:
@@ -37,9 +37,10 @@ async def answer(params: Any) -> ElicitResult:
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_cell(mode: str, config: str, transport: str) -> None:
-    if transport == "http":
+    if transport in ("http", "ws"):
         async with serving(era_server(config == "pinned")) as served:
-            await check_cell(served.url, mode, config)
+            ws = served.base.replace("http://", "ws://", 1) + "/ws"
+            await check_cell(ws if transport == "ws" else served.url, mode, config)
     else:
         await check_cell(target(transport, config), mode, config)
 

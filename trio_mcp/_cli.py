@@ -14,9 +14,10 @@
 
 TARGET is the command line of a server to spawn, as one shell-quoted string, a server file
 (``FILE.py[:server]``, served by ``trio-mcp serve`` in a child), the URL of a Streamable HTTP
-endpoint (http:// or https://), or of a 2024-11-05 HTTP+SSE event stream (a server that answers
-as one is reached over it; ``--transport sse`` goes there at once). ARGS are one JSON object or
-``key=value`` pairs (a value is typed by the tool's input schema).
+endpoint (http:// or https://), of a 2024-11-05 HTTP+SSE event stream (a server that answers
+as one is reached over it; ``--transport sse`` goes there at once), or of a WebSocket one (ws://
+or wss://). ARGS are one JSON object or ``key=value`` pairs (a value is typed by the tool's
+input schema).
 
 ``demo`` and ``serve`` with ``--transport http`` serve a protected resource with an ``--auth-*``
 option: tokens from an authorization server (``--auth-issuer``: signed JWTs checked against its
@@ -219,12 +220,18 @@ def _is_protected(args: argparse.Namespace) -> bool:
                     "or --auth-token-env"
                 )
         return False
-    if args.transport not in ("http", "sse"):
+    if not _over_http(args):
         raise UsageError(
             "the --auth options protect an HTTP server (--transport http); a stdio server "
             "takes its credentials from the environment its host starts it with"
         )
     return True
+
+
+def _over_http(args: argparse.Namespace) -> bool:
+    """Whether the server is served by the HTTP app (``sse`` and ``ws``: announcing its HTTP+SSE
+    or WebSocket endpoint)."""
+    return bool(args.transport in ("http", "sse", "ws"))
 
 
 def _url_host(host: str) -> str:
@@ -332,7 +339,7 @@ def serve_command(spec: str) -> list[str] | None:
 
 
 def _target(text: str) -> list[str] | str:
-    if text.strip().lower().startswith(("http://", "https://")):
+    if text.strip().lower().startswith(("http://", "https://", "ws://", "wss://")):
         return text.strip()
     command = shlex.split(text)
     if not command:
@@ -621,7 +628,9 @@ def token_dir() -> Path:
 
 def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
     """An http(s) server is authenticated on demand, unless the user sends a header of their own."""
-    return isinstance(target, str) and not any(k.lower() == "authorization" for k in headers)
+    if not isinstance(target, str) or target.lower().startswith(("ws://", "wss://")):
+        return False  # a WebSocket takes its token in --header
+    return not any(k.lower() == "authorization" for k in headers)
 
 
 def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
@@ -650,7 +659,9 @@ def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
 
 async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
-    if args.command == "login" and not isinstance(target, str):
+    if args.command == "login" and not (
+        isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+    ):
         raise UsageError("login is for an http(s):// server URL")
     options: dict[str, Any] = {}
     if getattr(args, "transport", None) is not None:
@@ -660,7 +671,7 @@ async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     headers = _headers(args.header)
     if args.header:
         if not isinstance(target, str):
-            raise UsageError("--header is for an http(s):// TARGET")
+            raise UsageError("--header is for an http(s):// or ws(s):// TARGET")
         options["headers"] = headers
     if not _wants_oauth(target, headers):
         return await _drive_with(target, args, options)
@@ -730,10 +741,11 @@ def build_parser() -> argparse.ArgumentParser:
     for served in (demo, serve):
         served.add_argument(
             "--transport",
-            choices=["stdio", "http", "sse"],
+            choices=["stdio", "http", "sse", "ws"],
             default="stdio",
-            help="default: stdio; http: Streamable HTTP at /mcp (and HTTP+SSE at /sse); sse: "
-            "the same server, announcing its 2024-11-05 HTTP+SSE endpoint",
+            help="default: stdio; http: Streamable HTTP at /mcp (and HTTP+SSE at /sse, WebSocket "
+            "at /ws); sse: the same server, announcing its 2024-11-05 HTTP+SSE endpoint; ws: the "
+            "same server, announcing its WebSocket endpoint",
         )
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
@@ -820,7 +832,8 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="NAME:VALUE",
-            help="an HTTP header for every request (repeatable; http(s) targets)",
+            help="an HTTP header for every request (repeatable; http(s) targets, and the "
+            "upgrade of a ws(s) one)",
         )
         command.add_argument(
             "--transport",
@@ -1131,7 +1144,7 @@ def _serve(args: argparse.Namespace) -> int:
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = None
-    if args.redis_url and args.transport in ("http", "sse"):
+    if args.redis_url and _over_http(args):
         from .server._redis_bus import RedisBus
         from .server._redis_events import RedisEventStore
         from .server._redis_tasks import RedisTaskStore
@@ -1144,14 +1157,14 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None
     if args.any_worker:
-        if args.transport not in ("http", "sse") or not args.redis_url or not args.node_id:
+        if not _over_http(args) or not args.redis_url or not args.node_id:
             raise UsageError("--any-worker needs --transport http, --redis-url and --node-id")
         from .server._redis_relay import RedisRelay
         from .server._redis_sessions import RedisSessionStore
 
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
-    if args.transport in ("http", "sse"):
+    if _over_http(args):
         from .server._http_app import HttpOptions
 
         try:

@@ -81,6 +81,7 @@ from ..protocol._versions import (
 from ..transports._memory import memory_transport_pair
 from ..transports._stdio import StderrTarget, open_process_transport
 from ..transports._transport import Transport
+from ..transports._ws_client import is_ws_url, open_ws_transport
 from ._cache import ResultCache, invalidates
 from ._target import Servable, Target
 from ._tasks import ToolTask
@@ -1007,6 +1008,8 @@ async def open_client(
       POST as a 2024-11-05 one does (HTTP 400, 404 or 405) is reached over the HTTP+SSE
       transport instead, with a GET of the same URL; ``transport="sse"`` goes there at once
       (the URL of its event stream, say ``http://host/sse``), ``"streamable-http"`` never;
+    - a ``ws://`` or ``wss://`` URL: WebSocket (subprotocol ``mcp``, needs the ``websocket``
+      extra); ``headers`` go on the upgrade request;
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
 
@@ -1151,6 +1154,19 @@ async def _connect(
     kind: str = "streamable-http",
 ) -> AsyncIterator[Transport]:
     http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
+    if isinstance(target, str) and is_ws_url(target):
+        if set(http_options) - {"headers"}:
+            raise TypeError(
+                "http_client= and auth= apply to an http(s) URL; a ws(s) URL takes headers= "
+                "(an Authorization header, say)"
+            )
+        async with open_ws_transport(
+            target,
+            headers=http_options.get("headers"),
+            close_timeout=process_options.get("close_timeout", 2.0),
+        ) as ws_transport:
+            yield ws_transport
+        return
     if http_options and not _is_url(target):
         raise TypeError("headers=, http_client= and auth= apply only to an http(s) URL target")
     if isinstance(target, str) and _is_url(target) and kind == "sse":

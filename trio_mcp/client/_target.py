@@ -19,6 +19,6 @@ class Servable(Protocol):
     async def serve_transport(self, transport: Transport, /) -> None: ...
 
 
-#: A servable (served in memory), an ``http(s)://`` URL, a command to spawn (a program, or a
-#: sequence of the program and its arguments), or a transport.
+#: A servable (served in memory), an ``http(s)://`` or ``ws(s)://`` URL, a command to spawn (a
+#: program, or a sequence of the program and its arguments), or a transport.
 Target: TypeAlias = Servable | str | Sequence[str] | Transport

@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -32,7 +32,6 @@ from ..protocol._headers import check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     UNSUPPORTED_PROTOCOL_VERSION,
     Batch,
     ErrorObject,
@@ -72,7 +71,9 @@ from ._event_store import (
     StreamMeta,
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
+from ._http_base import HttpError, Message, Receive, Scope, Send, _refusal
 from ._http_modern import is_modern, status_for
+from ._http_ws import WebSocketEndpoint
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
@@ -80,11 +81,6 @@ from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 from ._tasks import TaskStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
@@ -216,30 +212,14 @@ class HttpOptions:
     #: its messages. None: not served.
     sse_path: str | None = "/sse"
     sse_messages_path: str = "/messages/"
-
-
-class HttpError(Exception):
-    """An HTTP-level refusal: its status, and the JSON-RPC error its body carries.
-
-    A bare message is an Invalid Request (-32600); any other error is passed as an
-    :class:`ErrorObject`.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        error: ErrorObject | str,
-        *,
-        request_id: RequestId | None = None,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        if isinstance(error, str):
-            error = ErrorObject.make(INVALID_REQUEST, error)
-        super().__init__(error.message)
-        self.status = status
-        self.error = error
-        self.request_id = request_id
-        self.headers = list(headers)
+    #: Where WebSocket clients connect (``ws://host:port/ws``, subprotocol ``mcp``: see
+    #: ``_http_ws``); None: no WebSocket endpoint (every upgrade is refused).
+    ws_path: str | None = "/ws"
+    #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
+    ws_max_message_bytes: int = 4 * 1024 * 1024
+    #: How often the server sends each WebSocket client a ``ping`` request; one not answered
+    #: within the same time closes its socket (1011) and cancels its work. None: never.
+    ws_ping_interval: float | None = None
 
 
 class _SessionTransport(BaseSender):
@@ -764,6 +744,7 @@ class McpHttpApp:
         #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
         #: attaches; None: not served.
         self.sse: MountedEndpoints | None = None
+        self.websockets = WebSocketEndpoint(self)
         if options.session_store is not None and options.node_id is None:
             raise ValueError(
                 "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
@@ -856,6 +837,7 @@ class McpHttpApp:
 
     async def _shutdown(self) -> None:
         self._shutting_down = True
+        self.websockets.shutdown()
         if self.sse is not None:
             await self.sse.shutdown(self.options.shutdown_grace)
         sessions = list(self.sessions.values())
@@ -987,9 +969,7 @@ class McpHttpApp:
             await self._lifespan(receive, send)
             return
         if scope["type"] == "websocket":
-            # Anyone can ask for an upgrade: refused (403 from the ASGI server), never a crash.
-            if (await receive())["type"] == "websocket.connect":
-                await send({"type": "websocket.close", "code": 1008})
+            await self.websockets(scope, receive, send, _route_path(scope))
             return
         if scope["type"] != "http":
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
@@ -2191,12 +2171,6 @@ def _orphaned(request_id: RequestId) -> bytes:
 
 def _identity(principal: Principal | None) -> str | None:
     return principal.identity if principal is not None else None
-
-
-def _refusal(refused: Refused, request_id: RequestId | None = None) -> HttpError:
-    """The gate's refusal as the app answers it: the JSON-RPC error body, the challenge."""
-    error = ErrorObject.make(refused.code, refused.message)
-    return HttpError(refused.status, error, request_id=request_id, headers=refused.headers)
 
 
 def _waits(data: bytes) -> bool:

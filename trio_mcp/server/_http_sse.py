@@ -28,6 +28,7 @@ from . import _http_app as _app  # the app imports this module: its names are re
 from ._auth import Principal
 from ._connection import ServerConnection
 from ._http_auth import Refused
+from ._http_base import HttpError, Receive, Scope, Send, _refusal
 
 logger = logging.getLogger("trio_mcp.http.sse")
 
@@ -159,9 +160,7 @@ class SseEndpoint:
 
     # -- the requests ------------------------------------------------------------------------
 
-    async def handle(
-        self, scope: _app.Scope, receive: _app.Receive, send: _app.Send, route: str
-    ) -> None:
+    async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         app = self.app
         app._check_host_and_origin(scope)
         method = scope["method"]
@@ -170,7 +169,7 @@ class SseEndpoint:
             return
         expected = "GET" if route in self._sse_paths else "POST"
         if method != expected:
-            raise _app.HttpError(405, "Method Not Allowed", headers=[(b"allow", expected.encode())])
+            raise HttpError(405, "Method Not Allowed", headers=[(b"allow", expected.encode())])
         principal: Principal | None = None
         if app.gate is not None:
             try:
@@ -178,15 +177,15 @@ class SseEndpoint:
                 if method == "GET":
                     app.gate.authorize(principal, app.gate.needed(None, None))
             except Refused as refused:
-                raise _app._refusal(refused) from None
+                raise _refusal(refused) from None
         if app._nursery is None:
-            raise _app.HttpError(
+            raise HttpError(
                 500,
                 "Internal error: the app's lifespan did not run; serve it with an ASGI server "
                 "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
             )
         if app._shutting_down:
-            raise _app.HttpError(503, "Service Unavailable: the server is shutting down")
+            raise HttpError(503, "Service Unavailable: the server is shutting down")
         if method == "GET":
             if app.draining:
                 raise app._refused_draining()
@@ -195,7 +194,7 @@ class SseEndpoint:
             await self._message(scope, receive, send, principal)
 
     async def _open(
-        self, scope: _app.Scope, receive: _app.Receive, send: _app.Send, principal: Principal | None
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
         """``GET sse_path``: a new session, whose stream lasts as long as this response."""
         app = self.app
@@ -203,14 +202,14 @@ class SseEndpoint:
         owned = self._by_client.get(client, set())
         limit = app.options.max_sessions_per_client
         if len(owned) >= limit:
-            raise _app.HttpError(
+            raise HttpError(
                 429,
                 f"Too Many Requests: this client already has {limit} sessions, the limit; "
                 "close one, or retry later",
                 headers=[(b"retry-after", b"1")],
             )
         if len(self.sessions) + len(app.sessions) + len(app._opening) >= app.options.max_sessions:
-            raise _app.HttpError(
+            raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
                 headers=[(b"retry-after", b"1")],
@@ -228,7 +227,7 @@ class SseEndpoint:
             self.forget(session)
 
     async def _stream(
-        self, scope: _app.Scope, receive: _app.Receive, send: _app.Send, session: SseSession
+        self, scope: Scope, receive: Receive, send: Send, session: SseSession
     ) -> None:
         app = self.app
         await app._sse_start(scope, send)
@@ -246,7 +245,7 @@ class SseEndpoint:
                 pass  # the client went away: the caller ends the session
             nursery.cancel_scope.cancel()
 
-    async def _pump(self, send: _app.Send, session: SseSession) -> None:
+    async def _pump(self, send: Send, session: SseSession) -> None:
         """Write the session's messages as they come, and keep-alive comments while idle, until
         the session ends (or, never initialized, outlives ``unused_session_timeout``)."""
         options = self.app.options
@@ -268,27 +267,25 @@ class SseEndpoint:
             await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
 
     async def _message(
-        self, scope: _app.Scope, receive: _app.Receive, send: _app.Send, principal: Principal | None
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
         """``POST messages_path?session_id=...``: one message (or a batch) for a session."""
         app = self.app
         query = urllib.parse.parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1"))
         ids = query.get(SESSION_PARAM, [])
         if len(ids) != 1 or not ids[0]:
-            raise _app.HttpError(
-                400, f"Bad Request: the URL must name the session ({SESSION_PARAM})"
-            )
+            raise HttpError(400, f"Bad Request: the URL must name the session ({SESSION_PARAM})")
         session = self.sessions.get(ids[0])
         if session is None or session.closing or session.owner != _app._identity(principal):
-            raise _app.HttpError(404, "Session not found")
+            raise HttpError(404, "Session not found")
         if not _app._is_json(_app._header(scope, b"content-type")):
-            raise _app.HttpError(
+            raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
         body = await app._read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
-            raise _app.HttpError(400, parsed.error, request_id=parsed.id)
+            raise HttpError(400, parsed.error, request_id=parsed.id)
         items = parsed.items if isinstance(parsed, Batch) else (parsed,)
         requests = [item for item in items if isinstance(item, Request)]
         if app.draining and requests:
@@ -302,9 +299,9 @@ class SseEndpoint:
                 app.gate.authorize(principal, needed)
             except Refused as refused:
                 rid = requests[0].id if len(items) == 1 and requests else None
-                raise _app._refusal(refused, rid) from None
+                raise _refusal(refused, rid) from None
         if session.closing:
-            raise _app.HttpError(404, "Session not found")  # ended while the body was read
+            raise HttpError(404, "Session not found")  # ended while the body was read
         session.engine.feed(parsed, principal=principal)
         await app._respond(scope, send, 202, b"Accepted", content_type=b"text/plain")
 
@@ -314,7 +311,7 @@ def _both_forms(path: str) -> set[str]:
     return {path, path + "/"} if path != "/" else {"/"}
 
 
-async def _close_on_disconnect(receive: _app.Receive, scope: trio.CancelScope) -> None:
+async def _close_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     scope.cancel()

@@ -742,13 +742,14 @@ class Server:
         """Serve until stopped, blocking: calls ``trio.run`` (so not from inside an event loop).
 
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
-        at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport beside it), or
-        ``"sse"`` (the same, announcing the HTTP+SSE endpoint). Ctrl-C stops the server without a
-        traceback: over stdio it exits with status 130, over HTTP it shuts down gracefully and
-        returns.
+        at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport and WebSocket
+        beside it), ``"sse"`` (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same,
+        announcing its WebSocket endpoint, ``HttpOptions.ws_path``). Ctrl-C stops the server
+        without a traceback: over stdio it exits with status 130, over HTTP it shuts down
+        gracefully and returns.
         """
-        if transport not in ("stdio", "http", "sse"):
-            raise ValueError(f"transport must be 'stdio', 'http' or 'sse', not {transport!r}")
+        if transport not in ("stdio", "http", "sse", "ws"):
+            raise ValueError(f"transport must be 'stdio', 'http', 'sse' or 'ws', not {transport!r}")
         endpoint = (options or HttpOptions()).path
         if transport == "sse":
             endpoint = (options or HttpOptions()).sse_path or ""
@@ -765,8 +766,20 @@ class Server:
             else:
                 from ._hypercorn import serve_http
 
+                ws_path = (options or HttpOptions()).ws_path
+                if transport == "ws" and ws_path is None:
+                    raise ValueError(
+                        "transport 'ws' needs a WebSocket endpoint: HttpOptions.ws_path"
+                    )
+
                 def ready(binds: list[str]) -> None:
-                    sys.stderr.write("".join(f"serving MCP at {b}{endpoint}\n" for b in binds))
+                    if transport == "ws":  # http://... -> ws://..., https://... -> wss://...
+                        lines = [
+                            f"serving MCP over WebSocket at ws{b[4:]}{ws_path}\n" for b in binds
+                        ]
+                    else:
+                        lines = [f"serving MCP at {b}{endpoint}\n" for b in binds]
+                    sys.stderr.write("".join(lines))
                     sys.stderr.flush()
 
                 try:
