@@ -17,7 +17,7 @@ import math
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
@@ -73,6 +73,7 @@ from ._event_store import (
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
+from ._lifespan import LifespanFailed
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
@@ -111,6 +112,8 @@ class HttpServable(Registrations, Protocol):
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None: ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
@@ -290,6 +293,7 @@ class HttpSession:
         #: authorization): only that identity can use it, whatever its token's age.
         self.owner = owner
         self.connection = ServerConnection(app.server)
+        self.connection.id = session_id
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
@@ -780,7 +784,11 @@ class McpHttpApp:
         try:
             if records is not None:
                 await records.start()
-            async with self._records_open(records), trio.open_nursery() as nursery:
+            async with (
+                self._records_open(records),
+                self.server.running(),
+                trio.open_nursery() as nursery,
+            ):
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
                 if records is not None:
@@ -864,6 +872,7 @@ class McpHttpApp:
             SessionStoreUnavailable,
             BusError,
             RelayUnavailable,
+            LifespanFailed,
         ) as error:
             if started:
                 raise
