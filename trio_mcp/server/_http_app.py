@@ -293,7 +293,8 @@ class HttpSession:
         #: authorization): only that identity can use it, whatever its token's age.
         self.owner = owner
         self.connection = ServerConnection(app.server)
-        self.connection.id = session_id
+        if kind is SessionKind.SESSION:
+            self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)

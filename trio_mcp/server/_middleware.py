@@ -411,7 +411,7 @@ class RateLimitMiddleware:
         burst: int,
         *,
         per: Literal["principal", "session"] = "principal",
-        exempt: Collection[str] = ("initialize", "ping"),
+        exempt: Collection[str] = ("initialize", "ping", "server/discover"),
         max_callers: int = 10_000,
     ) -> None:
         if rate <= 0 or burst < 1:
