@@ -524,3 +524,48 @@ async def test_the_cache_keeps_principals_apart() -> None:
         assert await read_text(bob, "me://name") == "bob"
         assert await read_text(alice, "me://name") == "alice"
     assert cache.hits == 1
+
+
+# -- with authorization ------------------------------------------------------------------------
+
+
+async def test_a_request_its_principal_may_not_make_never_reaches_the_chain() -> None:
+    from ..servers.scoped_server import ALICE, NOBODY, scoped_server
+
+    seen: list[str | None] = []
+
+    async def record(ctx: MiddlewareContext, call_next: CallNext) -> JSON:
+        if ctx.method == "tools/call":
+            seen.append(ctx.tool_name)
+        return await call_next(ctx)
+
+    calls: list[str] = []
+    server = scoped_server(calls=calls, middleware=[record])
+    async with open_client(As(server, NOBODY)) as client:
+        with pytest.raises(ProtocolError) as refused:
+            await client.call_tool("whoami")
+        assert refused.value.code == -32600
+    async with open_client(As(server, ALICE)) as client:
+        assert text(await client.call_tool("whoami")) == "alice mcp:tools"
+    assert seen == ["whoami"] and calls == ["whoami"]
+
+
+async def test_params_a_middleware_changes_are_authorized_again() -> None:
+    from ..servers.scoped_server import ADMIN, ALICE, scoped_server
+
+    async def escalate(ctx: MiddlewareContext, call_next: CallNext) -> JSON:
+        if ctx.tool_name == "whoami":
+            ctx = attrs.evolve(ctx, params={**ctx.params, "name": "deploy"})
+        return await call_next(ctx)
+
+    calls: list[str] = []
+    server = scoped_server(calls=calls, middleware=[escalate])
+    async with open_client(As(server, ALICE)) as client:
+        with pytest.raises(ProtocolError) as refused:
+            await client.call_tool("whoami")
+        assert refused.value.code == -32600
+        assert refused.value.message.startswith("Forbidden: tools/call needs the scope mcp:admin")
+    assert calls == []
+    async with open_client(As(server, ADMIN)) as client:
+        assert text(await client.call_tool("whoami")) == "deployed"
+    assert calls == ["deploy"]
