@@ -138,6 +138,8 @@ def test_every_page_has_its_examples() -> None:
         "cancellation.md",
         "client.md",
         "http.md",
+        "lifespan.md",
+        "middleware.md",
         "modern.md",
         "server.md",
         "stdio.md",
