@@ -569,3 +569,32 @@ async def test_params_a_middleware_changes_are_authorized_again() -> None:
     async with open_client(As(server, ADMIN)) as client:
         assert text(await client.call_tool("whoami")) == "deployed"
     assert calls == ["deploy"]
+
+
+async def test_the_cache_never_keeps_an_input_request() -> None:
+    """A modern read that asks the user first ends with an input request, then completes on
+    the retry: only what completed is cached, under the retry's own params."""
+    from trio_mcp import ElicitResult
+
+    cache = ResponseCacheMiddleware()
+    server = Server("asking", middleware=[cache])
+    started: list[str] = []
+
+    @server.resource("secret://door")
+    async def door(ctx: Context) -> str:
+        started.append("door")
+        answer = await ctx.elicit("Password?", {"type": "object", "properties": {}})
+        return f"opened ({answer.action})"
+
+    asked: list[str] = []
+
+    async def on_elicit(params: Any) -> ElicitResult:
+        asked.append("asked")
+        return ElicitResult(action="accept", content={})
+
+    async with open_client(server, mode="modern", on_elicit=on_elicit) as client:
+        assert await read_text(client, "secret://door") == "opened (accept)"
+        assert await read_text(client, "secret://door") == "opened (accept)"
+    # Each read asked again: the input request of the first round was never served from cache.
+    assert asked == ["asked", "asked"]
+    assert cache.hits == 0

@@ -102,6 +102,10 @@ class Server:
       (-32600 "Unauthorized: ...").
     - A multi round-trip ``requestState`` is sealed for the principal, and cacheable results
       say ``cacheScope: "private"`` (the configured ttl stays): results depend on who asks.
+
+    ``middleware``: async functions around every request (``docs/middleware.md``);
+    ``lifespan``: ``fn(server)``, an async context manager whose value handlers read as
+    ``ctx.lifespan``, entered before anything is served (``docs/lifespan.md``).
     """
 
     def __init__(
@@ -659,7 +663,10 @@ class Server:
         else:
             logger.debug("ignored a bus event of kind %r", event.kind)
         for listener in self.event_listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("an event listener failed on a %r event", event.kind)
 
     def _task_published(self, task_id: str) -> None:
         """A task this process changed, for the other workers (they read it again)."""
@@ -733,6 +740,10 @@ class Server:
         line on stderr saying why (say ``MCP_ACCESS_TOKEN is not set``), which a host shows
         in its log: a server that started and then refused every call would leave its user
         guessing. No message ever holds the token.
+
+        With ``Server(lifespan=...)`` the lifespan is entered before anything is read and
+        exited at the end of input; a startup that raises ends the process the same way: one
+        line on stderr, exit status 1.
         """
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport
