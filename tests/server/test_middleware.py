@@ -439,6 +439,16 @@ async def test_rate_limits_are_per_session_without_a_principal(autojump_clock: A
             await first.call_tool("echo", {"text": "c"})
 
 
+async def test_rate_limit_buckets_are_bounded() -> None:
+    limit = RateLimitMiddleware(rate=1, burst=5, max_callers=2)
+    server = tool_server(limit)
+    for _ in range(4):
+        async with open_client(server) as client:
+            await client.call_tool("echo", {"text": "a"})
+        assert limit.callers <= 2
+    assert limit.callers == 2
+
+
 def test_a_rate_limit_needs_sense() -> None:
     with pytest.raises(ValueError):
         RateLimitMiddleware(rate=0, burst=1)
@@ -482,6 +492,17 @@ async def test_the_cache_serves_reads_until_the_resource_is_updated(
         await trio.sleep(31)  # the ttl
         await client.read_resource("note://b")
         assert reads == ["a", "b", "a", "b"]
+
+
+async def test_the_cache_is_bounded() -> None:
+    cache = ResponseCacheMiddleware(max_entries=2)
+    reads: list[str] = []
+    async with open_client(cached_server(cache, reads)) as client:
+        for name in "abc":
+            await read_text(client, f"note://{name}")
+        assert cache.size == 2
+        await read_text(client, "note://a")  # the oldest went first
+    assert reads == ["a", "b", "c", "a"]
 
 
 async def test_the_cache_drops_a_list_when_the_list_changes() -> None:

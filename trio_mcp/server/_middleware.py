@@ -426,6 +426,11 @@ class RateLimitMiddleware:
         #: caller -> (tokens, at): the tokens left at that time.
         self._buckets: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
 
+    @property
+    def callers(self) -> int:
+        """How many callers' buckets are kept (at most ``max_callers``)."""
+        return len(self._buckets)
+
     def _caller(self, ctx: MiddlewareContext) -> str:
         if self.per == "principal" and ctx.auth is not None:
             return "principal:" + ctx.auth.identity
@@ -509,6 +514,11 @@ class ResponseCacheMiddleware:
     def _drop(self, stale: Callable[[_Cached], bool]) -> None:
         for key in [key for key, entry in self._entries.items() if stale(entry)]:
             del self._entries[key]
+
+    @property
+    def size(self) -> int:
+        """How many results are kept (at most ``max_entries``)."""
+        return len(self._entries)
 
     def clear(self) -> None:
         self._entries.clear()
