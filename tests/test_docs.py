@@ -139,6 +139,8 @@ def test_every_page_has_its_examples() -> None:
         "cli.md",
         "client.md",
         "http.md",
+        "lifespan.md",
+        "middleware.md",
         "modern.md",
         "server.md",
         "stdio.md",

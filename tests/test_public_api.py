@@ -21,6 +21,7 @@ import pytest
 
 import trio_mcp
 import trio_mcp.lowlevel
+import trio_mcp.middleware
 import trio_mcp.protocol
 from trio_mcp.client._client import DEFAULT_CLIENT_INFO
 
@@ -114,7 +115,7 @@ def _met_by_users(obj: object) -> Iterator[tuple[str, type]]:
 
 
 def test_every_name_in_the_public_modules_resolves() -> None:
-    for module in [trio_mcp, trio_mcp.lowlevel, trio_mcp.protocol]:
+    for module in [trio_mcp, trio_mcp.lowlevel, trio_mcp.protocol, trio_mcp.middleware]:
         assert len(set(module.__all__)) == len(module.__all__)
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{module.__name__}.{name}"
@@ -162,7 +163,9 @@ def test_the_walk_finds_what_a_method_returns() -> None:
     )
 
 
-@pytest.mark.parametrize("module", ["trio_mcp.protocol", "trio_mcp.client", "trio_mcp.server"])
+@pytest.mark.parametrize(
+    "module", ["trio_mcp.protocol", "trio_mcp.client", "trio_mcp.server", "trio_mcp.middleware"]
+)
 def test_a_name_the_root_shares_with_a_public_package_is_the_same_object(module: str) -> None:
     public = importlib.import_module(module)
     for name in set(trio_mcp.__all__) & set(public.__all__):
@@ -256,3 +259,16 @@ def test_the_testing_module_is_public_and_names_only_public_types() -> None:
 def test_an_unknown_root_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="Session"):
         trio_mcp.Session  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_middleware_module_gives_what_its_classes_return() -> None:
+    """``trio_mcp.middleware`` is public: what its built-ins return is importable from it or
+    from the root."""
+    public = _exported(trio_mcp) | _exported(trio_mcp.middleware)
+    missing = [
+        f"{where} -> {cls.__qualname__}"
+        for name in trio_mcp.middleware.__all__
+        for where, cls in _met_by_users(getattr(trio_mcp.middleware, name))
+        if id(cls) not in public
+    ]
+    assert not missing, missing

@@ -13,6 +13,8 @@ from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._http_app import HttpOptions, McpHttpApp, client_address
+from ._lifespan import LifespanFailed
+from ._middleware import MiddlewareContext, MiddlewareServer
 from ._redis_events import RedisEventStore
 from ._redis_relay import RedisRelay
 from ._redis_sessions import RedisSessionStore
@@ -41,12 +43,15 @@ __all__ = [
     "HttpOptions",
     "InvalidAnswer",
     "InvalidToken",
+    "LifespanFailed",
     "LocalBus",
     "McpHttpApp",
     "MemoryEventStore",
     "MemoryRelay",
     "MemorySessionStore",
     "MemoryTaskStore",
+    "MiddlewareContext",
+    "MiddlewareServer",
     "NotificationBus",
     "Principal",
     "RedisEventStore",

@@ -80,6 +80,7 @@ from ._input import (
     gather,
     input_required_result,
 )
+from ._middleware import apply_middleware, new_connection_id
 from ._registry import (
     CustomMethod,
     PromptEntry,
@@ -192,6 +193,18 @@ class ServerConnection:
         #: Awaited after ``logging/setLevel``, ``resources/subscribe`` or ``unsubscribe`` changed
         #: the connection, before it is answered (the HTTP app writes the session's record).
         self.on_change: Callable[[], Awaitable[None]] | None = None
+        self._id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The connection's id for middleware: the HTTP session's, else one drawn on first use."""
+        if self._id is None:
+            self._id = new_connection_id()
+        return self._id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
@@ -334,7 +347,7 @@ class ServerConnection:
                 server_info=conn.server_info_wire,
             )
 
-        return Route(self._instrument(modern))
+        return Route(self._instrument(modern, incoming))
 
     def on_notification(self, notification: Notification, session: Session) -> None:
         custom = self.server.custom_methods.get(notification.method)
@@ -347,8 +360,16 @@ class ServerConnection:
 
         session.run_ordered(job)
 
-    def _instrument(self, handler: MethodHandler) -> Callable[[InFlight], Awaitable[JSONObject]]:
+    def _instrument(
+        self, handler: MethodHandler, envelope: ModernRequest | None = None
+    ) -> Callable[[InFlight], Awaitable[JSONObject]]:
         handler = _internal_on_nested_error(handler)
+        if self.server.middleware_chain:
+            # Authorized before the chain (as without it), and again on params it changed.
+            recheck = _authorize_again if self.server.auth is not None else None
+            handler = apply_middleware(
+                self.server.middleware_chain, handler, ToolError, envelope, recheck
+            )
 
         async def run(record: InFlight) -> JSONObject:
             if self.server.on_request is None:
@@ -515,6 +536,10 @@ class ServerConnection:
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
 
+    @property
+    def lifespan_state(self) -> Any:
+        return self.server.lifespan_state
+
 
 # -- handlers of the standard methods ---------------------------------------------------------
 
@@ -561,6 +586,10 @@ def _subject(conn: ServerConnection, record: InFlight) -> str:
     """What a requestState is bound to: the principal's identity (empty without one)."""
     principal = _principal(conn, record)
     return principal.identity if principal is not None else ""
+
+
+def _authorize_again(conn: ServerConnection, record: InFlight) -> None:
+    conn._authorize(record)
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:

@@ -95,6 +95,8 @@ class ConnectionView(Protocol):
     def session(self) -> Session: ...
     @property
     def principal(self) -> Principal | None: ...
+    @property
+    def lifespan_state(self) -> Any: ...
 
 
 class Context:
@@ -183,6 +185,20 @@ class Context:
         if asked not in LOGGING_LEVELS:
             return False
         return LOGGING_LEVELS.index(level) >= LOGGING_LEVELS.index(asked)
+
+    @property
+    def lifespan(self) -> Any:
+        """The state the server's lifespan yielded (``Server(lifespan=...)``), shared by every
+        request of the process; None when the server has none. Typed ``Any`` so that an
+        annotation narrows it (``pool: Pool = ctx.lifespan``); :meth:`lifespan_as` checks."""
+        return self._connection.lifespan_state
+
+    def lifespan_as(self, cls: type[T]) -> T:
+        """``ctx.lifespan``, checked to be a ``cls`` (``TypeError`` otherwise) and typed so."""
+        state = self._connection.lifespan_state
+        if not isinstance(state, cls):
+            raise TypeError(f"the lifespan state is a {type(state).__name__}, not a {cls.__name__}")
+        return state
 
     @property
     def connection(self) -> ConnectionView:

@@ -17,7 +17,7 @@ import math
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
@@ -74,6 +74,7 @@ from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_base import HttpError, Message, Receive, Scope, Send, _refusal
 from ._http_modern import is_modern, status_for
 from ._http_ws import WebSocketEndpoint
+from ._lifespan import LifespanFailed
 from ._registry import Registrations
 from ._relay import Relay, RelayUnavailable
 from ._routing import check_node_id, is_minted_here, mint_session_id
@@ -107,6 +108,8 @@ class HttpServable(Registrations, Protocol):
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None: ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]: ...
 
 
 class MountedEndpoints(Protocol):
@@ -286,6 +289,8 @@ class HttpSession:
         #: authorization): only that identity can use it, whatever its token's age.
         self.owner = owner
         self.connection = ServerConnection(app.server)
+        if kind is SessionKind.SESSION:
+            self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
         self.transport = _SessionTransport(self)
@@ -780,7 +785,11 @@ class McpHttpApp:
         try:
             if records is not None:
                 await records.start()
-            async with self._records_open(records), trio.open_nursery() as nursery:
+            async with (
+                self._records_open(records),
+                self.server.running(),
+                trio.open_nursery() as nursery,
+            ):
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
                 if records is not None:
@@ -867,6 +876,7 @@ class McpHttpApp:
             SessionStoreUnavailable,
             BusError,
             RelayUnavailable,
+            LifespanFailed,
         ) as error:
             if started:
                 raise

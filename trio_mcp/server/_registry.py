@@ -13,8 +13,8 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import orjson
@@ -43,6 +43,10 @@ from ..protocol._types import (
 from ._auth import Auth
 from ._schema import FunctionSignature
 from ._tasks import TaskManager
+
+if TYPE_CHECKING:
+    from ._bus import BusEvent
+    from ._middleware import Middleware
 
 CONTENT_TYPES: tuple[type, ...] = (
     TextContent,
@@ -378,6 +382,12 @@ class Registrations(Protocol):
     def auth(self) -> Auth | None: ...
     @property
     def tasks(self) -> TaskManager: ...
+    @property
+    def middleware_chain(self) -> Sequence[Middleware]: ...
+    @property
+    def lifespan_state(self) -> Any: ...
+    @property
+    def event_listeners(self) -> list[Callable[[BusEvent], None]]: ...
 
     def record(self, record: RequestRecord) -> None:
         """Tell the instrumentation hook about a finished request."""

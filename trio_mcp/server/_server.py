@@ -8,7 +8,8 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import trio
@@ -47,6 +48,8 @@ from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._http_app import HttpOptions, McpHttpApp
 from ._http_sse import SseEndpoint
+from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
+from ._middleware import Middleware
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -100,6 +103,10 @@ class Server:
       (-32600 "Unauthorized: ...").
     - A multi round-trip ``requestState`` is sealed for the principal, and cacheable results
       say ``cacheScope: "private"`` (the configured ttl stays): results depend on who asks.
+
+    ``middleware``: async functions around every request (``docs/middleware.md``);
+    ``lifespan``: ``fn(server)``, an async context manager whose value handlers read as
+    ``ctx.lifespan``, entered before anything is served (``docs/lifespan.md``).
     """
 
     def __init__(
@@ -129,6 +136,8 @@ class Server:
         task_store: TaskStore | None = None,
         task_ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
         max_tasks: int = DEFAULT_MAX_RUNNING,
+        middleware: Iterable[Middleware] = (),
+        lifespan: LifespanFunction | None = None,
     ) -> None:
         self.info = Implementation(
             name=name,
@@ -197,6 +206,13 @@ class Server:
         self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
         self.tasks.on_change = self._task_changed
         self.tasks.on_publish = self._task_published
+        #: Around every request, first outermost: ``Server(middleware=[...])`` and
+        #: ``@server.middleware`` (see ``docs/middleware.md``).
+        self.middleware_chain: tuple[Middleware, ...] = tuple(middleware)
+        #: Told of every notification event this server delivers (list changes and resource
+        #: updates, from here or, through the bus, from other workers): caches listen here.
+        self.event_listeners: list[Callable[[BusEvent], None]] = []
+        self._lifespan = Lifespan(lifespan, self, name)
 
     @property
     def state_audience(self) -> str:
@@ -583,6 +599,34 @@ class Server:
 
         return register
 
+    def middleware(self, fn: Middleware, /) -> Middleware:
+        """Register a middleware (``@server.middleware``), inside those registered before it.
+
+        ``async def mw(ctx: MiddlewareContext, call_next) -> dict``; register before serving:
+        a connection builds its chain once per method.
+        """
+        self.middleware_chain = (*self.middleware_chain, fn)
+        return fn
+
+    # -- lifespan ------------------------------------------------------------------------------
+
+    @property
+    def lifespan_state(self) -> Any:
+        """What ``Server(lifespan=...)`` yielded, while it runs (``ctx.lifespan``)."""
+        return self._lifespan.state
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        """Hold the server's lifespan for the block, yielding its state.
+
+        Serving holds it already (stdio, the HTTP app's ASGI lifespan, ``serve_transport``);
+        hold it yourself to share one entry among connections that come and go, say several
+        in-memory clients in a test. Holds that overlap share the entry. A startup that
+        raises: :class:`LifespanFailed`.
+        """
+        async with self._lifespan.hold() as state:
+            yield state
+
     # -- notifications to connected clients ----------------------------------------------------
 
     @property
@@ -619,6 +663,11 @@ class Server:
             self.tasks.heard(task_id)
         else:
             logger.debug("ignored a bus event of kind %r", event.kind)
+        for listener in self.event_listeners:
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("an event listener failed on a %r event", event.kind)
 
     def _task_published(self, task_id: str) -> None:
         """A task this process changed, for the other workers (they read it again)."""
@@ -671,7 +720,7 @@ class Server:
         try:
             # Tasks created here run in the server's task nursery; without one (no HTTP app
             # runs), in this connection's.
-            async with self.tasks.hosting():
+            async with self._lifespan.hold(), self.tasks.hosting():
                 await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)
@@ -692,6 +741,10 @@ class Server:
         line on stderr saying why (say ``MCP_ACCESS_TOKEN is not set``), which a host shows
         in its log: a server that started and then refused every call would leave its user
         guessing. No message ever holds the token.
+
+        With ``Server(lifespan=...)`` the lifespan is entered before anything is read and
+        exited at the end of input; a startup that raises ends the process the same way: one
+        line on stderr, exit status 1.
         """
         from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
         from ..transports._stdio import serve_stdio_transport
@@ -699,12 +752,19 @@ class Server:
         require_trio("server.serve_stdio()")
         self._log_state_keys()
         principal = await self._stdio_principal() if self.auth is not None else None
-        await serve_stdio_transport(
-            functools.partial(self.serve_transport, principal=principal),
-            max_line_bytes=DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes,
-            banner=f"{self.info.name} {self.info.version}: an MCP server on stdio, waiting for "
-            "a client on stdin. Press Ctrl-C to stop.",
-        )
+        try:
+            async with self._lifespan.hold():
+                await serve_stdio_transport(
+                    functools.partial(self.serve_transport, principal=principal),
+                    max_line_bytes=DEFAULT_MAX_LINE_BYTES
+                    if max_line_bytes is None
+                    else max_line_bytes,
+                    banner=f"{self.info.name} {self.info.version}: an MCP server on stdio, "
+                    "waiting for a client on stdin. Press Ctrl-C to stop.",
+                )
+        except LifespanFailed as exc:
+            # Before the first line is read: one line on stderr, exit status 1.
+            _exit_saying(f"{self.info.name}: cannot start: {exc}")
 
     async def _stdio_principal(self) -> Principal:
         """The principal of the environment's token. Without one, or when it is refused: the
