@@ -259,6 +259,8 @@ class ServerConnection:
         capability = SERVER_REQUEST_CAPABILITY.get(method)
         if capability is not None and capability not in self.capabilities():
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+        if self.server.mounts:  # composition: mounted servers and proxies answer here too
+            handler = self.server.mounts.handler(method, handler, self.server)
         return handler
 
     def _route_modern(self, request: Request) -> Route:
@@ -464,6 +466,8 @@ class ServerConnection:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if server.tools:
             caps["tools"] = {"listChanged": True}
+        if server.mounts:
+            server.mounts.capabilities(self, caps)
         return caps
 
     def _notify(
