@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._proxy import proxy
 from ._version import __version__ as __version__
 from .client import (
     Client,
@@ -121,6 +122,7 @@ from .server import (
     MemoryEventStore,
     MemoryRelay,
     MemorySessionStore,
+    Mount,
     NotificationBus,
     Principal,
     RedisEventStore,
@@ -259,6 +261,7 @@ __all__ = [
     "MemoryTokenStore",
     "ModelHint",
     "ModelPreferences",
+    "Mount",
     "NestedRequestError",
     "Notification",
     "NotificationBus",
@@ -319,6 +322,7 @@ __all__ = [
     "WorkloadIdentity",
     "from_wire",
     "open_client",
+    "proxy",
     "serve_http",
     "to_wire",
 ]

@@ -13,6 +13,7 @@ from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, InvalidAnswer
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._http_app import HttpOptions, McpHttpApp, client_address
+from ._mount import Mount
 from ._redis_events import RedisEventStore
 from ._redis_relay import RedisRelay
 from ._redis_sessions import RedisSessionStore
@@ -47,6 +48,7 @@ __all__ = [
     "MemoryRelay",
     "MemorySessionStore",
     "MemoryTaskStore",
+    "Mount",
     "NotificationBus",
     "Principal",
     "RedisEventStore",

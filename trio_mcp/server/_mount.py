@@ -97,14 +97,18 @@ class Provider(Protocol):
     def detach(self) -> None: ...
 
 
-@attrs.define(eq=False)
 class Mount:
-    """One provider mounted under a prefix (None: its names as they are)."""
+    """One provider mounted under a prefix (None: its names as they are), as
+    :meth:`Server.mount <trio_mcp.Server.mount>` returns it (for ``unmount``)."""
 
-    provider: Provider
-    prefix: str | None
-    #: The server it is mounted in (whose connections hear of its changes).
-    parent: Composable
+    def __init__(self, provider: Provider, prefix: str | None, parent: Composable) -> None:
+        self.provider = provider
+        self.prefix = prefix
+        #: The server it is mounted in (whose connections hear of its changes).
+        self.parent = parent
+
+    def __repr__(self) -> str:
+        return f"<Mount of {self.provider.name!r} under {self.prefix!r}>"
 
     # -- names ---------------------------------------------------------------------------------
 
