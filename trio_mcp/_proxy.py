@@ -57,6 +57,8 @@ _OWN_OPTIONS = frozenset(
 )
 #: Keys of a result that belong to the hop that made it; the proxy stamps its own.
 _HOP_KEYS = ("resultType", "ttlMs", "cacheScope")
+#: How long an upstream outlives its downstream connection for the calls cut short.
+_DRAIN_TIMEOUT = 1.0
 #: How long a question handed to a modern downstream waits for the upstream's cancel.
 _QUESTION_GRACE = 5.0
 
@@ -169,6 +171,7 @@ class ProxyProvider:
             raise RuntimeError("the proxy's connection is not running")
         try:
             await nursery.start(upstream.run, _downstream_capabilities(conn, record))
+            nursery.start_soon(upstream.close_after_calls)
         except Exception as exc:
             logger.warning("%s: cannot connect to the upstream server", self.name, exc_info=exc)
             raise ProtocolError(
@@ -204,8 +207,12 @@ class _Upstream:
         self.client: Client | None = None
         self.failure: BaseException | None = None
         self.ready = trio.Event()
-        self.scope = trio.CancelScope()
+        #: Shielded from the downstream connection's cancellation (``close_after_calls``
+        #: cancels it), so that the cancels of the calls cut short reach the upstream.
+        self.scope = trio.CancelScope(shield=True)
         self.calls: list[_Call] = []
+        self._no_calls = trio.Event()
+        self._no_calls.set()
 
     @property
     def alive(self) -> bool:
@@ -232,6 +239,21 @@ class _Upstream:
                 logger.warning("%s: the upstream connection failed", self.provider.name)
             finally:
                 self.ready.set()
+
+    async def close_after_calls(self) -> None:
+        """When the downstream connection ends, its requests in flight are cancelled at the
+        same moment as its nursery's other tasks: the upstream stays until their cancels
+        were written (bounded), then closes."""
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(_DRAIN_TIMEOUT):
+                    await self._no_calls.wait()
+                # Written before the upstream is cancelled, which stops its writer at once.
+                if self.client is not None:
+                    await self.client.session.flush(_DRAIN_TIMEOUT)
+            self.scope.cancel()
 
     @asynccontextmanager
     async def _open(self, caps: JSONObject) -> AsyncIterator[Client]:
@@ -263,6 +285,7 @@ class _Upstream:
             await context.report_progress(progress, total, message)
 
         self.calls.append(call)
+        self._no_calls = trio.Event()
         try:
             with call.scope:
                 result = await client.request(
@@ -281,6 +304,8 @@ class _Upstream:
             ) from None
         finally:
             self.calls.remove(call)
+            if not self.calls:
+                self._no_calls.set()
 
     # -- what the upstream sends, downstream --------------------------------------------------
 
