@@ -293,6 +293,7 @@ class _Upstream:
                     params,
                     on_progress=on_progress if record.progress_token is not None else None,
                 )
+                await self._caught_up(client)
                 return {k: v for k, v in result.items() if k not in _HOP_KEYS}
             # Cancelled here only to end a modern request with the upstream's question.
             assert call.input_required is not None
@@ -306,6 +307,24 @@ class _Upstream:
             self.calls.remove(call)
             if not self.calls:
                 self._no_calls.set()
+
+    @staticmethod
+    async def _caught_up(client: Client) -> None:
+        """Until what the upstream sent before its answer (log messages, say, handed to the
+        client's ordered jobs as they were read) went downstream: so they come before the
+        answer there too."""
+        done = trio.Event()
+
+        async def mark() -> None:
+            await trio.lowlevel.checkpoint()
+            done.set()
+
+        if client.session.is_closed:
+            await trio.lowlevel.checkpoint()
+            return
+        client.session.run_ordered(mark)
+        with trio.move_on_after(_DRAIN_TIMEOUT):  # a callback that hangs never holds the answer
+            await done.wait()
 
     # -- what the upstream sends, downstream --------------------------------------------------
 
