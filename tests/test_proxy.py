@@ -246,3 +246,13 @@ async def test_an_http_upstream_behind_a_proxy_served_in_memory() -> None:
 def test_the_proxy_sets_the_callbacks_itself() -> None:
     with pytest.raises(TypeError, match="on_elicit"):
         proxy(Server("up"), on_elicit=lambda p: None)
+
+
+async def test_trio_mcp_proxy_serves_a_proxy_of_a_command() -> None:
+    """``trio-mcp proxy TARGET`` (stdio here): a host spawns it like any server."""
+    upstream = " ".join(MORTAL)
+    command = [sys.executable, "-m", "trio_mcp", "proxy", upstream]
+    async with open_client(command, stderr="discard") as client:
+        assert client.server_info.name == f"proxy of {upstream}"
+        assert [t.name for t in await client.list_tools()] == ["echo", "die"]
+        assert text(await client.call_tool("echo", {"text": "hop"})).startswith("hop (pid")
