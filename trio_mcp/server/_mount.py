@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+import trio
 
 from .._session import InFlight
 from ..protocol._errors import ProtocolError
@@ -65,6 +66,8 @@ LISTS = {
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
 }
+#: The lists a mounted server always offers (live: they may be empty now).
+_LIVE = ("tools", "prompts", "resources")
 #: What a mount may add to the parent's capabilities, at most.
 FULL_CAPABILITIES: JSONObject = {
     "logging": {},
@@ -466,7 +469,12 @@ class ServerProvider:
         return view
 
     def capabilities(self, conn: ServerConnection) -> JSONObject:
-        return self.view(conn).capabilities()
+        """The child's, and its lists in any case: they may gain entries at any time, and a
+        client that was never told of a capability would not hear of their changes."""
+        caps = self.view(conn).capabilities()
+        for kind in _LIVE:
+            caps[kind] = dict(FULL_CAPABILITIES[kind])
+        return caps
 
     async def prepare(self, conn: ServerConnection, record: InFlight) -> None:
         view = self.view(conn)
@@ -475,9 +483,13 @@ class ServerProvider:
 
     async def forward(self, conn: ServerConnection, record: InFlight) -> JSONObject:
         view = self.view(conn)
-        subscription = record.request.method in ("resources/subscribe", "resources/unsubscribe")
+        method = record.request.method
+        subscription = method in ("resources/subscribe", "resources/unsubscribe")
         if subscription and not self.child.mounts:
             return {}  # the parent's connection holds it; the relay delivers against it
+        if method in LISTS and _LIST_NEEDS[LISTS[method]] not in view.capabilities():
+            await trio.lowlevel.checkpoint()
+            return {LISTS[method]: []}  # none yet (the child would refuse the method)
         handler = view._instrument(view._handler(record.request.method))
         return await handler(record)
 
