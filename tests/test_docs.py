@@ -137,8 +137,10 @@ def test_every_page_has_its_examples() -> None:
         "auth.md",
         "cancellation.md",
         "client.md",
+        "composition.md",
         "http.md",
         "modern.md",
+        "proxies.md",
         "server.md",
         "stdio.md",
     }
