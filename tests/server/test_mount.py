@@ -390,3 +390,22 @@ async def test_a_proxy_mounts_under_a_prefix_like_a_server() -> None:
         assert result.content[0].text == "sunny in Perth"  # type: ignore[union-attr]
         read = await client.read_resource("data://remote/city/Perth")
         assert read.contents[0].text == "the city Perth"  # type: ignore[union-attr]
+
+
+async def test_a_mounted_proxys_updates_and_list_changes_come_renamed() -> None:
+    remote = weather()
+    parent = Server("parent")
+    parent.mount(proxy(remote), prefix="remote")
+    heard = Heard()
+    async with open_client(parent, on_notification=heard) as client:
+        await client.subscribe_resource("data://remote/cities")
+        remote.notify_resource_updated("data://cities")
+        params = await heard.wait_for("notifications/resources/updated")
+        assert params == {"uri": "data://remote/cities"}
+
+        @remote.tool()
+        def added() -> str:
+            return "added"
+
+        await heard.wait_for("notifications/tools/list_changed")
+        assert [t.name for t in await client.list_tools()] == ["remote_forecast", "remote_added"]

@@ -454,11 +454,12 @@ class ServerProvider:
             weakref.WeakKeyDictionary()
         )
         self._relay: _Relay | None = None
+        self.mount: Mount | None = None
 
     def view(self, conn: ServerConnection) -> ServerConnection:
         view = self._views.get(conn)
         if view is None:
-            view = ServerConnection(self.child)
+            view = _View(self.child, self, conn)
             view.state = conn.state
             view.session = conn.session
             view.principal = conn.principal
@@ -496,6 +497,7 @@ class ServerProvider:
     def attach(self, mount: Mount) -> None:
         if self._relay is not None:
             raise ValueError(f"the server {self.name!r} is already mounted")
+        self.mount = mount
         self._relay = _Relay(self.child, mount)
         self.child.connections.add(self._relay)
 
@@ -503,6 +505,27 @@ class ServerProvider:
         if self._relay is not None:
             self.child.connections.discard(self._relay)
             self._relay = None
+        self.mount = None
+
+
+class _View(ServerConnection):
+    """The child's side of one parent connection. What is sent to it for that connection
+    alone (by a proxy mounted in the child, say) reaches the parent's, renamed."""
+
+    def __init__(self, child: Composable, provider: ServerProvider, conn: ServerConnection):
+        super().__init__(child)
+        self._provider = provider
+        self._parent = weakref.ref(conn)
+
+    def send_list_changed(self, kind: str) -> None:
+        mount, conn = self._provider.mount, self._parent()
+        if mount is not None and conn is not None:
+            mount.list_changed(kind, conn)
+
+    def send_resource_updated(self, uri: str) -> None:
+        mount, conn = self._provider.mount, self._parent()
+        if mount is not None and conn is not None:
+            mount.resource_updated(uri, conn)
 
 
 class _Relay(ServerConnection):
