@@ -256,3 +256,28 @@ async def test_trio_mcp_proxy_serves_a_proxy_of_a_command() -> None:
         assert client.server_info.name == f"proxy of {upstream}"
         assert [t.name for t in await client.list_tools()] == ["echo", "die"]
         assert text(await client.call_tool("echo", {"text": "hop"})).startswith("hop (pid")
+
+
+async def test_the_upstream_withdrawing_its_question_cancels_it_downstream() -> None:
+    upstream = Server("up")
+
+    @upstream.tool()
+    async def impatient(ctx: Context) -> str:
+        with trio.move_on_after(0.2):
+            await ctx.elicit("Quick?", FORM)
+            return "answered"  # pragma: no cover
+        return "gave up"
+
+    withdrawn = trio.Event()
+
+    async def on_elicit(params: Any) -> ElicitResult:
+        try:
+            await trio.sleep_forever()
+        finally:
+            withdrawn.set()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async with open_client(proxy(upstream), on_elicit=on_elicit) as client:
+        with trio.fail_after(5):
+            assert text(await client.call_tool("impatient")) == "gave up"
+            await withdrawn.wait()
