@@ -213,6 +213,7 @@ class _Upstream:
         self.calls: list[_Call] = []
         self._no_calls = trio.Event()
         self._no_calls.set()
+        self._finished = trio.Event()
 
     @property
     def alive(self) -> bool:
@@ -230,7 +231,9 @@ class _Upstream:
                     started = True
                     self.ready.set()
                     task_status.started()
-                    await trio.sleep_forever()
+                    # Until it dies, at the latest: then closed at once (a stdio child is
+                    # reaped, not left a zombie), and the next request connects again.
+                    await client.session.closed.wait()
             except Exception as exc:
                 self.failure = exc
                 if not started:
@@ -239,13 +242,14 @@ class _Upstream:
                 logger.warning("%s: the upstream connection failed", self.provider.name)
             finally:
                 self.ready.set()
+                self._finished.set()
 
     async def close_after_calls(self) -> None:
         """When the downstream connection ends, its requests in flight are cancelled at the
         same moment as its nursery's other tasks: the upstream stays until their cancels
         were written (bounded), then closes."""
         try:
-            await trio.sleep_forever()
+            await self._finished.wait()  # or cancelled, with the downstream connection
         finally:
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(_DRAIN_TIMEOUT):
