@@ -281,3 +281,27 @@ async def test_the_upstream_withdrawing_its_question_cancels_it_downstream() -> 
         with trio.fail_after(5):
             assert text(await client.call_tool("impatient")) == "gave up"
             await withdrawn.wait()
+
+
+async def test_a_modern_listener_over_http_hears_the_upstreams_changes() -> None:
+    """Over modern HTTP every request is a connection of its own: the listen's own upstream
+    carries the upstream's list changes and the updates of the URIs it asked for."""
+    upstream = weather()
+    async with (
+        serving(proxy(upstream)) as served,
+        open_client(served.url, mode="modern") as client,
+        client.listen(tools=True, resource_uris=["data://cities"]) as subscription,
+    ):
+        await subscription.wait_acknowledged()
+
+        @upstream.tool()
+        def added() -> str:
+            return "added"
+
+        upstream.notify_resource_updated("data://cities")
+        heard = set()
+        with trio.fail_after(5):
+            async for note in subscription:
+                heard.add(note.method)
+                if heard >= {"notifications/tools/list_changed", "notifications/resources/updated"}:
+                    break

@@ -270,7 +270,8 @@ class ServerConnection:
         if request.method in MODERN_REMOVED or request.method in REMOVED_TASK_METHODS:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":
-            return Route(self._instrument(_listen), on_cancel=self._listen_ended)
+            listen = self.server.mounts.handler(request.method, _listen, self.server)
+            return Route(self._instrument(listen), on_cancel=self._listen_ended)
         declared = declares_tasks(envelope.client_capabilities)
         if request.method in TASK_METHODS:
             if not declared:

@@ -208,6 +208,8 @@ class Mounts:
             return _preparing(self, own)
         if method == "logging/setLevel":
             return _everywhere(self, own)
+        if method == "subscriptions/listen" and self.mounts:
+            return _listening(self, own)
         return own
 
 
@@ -420,6 +422,34 @@ def _preparing(mounts: Mounts, own: MethodHandler) -> MethodHandler:
         return await own(conn, record)
 
     return prepared
+
+
+def _unuri(uri: str) -> Callable[[Mount], str | None]:
+    return lambda mount: mount.unuri(uri)
+
+
+def _listening(mounts: Mounts, own: MethodHandler) -> MethodHandler:
+    """``subscriptions/listen`` (modern): the providers get ready (a proxy's upstream then
+    tells this connection of its list changes), and are subscribed to the mounted URIs the
+    listen asks for, before the parent's own handler acknowledges and listens."""
+
+    async def listening(conn: ServerConnection, record: InFlight) -> JSONObject:
+        for mount in mounts:
+            await mount.provider.prepare(conn, record)
+        wanted = record.params.get("notifications")
+        uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+        for uri in uris if isinstance(uris, list) else ():
+            if isinstance(uri, str) and not _own_uri(conn, uri):
+                found = await _candidates(mounts, conn, record, "resources", _unuri(uri))
+                if found is not None:
+                    mount, inner = found
+                    subscribe = _listing(record, "resources/subscribe")
+                    params = {**_meta_of(record), "uri": inner}
+                    subscribe.request = attrs.evolve(subscribe.request, params=params)
+                    await mount.provider.forward(conn, subscribe)
+        return await own(conn, record)
+
+    return listening
 
 
 def _everywhere(mounts: Mounts, own: MethodHandler) -> MethodHandler:
