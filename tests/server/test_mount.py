@@ -346,6 +346,10 @@ async def test_the_childs_scopes_are_checked_for_the_parents_principal() -> None
     def look() -> str:
         return "looked"
 
+    @child.resource("data://secret", scopes="write")
+    def secret() -> str:
+        return "secret"
+
     parent = Server("parent", auth=Auth(verifier, resource="https://mcp.example/mcp"))
     parent.mount(child, prefix="c")
     for token, expected in (("reader", ["c_look"]), ("writer", ["c_erase", "c_look"])):
@@ -356,6 +360,10 @@ async def test_the_childs_scopes_are_checked_for_the_parents_principal() -> None
                 with pytest.raises(ProtocolError) as refused:
                     await client.call_tool("c_erase")
                 assert "Forbidden" in refused.value.message
+                # Nor may it hear of what it may not read.
+                with pytest.raises(ProtocolError) as unsubscribable:
+                    await client.subscribe_resource("data://c/secret")
+                assert "Forbidden" in unsubscribable.value.message
             else:
                 assert (await client.call_tool("c_erase")).content[0].text == "erased"  # type: ignore[union-attr]
 

@@ -364,11 +364,13 @@ def _by_uri(mounts: Mounts, own: MethodHandler, method: str) -> MethodHandler:
         if found is None:
             return await own(conn, record)  # answers "Resource not found" (subscribe: stored)
         mount, inner = found
-        if method != "resources/read":
-            # The parent's connection holds the subscription under the parent's URI (what
-            # the relay and the proxy deliver updates against); the provider is told too.
-            await own(conn, record)
         result = await forward(mount, conn, record, {**record.params, "uri": inner})
+        if method != "resources/read":
+            # Once the provider agreed (its scopes, say): the parent's connection holds the
+            # subscription under the parent's URI, which the relay and the proxy deliver
+            # updates against.
+            await own(conn, record)
+            return result
         contents = result.get("contents")
         if method == "resources/read" and isinstance(contents, list):
             # The contents name what the client asked for: the parent's URI.
@@ -517,6 +519,9 @@ class ServerProvider:
         method = record.request.method
         subscription = method in ("resources/subscribe", "resources/unsubscribe")
         if subscription and not self.child.mounts:
+            if self.child.auth is not None:
+                view._authorize(record)  # hearing of a resource needs its scopes
+            await trio.lowlevel.checkpoint()
             return {}  # the parent's connection holds it; the relay delivers against it
         if method in LISTS and _LIST_NEEDS[LISTS[method]] not in view.capabilities():
             await trio.lowlevel.checkpoint()
