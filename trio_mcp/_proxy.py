@@ -151,19 +151,13 @@ class ProxyProvider:
 
     async def _upstream(self, conn: ServerConnection, record: InFlight) -> _Upstream:
         """This connection's upstream, connected: opened now if it has none (or it died)."""
-        for _ in range(3):
-            upstream = self._upstreams.get(conn)
-            if upstream is not None:
-                await upstream.ready.wait()
-                if upstream.alive:
-                    return upstream
-                if self._upstreams.get(conn) is upstream:
-                    del self._upstreams[conn]
+        while (upstream := self._upstreams.get(conn)) is not None:
+            await upstream.ready.wait()  # another request may be opening it
+            if upstream.alive:
+                return upstream
+            if self._upstreams.get(conn) is upstream:  # dead, or it could not connect
+                del self._upstreams[conn]
                 upstream.scope.cancel()
-                if upstream.failure is not None:
-                    break  # it could not connect: this request tries once more, below
-                continue
-            break
         upstream = _Upstream(self, conn)
         self._upstreams[conn] = upstream
         nursery = conn.session._nursery
