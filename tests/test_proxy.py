@@ -305,3 +305,24 @@ async def test_a_modern_listener_over_http_hears_the_upstreams_changes() -> None
                 heard.add(note.method)
                 if heard >= {"notifications/tools/list_changed", "notifications/resources/updated"}:
                     break
+
+
+async def test_a_handshake_era_client_in_front_of_a_modern_upstream() -> None:
+    upstream = Server("up")
+    eras: list[bool] = []
+
+    @upstream.tool()
+    async def ask(ctx: Context) -> str:
+        eras.append(ctx.modern)
+        answer = await ctx.elicit("ok?", FORM)
+        return f"answer {answer.content}"
+
+    async with open_client(
+        proxy(upstream, mode="modern"),
+        on_elicit=lambda p: ElicitResult(action="accept", content={"n": "yes"}),
+    ) as client:
+        assert not client.modern
+        assert text(await client.call_tool("ask")) == "answer {'n': 'yes'}"
+    # The modern upstream asked by ending the request (an InputRequiredResult); the proxy's
+    # client put the question to the handshake-era client as a real request, then retried.
+    assert eras == [True, True]
