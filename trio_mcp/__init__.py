@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._proxy import proxy
 from ._version import __version__ as __version__
 from .client import (
     Client,
@@ -124,6 +125,7 @@ from .server import (
     MemorySessionStore,
     MiddlewareContext,
     MiddlewareServer,
+    Mount,
     NotificationBus,
     Principal,
     RedisEventStore,
@@ -265,6 +267,7 @@ __all__ = [
     "MiddlewareServer",
     "ModelHint",
     "ModelPreferences",
+    "Mount",
     "NestedRequestError",
     "Notification",
     "NotificationBus",
@@ -325,6 +328,7 @@ __all__ = [
     "WorkloadIdentity",
     "from_wire",
     "open_client",
+    "proxy",
     "serve_http",
     "to_wire",
 ]

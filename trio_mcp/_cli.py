@@ -738,7 +738,11 @@ def build_parser() -> argparse.ArgumentParser:
         "server",
         help="FILE.py or package.module, optionally :attribute (default: the module's Server)",
     )
-    for served in (demo, serve):
+    fronted = commands.add_parser(
+        "proxy", help="serve a proxy of another MCP server (a command or a URL)", allow_abbrev=False
+    )
+    fronted.add_argument("target", help="the upstream's command line (one quoted string) or URL")
+    for served in (demo, serve, fronted):
         served.add_argument(
             "--transport",
             choices=["stdio", "http", "sse", "ws"],
@@ -1132,6 +1136,10 @@ def _serve(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         if protected:
             add_signed_in_tools(server)
+    elif args.command == "proxy":
+        from ._proxy import proxy
+
+        server = proxy(_target(args.target))
     else:
         server = load_server(args.server)
         if protected and server.auth is not None:
@@ -1190,7 +1198,7 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command in ("demo", "serve"):
+        if args.command in ("demo", "serve", "proxy"):
             return _serve(args)
         if args.command == "install":
             return _install(args)

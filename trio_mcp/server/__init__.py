@@ -15,6 +15,7 @@ from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, R
 from ._http_app import HttpOptions, McpHttpApp, client_address
 from ._lifespan import LifespanFailed
 from ._middleware import MiddlewareContext, MiddlewareServer
+from ._mount import Mount
 from ._redis_events import RedisEventStore
 from ._redis_relay import RedisRelay
 from ._redis_sessions import RedisSessionStore
@@ -52,6 +53,7 @@ __all__ = [
     "MemoryTaskStore",
     "MiddlewareContext",
     "MiddlewareServer",
+    "Mount",
     "NotificationBus",
     "Principal",
     "RedisEventStore",

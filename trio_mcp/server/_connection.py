@@ -272,6 +272,8 @@ class ServerConnection:
         capability = SERVER_REQUEST_CAPABILITY.get(method)
         if capability is not None and capability not in self.capabilities():
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+        if self.server.mounts:  # composition: mounted servers and proxies answer here too
+            handler = self.server.mounts.handler(method, handler, self.server)
         return handler
 
     def _route_modern(self, request: Request) -> Route:
@@ -281,7 +283,8 @@ class ServerConnection:
         if request.method in MODERN_REMOVED or request.method in REMOVED_TASK_METHODS:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":
-            return Route(self._instrument(_listen), on_cancel=self._listen_ended)
+            listen = self.server.mounts.handler(request.method, _listen, self.server)
+            return Route(self._instrument(listen), on_cancel=self._listen_ended)
         declared = declares_tasks(envelope.client_capabilities)
         if request.method in TASK_METHODS:
             if not declared:
@@ -485,6 +488,8 @@ class ServerConnection:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if server.tools:
             caps["tools"] = {"listChanged": True}
+        if server.mounts:
+            server.mounts.capabilities(self, caps)
         return caps
 
     def _notify(

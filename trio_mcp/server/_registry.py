@@ -339,6 +339,15 @@ class CustomMethod:
     context_param: str | None
 
 
+class MountTable(Protocol):
+    """What a connection asks of its server's mounts (``_mount.Mounts``; typed loosely here,
+    where the connection's types cannot be named without a circle)."""
+
+    def __bool__(self) -> bool: ...
+    def handler(self, method: str, own: Any, server: Any) -> Any: ...
+    def capabilities(self, conn: Any, caps: dict[str, Any]) -> None: ...
+
+
 class Registrations(Protocol):
     """What a connection reads of its server: the registrations and the settings.
 
@@ -372,6 +381,8 @@ class Registrations(Protocol):
     def templates(self) -> dict[str, TemplateEntry]: ...
     @property
     def completion_handler(self) -> CustomMethod | None: ...
+    @property
+    def mounts(self) -> MountTable: ...
     @property
     def custom_methods(self) -> dict[str, CustomMethod]: ...
     @property

@@ -50,6 +50,7 @@ from ._http_app import HttpOptions, McpHttpApp
 from ._http_sse import SseEndpoint
 from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
 from ._middleware import Middleware
+from ._mount import Mount, Mounts, Provider, ServerProvider
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -195,6 +196,8 @@ class Server:
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
+        #: Servers and proxies mounted in this one (:meth:`mount`).
+        self.mounts = Mounts()
         # ``bus`` carries ``notify_*`` to the other workers (``RedisBus``); None: a LocalBus
         # of its own. Given here, not in ``HttpOptions``, because the server is where
         # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
@@ -626,6 +629,79 @@ class Server:
         """
         async with self._lifespan.hold() as state:
             yield state
+
+    # -- composition ---------------------------------------------------------------------------
+
+    def mount(
+        self,
+        child: Server | Provider,
+        prefix: str | None = None,
+        *,
+        namespace: str | None = None,
+    ) -> Mount:
+        """Offer what ``child`` offers as this server's own, under ``prefix``; live.
+
+        ``child`` is a :class:`Server` (served directly, in the requests of this server's
+        clients) or a proxy (:func:`trio_mcp.proxy`, or ``proxy(...)``'s server). Tools and
+        prompts are listed as ``{prefix}_{name}``, resource and template URIs
+        ``scheme://rest`` as ``scheme://{prefix}/rest``; without a prefix, as they are.
+        ``namespace=`` is another name for ``prefix``. What the child registers or removes
+        later shows in this server's lists, and its list changes and resource updates reach
+        this server's clients. Entries of this server win over mounted ones; among mounts,
+        the latest wins. Returns the mount, for :meth:`unmount`.
+        """
+        if namespace is not None:
+            if prefix is not None and prefix != namespace:
+                raise TypeError("server.mount() takes the prefix once: prefix= or namespace=")
+            prefix = namespace
+        if prefix is not None and (not prefix or any(c.isspace() or c in "/:" for c in prefix)):
+            raise ValueError(
+                "a mount prefix must be a non-empty name without '/', ':' or spaces, "
+                f"not {prefix!r}"
+            )
+        if isinstance(child, Server):
+            if child is self or child._mounts_server(self):
+                raise ValueError("a server cannot be mounted inside itself")
+            provider: Provider = ServerProvider(child)
+        elif isinstance(child, Provider):
+            provider = child
+        else:
+            raise TypeError(f"server.mount() takes a Server or a proxy, not {type(child).__name__}")
+        mount = Mount(provider, prefix, self)
+        self.mounts.add(mount)
+        self._mounts_changed()
+        return mount
+
+    def unmount(self, mount: Mount | Server | str) -> None:
+        """Remove a mount: the :class:`Mount` :meth:`mount` returned, the child server, or the
+        prefix. Its entries leave the lists (clients are told), and a proxy's upstream
+        connections are closed."""
+        for candidate in list(self.mounts):
+            provider = candidate.provider
+            if (
+                candidate is mount
+                or candidate.prefix == mount
+                or (isinstance(provider, ServerProvider) and provider.child is mount)
+            ):
+                self.mounts.remove(candidate)
+                self._mounts_changed()
+                return
+        raise ValueError(f"nothing is mounted as {mount!r}")
+
+    def _mounts_server(self, server: Server) -> bool:
+        """Whether ``server`` is mounted here, or in what is mounted here."""
+        for mount in self.mounts:
+            provider = mount.provider
+            if isinstance(provider, ServerProvider) and (
+                provider.child is server
+                or (isinstance(provider.child, Server) and provider.child._mounts_server(server))
+            ):
+                return True
+        return False
+
+    def _mounts_changed(self) -> None:
+        for kind in ("tools", "prompts", "resources"):
+            self.notify_list_changed(kind)
 
     # -- notifications to connected clients ----------------------------------------------------
 
