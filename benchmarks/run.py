@@ -3,6 +3,7 @@
     python3 benchmarks/run.py            # the full run: about 8 minutes on 2 cores
     python3 benchmarks/run.py --quick    # fewer, shorter runs, for a look while iterating
     python3 benchmarks/run.py --smoke --only cancel --out /tmp/x   # what the smoke test runs
+    python3 benchmarks/run.py --profile  # and py-spy profiles of our server, for the report
 
 What is missing is installed first: the Python extras (``pip install -e '.[interop,bench]'``, into
 the running interpreter) and the TypeScript SDK (``npm ci``, when ``node_modules`` has no SDK).
@@ -41,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from _report import build_report, draw_chart
+from profiles import PYTHON as PROFILE_PYTHON
+from profiles import record_all as record_profiles
+from profiles import write as write_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = Path("benchmarks") / "peers"  # relative to ROOT, so no absolute path reaches a report
@@ -848,6 +852,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run N benchmark processes at once: faster, but the figures are worthless (smoke)",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the runs, profile our server (benchmarks/profiles.py) for the report",
+    )
+    parser.add_argument(
         "--commit",
         help="benchmark trio_mcp as committed at COMMIT (git archive), not the working tree",
     )
@@ -875,6 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         snapshot = None
         if args.commit:
             snapshot = use_snapshot(args.commit, Path(scratch) / "snapshot")
+            PROFILE_PYTHON[:] = PYTHON
         summary: dict[str, Any] = {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "profile_name": profile_name,
@@ -899,6 +909,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, job in jobs:
                     measure(run, name, job, label)
             runs.append({name: run[name] for name, _ in jobs})
+        if args.profile:
+            seconds = {"full": 10.0, "quick": 5.0, "smoke": 1.0}[profile_name]
+            summary["profiles"] = record_profiles(
+                ["http", "http-modern", "stdio", "sessions", "parked"],
+                seconds,
+                profile["http_sessions"],
+                profile["parked_inprocess"],
+                log,
+            )
+            write_profiles(summary["profiles"], out)
+    if "profiles" not in summary and (out / "profiles.json").exists():
+        # Profiles recorded on their own (profiles.py); the report says when and at which commit.
+        summary["profiles"] = json.loads((out / "profiles.json").read_text())
     summary["elapsed_min"] = (time.monotonic() - started) / 60
     summary["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     summary["runs"] = [{"figures": run, "ratios": ratios_for(run)} for run in runs]

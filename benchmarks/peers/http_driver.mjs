@@ -21,7 +21,8 @@
 //   stamps file grows) and times one echo. issued_ns / returned_ns are process.hrtime stamps
 //   (CLOCK_MONOTONIC): the cancel's start, and its end (the 202, or the close).
 // - sessions {sessions, warmup, settle_ms, pids}: VmRSS of the server processes (`pids`), after
-//   `warmup` sessions, then after `sessions` more handshakes left idle.
+//   `warmup` sessions, then after `sessions` more handshakes left idle. With `signal_pid`, that
+//   process gets SIGUSR1 at both moments (the profile's tracemalloc snapshots).
 import fs from "node:fs";
 import net from "node:net";
 import process from "node:process";
@@ -222,7 +223,7 @@ async function throughput(connections) {
   await Promise.all(connections.map((c) => timedCalls(c, Math.ceil(warm / k), null)));
   const sequential = [];
   let start = now();
-  await timedCalls(connections[0], spec.n, sequential);
+  if (spec.sequential !== false) await timedCalls(connections[0], spec.n, sequential);
   const seqElapsed = Number(now() - start) / 1e9;
   const concurrent = [];
   start = now();
@@ -312,10 +313,18 @@ if (spec.workload === "throughput") {
   const [connection] = await open(1);
   for (let i = 0; i < (spec.warmup ?? 0); i++) await handshake(connection);
   await sleep(spec.settle_ms ?? 0);
+  const mark = async () => {
+    if (spec.signal_pid === undefined) return;
+    process.kill(spec.signal_pid, "SIGUSR1");
+    await sleep(Math.max(500, spec.settle_ms ?? 0));
+  };
+  await mark();
   const before = rssKib();
   for (let i = 0; i < spec.sessions; i++) await handshake(connection);
   await sleep(spec.settle_ms ?? 0);
-  out = { sessions: spec.sessions, rss_before_kib: before, rss_after_kib: rssKib() };
+  const after = rssKib();
+  await mark();
+  out = { sessions: spec.sessions, rss_before_kib: before, rss_after_kib: after };
   connection.close();
 } else {
   throw new Error(`unknown workload ${spec.workload}`);

@@ -10,13 +10,20 @@ from the environment because hypercorn imports the module (in each worker it spa
 ``BENCH_JSON_RESPONSE`` (``1``: one JSON body per POST instead of an SSE stream) and
 ``BENCH_STAMPS``, and ``BENCH_MAX_SESSIONS_PER_CLIENT`` (the memory benchmark opens more
 sessions from one address than the default 100 allow); with ``BENCH_READY``, each worker appends
-its pid to that file once it has built the app. Both eras are served: the handshake era
-and the modern era (2026-07-28).
+its pid to that file once it has built the app; with ``BENCH_TRACEMALLOC`` (a path), tracemalloc
+runs and each SIGUSR1 takes a snapshot: the second and later write the growth since the first,
+by allocating line, to that path as JSON (for ``benchmarks/profiles.py``). Both eras are
+served: the handshake era and the modern era (2026-07-28).
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import os
+import signal
+import tracemalloc
+from types import FrameType
 
 from trio_server import build
 
@@ -38,6 +45,30 @@ def _options() -> HttpOptions:
     return options
 
 
+def _trace_memory(path: str) -> None:
+    """Snapshots on SIGUSR1: the first is the baseline, later ones write the growth to ``path``."""
+    tracemalloc.start(1)
+    baseline: list[tracemalloc.Snapshot] = []
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+
+    def snapshot(_signum: int, _frame: FrameType | None) -> None:
+        gc.collect()
+        taken = tracemalloc.take_snapshot().filter_traces(ignore)
+        if not baseline:
+            baseline.append(taken)
+            return
+        stats = taken.compare_to(baseline[0], "lineno")
+        top = [[str(s.traceback[0]), s.size_diff, s.count_diff] for s in stats[:20]]
+        partial = f"{path}.partial"
+        with open(partial, "w") as out:
+            json.dump({"total_diff": sum(s.size_diff for s in stats), "top": top}, out)
+        os.replace(partial, path)
+
+    signal.signal(signal.SIGUSR1, snapshot)
+
+
+if os.environ.get("BENCH_TRACEMALLOC"):
+    _trace_memory(os.environ["BENCH_TRACEMALLOC"])
 app = build(_stamps_fd()).http_app(_options())
 if os.environ.get("BENCH_READY"):
     with open(os.environ["BENCH_READY"], "a") as ready:
