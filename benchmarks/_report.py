@@ -108,7 +108,8 @@ GOALS = [
         at_least=0.8,
         context=lambda r: (
             f"ours {cell(r.stat('http hs trio sse', 'con_cps'))}, floor "
-            f"{cell(r.stat('http hs floor sse', 'con_cps'))} calls/s"
+            f"{cell(r.stat('http hs floor sse', 'con_cps'))} calls/s; by CPU per call "
+            f"(floor/ours): {cell(r.ratio('http_hs_sse_cpu_vs_floor'), 2, 'x')}"
         ),
         profile="http",
     ),
@@ -118,7 +119,8 @@ GOALS = [
         at_least=0.8,
         context=lambda r: (
             f"ours {cell(r.stat('http hs trio json', 'con_cps'))}, floor "
-            f"{cell(r.stat('http hs floor json', 'con_cps'))} calls/s"
+            f"{cell(r.stat('http hs floor json', 'con_cps'))} calls/s; by CPU per call "
+            f"(floor/ours): {cell(r.ratio('http_hs_json_cpu_vs_floor'), 2, 'x')}"
         ),
         profile="http",
     ),
@@ -128,7 +130,8 @@ GOALS = [
         at_least=0.8,
         context=lambda r: (
             f"ours {cell(r.stat('http modern trio sse', 'con_cps'))}, floor "
-            f"{cell(r.stat('http modern floor sse', 'con_cps'))} calls/s"
+            f"{cell(r.stat('http modern floor sse', 'con_cps'))} calls/s; by CPU per call "
+            f"(floor/ours): {cell(r.ratio('http_modern_sse_cpu_vs_floor'), 2, 'x')}"
         ),
         profile="http-modern",
     ),
@@ -138,7 +141,8 @@ GOALS = [
         at_least=0.8,
         context=lambda r: (
             f"ours {cell(r.stat('http modern trio json', 'con_cps'))}, floor "
-            f"{cell(r.stat('http modern floor json', 'con_cps'))} calls/s"
+            f"{cell(r.stat('http modern floor json', 'con_cps'))} calls/s; by CPU per call "
+            f"(floor/ours): {cell(r.ratio('http_modern_json_cpu_vs_floor'), 2, 'x')}"
         ),
         profile="http-modern",
     ),
@@ -589,9 +593,18 @@ class Report:
                                 f"{era_name}, {response.upper()}: ours / {HTTP_NAMES[peer]}",
                                 cell(self.ratio(f"{name}_seq"), 2, "x"),
                                 cell(self.ratio(f"{name}_con"), 2, "x"),
+                                cell(self.ratio(f"http_{era}_{response}_cpu_vs_{peer}"), 2, "x"),
                             ]
                         )
-        self.table(["", "1 connection", f"{HTTP_CONNECTIONS} connections"], rows)
+        self.table(
+            [
+                "",
+                "1 connection",
+                f"{HTTP_CONNECTIONS} connections",
+                "by CPU per call (theirs/ours)",
+            ],
+            rows,
+        )
         if "http modern trio sse w2" in self.jobs:
             self.add(
                 "### 1 and 2 hypercorn workers, modern era",

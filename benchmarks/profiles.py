@@ -251,7 +251,7 @@ def profile_http(era: str, seconds: float, scratch: Path, log: Path) -> dict[str
             stdout=subprocess.DEVNULL,
             stderr=log.open("ab"),
         )
-        time.sleep(1.0)  # the warm-up
+        time.sleep(min(1.0, seconds))  # the warm-up
         output = scratch / f"http-{era}.txt"
         spy = record(server.worker, seconds, output, log)
         spy.wait(timeout=seconds + 60)
@@ -275,7 +275,7 @@ def profile_stdio(seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
     )
     try:
         server = int(wait_for(lambda: children_of(driver.pid), "the stdio server")[0])
-        time.sleep(1.0)
+        time.sleep(min(1.0, seconds))
         output = scratch / "stdio.txt"
         spy = record(server, seconds, output, log)
         spy.wait(timeout=seconds + 60)

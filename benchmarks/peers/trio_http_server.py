@@ -38,11 +38,11 @@ def _stamps_fd() -> int | None:
 
 
 def _options() -> HttpOptions:
-    options = HttpOptions(json_response=os.environ.get("BENCH_JSON_RESPONSE") == "1")
+    json_response = os.environ.get("BENCH_JSON_RESPONSE") == "1"
     per_client = os.environ.get("BENCH_MAX_SESSIONS_PER_CLIENT")
     if per_client:
-        options.max_sessions_per_client = int(per_client)
-    return options
+        return HttpOptions(json_response=json_response, max_sessions_per_client=int(per_client))
+    return HttpOptions(json_response=json_response)
 
 
 def _trace_memory(path: str) -> None:
