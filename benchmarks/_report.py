@@ -781,7 +781,12 @@ def profiles_markdown(profiles: dict[str, Any], heading: str = "##") -> str:
             ]
             lines.append("")
             continue
-        lines += [f"{load['samples']:,} busy samples. Own time by package:", ""]
+        skipped = load.get("import_samples", 0)
+        left_out = f" ({skipped:,} more while the server was still importing, left out)"
+        lines += [
+            f"{load['samples']:,} busy samples{left_out if skipped else ''}. Own time by package:",
+            "",
+        ]
         lines += ["| package | share |", "|---|---|"]
         lines += [f"| {pkg} | {share:.0%} |" for pkg, share in load["by_package"]]
         lines += ["", "| own time | function | total time | function (trio_mcp, hypercorn, h11) |"]

@@ -102,6 +102,7 @@ def summarise_raw(text: str) -> dict[str, Any]:
     total: collections.Counter[str] = collections.Counter()
     packages: collections.Counter[str] = collections.Counter()
     samples = 0
+    importing = 0
     for line in text.splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not stack or not count_text.isdigit():
@@ -110,6 +111,9 @@ def summarise_raw(text: str) -> dict[str, Any]:
         frames = [f for f in stack.split(";") if not f.startswith("process ")]
         frames = [f for f in frames if not f.startswith("thread ")]
         if not frames:
+            continue
+        if any("importlib._bootstrap" in frame for frame in frames):
+            importing += count  # the server still starting (a loaded machine imports slowly)
             continue
         samples += count
         own[frames[-1]] += count
@@ -128,6 +132,7 @@ def summarise_raw(text: str) -> dict[str, Any]:
 
     return {
         "samples": samples,
+        "import_samples": importing,
         "by_package": share(packages, len(packages)),
         "own": share(own, TOP),
         "total": share(total, TOP),
@@ -275,7 +280,7 @@ def profile_stdio(seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
     )
     try:
         server = int(wait_for(lambda: children_of(driver.pid), "the stdio server")[0])
-        time.sleep(min(1.0, seconds))
+        time.sleep(min(2.0, seconds))  # its imports and the driver's warm-up
         output = scratch / "stdio.txt"
         spy = record(server, seconds, output, log)
         spy.wait(timeout=seconds + 60)
