@@ -560,7 +560,8 @@ class Report:
             f"{HTTP_CONNECTIONS} connections: {p['http_n']} `tools/call echo` calls on 1 "
             f"connection, then {p['http_n']} spread over {HTTP_CONNECTIONS} connections, one call "
             "at a time on each. CPU: the server's processes (user + system) over the whole "
-            f"driver run, per call; measured in {p.get('http_runs', p['runs'])} of the runs.",
+            f"driver run, per call; measured in {min(p.get('http_runs', p['runs']), p['runs'])} "
+            "of the runs.",
             "",
         )
         header = ["server", "response", "1 connection calls/s", "p50", "p99"]
@@ -802,7 +803,8 @@ def build_report(summary: dict[str, Any]) -> str:
 
 
 def draw_chart(summary: dict[str, Any], path: Path) -> None:
-    """Six panels of medians with min-to-max error bars, drawn with matplotlib (headless)."""
+    """Six panels of medians with min-to-max error bars (three more with the HTTP section),
+    drawn with matplotlib (headless)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -810,10 +812,16 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
 
     jobs: dict[str, dict[str, Stat]] = summary["jobs"]
     colours = {"trio": "#3b7dd8", "ts": "#e0a030", "py": "#5aa05a", "floor": "#888888"}
+    http = any(job.startswith("http ") for job in jobs)
     Where = Callable[[str], tuple[str, str]]
 
     def bars(
-        ax: Any, title: str, unit: str, groups: Sequence[str], series: Sequence[tuple[str, Where]]
+        ax: Any,
+        title: str,
+        unit: str,
+        groups: Sequence[str],
+        series: Sequence[tuple[str, Where]],
+        names: dict[str, str] = NAMES,
     ) -> None:
         width = 0.8 / max(1, len(series))
         for i, (impl, where) in enumerate(series):
@@ -832,7 +840,7 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
                     width,
                     yerr=[lows, highs],
                     capsize=3,
-                    label=NAMES[impl],
+                    label=names[impl],
                     color=colours[impl],
                 )
         ax.set_xticks(range(len(groups)))
@@ -844,7 +852,7 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
 
     modes = ["sequential", "concurrent"]
     short = {"sequential": "seq", "concurrent": "con"}
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    fig, axes = plt.subplots(3 if http else 2, 3, figsize=(15, 12.75 if http else 8.5))
     bars(
         axes[0][0],
         "Servers, driven by the TypeScript client",
@@ -902,6 +910,41 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
         [(s, lambda g, s=s: (f"scale {s}", f"{short[g]}_ratio")) for s in SERVERS],
     )
     axes[1][2].axhline(1.0, color="red", linestyle="--", linewidth=1)
+    if http:
+        kinds = ["handshake\nSSE", "handshake\nJSON", "modern\nSSE", "modern\nJSON"]
+
+        def http_job(kind: str, server: str) -> str:
+            era, response = kind.split()
+            return f"http {'hs' if era == 'handshake' else 'modern'} {server} {response.lower()}"
+
+        servers = ("trio", "floor", "ts", "py")
+        era_of = {"handshake era": "hs", "modern era": "modern"}
+        bars(
+            axes[2][0],
+            "HTTP, 10 connections",
+            "calls/s",
+            kinds,
+            [(s, lambda g, s=s: (http_job(g, s), "con_cps")) for s in servers],
+            HTTP_NAMES,
+        )
+        bars(
+            axes[2][1],
+            "HTTP, server CPU per call (lower is better)",
+            "µs",
+            kinds,
+            [(s, lambda g, s=s: (http_job(g, s), "cpu_us_per_call")) for s in servers],
+            HTTP_NAMES,
+        )
+        bars(
+            axes[2][2],
+            "HTTP cancel latency, server observed p50 (lower is better)",
+            "µs",
+            ["handshake era", "modern era"],
+            [
+                (s, lambda g, s=s: (f"http cancel {era_of[g]} {s}", "server_p50"))
+                for s in ("trio", "ts", "py")
+            ],
+        )
     fig.suptitle(
         f"trio_mcp benchmarks, {summary['date']}: medians over {summary['profile']['runs']} runs, "
         f"error bars min{DASH}max",
