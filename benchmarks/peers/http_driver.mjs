@@ -35,30 +35,47 @@ const now = () => process.hrtime.bigint();
 const micros = (start, end) => Math.round(Number(end - start) / 100) / 10;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Connections the driver had to open again because the server ended one (`Connection: close`,
+// as hypercorn does after `keep_alive_max_requests`, 1000 by default), as any client would.
+let reconnects = 0;
+
 // One keep-alive HTTP/1.1 connection, one request at a time.
 class Connection {
   constructor() {
-    this.socket = net.connect({ port: spec.port, host: "127.0.0.1", noDelay: true });
+    this.open();
+  }
+
+  open() {
+    const socket = net.connect({ port: spec.port, host: "127.0.0.1", noDelay: true });
+    this.socket = socket;
     this.buffer = Buffer.alloc(0);
     this.current = null;
     this.closed = false;
+    this.closing = false;
     this.ready = new Promise((resolve, reject) => {
-      this.socket.once("connect", resolve);
-      this.socket.once("error", reject);
+      socket.once("connect", resolve);
+      socket.once("error", reject);
     });
-    this.socket.on("data", (chunk) => {
+    socket.on("data", (chunk) => {
       this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
       this.parse();
     });
-    this.socket.on("close", () => {
+    socket.on("close", () => {
+      if (socket !== this.socket) return;
       this.closed = true;
       this.current?.reject(new Error("connection closed mid-response"));
     });
-    this.socket.on("error", () => {});
+    socket.on("error", () => {});
+    return this.ready;
   }
 
   // Sends `bytes`; resolves with {status, headers, body}. `onData(text)` sees the body as it comes.
-  request(bytes, onData) {
+  async request(bytes, onData) {
+    if (this.closed || this.closing) {
+      this.socket.destroy();
+      reconnects++;
+      await this.open();
+    }
     return new Promise((resolve, reject) => {
       this.current = { resolve, reject, onData, head: null, length: null, chunked: false, parts: [] };
       this.socket.write(bytes);
@@ -79,6 +96,7 @@ class Connection {
         headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
       r.head = { status: Number(lines[0].split(" ")[1]), headers };
+      if (headers.connection?.toLowerCase() === "close") this.closing = true;
       if (headers["transfer-encoding"]?.toLowerCase().includes("chunked")) r.chunked = true;
       else r.length = Number(headers["content-length"] ?? 0);
     }
@@ -329,4 +347,5 @@ if (spec.workload === "throughput") {
 } else {
   throw new Error(`unknown workload ${spec.workload}`);
 }
+out.reconnects = reconnects;
 process.stdout.write(JSON.stringify(out) + "\n");
