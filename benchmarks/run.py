@@ -75,7 +75,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_n": 1200,
         "http_warmup": 300,
         "http_cancels": 20,
-        "http_sessions": 1000,
+        "http_sessions": 500,
         "http_session_warmup": 50,
     },
     "quick": {
