@@ -3,6 +3,7 @@
     python3 benchmarks/run.py            # the full run: about 8 minutes on 2 cores
     python3 benchmarks/run.py --quick    # fewer, shorter runs, for a look while iterating
     python3 benchmarks/run.py --smoke --only cancel --out /tmp/x   # what the smoke test runs
+    python3 benchmarks/run.py --profile  # and py-spy profiles of our server, for the report
 
 What is missing is installed first: the Python extras (``pip install -e '.[interop,bench]'``, into
 the running interpreter) and the TypeScript SDK (``npm ci``, when ``node_modules`` has no SDK).
@@ -26,6 +27,8 @@ import os
 import platform
 import random
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from _report import build_report, draw_chart
+from profiles import PYTHON as PROFILE_PYTHON
+from profiles import record_all as record_profiles
+from profiles import write as write_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = Path("benchmarks") / "peers"  # relative to ROOT, so no absolute path reaches a report
@@ -65,6 +71,12 @@ PROFILES: dict[str, dict[str, int]] = {
         "task_calls": 2000,
         "task_warmup": 300,
         "task_parked": 5000,
+        "http_runs": 3,
+        "http_n": 1200,
+        "http_warmup": 300,
+        "http_cancels": 20,
+        "http_sessions": 500,
+        "http_session_warmup": 50,
     },
     "quick": {
         "runs": 2,
@@ -86,6 +98,12 @@ PROFILES: dict[str, dict[str, int]] = {
         "task_calls": 500,
         "task_warmup": 100,
         "task_parked": 1000,
+        "http_runs": 2,
+        "http_n": 500,
+        "http_warmup": 100,
+        "http_cancels": 8,
+        "http_sessions": 300,
+        "http_session_warmup": 20,
     },
     "smoke": {
         "runs": 1,
@@ -107,14 +125,30 @@ PROFILES: dict[str, dict[str, int]] = {
         "task_calls": 20,
         "task_warmup": 5,
         "task_parked": 50,
+        "http_runs": 1,
+        "http_n": 20,
+        "http_warmup": 5,
+        "http_cancels": 2,
+        "http_sessions": 10,
+        "http_session_warmup": 2,
     },
 }
-SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet", "tasks")
+SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet", "tasks", "http")
 #: How many backends the fleet section puts behind nginx.
 FLEET_SIZES = (1, 2, 3)
 
 SERVERS = ("trio", "ts", "py")
 CLIENTS = ("trio", "ts", "py")
+
+#: The HTTP section: the eras (``hs``: the handshake era, ``modern``: 2026-07-28), the servers
+#: that speak each (the TypeScript SDK has no modern era), the two response kinds.
+HTTP_ERAS = {"hs": "handshake", "modern": "modern"}
+HTTP_SERVERS = {"hs": ("trio", "floor", "ts", "py"), "modern": ("trio", "floor", "py")}
+HTTP_RESPONSES = ("sse", "json")
+#: Connections of the "concurrent" half of an HTTP throughput job.
+HTTP_CONNECTIONS = 10
+#: How long an HTTP server may take to accept connections.
+HTTP_START_TIMEOUT = 30.0
 
 #: A bound on one benchmark process, only so that a hang fails instead of blocking forever.
 JOB_TIMEOUT = 600
@@ -172,6 +206,131 @@ def client_command(name: str, spec: dict[str, Any], server: list[str]) -> list[s
         "raw": [node(), str(PEERS / "raw_driver.mjs")],
     }[name]
     return [*program, json.dumps(spec), "--", *server]
+
+
+def http_server_command(
+    name: str, port: int, *, json_response: bool, stamps: str | None = None, workers: int = 1
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and extra environment of one HTTP benchmark server on ``port``.
+
+    trio_mcp's server and the floor run under ``hypercorn --worker-class trio`` (its default
+    of one worker process, or ``workers``); the TypeScript SDK's under Node's ``http``; the Python
+    SDK's as ``MCPServer.run("streamable-http")`` runs it, under uvicorn.
+    """
+    env: dict[str, str] = {}
+    if name in ("trio", "floor"):
+        module = "trio_http_server.py" if name == "trio" else "floor_http_server.py"
+        command = [*PYTHON, "-m", "hypercorn", "--worker-class", "trio"]
+        command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}"]
+        command.append(f"{PEERS / module}:app")
+        if name == "trio":
+            env["BENCH_JSON_RESPONSE"] = "1" if json_response else "0"
+            env["BENCH_MAX_SESSIONS_PER_CLIENT"] = "100000"
+            if stamps:
+                env["BENCH_STAMPS"] = stamps
+        else:
+            env["BENCH_SSE"] = "0" if json_response else "1"
+        return command, env
+    if workers != 1:
+        raise ValueError(f"only hypercorn servers run with several workers, not {name}")
+    program = {
+        "ts": [node(), str(PEERS / "ts_http_server.mjs")],
+        "py": [*PYTHON, str(PEERS / "py_http_server.py")],
+    }[name]
+    command = [*program, "--port", str(port)] + (["--json"] if json_response else [])
+    return [*command, "--stamps", stamps] if stamps else command, env
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def group_pids(group: int) -> list[int]:
+    """Every live process of a process group (hypercorn's workers are its children)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[2]) == group:  # pgrp
+                pids.append(int(entry.name))
+    return pids
+
+
+def group_cpu_seconds(group: int) -> float:
+    """User plus system CPU of a process group's live processes and of their reaped children."""
+    ticks = 0
+    for pid in group_pids(group):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class HttpServer:
+    """One HTTP benchmark server, in a process group of its own, for the length of a job."""
+
+    def __init__(
+        self, command: list[str], env: dict[str, str], port: int, log: Path, ready: Path | None
+    ) -> None:
+        self.port = port
+        self.log = log
+        self.ready = ready  # where hypercorn's workers write their pids (None: not hypercorn)
+        if ready is not None:
+            ready.write_text("")
+            env = {**env, "BENCH_READY": str(ready)}
+        with log.open("ab") as err:
+            err.write(f"\n--- {' '.join(Path(c).name for c in command[:4])}\n".encode())
+            self.process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env={**os.environ, **env},
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, workers: int = 1) -> None:
+        deadline = time.monotonic() + HTTP_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(
+                    f"the HTTP server exited with {self.process.returncode}:\n{tail}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+            except OSError:
+                time.sleep(0.05)
+                continue
+            # hypercorn binds before it spawns its workers: wait for each to have its app.
+            if self.ready is None or len(self.ready.read_text().split()) >= workers:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"the HTTP server did not accept connections in {HTTP_START_TIMEOUT} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # its workers, if any are left
+        except ProcessLookupError:
+            pass
+        self.process.wait()
 
 
 def run_json(command: Sequence[str], log: Path) -> Any:
@@ -292,6 +451,44 @@ def ratios_for(run: Run) -> dict[str, float]:
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
     for size in FLEET_SIZES[1:]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
+    for mode in ("seq", "con"):
+        ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
+        for era in HTTP_ERAS:
+            for response in HTTP_RESPONSES:
+                ours_cps = (f"http {era} trio {response}", f"{mode}_cps")
+                for peer in ("floor", "ts", "py"):
+                    ratio(
+                        f"http_{era}_{response}_vs_{peer}_{mode}",
+                        ours_cps,
+                        (f"http {era} {peer} {response}", f"{mode}_cps"),
+                    )
+    for era in HTTP_ERAS:
+        for response in HTTP_RESPONSES:
+            # CPU per call, the other way up (theirs/ours: higher is better, as for throughput):
+            # the share of one worker's capacity we keep, steadier than calls/s on a busy machine.
+            for peer in ("floor", "ts", "py"):
+                ratio(
+                    f"http_{era}_{response}_cpu_vs_{peer}",
+                    (f"http {era} {peer} {response}", "cpu_us_per_call"),
+                    (f"http {era} trio {response}", "cpu_us_per_call"),
+                )
+    ratio(
+        "http_workers_2_vs_1",
+        ("http modern trio sse w2", "con_cps"),
+        ("http modern trio sse", "con_cps"),
+    )
+    peer_cancels = [
+        run[j]["server_p50"] for j in ("http cancel hs ts", "http cancel hs py") if j in run
+    ]
+    if "http cancel hs trio" in run and peer_cancels and min(peer_cancels) > 0:
+        out["http_cancel_vs_best_peer"] = run["http cancel hs trio"]["server_p50"] / min(
+            peer_cancels
+        )
+    ratio(
+        "http_cancel_modern_vs_py",
+        ("http cancel modern trio", "server_p50"),
+        ("http cancel modern py", "server_p50"),
+    )
     ratio(
         "cancel_server_vs_floor",
         ("cancel raw->trio", "server_p50"),
@@ -379,7 +576,104 @@ class Bench:
         command = [*PYTHON, str(Path("benchmarks") / "tasks.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
-    def jobs(self, sections: Sequence[str]) -> list[tuple[str, Callable[[], dict[str, float]]]]:
+    def http_job(
+        self,
+        server: str,
+        spec: dict[str, Any],
+        *,
+        json_response: bool = False,
+        stamps: str | None = None,
+        workers: int = 1,
+    ) -> tuple[Any, float]:
+        """Start an HTTP server, run the HTTP driver on it; its output, and the server's CPU."""
+        port = free_port()
+        command, env = http_server_command(
+            server, port, json_response=json_response, stamps=stamps, workers=workers
+        )
+        hypercorn = server in ("trio", "floor")
+        ready = self.scratch / f"ready-{time.monotonic_ns()}" if hypercorn else None
+        running = HttpServer(command, env, port, self.log, ready)
+        try:
+            running.wait_ready(workers)
+            spec = {**spec, "port": port, "path": "/mcp"}
+            if spec["workload"] == "sessions":
+                spec["pids"] = group_pids(running.process.pid)
+            before = group_cpu_seconds(running.process.pid)
+            raw = run_json([node(), str(PEERS / "http_driver.mjs"), json.dumps(spec)], self.log)
+            used = group_cpu_seconds(running.process.pid) - before
+        finally:
+            running.stop()
+        return raw, used
+
+    def http_throughput(
+        self, era: str, server: str, response: str, workers: int = 1
+    ) -> dict[str, float]:
+        p = self.p
+        k = HTTP_CONNECTIONS
+        spec = {"workload": "throughput", "era": HTTP_ERAS[era], "n": p["http_n"], "k": k}
+        spec["warmup"] = p["http_warmup"]
+        raw, cpu = self.http_job(server, spec, json_response=response == "json", workers=workers)
+        out = throughput_metrics(raw)
+        # The server's CPU over the whole driver run, warm-up included, over every call it made.
+        calls = p["http_warmup"] + k * -(-p["http_warmup"] // k)
+        calls += len(raw["sequential"]["latencies_us"]) + len(raw["concurrent"]["latencies_us"])
+        out["cpu_us_per_call"] = cpu * 1e6 / calls
+        return out
+
+    def http_cancel(self, era: str, server: str) -> dict[str, float]:
+        stamps = self.scratch / f"stamps-http-{server}-{time.monotonic_ns()}"
+        stamps.write_text("")
+        spec: dict[str, Any] = {"workload": "cancel", "era": HTTP_ERAS[era]}
+        spec["stamps"] = str(stamps)
+        spec.update(cancels=self.p["http_cancels"], warmup=self.p["cancel_warmup"])
+        spec["warmup_cancels"] = self.p["warmup_cancels"]
+        raw, _ = self.http_job(server, spec, stamps=str(stamps))
+        stamped = [int(line) for line in stamps.read_text().split()]
+        return cancel_metrics(raw, stamped[self.p["warmup_cancels"] :])
+
+    def http_sessions(self, server: str) -> dict[str, float]:
+        p = self.p
+        spec: dict[str, Any] = {"workload": "sessions", "era": "handshake"}
+        spec["sessions"] = p["http_sessions"]
+        spec.update(warmup=p["http_session_warmup"], settle_ms=p["settle_ms"])
+        raw, _ = self.http_job(server, spec)
+        grown = raw["rss_after_kib"] - raw["rss_before_kib"]
+        return {
+            "bytes_per_session": grown * 1024 / raw["sessions"],
+            "rss_before_mib": raw["rss_before_kib"] / 1024,
+            "rss_after_mib": raw["rss_after_kib"] / 1024,
+        }
+
+    def http_jobs(self) -> list[tuple[str, Callable[[], dict[str, float]]]]:
+        jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
+        for era, servers in HTTP_SERVERS.items():
+            for server in servers:
+                for response in HTTP_RESPONSES:
+                    jobs.append(
+                        (
+                            f"http {era} {server} {response}",
+                            lambda e=era, s=server, r=response: self.http_throughput(e, s, r),
+                        )
+                    )
+        jobs.append(
+            ("http modern trio sse w2", lambda: self.http_throughput("modern", "trio", "sse", 2))
+        )
+        for era, servers in HTTP_SERVERS.items():
+            for server in servers:
+                if server != "floor":
+                    jobs.append(
+                        (
+                            f"http cancel {era} {server}",
+                            lambda e=era, s=server: self.http_cancel(e, s),
+                        )
+                    )
+        for server in ("trio", "ts", "py"):
+            jobs.append((f"http sessions {server}", lambda s=server: self.http_sessions(s)))
+        return jobs
+
+    def jobs(
+        self, sections: Sequence[str], index: int = 0
+    ) -> list[tuple[str, Callable[[], dict[str, float]]]]:
         jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
 
         def add(name: str, fn: Callable[[], dict[str, float]]) -> None:
@@ -413,6 +707,9 @@ class Bench:
                 add(f"fleet {size}", lambda k=size: self.fleet(k))
         if "tasks" in sections:
             add("tasks", self.tasks)
+        if "http" in sections and index < self.p["http_runs"]:
+            for name, fn in self.http_jobs():
+                add(name, fn)
         return jobs
 
 
@@ -567,6 +864,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run N benchmark processes at once: faster, but the figures are worthless (smoke)",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the runs, profile our server (benchmarks/profiles.py) for the report",
+    )
+    parser.add_argument(
         "--commit",
         help="benchmark trio_mcp as committed at COMMIT (git archive), not the working tree",
     )
@@ -594,6 +896,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         snapshot = None
         if args.commit:
             snapshot = use_snapshot(args.commit, Path(scratch) / "snapshot")
+            PROFILE_PYTHON[:] = PYTHON
         summary: dict[str, Any] = {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "profile_name": profile_name,
@@ -605,7 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary["clock"] = check_clock(profile["clock_rounds"], log)
         bench = Bench(profile, Path(scratch), log)
         for index in range(profile["runs"]):
-            jobs = bench.jobs(sections)
+            jobs = bench.jobs(sections, index)
             random.Random(index).shuffle(jobs)
             run: Run = {}
             label = f"run {index + 1}/{profile['runs']}"
@@ -618,6 +921,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, job in jobs:
                     measure(run, name, job, label)
             runs.append({name: run[name] for name, _ in jobs})
+        if args.profile:
+            seconds = {"full": 10.0, "quick": 5.0, "smoke": 1.0}[profile_name]
+            summary["profiles"] = record_profiles(
+                ["http", "http-modern", "stdio", "sessions", "parked"],
+                seconds,
+                profile["http_sessions"],
+                profile["parked_inprocess"],
+                log,
+            )
+            write_profiles(summary["profiles"], out)
+    if "profiles" not in summary and (out / "profiles.json").exists():
+        # Profiles recorded on their own (profiles.py); the report says when and at which commit.
+        summary["profiles"] = json.loads((out / "profiles.json").read_text())
     summary["elapsed_min"] = (time.monotonic() - started) / 60
     summary["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     summary["runs"] = [{"figures": run, "ratios": ratios_for(run)} for run in runs]

@@ -30,6 +30,61 @@ SECTIONS = {
     "tasks": ["tasks"],
 }
 
+#: The HTTP section's jobs: run by test_http_figures alone (with the profiles), not once more by
+#: test_section_runs, to keep the smoke test short.
+HTTP_JOBS = [
+    "http hs trio sse",
+    "http hs trio json",
+    "http hs floor sse",
+    "http hs floor json",
+    "http hs ts sse",
+    "http hs ts json",
+    "http hs py sse",
+    "http hs py json",
+    "http modern trio sse",
+    "http modern trio json",
+    "http modern floor sse",
+    "http modern floor json",
+    "http modern py sse",
+    "http modern py json",
+    "http modern trio sse w2",
+    "http cancel hs trio",
+    "http cancel hs ts",
+    "http cancel hs py",
+    "http cancel modern trio",
+    "http cancel modern py",
+    "http sessions trio",
+    "http sessions ts",
+    "http sessions py",
+]
+
+#: The figures each kind of HTTP job must have (their values are not checked).
+HTTP_FIGURES = {
+    "throughput": [
+        "seq_cps",
+        "seq_p50",
+        "seq_p99",
+        "con_cps",
+        "con_p50",
+        "con_p99",
+        "cpu_us_per_call",
+    ],
+    "cancel": ["return_p50", "server_p50", "next_p50"],
+    "sessions": ["bytes_per_session", "rss_before_mib", "rss_after_mib"],
+}
+#: The ratios the HTTP section's goals read.
+HTTP_RATIOS = [
+    "http_hs_sse_vs_floor_con",
+    "http_hs_json_vs_floor_con",
+    "http_modern_sse_vs_floor_con",
+    "http_modern_json_vs_floor_con",
+    "http_hs_sse_vs_py_con",
+    "http_hs_sse_vs_ts_seq",
+    "http_modern_sse_vs_py_con",
+    "http_workers_2_vs_1",
+    "http_cancel_vs_best_peer",
+]
+
 #: Only so that a hang fails instead of blocking the suite.
 HANG_GUARD = 120
 
@@ -42,8 +97,8 @@ def peers_installed() -> None:
         pytest.fail("the official TypeScript SDK is not installed: run `npm ci` at the repo root")
 
 
-def run_benchmarks(out: Path, *options: str) -> dict[str, Any]:
-    command = [sys.executable, str(RUN), "--smoke", "--no-install", "--parallel", "2"]
+def run_benchmarks(out: Path, *options: str, parallel: int = 2) -> dict[str, Any]:
+    command = [sys.executable, str(RUN), "--smoke", "--no-install", "--parallel", str(parallel)]
     command += ["--out", str(out), *options]
     done = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD, check=False
@@ -65,6 +120,34 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
     report = (tmp_path / "report.md").read_text()
     assert "## Machine" in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
+
+
+def test_http_figures(tmp_path: Path) -> None:
+    """The HTTP section has every figure and ratio of the report, and the profiles section."""
+    peers_installed()
+    # Four at once: the HTTP jobs mostly wait for their servers to start.
+    summary = run_benchmarks(tmp_path, "--only", "http", "--no-chart", "--profile", parallel=4)
+    jobs = summary["jobs"]
+    for job in HTTP_JOBS:
+        assert job in jobs, f"{job} was not measured: {sorted(jobs)}"
+        for metric, stat in jobs[job].items():
+            assert math.isfinite(stat["median"]), (job, metric, stat)
+        kind = job.split()[1] if job.split()[1] in ("cancel", "sessions") else "throughput"
+        missing = set(HTTP_FIGURES[kind]) - set(jobs[job])
+        assert not missing, (job, missing)
+    missing_ratios = set(HTTP_RATIOS) - set(summary["ratios"])
+    assert not missing_ratios, missing_ratios
+    loads = summary["profiles"]["loads"]
+    assert set(loads) == {"http", "http-modern", "stdio", "sessions", "parked"}
+    for name in ("http", "http-modern", "stdio"):
+        assert loads[name]["samples"] > 0 and loads[name]["own"], name
+    for name in ("sessions", "parked"):
+        assert loads[name]["top"], name
+    report = (tmp_path / "report.md").read_text()
+    for heading in ("## 8. Streamable HTTP", "## Profiles", "### Profile: http ("):
+        assert heading in report
+    assert str(tmp_path) not in report, "the report must not name paths of this machine"
+    assert (tmp_path / "profiles.md").read_text().startswith("# Profiles")
 
 
 def test_chart(tmp_path: Path) -> None:
