@@ -526,12 +526,16 @@ def _header(scope: Scope, name: bytes) -> str | None:
     """A request header's value; sent more than once, its values joined with ``", "`` (as
     HTTP combines a repeated field), so that a single-valued header sent twice fails its check
     rather than having one copy picked."""
+    # ASGI servers send lowercased names (the specification asks for it): compared as they
+    # are first, lowered only when they differ, so the usual header costs one comparison.
     values = [
         bytes(value).decode("latin-1")
         for key, value in scope.get("headers", ())
-        if bytes(key).lower() == name
+        if key == name or bytes(key).lower() == name
     ]
-    return ", ".join(values) if values else None
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ", ".join(values)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -574,6 +578,9 @@ _PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
 _QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
 
 
+# The checks below are pure functions of a header's text, which a client sends the same on
+# every request: remembered (a bounded number of texts, so that no client can grow them).
+@functools.lru_cache(maxsize=256)
 def _is_json(content_type: str | None) -> bool:
     """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
     with parameters or without (``text/plain, application/json`` is two, and refused)."""
@@ -581,6 +588,7 @@ def _is_json(content_type: str | None) -> bool:
     return match is not None and match[1].lower() == "application/json"
 
 
+@functools.lru_cache(maxsize=256)
 def _accepts(accept: str | None, media_type: str) -> bool:
     """Whether an Accept header admits ``media_type``: the most specific range that matches it
     (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
@@ -612,6 +620,7 @@ def _accepts(accept: str | None, media_type: str) -> bool:
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_host(value: str) -> tuple[str, str | None] | None:
     """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
     not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
@@ -672,6 +681,7 @@ def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = Tru
     return False
 
 
+@functools.lru_cache(maxsize=256)
 def _is_loopback(host: str) -> bool:
     """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
     host = host.strip("[]").lower()
