@@ -66,10 +66,12 @@ from ._event_store import (
     EventStream,
     EventWriter,
     MemoryEventStore,
+    MemorySink,
     Replay,
     StreamItem,
     StreamLimits,
     StreamMeta,
+    StreamSink,
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_modern import is_modern, status_for
@@ -304,7 +306,7 @@ class HttpSession:
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
-        self.store = app.writer if kind is SessionKind.SESSION else NO_STORE
+        self.store: StreamSink = app.sink if kind is SessionKind.SESSION else NO_STORE
         self.standalone = self._new_stream(self._key_prefix + "0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
@@ -724,6 +726,13 @@ class McpHttpApp:
             max_queued_bytes=options.max_store_queue_bytes,
             timeout=options.event_store_timeout,
             live_sessions=self.sessions.keys,
+        )
+        #: Where the streams of sessions hand their events: the writer, or, for a store whose
+        #: writes never wait (an in-process MemoryEventStore), the store itself, at once.
+        self.sink: StreamSink = (
+            MemorySink(self.store, self.writer)
+            if type(self.store) is MemoryEventStore
+            else self.writer
         )
         self.limits = StreamLimits(
             pending_events=options.max_pending_events,
