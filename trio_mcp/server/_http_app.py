@@ -1793,9 +1793,9 @@ class McpHttpApp:
             await self._sse(scope, send, items, ())
             return
         await self._sse_start(scope, send)
-        body = encode_event(first[1], event="message", id=first[0])
-        await send({"type": "http.response.body", "body": body, "more_body": True})
-        await self._relay(send, stream, events)
+        await self._relay(
+            send, stream, events, encode_event(first[1], event="message", id=first[0])
+        )
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -1823,12 +1823,10 @@ class McpHttpApp:
         items: list[tuple[str, bytes]],
         headers: Iterable[tuple[bytes, bytes]],
     ) -> None:
-        """A complete SSE response whose events are already known."""
+        """A complete SSE response whose events are already known: its body in one write."""
         await self._sse_start(scope, send, headers)
-        for event, data in items:
-            body = encode_event(data, event="message", id=event)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+        body = b"".join(encode_event(data, event="message", id=event) for event, data in items)
+        await send({"type": "http.response.body", "body": body})
 
     async def _stream(
         self,
@@ -1849,31 +1847,34 @@ class McpHttpApp:
         ``receive`` None the caller watches for the disconnect itself.
         """
         await self._sse_start(scope, send, headers)
-        if prime is not None:
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": encode_event(b"", id=prime, retry=self.options.retry_ms),
-                    "more_body": True,
-                }
-            )
+        # The priming event, then what was replayed: written first, with whatever events are
+        # ready by then (alone if none is, so that a client can resume a slow request).
+        prefix = b"".join(
+            [
+                encode_event(b"", id=prime, retry=self.options.retry_ms) if prime else b"",
+                *(encode_event(data, event="message", id=event) for event, data in first),
+            ]
+        )
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            try:
-                for event, data in first:
-                    body = encode_event(data, event="message", id=event)
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-            except OSError:
-                return  # the client went away; the stream waits for a resume
-            await self._relay(send, stream, events)
+            await self._relay(send, stream, events, prefix)
             nursery.cancel_scope.cancel()
 
     async def _relay(
-        self, send: Send, stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
+        self,
+        send: Send,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+        prefix: bytes = b"",
     ) -> None:
         """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
-        far behind).
+        far behind); ``prefix`` (already encoded) first.
+
+        Every event already waiting when a write is due goes in that write (up to
+        ``_WRITE_BYTES``), and the end in the same one as the last events: a request answered
+        at once costs the client's connection one body, as a JSON response does, instead of one
+        per event and one for the end.
 
         Once the end is taken, every event before it was written to a live connection (a
         disconnect would have cancelled this): the stream is delivered, nothing is left to
@@ -1882,28 +1883,53 @@ class McpHttpApp:
         """
         interval = self.options.keepalive_interval
         ended = False
+        body = bytearray(prefix)
+
+        def take(item: StreamItem) -> bool:
+            """Add a taken item to ``body``; True for the end."""
+            if item is None:
+                stream.delivered()
+                return True
+            stream.settle(events)
+            body.extend(encode_event(item[1], event="message", id=item[0]))
+            return False
+
         try:
             while True:
-                with trio.move_on_after(interval):
+                if not body:
+                    with trio.move_on_after(interval):
+                        try:
+                            item = await events.receive()
+                        except trio.EndOfChannel:
+                            break  # cut: the client resumes with Last-Event-ID
+                        if take(item):
+                            break
+                    if not body:
+                        body.extend(KEEPALIVE)  # nothing came within the interval
+                        await send(
+                            {"type": "http.response.body", "body": bytes(body), "more_body": True}
+                        )
+                        body.clear()
+                        continue
+                # Whatever else is ready goes with it.
+                done = False
+                while len(body) < _WRITE_BYTES:
                     try:
-                        item = await events.receive()
-                    except trio.EndOfChannel:
-                        break  # cut: the client resumes with Last-Event-ID
-                    if item is None:
-                        stream.delivered()
+                        item = events.receive_nowait()
+                    except trio.WouldBlock:
                         break
-                    stream.settle(events)
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": encode_event(item[1], event="message", id=item[0]),
-                            "more_body": True,
-                        }
-                    )
-                    continue
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    except trio.EndOfChannel:
+                        done = True  # cut
+                        break
+                    if take(item):
+                        done = True
+                        break
+                if done:
+                    break
+                await send({"type": "http.response.body", "body": bytes(body), "more_body": True})
+                body.clear()
             ended = True
-            await send({"type": "http.response.body", "body": b""})
+            await send({"type": "http.response.body", "body": bytes(body)})
         except OSError:
             return  # the client went away; the stream waits for a resume
         except trio.Cancelled:
@@ -2214,6 +2240,10 @@ async def _ended(
     """Everything a request's stream carried, once the request has ended."""
     await stream.done.wait()
     return _drain_now(events)
+
+
+#: Events waiting for an SSE connection are written together up to about this many bytes.
+_WRITE_BYTES = 64 * 1024
 
 
 def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:
