@@ -16,7 +16,15 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+)
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -460,14 +468,15 @@ class HttpSession:
 
     def busy(self) -> None:
         self.active += 1
-        self.scope.deadline = math.inf
+        if self.kind is SessionKind.SESSION:  # the others have no task to expire
+            self.scope.deadline = math.inf
 
     def idle(self) -> None:
         self.active -= 1
         self.touch()
 
     def touch(self) -> None:
-        if self.active == 0 and self.engine.idle:
+        if self.kind is SessionKind.SESSION and self.active == 0 and self.engine.idle:
             deadline = trio.current_time() + self.app.options.session_idle_timeout
             self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
 
@@ -708,6 +717,25 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
+class _ToolSchemas(Mapping[str, Mapping[str, Any]]):
+    """The input schemas of a server's tools, by name, read from its registry when looked up:
+    a modern POST's header check needs the one its ``tools/call`` names, and a copy of them all
+    would cost every request as much as the server has tools."""
+
+    def __init__(self, server: HttpServable) -> None:
+        self._server = server
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        schema: Mapping[str, Any] = self._server.tools[name].tool.input_schema
+        return schema
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._server.tools)
+
+    def __len__(self) -> int:
+        return len(self._server.tools)
+
+
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
@@ -758,6 +786,8 @@ class McpHttpApp:
         self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
             client_address, header=self.options.client_address_header
         )
+        #: The tools' input schemas by name, for the modern header check.
+        self._tool_schemas = _ToolSchemas(server)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
@@ -1620,9 +1650,8 @@ class McpHttpApp:
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         headers = _headers(scope)
-        schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
         try:
-            check_request(message, headers, schemas)
+            check_request(message, headers, self._tool_schemas)
         except ProtocolError as problem:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
@@ -2230,6 +2259,10 @@ def _waits(data: bytes) -> bool:
 
 
 def _error_code(data: bytes) -> int | None:
+    """The error code of an encoded response of ours; None for a result. A result whose body
+    does not even contain the key ``"error"`` is not parsed again."""
+    if b'"error"' not in data:
+        return None
     parsed = parse(data)
     return parsed.error.code if isinstance(parsed, ErrorResponse) else None
 
