@@ -1736,17 +1736,30 @@ class McpHttpApp:
         """Run a session's engine inside this POST's task, for its one request: the client
         going away cancels that request, and the engine ends with the POST."""
         self._posts.add(session)  # so that a drain can end its request
+        watching = trio.CancelScope()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, request_id
+                _watch_disconnect,
+                watching,
+                receive,
+                nursery.cancel_scope,
+                session.engine,
+                request_id,
             )
             await nursery.start(functools.partial(session.engine.run, pull=False))
+            answered = False
             try:
                 yield
+                answered = True
             finally:
                 self._posts.discard(session)
                 session.engine.feed_eof()
-                nursery.cancel_scope.cancel()
+                watching.cancel()
+                if not (answered and session.engine.idle):
+                    nursery.cancel_scope.cancel()
+                # Otherwise its request has ended and its answer is written: the engine,
+                # told its input ended, winds down by itself (no request to wait for),
+                # which costs less than cancelling its tasks.
 
     async def _answer_initialize(
         self,
@@ -2223,6 +2236,18 @@ async def _cancel_on_disconnect(
     if engine is not None:
         engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+async def _watch_disconnect(
+    watching: trio.CancelScope,
+    receive: Receive,
+    scope: trio.CancelScope,
+    engine: Session,
+    rid: RequestId,
+) -> None:
+    """:func:`_cancel_on_disconnect` until ``watching`` is cancelled."""
+    with watching:
+        await _cancel_on_disconnect(receive, scope, engine, rid)
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
