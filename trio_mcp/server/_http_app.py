@@ -397,6 +397,11 @@ class HttpSession:
             stream.open()  # the GET stream is opened by its first event
         return stream
 
+    def has_ended(self, request_id: RequestId) -> bool:
+        """Whether a request of this session had its stream and no longer has: it was answered,
+        or it ended with no answer."""
+        return self._stream_numbers > 0 and request_id not in self.request_streams
+
     def forget_stream(self, stream: EventStream) -> None:
         """Removal by identity: a stream registered later under the same id stays."""
         if stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
@@ -1743,7 +1748,7 @@ class McpHttpApp:
                 watching,
                 receive,
                 nursery.cancel_scope,
-                session.engine,
+                session,
                 request_id,
             )
             await nursery.start(functools.partial(session.engine.run, pull=False))
@@ -2242,12 +2247,19 @@ async def _watch_disconnect(
     watching: trio.CancelScope,
     receive: Receive,
     scope: trio.CancelScope,
-    engine: Session,
+    session: HttpSession,
     rid: RequestId,
 ) -> None:
-    """:func:`_cancel_on_disconnect` until ``watching`` is cancelled."""
+    """:func:`_cancel_on_disconnect` for a POST's own engine, until ``watching`` is cancelled;
+    a disconnect once its request has ended cancels nothing: hypercorn reports the end of a
+    complete response as a disconnect too, and the engine then winds down by itself."""
     with watching:
-        await _cancel_on_disconnect(receive, scope, engine, rid)
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if session.has_ended(rid):
+            return
+        session.engine.cancel_incoming(rid, "the client closed the connection")
+        scope.cancel()
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
