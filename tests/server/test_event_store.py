@@ -18,6 +18,7 @@ from trio_mcp._demo import demo_server
 from trio_mcp.server import (
     EventStore,
     EventStoreUnavailable,
+    HttpOptions,
     MemoryEventStore,
     RedisEventStore,
     Replay,
@@ -28,6 +29,7 @@ from trio_mcp.server._event_store import (
     ByteBudget,
     EventStream,
     EventWriter,
+    MemorySink,
     StreamLimits,
 )
 
@@ -369,3 +371,33 @@ async def test_a_full_writer_queue_loses_that_streams_resumability_never_blocks(
         assert events(await store.replay(kept.stream_id, 0)) == [(1, b"1"), (2, b"2")]
         assert await store.replay(lost.stream_id, 0) is None
         nursery.cancel_scope.cancel()
+
+
+async def test_the_apps_own_memory_store_is_written_at_once_never_lost() -> None:
+    """An app's own MemoryEventStore is written in the caller, with no writer running: what a
+    stream pushed is in the store at once, in order, its end too; forgotten, it is gone."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=1)  # a queue that would lose the second write
+    sink = MemorySink(store, writer)
+    stream = EventStream("s", "r1", sink, meta=StreamMeta("s"))
+    stream.open()
+    for data in (b"1", b"2", b"3"):
+        stream.push(data)
+    stream.finish(responded=True)
+    replay = await store.replay(stream.stream_id, 0)
+    assert replay is not None and replay.finished
+    assert events(replay) == [(1, b"1"), (2, b"2"), (3, b"3")]
+    assert not sink.is_lost(stream.stream_id)
+    stream.delivered()
+    assert await store.replay(stream.stream_id, 0) is None
+
+
+async def test_an_app_writes_a_memory_store_at_once_and_any_other_through_its_writer() -> None:
+    """A store of any other class (a subclass may wait in its writes) keeps the writer."""
+
+    class Subclassed(MemoryEventStore):
+        pass
+
+    assert isinstance(Server("s").http_app().sink, MemorySink)
+    given = Server("s").http_app(HttpOptions(event_store=Subclassed()))
+    assert given.sink is given.writer

@@ -182,10 +182,21 @@ class MemoryEventStore:
         pass
 
     async def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self.open_now(stream_id, meta)
+
+    async def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self.append_now(stream_id, seq, data)
+
+    async def finish(self, stream_id: str) -> None:
+        self.finish_now(stream_id)
+
+    # The writes themselves, which never wait: a :class:`MemorySink` makes them at once.
+
+    def open_now(self, stream_id: str, meta: StreamMeta) -> None:
         self._touch(stream_id).meta = meta
         self._cap(stream_id)
 
-    async def append(self, stream_id: str, seq: int, data: bytes) -> None:
+    def append_now(self, stream_id: str, seq: int, data: bytes) -> None:
         kept = self._touch(stream_id)
         kept.last_seq = seq
         # A copy of exactly its size: an encoder may have reserved far more for the bytes it was
@@ -202,7 +213,7 @@ class MemoryEventStore:
             self._grow(kept, -(len(old) + EVENT_OVERHEAD))
         self._cap(stream_id)
 
-    async def finish(self, stream_id: str) -> None:
+    def finish_now(self, stream_id: str) -> None:
         kept = self._streams.get(stream_id)
         if kept is not None:
             kept.finished = True
@@ -219,6 +230,9 @@ class MemoryEventStore:
         return Replay([(s, d) for s, d in events if s > after], kept.finished, kept.meta)
 
     async def forget(self, stream_id: str) -> None:
+        self.forget_now(stream_id)
+
+    def forget_now(self, stream_id: str) -> None:
         self._drop(stream_id)
 
     async def keep_alive(self, session_ids: Collection[str]) -> None:
@@ -325,6 +339,36 @@ class NoStore:
 
 
 NO_STORE = NoStore()
+
+
+class MemorySink:
+    """The sink of an app's own :class:`MemoryEventStore`, whose writes never wait: made at
+    once, in the caller, in the order given. No queue, no task switch, no timeout; nothing can
+    fail, so no stream is ever lost. Session ends still go through ``writer`` (with its
+    heartbeat, which keeps the sessions' liveness)."""
+
+    def __init__(self, store: MemoryEventStore, writer: EventWriter) -> None:
+        self.store = store
+        self.writer = writer
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self.store.open_now(stream_id, meta)
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self.store.append_now(stream_id, seq, data)
+
+    def finish(self, stream_id: str) -> None:
+        self.store.finish_now(stream_id)
+
+    def forget(self, stream_id: str) -> None:
+        self.store.forget_now(stream_id)
+
+    def end_session(self, session_id: str) -> None:
+        self.writer.end_session(session_id)
+
+    def is_lost(self, stream_id: str) -> bool:
+        return False
+
 
 #: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
 _Op = tuple[str, str, object]

@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
@@ -65,10 +65,12 @@ from ._event_store import (
     EventStream,
     EventWriter,
     MemoryEventStore,
+    MemorySink,
     Replay,
     StreamItem,
     StreamLimits,
     StreamMeta,
+    StreamSink,
 )
 from ._http_auth import METADATA_MAX_AGE, HttpAuth, Refused
 from ._http_base import HttpError, Message, Receive, Scope, Send, _refusal
@@ -305,7 +307,7 @@ class HttpSession:
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
-        self.store = app.writer if kind is SessionKind.SESSION else NO_STORE
+        self.store: StreamSink = app.sink if kind is SessionKind.SESSION else NO_STORE
         self.standalone = self._new_stream(self._key_prefix + "0")
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
@@ -388,6 +390,11 @@ class HttpSession:
             stream.open()  # the GET stream is opened by its first event
         return stream
 
+    def has_ended(self, request_id: RequestId) -> bool:
+        """Whether a request of this session had its stream and no longer has: it was answered,
+        or it ended with no answer."""
+        return self._stream_numbers > 0 and request_id not in self.request_streams
+
     def forget_stream(self, stream: EventStream) -> None:
         """Removal by identity: a stream registered later under the same id stays."""
         if stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
@@ -459,14 +466,15 @@ class HttpSession:
 
     def busy(self) -> None:
         self.active += 1
-        self.scope.deadline = math.inf
+        if self.kind is SessionKind.SESSION:  # the others have no task to expire
+            self.scope.deadline = math.inf
 
     def idle(self) -> None:
         self.active -= 1
         self.touch()
 
     def touch(self) -> None:
-        if self.active == 0 and self.engine.idle:
+        if self.kind is SessionKind.SESSION and self.active == 0 and self.engine.idle:
             deadline = trio.current_time() + self.app.options.session_idle_timeout
             self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
 
@@ -527,12 +535,16 @@ def _header(scope: Scope, name: bytes) -> str | None:
     """A request header's value; sent more than once, its values joined with ``", "`` (as
     HTTP combines a repeated field), so that a single-valued header sent twice fails its check
     rather than having one copy picked."""
+    # ASGI servers send lowercased names (the specification asks for it): compared as they
+    # are first, lowered only when they differ, so the usual header costs one comparison.
     values = [
         bytes(value).decode("latin-1")
         for key, value in scope.get("headers", ())
-        if bytes(key).lower() == name
+        if key == name or bytes(key).lower() == name
     ]
-    return ", ".join(values) if values else None
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ", ".join(values)
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -575,6 +587,9 @@ _PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
 _QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
 
 
+# The checks below are pure functions of a header's text, which a client sends the same on
+# every request: remembered (a bounded number of texts, so that no client can grow them).
+@functools.lru_cache(maxsize=256)
 def _is_json(content_type: str | None) -> bool:
     """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
     with parameters or without (``text/plain, application/json`` is two, and refused)."""
@@ -582,6 +597,7 @@ def _is_json(content_type: str | None) -> bool:
     return match is not None and match[1].lower() == "application/json"
 
 
+@functools.lru_cache(maxsize=256)
 def _accepts(accept: str | None, media_type: str) -> bool:
     """Whether an Accept header admits ``media_type``: the most specific range that matches it
     (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
@@ -613,6 +629,7 @@ def _accepts(accept: str | None, media_type: str) -> bool:
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_host(value: str) -> tuple[str, str | None] | None:
     """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
     not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
@@ -673,6 +690,7 @@ def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = Tru
     return False
 
 
+@functools.lru_cache(maxsize=256)
 def _is_loopback(host: str) -> bool:
     """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
     host = host.strip("[]").lower()
@@ -697,6 +715,25 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
+class _ToolSchemas(Mapping[str, Mapping[str, Any]]):
+    """The input schemas of a server's tools, by name, read from its registry when looked up:
+    a modern POST's header check needs the one its ``tools/call`` names, and a copy of them all
+    would cost every request as much as the server has tools."""
+
+    def __init__(self, server: HttpServable) -> None:
+        self._server = server
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        schema: Mapping[str, Any] = self._server.tools[name].tool.input_schema
+        return schema
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._server.tools)
+
+    def __len__(self) -> int:
+        return len(self._server.tools)
+
+
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
@@ -715,6 +752,13 @@ class McpHttpApp:
             max_queued_bytes=options.max_store_queue_bytes,
             timeout=options.event_store_timeout,
             live_sessions=self.sessions.keys,
+        )
+        #: Where the streams of sessions hand their events: the writer, or, for a store whose
+        #: writes never wait (an in-process MemoryEventStore), the store itself, at once.
+        self.sink: StreamSink = (
+            MemorySink(self.store, self.writer)
+            if type(self.store) is MemoryEventStore
+            else self.writer
         )
         self.limits = StreamLimits(
             pending_events=options.max_pending_events,
@@ -740,6 +784,8 @@ class McpHttpApp:
         self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
             client_address, header=self.options.client_address_header
         )
+        #: The tools' input schemas by name, for the modern header check.
+        self._tool_schemas = _ToolSchemas(server)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
@@ -1615,9 +1661,8 @@ class McpHttpApp:
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         headers = _headers(scope)
-        schemas = {name: entry.tool.input_schema for name, entry in self.server.tools.items()}
         try:
-            check_request(message, headers, schemas)
+            check_request(message, headers, self._tool_schemas)
         except ProtocolError as problem:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
@@ -1702,17 +1747,30 @@ class McpHttpApp:
         """Run a session's engine inside this POST's task, for its one request: the client
         going away cancels that request, and the engine ends with the POST."""
         self._posts.add(session)  # so that a drain can end its request
+        watching = trio.CancelScope()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                _cancel_on_disconnect, receive, nursery.cancel_scope, session.engine, request_id
+                _watch_disconnect,
+                watching,
+                receive,
+                nursery.cancel_scope,
+                session,
+                request_id,
             )
             await nursery.start(functools.partial(session.engine.run, pull=False))
+            answered = False
             try:
                 yield
+                answered = True
             finally:
                 self._posts.discard(session)
                 session.engine.feed_eof()
-                nursery.cancel_scope.cancel()
+                watching.cancel()
+                if not (answered and session.engine.idle):
+                    nursery.cancel_scope.cancel()
+                # Otherwise its request has ended and its answer is written: the engine,
+                # told its input ended, winds down by itself (no request to wait for),
+                # which costs less than cancelling its tasks.
 
     async def _answer_initialize(
         self,
@@ -1788,9 +1846,9 @@ class McpHttpApp:
             await self._sse(scope, send, items, ())
             return
         await self._sse_start(scope, send)
-        body = encode_event(first[1], event="message", id=first[0])
-        await send({"type": "http.response.body", "body": body, "more_body": True})
-        await self._relay(send, stream, events)
+        await self._relay(
+            send, stream, events, encode_event(first[1], event="message", id=first[0])
+        )
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -1818,12 +1876,10 @@ class McpHttpApp:
         items: list[tuple[str, bytes]],
         headers: Iterable[tuple[bytes, bytes]],
     ) -> None:
-        """A complete SSE response whose events are already known."""
+        """A complete SSE response whose events are already known: its body in one write."""
         await self._sse_start(scope, send, headers)
-        for event, data in items:
-            body = encode_event(data, event="message", id=event)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+        body = b"".join(encode_event(data, event="message", id=event) for event, data in items)
+        await send({"type": "http.response.body", "body": body})
 
     async def _stream(
         self,
@@ -1844,31 +1900,34 @@ class McpHttpApp:
         ``receive`` None the caller watches for the disconnect itself.
         """
         await self._sse_start(scope, send, headers)
-        if prime is not None:
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": encode_event(b"", id=prime, retry=self.options.retry_ms),
-                    "more_body": True,
-                }
-            )
+        # The priming event, then what was replayed: written first, with whatever events are
+        # ready by then (alone if none is, so that a client can resume a slow request).
+        prefix = b"".join(
+            [
+                encode_event(b"", id=prime, retry=self.options.retry_ms) if prime else b"",
+                *(encode_event(data, event="message", id=event) for event, data in first),
+            ]
+        )
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            try:
-                for event, data in first:
-                    body = encode_event(data, event="message", id=event)
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-            except OSError:
-                return  # the client went away; the stream waits for a resume
-            await self._relay(send, stream, events)
+            await self._relay(send, stream, events, prefix)
             nursery.cancel_scope.cancel()
 
     async def _relay(
-        self, send: Send, stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
+        self,
+        send: Send,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+        prefix: bytes = b"",
     ) -> None:
         """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
-        far behind).
+        far behind); ``prefix`` (already encoded) first.
+
+        Every event already waiting when a write is due goes in that write (up to
+        ``_WRITE_BYTES``), and the end in the same one as the last events: a request answered
+        at once costs the client's connection one body, as a JSON response does, instead of one
+        per event and one for the end.
 
         Once the end is taken, every event before it was written to a live connection (a
         disconnect would have cancelled this): the stream is delivered, nothing is left to
@@ -1877,28 +1936,53 @@ class McpHttpApp:
         """
         interval = self.options.keepalive_interval
         ended = False
+        body = bytearray(prefix)
+
+        def take(item: StreamItem) -> bool:
+            """Add a taken item to ``body``; True for the end."""
+            if item is None:
+                stream.delivered()
+                return True
+            stream.settle(events)
+            body.extend(encode_event(item[1], event="message", id=item[0]))
+            return False
+
         try:
             while True:
-                with trio.move_on_after(interval):
+                if not body:
+                    with trio.move_on_after(interval):
+                        try:
+                            item = await events.receive()
+                        except trio.EndOfChannel:
+                            break  # cut: the client resumes with Last-Event-ID
+                        if take(item):
+                            break
+                    if not body:
+                        body.extend(KEEPALIVE)  # nothing came within the interval
+                        await send(
+                            {"type": "http.response.body", "body": bytes(body), "more_body": True}
+                        )
+                        body.clear()
+                        continue
+                # Whatever else is ready goes with it.
+                done = False
+                while len(body) < _WRITE_BYTES:
                     try:
-                        item = await events.receive()
-                    except trio.EndOfChannel:
-                        break  # cut: the client resumes with Last-Event-ID
-                    if item is None:
-                        stream.delivered()
+                        item = events.receive_nowait()
+                    except trio.WouldBlock:
                         break
-                    stream.settle(events)
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": encode_event(item[1], event="message", id=item[0]),
-                            "more_body": True,
-                        }
-                    )
-                    continue
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    except trio.EndOfChannel:
+                        done = True  # cut
+                        break
+                    if take(item):
+                        done = True
+                        break
+                if done:
+                    break
+                await send({"type": "http.response.body", "body": bytes(body), "more_body": True})
+                body.clear()
             ended = True
-            await send({"type": "http.response.body", "body": b""})
+            await send({"type": "http.response.body", "body": bytes(body)})
         except OSError:
             return  # the client went away; the stream waits for a resume
         except trio.Cancelled:
@@ -2165,6 +2249,25 @@ async def _cancel_on_disconnect(
     scope.cancel()
 
 
+async def _watch_disconnect(
+    watching: trio.CancelScope,
+    receive: Receive,
+    scope: trio.CancelScope,
+    session: HttpSession,
+    rid: RequestId,
+) -> None:
+    """:func:`_cancel_on_disconnect` for a POST's own engine, until ``watching`` is cancelled;
+    a disconnect once its request has ended cancels nothing: hypercorn reports the end of a
+    complete response as a disconnect too, and the engine then winds down by itself."""
+    with watching:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if session.has_ended(rid):
+            return
+        session.engine.cancel_incoming(rid, "the client closed the connection")
+        scope.cancel()
+
+
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
     """Stored events as a stream writes them: with their event ids."""
     return [(event_id(session_id, key, seq), data) for seq, data in events]
@@ -2193,6 +2296,10 @@ def _waits(data: bytes) -> bool:
 
 
 def _error_code(data: bytes) -> int | None:
+    """The error code of an encoded response of ours; None for a result. A result whose body
+    does not even contain the key ``"error"`` is not parsed again."""
+    if b'"error"' not in data:
+        return None
     parsed = parse(data)
     return parsed.error.code if isinstance(parsed, ErrorResponse) else None
 
@@ -2203,6 +2310,10 @@ async def _ended(
     """Everything a request's stream carried, once the request has ended."""
     await stream.done.wait()
     return _drain_now(events)
+
+
+#: Events waiting for an SSE connection are written together up to about this many bytes.
+_WRITE_BYTES = 64 * 1024
 
 
 def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:
