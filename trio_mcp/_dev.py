@@ -48,10 +48,11 @@ class DevError(Exception):
 
 
 def _search_roots(cwd: Path) -> Iterator[Path]:
-    """This directory and those above it, then the checkout trio_mcp is imported from."""
+    """This directory and those above it, then where trio_mcp is imported from and the
+    directories above that: its checkout, or the project whose virtual environment holds it."""
     seen: set[Path] = set()
-    checkout = Path(__file__).resolve().parent.parent
-    for folder in [cwd, *cwd.parents, checkout]:
+    installed = Path(__file__).resolve().parent.parent
+    for folder in [cwd, *cwd.parents, installed, *installed.parents]:
         if folder not in seen:
             seen.add(folder)
             yield folder

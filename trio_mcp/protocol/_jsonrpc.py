@@ -31,6 +31,9 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: The JSON-RPC code of the error a request gets when the server forgot the session and the
 #: request was not repeated (``tools/call``, or a list continuation with a cursor).
 SESSION_EXPIRED = -32001
+#: The JSON-RPC code of a request refused by a rate limit (``RateLimitMiddleware``; ``data``
+#: says when to try again): -32000 begins the range JSON-RPC leaves to servers.
+RATE_LIMITED = -32000
 
 STANDARD_MESSAGES: Mapping[int, str] = {
     PARSE_ERROR: "Parse error",

@@ -35,7 +35,7 @@ from .._exception_groups import single_error
 from .._session import InFlight
 from ..protocol._envelope import has_envelope, read_envelope
 from ..protocol._errors import ProtocolError, RequestCancelled
-from ..protocol._jsonrpc import INVALID_PARAMS, JSONObject, RequestId
+from ..protocol._jsonrpc import INVALID_PARAMS, RATE_LIMITED, JSONObject, RequestId
 from ._auth import Principal
 from ._bus import LIST_CHANGED, RESOURCE_UPDATED, BusEvent
 from ._context import ConnectionView, Context
@@ -217,10 +217,6 @@ def _link(mw: Middleware, call_next: CallNext) -> CallNext:
 
 
 # -- built-ins -------------------------------------------------------------------------------
-
-#: The JSON-RPC error of a request refused by :class:`RateLimitMiddleware` (the -32000 to
-#: -32099 range is the server's own; ``data`` says when to try again).
-RATE_LIMITED = -32000
 
 #: What :class:`ResponseCacheMiddleware` caches by default: the list methods and reads.
 CACHED_METHODS = frozenset(
