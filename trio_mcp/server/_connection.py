@@ -348,13 +348,23 @@ class ServerConnection:
         session.run_ordered(job)
 
     def _instrument(self, handler: MethodHandler) -> Callable[[InFlight], Awaitable[JSONObject]]:
-        handler = _internal_on_nested_error(handler)
+        if handler is not _tools_call:  # it makes a failed nested request the tool's isError
+            handler = _internal_on_nested_error(handler)
 
-        async def run(record: InFlight) -> JSONObject:
+        def run(record: InFlight) -> Awaitable[JSONObject]:
+            """The one place a request's method handler is called, after its authorization.
+
+            With nothing to observe it hands back the handler's own coroutine, so the request's
+            task awaits that directly: no frame of its own, held for as long as the request
+            runs. A refusal is raised right here, in the request's task and scope all the same.
+            """
             if self.server.on_request is None:
                 if self.server.auth is not None:
                     self._authorize(record)
-                return await handler(self, record)
+                return handler(self, record)
+            return observed(record)
+
+        async def observed(record: InFlight) -> JSONObject:
             start = time.perf_counter()
             error_code: int | None = None
             tool_error = False
@@ -777,7 +787,9 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         kwargs[entry.signature.context_param] = Context(record, conn)
     try:
         if entry.is_async:
-            value = await entry.fn(**kwargs)
+            call = entry.fn(**kwargs)
+            del kwargs  # the tool's own frame holds its arguments, for as long as it runs
+            value = await call
         else:
             value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
         if type(value) is str and entry.signature.output_schema is None:
