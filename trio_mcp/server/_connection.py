@@ -771,6 +771,35 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 
 async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
+    # What comes before and after the tool's run is in plain functions: this frame is held by
+    # every call in flight for as long as its tool runs, so it keeps few locals.
+    prepared = _tool_arguments(conn, record)
+    if isinstance(prepared, dict):
+        return prepared
+    name, entry, kwargs = prepared
+    del prepared
+    try:
+        if entry.is_async:
+            call = entry.fn(**kwargs)
+            del kwargs  # the tool's own frame holds its arguments, for as long as it runs
+            value = await call
+        else:
+            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
+        if type(value) is str and entry.signature.output_schema is None:
+            # The commonest result, built directly: the same wire form to_wire gives.
+            return {"content": [{"type": "text", "text": value}]}
+        result = entry.to_result(value)
+    except Exception as exc:
+        result = _tool_failure(name, exc)
+    return to_wire(result)  # type: ignore[no-any-return]
+
+
+def _tool_arguments(
+    conn: ServerConnection, record: InFlight
+) -> tuple[str, ToolEntry, dict[str, Any]] | JSONObject:
+    """The tool a ``tools/call`` names and the keyword arguments to call it with, or the
+    ``isError`` result saying why its arguments do not fit (-32602 for a missing or unknown
+    tool)."""
     params = record.params
     name, entry = _named(conn.server.tools, params, "tools/call", "tool")
     arguments = params.get("arguments")
@@ -785,40 +814,33 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         return {"content": [{"type": "text", "text": text}], "isError": True}
     if entry.signature.context_param is not None:
         kwargs[entry.signature.context_param] = Context(record, conn)
-    try:
-        if entry.is_async:
-            call = entry.fn(**kwargs)
-            del kwargs  # the tool's own frame holds its arguments, for as long as it runs
-            value = await call
-        else:
-            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
-        if type(value) is str and entry.signature.output_schema is None:
-            # The commonest result, built directly: the same wire form to_wire gives.
-            return {"content": [{"type": "text", "text": value}]}
-        result = entry.to_result(value)
-    except Exception as exc:
-        only = single_error(exc)
-        if isinstance(only, InputRequired | StartTask):
-            raise only from None  # ends a modern request with an InputRequiredResult (or a task)
-        if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
-            only, NestedRequestError
-        ):
-            raise only from None
-        if isinstance(only, ToolError):
-            message = str(only) or f"Tool {name} failed"
-        elif isinstance(only, CapabilityMissing | InvalidAnswer):
-            # About the client, not the tool's code: the model (and its user) can act on it.
-            message = f"Tool {name} failed: {only}"
-        elif isinstance(only, ResultError):
-            # Structured content MUST conform to the output schema: the mismatch is the tool's
-            # error, named so the model (and the author, in the log) can see what is wrong.
-            logger.warning("tool %r returned a value outside its output schema: %s", name, only)
-            message = f"Tool {name} returned an invalid result: {only}"
-        else:
-            logger.error("tool %r failed", name, exc_info=exc)
-            message = f"Tool {name} failed with an internal error"
-        result = CallToolResult(content=[TextContent(message)], is_error=True)
-    return to_wire(result)  # type: ignore[no-any-return]
+    return name, entry, kwargs
+
+
+def _tool_failure(name: str, exc: Exception) -> CallToolResult:
+    """The ``isError`` result of a tool that raised ``exc``; what is not the tool's to answer
+    (a protocol error, a cancel, a modern request's question or task) is raised again."""
+    only = single_error(exc)
+    if isinstance(only, InputRequired | StartTask):
+        raise only from None  # ends a modern request with an InputRequiredResult (or a task)
+    if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
+        only, NestedRequestError
+    ):
+        raise only from None
+    if isinstance(only, ToolError):
+        message = str(only) or f"Tool {name} failed"
+    elif isinstance(only, CapabilityMissing | InvalidAnswer):
+        # About the client, not the tool's code: the model (and its user) can act on it.
+        message = f"Tool {name} failed: {only}"
+    elif isinstance(only, ResultError):
+        # Structured content MUST conform to the output schema: the mismatch is the tool's
+        # error, named so the model (and the author, in the log) can see what is wrong.
+        logger.warning("tool %r returned a value outside its output schema: %s", name, only)
+        message = f"Tool {name} returned an invalid result: {only}"
+    else:
+        logger.error("tool %r failed", name, exc_info=exc)
+        message = f"Tool {name} failed with an internal error"
+    return CallToolResult(content=[TextContent(message)], is_error=True)
 
 
 async def _call_as_task(
