@@ -480,27 +480,37 @@ class Session:
                     self._writer_parked = trio.lowlevel.current_task()
                     await trio.lowlevel.wait_task_rescheduled(self._unpark_writer)
                     continue
-                item = queue.popleft()
-                batch = [item]
-                size = len(item.data)
-                while queue and size < _BATCH_BYTES:  # one write is not a second copy of the queue
-                    item = queue.popleft()
-                    batch.append(item)
-                    size += len(item.data)
-                try:
-                    await self._write_batch(batch)
-                except (
-                    trio.BrokenResourceError,
-                    trio.ClosedResourceError,
-                    ConnectionClosed,
-                ) as exc:
-                    self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
-                    if self._nursery is not None:
-                        self._nursery.cancel_scope.cancel()
+                if not await self._write_queued():
                     return
-                self._written(size)
         finally:
             self._writer_done.set()
+
+    async def _write_queued(self) -> bool:
+        """Write what is queued, in one batch; False once the peer cannot be written to.
+
+        Its own frame, so that nothing written stays referenced while the writer waits (the
+        last message of an idle session would otherwise be held until the next one)."""
+        queue = self._queue
+        item = queue.popleft()
+        batch = [item]
+        size = len(item.data)
+        while queue and size < _BATCH_BYTES:  # one write is not a second copy of the queue
+            item = queue.popleft()
+            batch.append(item)
+            size += len(item.data)
+        try:
+            await self._write_batch(batch)
+        except (
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+            ConnectionClosed,
+        ) as exc:
+            self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
+            if self._nursery is not None:
+                self._nursery.cancel_scope.cancel()
+            return False
+        self._written(size)
+        return True
 
     def _unpark_writer(self, _: Any) -> trio.lowlevel.Abort:
         self._writer_parked = None  # the writer was cancelled while it waited
