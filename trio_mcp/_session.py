@@ -10,7 +10,6 @@ what routing needs (cancellation and progress); the server and client supply a
 
 from __future__ import annotations
 
-import collections
 import inspect
 import itertools
 import logging
@@ -266,16 +265,19 @@ class Session:
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
         #: What the writer has still to write, in order; closed by :meth:`_close_queue`.
-        self._queue: collections.deque[_Outgoing] = collections.deque()
+        #: (A list: every session has one, and an empty deque holds a block of 64 slots.)
+        self._queue: list[_Outgoing] = []
         self._queue_closed = False
         #: The writer's task while it waits for the queue to fill (None: it is not waiting).
         self._writer_parked: trio.lowlevel.Task | None = None
         #: The sink of a request that is answered on its own (not in a batch): one bound
         #: method for the session, not one per request.
         self._respond = self._write_response
-        self._ordered_send, self._ordered_recv = trio.open_memory_channel[
-            Callable[[], Awaitable[None]]
-        ](math.inf)
+        #: The jobs of :meth:`run_ordered`: the channel, and the task that runs them, are made
+        #: with the first job (most connections never have one). ``_ordered_jobs`` is the
+        #: channel's end until its task is started.
+        self._ordered_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
+        self._ordered_jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed: BaseException | None = None
         self.closed = trio.Event()
@@ -305,7 +307,7 @@ class Session:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._write_loop)
-                nursery.start_soon(self._ordered_loop)
+                self._start_ordered()
                 task_status.started(self)
                 try:
                     why = await (self._read_loop() if pull else self._until_input_ends())
@@ -491,13 +493,14 @@ class Session:
         Its own frame, so that nothing written stays referenced while the writer waits (the
         last message of an idle session would otherwise be held until the next one)."""
         queue = self._queue
-        item = queue.popleft()
-        batch = [item]
-        size = len(item.data)
-        while queue and size < _BATCH_BYTES:  # one write is not a second copy of the queue
-            item = queue.popleft()
-            batch.append(item)
+        size = taken = 0
+        for item in queue:
             size += len(item.data)
+            taken += 1
+            if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
+                break
+        batch = queue[:taken]
+        del queue[:taken]
         try:
             await self._write_batch(batch)
         except (
@@ -564,8 +567,10 @@ class Session:
         with trio.move_on_after(timeout):
             await self._writer_done.wait()
 
-    async def _ordered_loop(self) -> None:
-        async for job in self._ordered_recv:
+    async def _ordered_loop(
+        self, jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]]
+    ) -> None:
+        async for job in jobs:
             try:
                 await job()
             except Exception:
@@ -573,7 +578,23 @@ class Session:
 
     def run_ordered(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run ``job`` after every job queued before it, off the read loop."""
+        if self._ordered_send is None:
+            self._ordered_send, self._ordered_jobs = trio.open_memory_channel[
+                Callable[[], Awaitable[None]]
+            ](math.inf)
+            self._start_ordered()
         self._ordered_send.send_nowait(job)
+
+    def _start_ordered(self) -> None:
+        """Start the task of the ordered jobs, once there are some and :meth:`run` runs."""
+        jobs = self._ordered_jobs
+        if jobs is None or self._nursery is None:
+            return
+        self._ordered_jobs = None
+        try:
+            self._nursery.start_soon(self._ordered_loop, jobs)
+        except RuntimeError:
+            pass  # the session has ended: its jobs would never have run
 
     def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
         item = _Outgoing(data, related, final)
