@@ -362,53 +362,54 @@ class ServerConnection:
                 if self.server.auth is not None:
                     self._authorize(record)
                 return handler(self, record)
-            return observed(record)
-
-        async def observed(record: InFlight) -> JSONObject:
-            start = time.perf_counter()
-            error_code: int | None = None
-            tool_error = False
-            cancelled_by_handler: RequestCancelled | None = None
-            try:
-                if self.server.auth is not None:
-                    self._authorize(record)
-                result = await handler(self, record)
-                tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
-                return result
-            except ProtocolError as exc:
-                error_code = exc.code
-                raise
-            except RequestCancelled as exc:
-                cancelled_by_handler = exc
-                raise
-            except Exception as exc:
-                only = single_error(exc)
-                if isinstance(only, ProtocolError):
-                    error_code = only.code
-                elif isinstance(only, RequestCancelled):
-                    cancelled_by_handler = only
-                else:
-                    error_code = INTERNAL_ERROR
-                raise
-            finally:
-                params = record.params
-                name = params.get("name", params.get("uri"))
-                self.server.record(
-                    RequestRecord(
-                        method=record.request.method,
-                        request_id=record.id,
-                        name=name if isinstance(name, str) else None,
-                        duration=time.perf_counter() - start,
-                        cancelled=record.cancel_requested or cancelled_by_handler is not None,
-                        cancel_reason=record.cancel_reason
-                        if record.cancel_requested
-                        else (cancelled_by_handler.reason if cancelled_by_handler else None),
-                        error_code=None if record.cancel_requested else error_code,
-                        tool_error=tool_error,
-                    )
-                )
+            return self._observed(handler, record)
 
         return run
+
+    async def _observed(self, handler: MethodHandler, record: InFlight) -> JSONObject:
+        """A request's handler run with the instrumentation hook told of it."""
+        start = time.perf_counter()
+        error_code: int | None = None
+        tool_error = False
+        cancelled_by_handler: RequestCancelled | None = None
+        try:
+            if self.server.auth is not None:
+                self._authorize(record)
+            result = await handler(self, record)
+            tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
+            return result
+        except ProtocolError as exc:
+            error_code = exc.code
+            raise
+        except RequestCancelled as exc:
+            cancelled_by_handler = exc
+            raise
+        except Exception as exc:
+            only = single_error(exc)
+            if isinstance(only, ProtocolError):
+                error_code = only.code
+            elif isinstance(only, RequestCancelled):
+                cancelled_by_handler = only
+            else:
+                error_code = INTERNAL_ERROR
+            raise
+        finally:
+            params = record.params
+            name = params.get("name", params.get("uri"))
+            self.server.record(
+                RequestRecord(
+                    method=record.request.method,
+                    request_id=record.id,
+                    name=name if isinstance(name, str) else None,
+                    duration=time.perf_counter() - start,
+                    cancelled=record.cancel_requested or cancelled_by_handler is not None,
+                    cancel_reason=record.cancel_reason
+                    if record.cancel_requested
+                    else (cancelled_by_handler.reason if cancelled_by_handler else None),
+                    error_code=None if record.cancel_requested else error_code,
+                    tool_error=tool_error,
+                )
+            )
 
     def _authorize(self, record: InFlight) -> None:
         """Refuse a request its principal may not make, before its handler runs.
