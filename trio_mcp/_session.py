@@ -57,6 +57,9 @@ DEFAULT_MAX_IN_FLIGHT = 4096
 _BATCH_BYTES = 1024 * 1024
 #: The error a request still running when a half-closed connection's drain timeout ends gets.
 INPUT_ENDED_MESSAGE = "Request cancelled: the input ended and it did not finish in time"
+#: The name of every request's task: what trio would derive from ``Session._run_request``, given
+#: as a constant so that no task builds (and holds) a string of its own.
+_REQUEST_TASK_NAME = "trio_mcp._session.Session._run_request"
 
 
 class Dispatcher(Protocol):
@@ -252,8 +255,8 @@ class Session:
         self._writer_caught_up = trio.Event()
         self._writer_caught_up.set()
         self._running = 0
-        self._all_done = trio.Event()
-        self._all_done.set()
+        #: Set when ``_running`` drops to zero; made only while someone waits for that.
+        self._all_done: trio.Event | None = None
         self._writer_done = trio.Event()
         self.dispatcher = dispatcher
         self._in_flight: dict[RequestId, InFlight] = {}
@@ -261,10 +264,20 @@ class Session:
         self._progress: dict[str | int, _Pending] = {}
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
-        self._out_send, self._out_recv = trio.open_memory_channel[_Outgoing](math.inf)
-        self._ordered_send, self._ordered_recv = trio.open_memory_channel[
-            Callable[[], Awaitable[None]]
-        ](math.inf)
+        #: What the writer has still to write, in order; closed by :meth:`_close_queue`.
+        #: (A list: every session has one, and an empty deque holds a block of 64 slots.)
+        self._queue: list[_Outgoing] = []
+        self._queue_closed = False
+        #: The writer's task while it waits for the queue to fill (None: it is not waiting).
+        self._writer_parked: trio.lowlevel.Task | None = None
+        #: The sink of a request that is answered on its own (not in a batch): one bound
+        #: method for the session, not one per request.
+        self._respond = self._write_response
+        #: The jobs of :meth:`run_ordered`: the channel, and the task that runs them, are made
+        #: with the first job (most connections never have one). ``_ordered_jobs`` is the
+        #: channel's end until its task is started.
+        self._ordered_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
+        self._ordered_jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed: BaseException | None = None
         self.closed = trio.Event()
@@ -294,7 +307,7 @@ class Session:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._write_loop)
-                nursery.start_soon(self._ordered_loop)
+                self._start_ordered()
                 task_status.started(self)
                 try:
                     why = await (self._read_loop() if pull else self._until_input_ends())
@@ -317,7 +330,7 @@ class Session:
         self._input_closed = why
         self._fail_pending(why)
         with trio.move_on_after(self.drain_timeout):
-            await self._all_done.wait()
+            await self._wait_all_done()
         error = ErrorObject.make(INTERNAL_ERROR, INPUT_ENDED_MESSAGE)
         for record in list(self._in_flight.values()):
             self.cancel_incoming(record.id, "input ended", error=error)
@@ -328,9 +341,18 @@ class Session:
         for record in list(self._in_flight.values()):
             self.cancel_incoming(record.id, "connection closed")
         with trio.move_on_after(self.drain_timeout):
-            await self._all_done.wait()
-            self._out_send.close()
+            await self._wait_all_done()
+            self._close_queue()
             await self._writer_done.wait()
+
+    async def _wait_all_done(self) -> None:
+        """Wait until no request of the peer is running."""
+        if self._running == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._all_done is None:
+            self._all_done = trio.Event()
+        await self._all_done.wait()
 
     def _close(self, why: BaseException) -> None:
         if self._closed is not None:
@@ -403,7 +425,7 @@ class Session:
         if isinstance(parsed, Batch):
             self._feed_batch(parsed)
         elif isinstance(parsed, Request):
-            self._on_request(parsed, self._write_response, principal)
+            self._on_request(parsed, self._respond, principal)
         elif isinstance(parsed, Notification):
             self._on_notification(parsed)
         elif isinstance(parsed, Response | ErrorResponse):
@@ -451,33 +473,65 @@ class Session:
         Whatever is queued when the writer wakes goes to the transport together (one write on
         a byte stream): under load that saves a system call and a checkpoint per message.
         """
+        queue = self._queue
         try:
-            async for item in self._out_recv:
-                batch = [item]
-                size = len(item.data)
-                while size < _BATCH_BYTES:  # one write is not a second copy of the queue
-                    try:
-                        batch.append(self._out_recv.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                    size += len(batch[-1].data)
-                try:
-                    await self._write_batch(batch)
-                    self._written(batch)
-                except (
-                    trio.BrokenResourceError,
-                    trio.ClosedResourceError,
-                    ConnectionClosed,
-                ) as exc:
-                    self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
-                    if self._nursery is not None:
-                        self._nursery.cancel_scope.cancel()
+            while True:
+                if not queue:
+                    if self._queue_closed:
+                        return
+                    self._writer_parked = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._unpark_writer)
+                    continue
+                if not await self._write_queued():
                     return
         finally:
             self._writer_done.set()
 
-    def _written(self, batch: list[_Outgoing]) -> None:
-        self._queued_bytes -= sum(len(item.data) for item in batch)
+    async def _write_queued(self) -> bool:
+        """Write what is queued, in one batch; False once the peer cannot be written to.
+
+        Its own frame, so that nothing written stays referenced while the writer waits (the
+        last message of an idle session would otherwise be held until the next one)."""
+        queue = self._queue
+        size = taken = 0
+        for item in queue:
+            size += len(item.data)
+            taken += 1
+            if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
+                break
+        batch = queue[:taken]
+        del queue[:taken]
+        try:
+            await self._write_batch(batch)
+        except (
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+            ConnectionClosed,
+        ) as exc:
+            self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
+            if self._nursery is not None:
+                self._nursery.cancel_scope.cancel()
+            return False
+        self._written(size)
+        return True
+
+    def _unpark_writer(self, _: Any) -> trio.lowlevel.Abort:
+        self._writer_parked = None  # the writer was cancelled while it waited
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _wake_writer(self) -> None:
+        task = self._writer_parked
+        if task is not None:
+            self._writer_parked = None
+            trio.lowlevel.reschedule(task)
+
+    def _close_queue(self) -> None:
+        """Accept nothing more; the writer ends once what is queued is written."""
+        self._queue_closed = True
+        self._wake_writer()
+
+    def _written(self, size: int) -> None:
+        self._queued_bytes -= size
         if self._queued_bytes <= self.max_queued_bytes:
             self._writer_caught_up.set()
 
@@ -509,12 +563,14 @@ class Session:
 
     async def flush(self, timeout: float) -> None:
         """Stop accepting messages and wait (bounded) until everything queued is written."""
-        self._out_send.close()
+        self._close_queue()
         with trio.move_on_after(timeout):
             await self._writer_done.wait()
 
-    async def _ordered_loop(self) -> None:
-        async for job in self._ordered_recv:
+    async def _ordered_loop(
+        self, jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]]
+    ) -> None:
+        async for job in jobs:
             try:
                 await job()
             except Exception:
@@ -522,16 +578,33 @@ class Session:
 
     def run_ordered(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run ``job`` after every job queued before it, off the read loop."""
+        if self._ordered_send is None:
+            self._ordered_send, self._ordered_jobs = trio.open_memory_channel[
+                Callable[[], Awaitable[None]]
+            ](math.inf)
+            self._start_ordered()
         self._ordered_send.send_nowait(job)
+
+    def _start_ordered(self) -> None:
+        """Start the task of the ordered jobs, once there are some and :meth:`run` runs."""
+        jobs = self._ordered_jobs
+        if jobs is None or self._nursery is None:
+            return
+        self._ordered_jobs = None
+        try:
+            self._nursery.start_soon(self._ordered_loop, jobs)
+        except RuntimeError:
+            pass  # the session has ended: its jobs would never have run
 
     def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
         item = _Outgoing(data, related, final)
-        try:
-            self._out_send.send_nowait(item)
-        except trio.ClosedResourceError:
+        if self._queue_closed:
             item.withdrawn = True  # the connection is shutting down
-        else:
-            self._queued_bytes += len(data)
+            return item
+        self._queue.append(item)
+        self._queued_bytes += len(data)
+        if self._writer_parked is not None:
+            self._wake_writer()
         return item
 
     # -- incoming requests ---------------------------------------------------------------------
@@ -582,10 +655,8 @@ class Session:
                 return
             self._in_flight[request.id] = record
         assert self._nursery is not None
-        if self._running == 0:
-            self._all_done = trio.Event()
         self._running += 1
-        self._nursery.start_soon(self._run_request, route, record, sink)
+        self._nursery.start_soon(self._run_request, route, record, sink, name=_REQUEST_TASK_NAME)
 
     def claim(self, request_id: RequestId) -> bool:
         """Whether ``request_id`` is free (not in flight); used by transports to refuse early."""
@@ -597,33 +668,32 @@ class Session:
     async def _run_request(
         self, route: Route, record: InFlight, sink: Callable[[Message | None], None]
     ) -> None:
-        rid = record.request.id
-        outcome: Message | None = None
+        # Few locals: each one is held by every parked request (in its frame, twice).
+        outcome: Message | None
         try:
             try:
                 with record.scope:
-                    result = await route.handler(record)
-                    outcome = Response(rid, result)
+                    outcome = Response(record.request.id, await route.handler(record))
             except BaseException as exc:
                 outcome = self._error_outcome(record, exc)
             # Settle exactly once, synchronously: a cancel that arrived first suppresses.
             if record.cancel_requested:
-                if route.on_cancel is not None:
-                    outcome = Response(rid, route.on_cancel(record))
-                elif record.cancel_error is not None:
-                    outcome = ErrorResponse(rid, record.cancel_error)
-                else:
-                    outcome = None
+                outcome = _cancelled_outcome(route, record)
         finally:
-            record.settled = True
-            if self._in_flight.get(rid) is record:
-                del self._in_flight[rid]
-            self._running -= 1
-            if self._running == 0:
-                self._all_done.set()
+            self._settled(record)
         sink(outcome)
         if outcome is None:
-            self._enqueue(b"", rid).suppressed = True
+            self._enqueue(b"", record.request.id).suppressed = True
+
+    def _settled(self, record: InFlight) -> None:
+        record.settled = True
+        rid = record.request.id
+        if self._in_flight.get(rid) is record:
+            del self._in_flight[rid]
+        self._running -= 1
+        if self._running == 0 and self._all_done is not None:
+            self._all_done.set()
+            self._all_done = None
 
     def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
         """Map a handler's exception to its answer; re-raise what is not the handler's."""
@@ -832,6 +902,16 @@ class Session:
             pending.send.send_nowait(_Answered(message.result))
         else:
             pending.send.send_nowait(_Failed(message.error))
+
+
+def _cancelled_outcome(route: Route, record: InFlight) -> Message | None:
+    """The answer of a request cancelled before it settled: none (suppressed), unless its
+    route answers a cancel, or the engine cancelled it with an error."""
+    if route.on_cancel is not None:
+        return Response(record.request.id, route.on_cancel(record))
+    if record.cancel_error is not None:
+        return ErrorResponse(record.request.id, record.cancel_error)
+    return None
 
 
 def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias, TypeGuard
 
@@ -151,17 +152,23 @@ def _maybe_wide(value: object) -> bool:
 
 def _names_wide_id(obj: object) -> bool:
     """Whether an id, or the id or token a message's params name, may have lost its exactness."""
+    # Run on every frame: only a float is looked at closer.
     if not isinstance(obj, dict):
         return False
-    if _maybe_wide(obj.get("id")):
+    rid = obj.get("id")
+    if type(rid) is float and _maybe_wide(rid):
         return True
     params = obj.get("params")
     if not isinstance(params, dict):
         return False
-    if _maybe_wide(params.get("requestId")) or _maybe_wide(params.get("progressToken")):
-        return True
+    for value in (params.get("requestId"), params.get("progressToken")):
+        if type(value) is float and _maybe_wide(value):
+            return True
     meta = params.get("_meta")
-    return isinstance(meta, dict) and _maybe_wide(meta.get("progressToken"))
+    if not isinstance(meta, dict):
+        return False
+    token = meta.get("progressToken")
+    return type(token) is float and _maybe_wide(token)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -244,6 +251,8 @@ def parse_object(obj: object) -> Parsed:
         params = obj.get("params")
         if params is not None and not isinstance(params, dict):
             return _invalid(obj, 'the "params" member must be an object')
+        # A method name is held by every request in flight: one string per name, not per message.
+        method = sys.intern(method)
         if "id" not in obj or obj["id"] is None:
             return Notification(method, params)
         rid = obj["id"]

@@ -366,7 +366,8 @@ class ServerConnection:
     def _instrument(
         self, handler: MethodHandler, envelope: ModernRequest | None = None
     ) -> Callable[[InFlight], Awaitable[JSONObject]]:
-        handler = _internal_on_nested_error(handler)
+        if handler is not _tools_call:  # it makes a failed nested request the tool's isError
+            handler = _internal_on_nested_error(handler)
         if self.server.middleware_chain:
             # Authorized before the chain (as without it), and again on params it changed.
             recheck = _authorize_again if self.server.auth is not None else None
@@ -374,55 +375,65 @@ class ServerConnection:
                 self.server.middleware_chain, handler, ToolError, envelope, recheck
             )
 
-        async def run(record: InFlight) -> JSONObject:
+        def run(record: InFlight) -> Awaitable[JSONObject]:
+            """The one place a request's method handler is called, after its authorization.
+
+            With nothing to observe it hands back the handler's own coroutine, so the request's
+            task awaits that directly: no frame of its own, held for as long as the request
+            runs. A refusal is raised right here, in the request's task and scope all the same.
+            """
             if self.server.on_request is None:
                 if self.server.auth is not None:
                     self._authorize(record)
-                return await handler(self, record)
-            start = time.perf_counter()
-            error_code: int | None = None
-            tool_error = False
-            cancelled_by_handler: RequestCancelled | None = None
-            try:
-                if self.server.auth is not None:
-                    self._authorize(record)
-                result = await handler(self, record)
-                tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
-                return result
-            except ProtocolError as exc:
-                error_code = exc.code
-                raise
-            except RequestCancelled as exc:
-                cancelled_by_handler = exc
-                raise
-            except Exception as exc:
-                only = single_error(exc)
-                if isinstance(only, ProtocolError):
-                    error_code = only.code
-                elif isinstance(only, RequestCancelled):
-                    cancelled_by_handler = only
-                else:
-                    error_code = INTERNAL_ERROR
-                raise
-            finally:
-                params = record.params
-                name = params.get("name", params.get("uri"))
-                self.server.record(
-                    RequestRecord(
-                        method=record.request.method,
-                        request_id=record.id,
-                        name=name if isinstance(name, str) else None,
-                        duration=time.perf_counter() - start,
-                        cancelled=record.cancel_requested or cancelled_by_handler is not None,
-                        cancel_reason=record.cancel_reason
-                        if record.cancel_requested
-                        else (cancelled_by_handler.reason if cancelled_by_handler else None),
-                        error_code=None if record.cancel_requested else error_code,
-                        tool_error=tool_error,
-                    )
-                )
+                return handler(self, record)
+            return self._observed(handler, record)
 
         return run
+
+    async def _observed(self, handler: MethodHandler, record: InFlight) -> JSONObject:
+        """A request's handler run with the instrumentation hook told of it."""
+        start = time.perf_counter()
+        error_code: int | None = None
+        tool_error = False
+        cancelled_by_handler: RequestCancelled | None = None
+        try:
+            if self.server.auth is not None:
+                self._authorize(record)
+            result = await handler(self, record)
+            tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
+            return result
+        except ProtocolError as exc:
+            error_code = exc.code
+            raise
+        except RequestCancelled as exc:
+            cancelled_by_handler = exc
+            raise
+        except Exception as exc:
+            only = single_error(exc)
+            if isinstance(only, ProtocolError):
+                error_code = only.code
+            elif isinstance(only, RequestCancelled):
+                cancelled_by_handler = only
+            else:
+                error_code = INTERNAL_ERROR
+            raise
+        finally:
+            params = record.params
+            name = params.get("name", params.get("uri"))
+            self.server.record(
+                RequestRecord(
+                    method=record.request.method,
+                    request_id=record.id,
+                    name=name if isinstance(name, str) else None,
+                    duration=time.perf_counter() - start,
+                    cancelled=record.cancel_requested or cancelled_by_handler is not None,
+                    cancel_reason=record.cancel_reason
+                    if record.cancel_requested
+                    else (cancelled_by_handler.reason if cancelled_by_handler else None),
+                    error_code=None if record.cancel_requested else error_code,
+                    tool_error=tool_error,
+                )
+            )
 
     def _authorize(self, record: InFlight) -> None:
         """Refuse a request its principal may not make, before its handler runs.
@@ -795,6 +806,35 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 
 async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
+    # What comes before and after the tool's run is in plain functions: this frame is held by
+    # every call in flight for as long as its tool runs, so it keeps few locals.
+    prepared = _tool_arguments(conn, record)
+    if isinstance(prepared, dict):
+        return prepared
+    name, entry, kwargs = prepared
+    del prepared
+    try:
+        if entry.is_async:
+            call = entry.fn(**kwargs)
+            del kwargs  # the tool's own frame holds its arguments, for as long as it runs
+            value = await call
+        else:
+            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
+        if type(value) is str and entry.signature.output_schema is None:
+            # The commonest result, built directly: the same wire form to_wire gives.
+            return {"content": [{"type": "text", "text": value}]}
+        result = entry.to_result(value)
+    except Exception as exc:
+        result = _tool_failure(name, exc)
+    return to_wire(result)  # type: ignore[no-any-return]
+
+
+def _tool_arguments(
+    conn: ServerConnection, record: InFlight
+) -> tuple[str, ToolEntry, dict[str, Any]] | JSONObject:
+    """The tool a ``tools/call`` names and the keyword arguments to call it with, or the
+    ``isError`` result saying why its arguments do not fit (-32602 for a missing or unknown
+    tool)."""
     params = record.params
     name, entry = _named(conn.server.tools, params, "tools/call", "tool")
     arguments = params.get("arguments")
@@ -809,38 +849,33 @@ async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
         return {"content": [{"type": "text", "text": text}], "isError": True}
     if entry.signature.context_param is not None:
         kwargs[entry.signature.context_param] = Context(record, conn)
-    try:
-        if entry.is_async:
-            value = await entry.fn(**kwargs)
-        else:
-            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
-        if type(value) is str and entry.signature.output_schema is None:
-            # The commonest result, built directly: the same wire form to_wire gives.
-            return {"content": [{"type": "text", "text": value}]}
-        result = entry.to_result(value)
-    except Exception as exc:
-        only = single_error(exc)
-        if isinstance(only, InputRequired | StartTask):
-            raise only from None  # ends a modern request with an InputRequiredResult (or a task)
-        if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
-            only, NestedRequestError
-        ):
-            raise only from None
-        if isinstance(only, ToolError):
-            message = str(only) or f"Tool {name} failed"
-        elif isinstance(only, CapabilityMissing | InvalidAnswer):
-            # About the client, not the tool's code: the model (and its user) can act on it.
-            message = f"Tool {name} failed: {only}"
-        elif isinstance(only, ResultError):
-            # Structured content MUST conform to the output schema: the mismatch is the tool's
-            # error, named so the model (and the author, in the log) can see what is wrong.
-            logger.warning("tool %r returned a value outside its output schema: %s", name, only)
-            message = f"Tool {name} returned an invalid result: {only}"
-        else:
-            logger.error("tool %r failed", name, exc_info=exc)
-            message = f"Tool {name} failed with an internal error"
-        result = CallToolResult(content=[TextContent(message)], is_error=True)
-    return to_wire(result)  # type: ignore[no-any-return]
+    return name, entry, kwargs
+
+
+def _tool_failure(name: str, exc: Exception) -> CallToolResult:
+    """The ``isError`` result of a tool that raised ``exc``; what is not the tool's to answer
+    (a protocol error, a cancel, a modern request's question or task) is raised again."""
+    only = single_error(exc)
+    if isinstance(only, InputRequired | StartTask):
+        raise only from None  # ends a modern request with an InputRequiredResult (or a task)
+    if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
+        only, NestedRequestError
+    ):
+        raise only from None
+    if isinstance(only, ToolError):
+        message = str(only) or f"Tool {name} failed"
+    elif isinstance(only, CapabilityMissing | InvalidAnswer):
+        # About the client, not the tool's code: the model (and its user) can act on it.
+        message = f"Tool {name} failed: {only}"
+    elif isinstance(only, ResultError):
+        # Structured content MUST conform to the output schema: the mismatch is the tool's
+        # error, named so the model (and the author, in the log) can see what is wrong.
+        logger.warning("tool %r returned a value outside its output schema: %s", name, only)
+        message = f"Tool {name} returned an invalid result: {only}"
+    else:
+        logger.error("tool %r failed", name, exc_info=exc)
+        message = f"Tool {name} failed with an internal error"
+    return CallToolResult(content=[TextContent(message)], is_error=True)
 
 
 async def _call_as_task(

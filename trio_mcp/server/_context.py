@@ -102,6 +102,8 @@ class ConnectionView(Protocol):
 class Context:
     """The request being served, as its handler sees it."""
 
+    __slots__ = ("_connection", "_local_state", "_record")
+
     def __init__(self, record: InFlight, connection: ConnectionView) -> None:
         self._record = record
         self._connection = connection

@@ -879,27 +879,29 @@ def _object_node(
     if required:
         schema["required"] = required
     schema["additionalProperties"] = False
-    plan = [(f.name, f.arg, f.node.convert, f.required) for f in fields]
+    # Each field's path at the top level (a tool's arguments) is made once, here.
+    plan = [(f.name, f.arg, f.node.convert, f.required, (f.name,)) for f in fields]
     known = frozenset(f.name for f in fields)
 
     def convert(value: Any, path: Path, found: Collector) -> Any:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             found.wrong_type(path, expected, value)
             return _INVALID
-        before = len(found)
+        issues = found.issues
+        before = len(issues)
         kwargs: dict[str, Any] = {}
         matched = 0
-        for name, arg, convert_field, is_required in plan:
+        for name, arg, convert_field, is_required, top in plan:
             if name in value:
                 matched += 1
-                kwargs[arg] = convert_field(value[name], (*path, name), found)
+                kwargs[arg] = convert_field(value[name], (*path, name) if path else top, found)
             elif is_required:
                 found.missing((*path, name))
         if matched != len(value):
             for key in value:
                 if key not in known:
                     found.unexpected((*path, key))
-        if len(found) != before:
+        if len(issues) != before:
             return _INVALID
         if build is None:
             return kwargs
@@ -1355,9 +1357,10 @@ def function_signature(
         if found.issues:
             raise found.error("argument", "arguments")
         kwargs = typing.cast("dict[str, Any]", result)
-        for key, fill in fills.items():
-            if key not in kwargs:
-                kwargs[key] = fill()
+        if fills:
+            for key, fill in fills.items():
+                if key not in kwargs:
+                    kwargs[key] = fill()
         return kwargs
 
     output_schema, wraps, returned = _output_schema(
