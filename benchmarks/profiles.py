@@ -93,6 +93,8 @@ def short_path(where: str) -> str:
     root = f"{ROOT}/"
     if root in where:
         return where.replace(root, "")
+    if "/snapshot/" in where:  # the tree ``run.py --commit`` exported
+        return where.split("/snapshot/", 1)[1]
     return re.sub(r"^/\S*/lib/python3\.\d+/", "", where)
 
 
