@@ -23,7 +23,7 @@ import collections
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Protocol
 
 import attrs
@@ -656,13 +656,17 @@ class EventStream:
     responded: bool = False
     listener: trio.MemorySendChannel[StreamItem] | None = None
     listener_token: object = None
-    #: Events no listener has seen yet (the standalone stream keeps them for the next GET).
-    backlog: collections.deque[tuple[str, bytes]] = attrs.field(factory=collections.deque)
+    #: Events no listener has seen yet (the standalone stream keeps them for the next GET);
+    #: read it as :attr:`backlog`. Made with the first event it keeps: an empty deque holds a
+    #: block of 64 slots (about 760 bytes), and most streams never keep one, so every idle
+    #: session would pay for it.
+    _backlog: collections.deque[tuple[str, bytes]] | None = None
     backlog_bytes: int = 0
     #: Entries of this stream's events in the budget's order that no longer stand for one.
     stale_entries: int = 0
-    #: Sizes of the events handed to the listener, oldest first, not yet known to be written.
-    _pending: collections.deque[int] = attrs.field(factory=collections.deque)
+    #: Sizes of the events handed to the listener, oldest first, not yet known to be written;
+    #: made with the first, like the backlog.
+    _pending: collections.deque[int] | None = None
     pending_bytes: int = 0
     done: trio.Event = attrs.field(factory=trio.Event)
     #: Whose it is, for the store; the stream is opened there by :meth:`open`, or at its first
@@ -673,6 +677,11 @@ class EventStream:
     @property
     def stream_id(self) -> str:
         return stream_id(self.session_id, self.key)
+
+    @property
+    def backlog(self) -> Sequence[tuple[str, bytes]]:
+        """The events kept for the next GET, oldest first."""
+        return self._backlog if self._backlog is not None else ()
 
     def open(self) -> None:
         """Make the stream known to the store (a request's stream, before its priming event id
@@ -760,12 +769,13 @@ class EventStream:
     def discard_backlog(self) -> None:
         self.budget.used -= self.backlog_bytes
         self.budget.left(self, len(self.backlog))
-        self.backlog.clear()
+        self._backlog = None
         self.backlog_bytes = 0
 
     def drop_oldest(self) -> None:
         """The budget makes room: the oldest event waiting here goes (its entry is spent)."""
-        _, old = self.backlog.popleft()
+        assert self._backlog is not None
+        _, old = self._backlog.popleft()
         self.backlog_bytes -= len(old)
         self.budget.used -= len(old)
 
@@ -775,7 +785,9 @@ class EventStream:
         """Keep an event for the next GET; the oldest go first when a bound is passed: this
         stream's own, then the oldest of all the backlogs."""
         size = len(item[1])
-        self.backlog.append(item)
+        if self._backlog is None:
+            self._backlog = collections.deque()
+        self._backlog.append(item)
         self.backlog_bytes += size
         self.budget.used += size
         self.budget.queued(self)
@@ -790,12 +802,14 @@ class EventStream:
     def _too_far_behind(self, size: int) -> bool:
         limits = self.limits
         return (
-            len(self._pending) >= limits.pending_events
+            len(self._pending or ()) >= limits.pending_events
             or self.pending_bytes + size > limits.pending_bytes
             or self.budget.used + size > self.budget.limit
         )
 
     def _add_pending(self, size: int) -> None:
+        if self._pending is None:
+            self._pending = collections.deque()
         self._pending.append(size)
         self.pending_bytes += size
         self.budget.used += size
@@ -804,8 +818,9 @@ class EventStream:
         """Forget the pending events the listener has taken (its channel holds the rest)."""
         assert self.listener is not None
         waiting = self.listener.statistics().current_buffer_used
-        while len(self._pending) > waiting:
-            size = self._pending.popleft()
+        pending = self._pending
+        while pending and len(pending) > waiting:
+            size = pending.popleft()
             self.pending_bytes -= size
             self.budget.used -= size
 
@@ -819,5 +834,5 @@ class EventStream:
         self.listener = None
         self.listener_token = None
         self.budget.used -= self.pending_bytes
-        self._pending.clear()
+        self._pending = None
         self.pending_bytes = 0
