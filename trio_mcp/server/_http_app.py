@@ -493,14 +493,16 @@ class HttpSession:
             or self.ended.is_set()
         )
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
         self.app.server.connections.add(self.connection)
         try:
+            # The engine runs in this task (it is started once its own nursery is open): no
+            # nursery and task of the session's own around it, which every idle session held.
             with self.scope:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(functools.partial(self.engine.run, pull=False))
-                    task_status.started()
+                await self.engine.run(pull=False, task_status=task_status)
         finally:
             self._closing = True
             self.app.server.connections.discard(self.connection)
