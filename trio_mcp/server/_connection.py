@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -805,28 +805,85 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     return _paged(conn, record, "tools", [e.tool for e in tools])
 
 
-async def _tools_call(conn: ServerConnection, record: InFlight) -> JSONObject:
-    # What comes before and after the tool's run is in plain functions: this frame is held by
-    # every call in flight for as long as its tool runs, so it keeps few locals.
+def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObject]:
+    # Called in the request's task, inside its scope, as a handler's coroutine is: what comes
+    # before the tool's run is done here, synchronously. An async tool's own coroutine is then
+    # awaited through a small _ToolRun, not through a frame of ours: whatever awaits the
+    # handler holds that awaitable for as long as the tool runs, so it is kept small.
     prepared = _tool_arguments(conn, record)
     if isinstance(prepared, dict):
-        return prepared
+        return _answered(prepared)
     name, entry, kwargs = prepared
-    del prepared
+    if entry.is_async:
+        return _ToolRun(name, entry, entry.fn(**kwargs))
+    return _sync_tool_call(name, entry, kwargs)
+
+
+async def _answered(result: JSONObject) -> JSONObject:
+    return result
+
+
+async def _sync_tool_call(name: str, entry: ToolEntry, kwargs: dict[str, Any]) -> JSONObject:
     try:
-        if entry.is_async:
-            call = entry.fn(**kwargs)
-            del kwargs  # the tool's own frame holds its arguments, for as long as it runs
-            value = await call
-        else:
-            value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
-        if type(value) is str and entry.signature.output_schema is None:
-            # The commonest result, built directly: the same wire form to_wire gives.
-            return {"content": [{"type": "text", "text": value}]}
+        value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
+    except Exception as exc:
+        return _tool_failure_wire(name, exc)
+    return _tool_result(name, entry, value)
+
+
+def _tool_result(name: str, entry: ToolEntry, value: Any) -> JSONObject:
+    """The wire form of a tool's returned ``value`` (or of its failure to convert)."""
+    if type(value) is str and entry.signature.output_schema is None:
+        # The commonest result, built directly: the same wire form to_wire gives.
+        return {"content": [{"type": "text", "text": value}]}
+    try:
         result = entry.to_result(value)
     except Exception as exc:
-        result = _tool_failure(name, exc)
+        return _tool_failure_wire(name, exc)
     return to_wire(result)  # type: ignore[no-any-return]
+
+
+def _tool_failure_wire(name: str, exc: Exception) -> JSONObject:
+    return to_wire(_tool_failure(name, exc))  # type: ignore[no-any-return]
+
+
+class _ToolRun(Generator[Any, Any, JSONObject]):
+    """An async tool's coroutine awaited on behalf of ``tools/call``: every step is passed to
+    the tool's coroutine as is, and what it returns (or raises, other than a BaseException
+    that is not an Exception) is turned into the call's result once it ends. Three slots in
+    place of a suspended coroutine frame, held by every call in flight while its tool runs."""
+
+    __slots__ = ("_coro", "_entry", "_name")
+
+    def __init__(self, name: str, entry: ToolEntry, coro: Coroutine[Any, Any, Any]) -> None:
+        self._name = name
+        self._entry = entry
+        self._coro = coro
+
+    def __await__(self) -> Generator[Any, Any, JSONObject]:
+        return self
+
+    def send(self, value: Any) -> Any:
+        try:
+            return self._coro.send(value)
+        except StopIteration as stop:
+            raise StopIteration(_tool_result(self._name, self._entry, stop.value)) from None
+        except Exception as exc:
+            raise StopIteration(_tool_failure_wire(self._name, exc)) from None
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        error = typ if val is None and isinstance(typ, BaseException) else None
+        try:
+            if error is not None:
+                return self._coro.throw(error)
+            return self._coro.throw(typ, val, tb)
+        except StopIteration as stop:
+            raise StopIteration(_tool_result(self._name, self._entry, stop.value)) from None
+        except Exception as exc:
+            raise StopIteration(_tool_failure_wire(self._name, exc)) from None
+
+    def close(self) -> None:
+        self._coro.close()
 
 
 def _tool_arguments(
