@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -141,20 +142,9 @@ def summarise_raw(text: str) -> dict[str, Any]:
     }
 
 
-def group_pids(group: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) == group:
-                pids.append(int(entry.name))
-    return pids
-
-
-def children_of(parent: int) -> list[int]:
+def _processes_whose(field: int, value: int) -> list[int]:
+    """Every live process whose ``/proc/PID/stat`` field ``field`` (counted after the command
+    name: 1 the parent, 2 the process group) is ``value``."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -162,9 +152,18 @@ def children_of(parent: int) -> list[int]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
+            if int(stat[stat.rindex(")") + 2 :].split()[field]) == value:
                 found.append(int(entry.name))
     return found
+
+
+def group_pids(group: int) -> list[int]:
+    """Every live process of a process group (hypercorn's workers are its children)."""
+    return _processes_whose(2, group)
+
+
+def children_of(parent: int) -> list[int]:
+    return _processes_whose(1, parent)
 
 
 def wait_for(condition: Any, what: str, timeout: float = 30.0) -> Any:
@@ -178,8 +177,7 @@ def wait_for(condition: Any, what: str, timeout: float = 30.0) -> Any:
 
 
 def free_port() -> int:
-    import socket
-
+    """A TCP port free on 127.0.0.1 just now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]

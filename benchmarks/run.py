@@ -43,6 +43,7 @@ from typing import Any
 
 from _report import build_report, draw_chart
 from profiles import PYTHON as PROFILE_PYTHON
+from profiles import free_port, group_pids
 from profiles import record_all as record_profiles
 from profiles import write as write_profiles
 
@@ -239,27 +240,6 @@ def http_server_command(
     }[name]
     command = [*program, "--port", str(port)] + (["--json"] if json_response else [])
     return [*command, "--stamps", stamps] if stamps else command, env
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def group_pids(group: int) -> list[int]:
-    """Every live process of a process group (hypercorn's workers are its children)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) == group:  # pgrp
-                pids.append(int(entry.name))
-    return pids
 
 
 def group_cpu_seconds(group: int) -> float:
