@@ -2,80 +2,21 @@
 //
 //     node ts_server.mjs [--stamps PATH]
 //
-// The same tools as every benchmark server: `echo`, and `sleep` with progress every 100 ms when
-// the caller sent a progress token (with none, one wait). A cancelled `sleep` appends a
-// CLOCK_MONOTONIC timestamp in nanoseconds (process.hrtime.bigint()) to the stamps file from its
-// `finally` clause. The process exits when stdin ends, like the other servers.
+// The same tools as every benchmark server (ts_tools.mjs: `echo`, and `sleep` with progress,
+// stamping CLOCK_MONOTONIC when cancelled). The process exits when stdin ends, like the other
+// servers.
 import fs from "node:fs";
 import process from "node:process";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import * as z from "zod";
+import { registerBenchTools } from "./ts_tools.mjs";
 
 const stampsAt = process.argv.indexOf("--stamps");
 const stampsFd = stampsAt >= 0 ? fs.openSync(process.argv[stampsAt + 1], "a") : null;
 
 const server = new McpServer({ name: "ts-sdk-bench", version: "1.0.0" });
 
-server.registerTool(
-  "echo",
-  { description: "Return the text unchanged.", inputSchema: { text: z.string() } },
-  async ({ text }) => ({ content: [{ type: "text", text }] }),
-);
-
-// Resolves after `ms`, or rejects as soon as `signal` is aborted.
-function pause(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    function onAbort() {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-server.registerTool(
-  "sleep",
-  {
-    description: "Sleep, reporting progress every 100 ms when asked to; cancellable at any moment.",
-    inputSchema: { seconds: z.number().min(0).max(3600) },
-  },
-  async ({ seconds }, extra) => {
-    const token = extra._meta?.progressToken;
-    let finished = false;
-    try {
-      if (token === undefined) {
-        await pause(seconds * 1000, extra.signal);
-      } else {
-        const deadline = performance.now() + seconds * 1000;
-        const ticks = Math.max(1, Math.round(seconds * 10));
-        for (let tick = 1; tick <= ticks; tick++) {
-          const wake = Math.min(deadline, performance.now() + 100);
-          await pause(Math.max(0, wake - performance.now()), extra.signal);
-          const done = Math.min(tick / 10, seconds);
-          await extra.sendNotification({
-            method: "notifications/progress",
-            params: { progressToken: token, progress: done, total: seconds, message: "sleeping" },
-          });
-        }
-      }
-      finished = true;
-    } finally {
-      if (!finished && stampsFd !== null) {
-        fs.writeSync(stampsFd, `${process.hrtime.bigint()}\n`);
-      }
-    }
-    return { content: [{ type: "text", text: `slept ${seconds}s` }] };
-  },
-);
+registerBenchTools(server, stampsFd);
 
 const transport = new StdioServerTransport();
 await server.connect(transport);
