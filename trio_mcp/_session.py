@@ -43,7 +43,7 @@ from .protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
-from .transports._transport import OutgoingMessage, Sender, Transport
+from .transports._transport import Deliver, OutgoingMessage, Sender, Transport
 
 logger = logging.getLogger("trio_mcp")
 
@@ -134,6 +134,11 @@ class _Outgoing:
     #: Not a message: tells the transport, in order, that this request ended unanswered.
     suppressed: bool = False
     taken: bool = False
+
+
+#: What :meth:`Session._enqueue` returns for a message handed to a delivering transport: taken
+#: at once, so it can be neither withdrawn nor suppressed (one shared record, not one per message).
+_DELIVERED = _Outgoing(b"", None, taken=True)
 
 
 # What comes back for one of our own requests, through its channel: progress any number of
@@ -258,6 +263,11 @@ class Session:
         #: Set when ``_running`` drops to zero; made only while someone waits for that.
         self._all_done: trio.Event | None = None
         self._writer_done = trio.Event()
+        #: A transport whose writes never wait (it routes each message in memory) is handed
+        #: every message as it is decided, in the deciding task: no writer task, no hop.
+        self._deliver: Deliver | None = getattr(transport, "deliver", None)
+        if self._deliver is not None:
+            self._writer_done.set()
         self.dispatcher = dispatcher
         self._in_flight: dict[RequestId, InFlight] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -306,7 +316,8 @@ class Session:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._write_loop)
+                if self._deliver is None:
+                    nursery.start_soon(self._write_loop)
                 self._start_ordered()
                 task_status.started(self)
                 try:
@@ -597,6 +608,9 @@ class Session:
             pass  # the session has ended: its jobs would never have run
 
     def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
+        if self._deliver is not None and not self._queue_closed:
+            self._deliver(data, related, final)
+            return _DELIVERED
         item = _Outgoing(data, related, final)
         if self._queue_closed:
             item.withdrawn = True  # the connection is shutting down
@@ -621,14 +635,49 @@ class Session:
         sink: Callable[[Message | None], None],
         principal: Any = None,
     ) -> None:
+        admitted = self._admit(request, sink, principal)
+        if admitted is not None:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._run_request, *admitted, sink, name=_REQUEST_TASK_NAME)
+
+    async def serve_one(
+        self, request: Request, nursery: trio.Nursery, *, principal: Any = None
+    ) -> None:
+        """Be the engine of one request alone, and run it in the caller's task.
+
+        For a connection that carries one request and ends with it (a modern or a stateless
+        Streamable HTTP POST), over a transport that delivers (routes each message in memory):
+        no read loop, no writer, and no task of the engine's own. ``nursery`` is the caller's,
+        for whatever the handler starts there. The request runs under its own scope and is
+        cancelled as any other (:meth:`cancel_incoming`); once it has settled, the engine is
+        closed.
+        """
+        if self._deliver is None:
+            raise TypeError("serve_one needs a transport that delivers (see Sender)")
+        self._nursery = nursery
+        try:
+            admitted = self._admit(request, self._respond, principal)
+            if admitted is not None:
+                await self._run_request(*admitted, self._respond)
+        finally:
+            self._close(ConnectionClosed("the request has ended"))
+            self._close_queue()
+
+    def _admit(
+        self,
+        request: Request,
+        sink: Callable[[Message | None], None],
+        principal: Any,
+    ) -> tuple[Route, InFlight] | None:
+        """Route and register a request; or answer it at once (None) when it is refused."""
         if request.method.startswith("notifications/"):
             sink(_error(request.id, METHOD_NOT_FOUND, "Method not found", request.method))
-            return
+            return None
         try:
             route = self.dispatcher.route(request, self)
         except ProtocolError as exc:
             sink(ErrorResponse(request.id, exc.error))
-            return
+            return None
         record = InFlight(request, self, principal=principal)
         if route.register:
             if len(self._in_flight) >= self.max_in_flight:
@@ -641,7 +690,7 @@ class Session:
                         "on this connection",
                     )
                 )
-                return
+                return None
             if request.id in self._in_flight:
                 sink(
                     _error(
@@ -652,11 +701,10 @@ class Session:
                         "flight",
                     )
                 )
-                return
+                return None
             self._in_flight[request.id] = record
-        assert self._nursery is not None
         self._running += 1
-        self._nursery.start_soon(self._run_request, route, record, sink, name=_REQUEST_TASK_NAME)
+        return route, record
 
     def claim(self, request_id: RequestId) -> bool:
         """Whether ``request_id`` is free (not in flight); used by transports to refuse early."""
@@ -683,7 +731,15 @@ class Session:
             self._settled(record)
         sink(outcome)
         if outcome is None:
-            self._enqueue(b"", record.request.id).suppressed = True
+            self._suppressed(record.request.id)
+
+    def _suppressed(self, request_id: RequestId) -> None:
+        """Tell the transport, in order with the writes, that a request ended unanswered."""
+        if self._deliver is not None:
+            if not self._queue_closed:
+                self.transport.request_suppressed(request_id)
+            return
+        self._enqueue(b"", request_id).suppressed = True
 
     def _settled(self, record: InFlight) -> None:
         record.settled = True

@@ -108,3 +108,87 @@ async def test_a_transport_with_no_receive_cannot_be_pulled() -> None:
     with pytest.raises(BaseExceptionGroup) as raised:
         await session.run()
     assert raised.group_contains(TypeError, match="run its session with pull=False")
+
+
+class Delivered(BaseSender):
+    """A transport whose writes never wait: the engine hands it each message in the task that
+    decided it (``deliver``), and never calls ``send``."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        raise AssertionError("a delivering transport is never sent to")
+
+    def deliver(self, data: bytes, related_request_id: RequestId | None, final: bool) -> None:
+        self.log.append((orjson.loads(data), related_request_id, final))
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        self.log.append(("suppressed", request_id))
+
+
+async def test_a_delivering_transport_gets_each_message_in_the_deciding_task() -> None:
+    transport = Delivered()
+    session = Session(transport, Parking())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(session.run, pull=False))
+        session.notify_nowait("notifications/message", {"n": 1}, related_request_id=3)
+        # No writer in between: it is there before any checkpoint.
+        assert transport.log == [
+            ({"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": 1}}, 3, False)
+        ]
+        session.feed(Request(7, "notifications/initialized", None))
+        assert transport.log[-1][0]["error"]["code"] == -32601
+        session.feed_eof()
+
+
+async def test_serve_one_runs_the_request_in_the_callers_task_and_closes() -> None:
+    transport, dispatcher = Delivered(), Parking()
+    session = Session(transport, dispatcher)
+    caller = trio.lowlevel.current_task()
+    seen: list[trio.lowlevel.Task] = []
+
+    class Here(Parking):
+        async def _echo(self, record: InFlight) -> JSONObject:
+            seen.append(trio.lowlevel.current_task())
+            return await super()._echo(record)
+
+    session.dispatcher = Here()
+    async with trio.open_nursery() as nursery:
+        await session.serve_one(Request(1, "echo", {"x": 1}), nursery)
+    assert seen == [caller]
+    assert transport.log == [({"jsonrpc": "2.0", "id": 1, "result": {"x": 1}}, 1, True)]
+    assert session.is_closed and session.idle
+
+
+async def test_serve_one_cancelled_by_id_is_suppressed_in_order() -> None:
+    transport, dispatcher = Delivered(), Parking()
+    session = Session(transport, dispatcher)
+    async with trio.open_nursery() as nursery:
+
+        async def cancel_when_parked() -> None:
+            await dispatcher.parked.wait()
+            assert session.cancel_incoming("p", "bye")
+
+        nursery.start_soon(cancel_when_parked)
+        await session.serve_one(Request("p", "park", None), nursery)
+    assert dispatcher.cancelled == ["p"]
+    assert transport.log == [("suppressed", "p")]
+
+
+async def test_serve_one_refuses_a_notification_method_with_an_id() -> None:
+    transport = Delivered()
+    session = Session(transport, Parking())
+    async with trio.open_nursery() as nursery:
+        await session.serve_one(Request(9, "notifications/cancelled", None), nursery)
+    ((answer, related, final),) = transport.log
+    assert answer["error"]["code"] == -32601 and related == 9 and final
+
+
+async def test_serve_one_needs_a_delivering_transport() -> None:
+    session = Session(Pushed(), Parking())
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(TypeError, match="a transport that delivers"):
+            await session.serve_one(Request(1, "echo", None), nursery)

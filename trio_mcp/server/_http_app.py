@@ -241,6 +241,10 @@ class _SessionTransport(BaseSender):
     ) -> None:
         self._session.route(data, related_request_id, final)
 
+    def deliver(self, data: bytes, related_request_id: RequestId | None, final: bool) -> None:
+        """Routing never waits: the engine calls this in the task that decided the message."""
+        self._session.route(data, related_request_id, final)
+
     def request_suppressed(self, request_id: RequestId) -> None:
         stream = self._session.request_streams.get(request_id)
         if stream is not None:
@@ -319,6 +323,9 @@ class HttpSession:
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self._closing = False
+        #: A POST's own engine: called (once) when its request's first event that is not the
+        #: response is on its stream, to start streaming SSE (see ``McpHttpApp._serve_alone``).
+        self.on_event: Callable[[], None] | None = None
         if kind is SessionKind.SESSION and app.options.session_store is not None:
             self.connection.on_change = self.save
 
@@ -337,6 +344,9 @@ class HttpSession:
                 stream.finish(responded=True)
                 self.forget_stream(stream)
                 self.touch()  # its client may be gone: the session can go idle now
+            elif self.on_event is not None:
+                start, self.on_event = self.on_event, None
+                start()
             return
         if related is not None and self.standalone.listener is None and self._forward_get(data):
             return
@@ -1633,8 +1643,7 @@ class McpHttpApp:
         if not isinstance(message, Request):
             await self._respond(scope, send, 202)
             return
-        async with self._engine_in_this_post(session, receive, message.id):
-            await self._serve(scope, receive, send, session, message, principal)
+        await self._serve_alone(scope, receive, send, session, message, principal)
 
     async def _post_modern(
         self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
@@ -1673,8 +1682,7 @@ class McpHttpApp:
         # Registered while it runs, so that list changes reach its listen streams.
         self.server.connections.add(session.connection)
         try:
-            async with self._engine_in_this_post(session, receive, message.id):
-                await self._serve(scope, receive, send, session, message, principal)
+            await self._serve_alone(scope, receive, send, session, message, principal)
         finally:
             self.server.connections.discard(session.connection)
 
@@ -1691,23 +1699,82 @@ class McpHttpApp:
     ) -> None:
         """Feed one request to its session's engine and answer this POST with what it sends.
 
-        Every POST that carries a request ends here, once its caller has picked the session and
-        made its checks. The request's stream is registered and listened to before the engine
-        sees the request, so nothing the engine sends for it can be missed, and ``feed`` takes no
-        checkpoint, so the engine's routing and this stream cannot disagree. The request carries
-        the principal of this POST's own token (``ctx.auth``), whoever opened the session. The
-        reply:
+        Every POST that carries a request on a session (``Mcp-Session-Id``) ends here, once its
+        caller has picked the session and made its checks; a POST's own engine is served by
+        :meth:`_serve_alone`. The request's stream is registered and listened to before the
+        engine sees the request, so nothing the engine sends for it can be missed, and ``feed``
+        takes no checkpoint, so the engine's routing and this stream cannot disagree. The
+        request carries the principal of this POST's own token (``ctx.auth``), whoever opened
+        the session. The reply:
 
-        - a modern request: one JSON object, or SSE when notifications come first
-          (:meth:`_answer_modern`);
         - the ``initialize`` that opens a session: once complete, with the session id only if
           it succeeded (:meth:`_answer_initialize`);
         - JSON mode: the response alone, once the request ends (:meth:`_answer_json`);
-        - otherwise SSE as the events come. On a session the stream can be resumed (a priming
-          event id first, from 2025-11-25), and a client that goes away leaves the request
-          running; in this POST's own engine, the client going away is the request's cancel, and
-          the watcher that sees it already owns ``receive``.
+        - otherwise SSE as the events come, which the client can resume (a priming event id
+          first, from 2025-11-25); a client that goes away leaves the request running.
         """
+        stream, events = self._begin(session, request)
+        try:
+            session.engine.feed(request, principal=principal)
+            if request.method == "initialize":
+                items = await _ended(stream, events)
+                stream.delivered()  # answered whole, at once: there is nothing to resume
+                await self._answer_initialize(scope, send, session, items, request.id)
+            elif self.options.json_response:
+                items = await _ended(stream, events)
+                stream.delivered()  # a JSON response carries no event id to resume from
+                await self._answer_json(scope, send, stream, items)
+            else:
+                prime = self._priming(session, stream)
+                await self._stream(scope, receive, send, stream, events, prime)
+        finally:
+            self._end(session, stream, events)
+
+    async def _serve_alone(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: HttpSession,
+        request: Request,
+        principal: Principal | None,
+    ) -> None:
+        """Serve the one request of this POST's own engine (modern, stateless) in this task.
+
+        The engine runs the request right here (``Session.serve_one``): no engine task and no
+        writer. A watcher beside it sees the client go away, which is the request's cancel.
+        The answer is written once the request has ended (one JSON object, or an SSE body of
+        its one event), unless a notification comes first: a task of this POST then streams
+        SSE from that event on, while the request runs. Nothing is stored: nothing of a POST's
+        own engine can be resumed.
+        """
+        stream, events = self._begin(session, request)
+        self._posts.add(session)  # so that a drain can end its request
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    _watch_disconnect, receive, nursery.cancel_scope, session, request.id
+                )
+
+                def stream_now() -> None:
+                    nursery.start_soon(
+                        self._stream_alone, scope, send, stream, events, nursery.cancel_scope
+                    )
+
+                session.on_event = stream_now
+                await session.engine.serve_one(request, nursery, principal=principal)
+                if session.on_event is not None:  # nothing was streamed: answer it whole
+                    session.on_event = None
+                    await self._answer_alone(scope, send, session, stream, events)
+                    nursery.cancel_scope.cancel()  # the watcher, and what the handler left
+        finally:
+            self._posts.discard(session)
+            self._end(session, stream, events)
+
+    def _begin(
+        self, session: HttpSession, request: Request
+    ) -> tuple[EventStream, trio.MemoryReceiveChannel[StreamItem]]:
+        """Register a request's stream, and listen to it, before the engine sees the request."""
         if session.closing:
             # A session winding down takes nothing new (its engine may be gone); the same
             # refusal as an expired one. No checkpoint between here and the feed.
@@ -1718,61 +1785,60 @@ class McpHttpApp:
         if self._serving == 0:
             self._none_serving = trio.Event()
         self._serving += 1
-        try:
-            session.engine.feed(request, principal=principal)
-            if session.kind is SessionKind.MODERN:
-                await self._answer_modern(scope, send, stream, events)
-            elif session.kind is SessionKind.SESSION and request.method == "initialize":
-                items = await _ended(stream, events)
-                stream.delivered()  # answered whole, at once: there is nothing to resume
-                await self._answer_initialize(scope, send, session, items, request.id)
-            elif self.options.json_response:
-                items = await _ended(stream, events)
-                stream.delivered()  # a JSON response carries no event id to resume from
-                await self._answer_json(scope, send, stream, items)
-            elif session.kind is SessionKind.SESSION:
-                prime = self._priming(session, stream)
-                await self._stream(scope, receive, send, stream, events, prime)
-            else:
-                await self._stream(scope, None, send, stream, events, None)
-        finally:
-            stream.detach(events)
-            session.idle()
-            self._serving -= 1
-            if self._serving == 0:
-                self._none_serving.set()
+        return stream, events
 
-    @asynccontextmanager
-    async def _engine_in_this_post(
-        self, session: HttpSession, receive: Receive, request_id: RequestId
-    ) -> AsyncIterator[None]:
-        """Run a session's engine inside this POST's task, for its one request: the client
-        going away cancels that request, and the engine ends with the POST."""
-        self._posts.add(session)  # so that a drain can end its request
-        watching = trio.CancelScope()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                _watch_disconnect,
-                watching,
-                receive,
-                nursery.cancel_scope,
-                session,
-                request_id,
-            )
-            await nursery.start(functools.partial(session.engine.run, pull=False))
-            answered = False
-            try:
-                yield
-                answered = True
-            finally:
-                self._posts.discard(session)
-                session.engine.feed_eof()
-                watching.cancel()
-                if not (answered and session.engine.idle):
-                    nursery.cancel_scope.cancel()
-                # Otherwise its request has ended and its answer is written: the engine,
-                # told its input ended, winds down by itself (no request to wait for),
-                # which costs less than cancelling its tasks.
+    def _end(
+        self,
+        session: HttpSession,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+    ) -> None:
+        stream.detach(events)
+        session.idle()
+        self._serving -= 1
+        if self._serving == 0:
+            self._none_serving.set()
+
+    async def _answer_alone(
+        self,
+        scope: Scope,
+        send: Send,
+        session: HttpSession,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+    ) -> None:
+        """The whole answer of a POST's own request, once it has ended. A modern request's
+        status follows its error code; an empty 202 when it was cancelled with no response
+        (the client went away), never the 500 an ASGI server answers for an app that sent
+        nothing."""
+        items = _drain_now(events)
+        stream.delivered()
+        if not stream.responded or not items:
+            await self._respond(scope, send, 202)
+        elif session.kind is SessionKind.MODERN:
+            data = items[-1][1]
+            await self._respond(scope, send, status_for(_error_code(data)), data)
+        elif self.options.json_response:
+            await self._respond(scope, send, 200, items[-1][1])
+        else:
+            await self._sse(scope, send, items, ())
+
+    async def _stream_alone(
+        self,
+        scope: Scope,
+        send: Send,
+        stream: EventStream,
+        events: trio.MemoryReceiveChannel[StreamItem],
+        done: trio.CancelScope,
+    ) -> None:
+        """SSE for a POST's own request whose notifications come before its response, as they
+        come; then the POST ends (``done``: its watcher, and anything the handler left). A cut
+        or a client gone cancels the request, which nobody could read any more."""
+        try:
+            await self._sse_start(scope, send)
+            await self._relay(send, stream, events)
+        finally:
+            done.cancel()
 
     async def _answer_initialize(
         self,
@@ -1818,39 +1884,6 @@ class McpHttpApp:
             await self._respond(scope, send, 202)
             return
         await self._respond(scope, send, 200, items[-1][1])
-
-    async def _answer_modern(
-        self,
-        scope: Scope,
-        send: Send,
-        stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
-    ) -> None:
-        """One JSON object when the response is all there is; SSE when notifications (progress,
-        log messages) come first. The status follows the error code."""
-        try:
-            first = await events.receive()
-        except trio.EndOfChannel:
-            return
-        if first is None:
-            # Cancelled, with no response: the client went away (the server ignores a reply
-            # to a closed stream), or anything else cut it; an empty 202, as in JSON mode,
-            # never the 500 an ASGI server answers for an app that sent nothing.
-            await self._respond(scope, send, 202)
-            return
-        if stream.finished:
-            rest = _drain_now(events)
-            if not rest:
-                code = _error_code(first[1])
-                await self._respond(scope, send, status_for(code), first[1])
-                return
-            items = [first, *rest]
-            await self._sse(scope, send, items, ())
-            return
-        await self._sse_start(scope, send)
-        await self._relay(
-            send, stream, events, encode_event(first[1], event="message", id=first[0])
-        )
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -2252,22 +2285,17 @@ async def _cancel_on_disconnect(
 
 
 async def _watch_disconnect(
-    watching: trio.CancelScope,
-    receive: Receive,
-    scope: trio.CancelScope,
-    session: HttpSession,
-    rid: RequestId,
+    receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
 ) -> None:
-    """:func:`_cancel_on_disconnect` for a POST's own engine, until ``watching`` is cancelled;
-    a disconnect once its request has ended cancels nothing: hypercorn reports the end of a
-    complete response as a disconnect too, and the engine then winds down by itself."""
-    with watching:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        if session.has_ended(rid):
-            return
-        session.engine.cancel_incoming(rid, "the client closed the connection")
-        scope.cancel()
+    """:func:`_cancel_on_disconnect` for a POST's own engine: a disconnect once its request has
+    ended cancels nothing, for hypercorn reports the end of a complete response as a
+    disconnect too."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if session.has_ended(rid):
+        return
+    session.engine.cancel_incoming(rid, "the client closed the connection")
+    scope.cancel()
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:

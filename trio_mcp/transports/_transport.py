@@ -10,8 +10,8 @@ a new transport writes ``send`` (and ``receive``) and nothing else.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -60,6 +60,13 @@ class Sender(Protocol):
         end that request's stream once the messages for it are out.
         """
         ...
+
+
+#: A sender's optional ``deliver(data, related_request_id, final)``: a write that never waits,
+#: because it only routes the message in memory (Streamable HTTP's streams). The engine calls it
+#: in the task that decided the message, instead of queueing it for its writer task; ``send`` is
+#: then never called. It must not raise, and ``request_suppressed`` is called the same way.
+Deliver: TypeAlias = "Callable[[bytes, RequestId | None, bool], None]"
 
 
 @runtime_checkable
