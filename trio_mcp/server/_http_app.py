@@ -544,29 +544,33 @@ class HttpSession:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    """A request header's value; sent more than once, its values joined with ``", "`` (as
-    HTTP combines a repeated field), so that a single-valued header sent twice fails its check
-    rather than having one copy picked."""
-    # ASGI servers send lowercased names (the specification asks for it): compared as they
-    # are first, lowered only when they differ, so the usual header costs one comparison.
-    values = [
-        bytes(value).decode("latin-1")
-        for key, value in scope.get("headers", ())
-        if key == name or bytes(key).lower() == name
-    ]
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else ", ".join(values)
+    """A request header's value (``name`` lowercased); sent more than once, its values joined
+    with ``", "`` (as HTTP combines a repeated field), so that a single-valued header sent twice
+    fails its check rather than having one copy picked."""
+    return _header_table(scope).get(name)
+
+
+#: Where a request's header table is kept in its ASGI scope (scopes take extra keys).
+_HEADER_TABLE = "trio_mcp.headers"
+
+
+def _header_table(scope: Scope) -> dict[bytes, str]:
+    """Every request header by lowercased name, built once per request and kept in its scope:
+    a POST reads about nine of them, and each would otherwise walk the whole list."""
+    table: dict[bytes, str] | None = scope.get(_HEADER_TABLE)
+    if table is None:
+        table = {}
+        for key, value in scope.get("headers", ()):
+            name = bytes(key).lower()
+            text = bytes(value).decode("latin-1")
+            table[name] = table[name] + ", " + text if name in table else text
+        scope[_HEADER_TABLE] = table
+    return table
 
 
 def _headers(scope: Scope) -> dict[str, str]:
     """Every request header, by lowercased name, repeated ones joined as by :func:`_header`."""
-    out: dict[str, str] = {}
-    for key, value in scope.get("headers", ()):
-        name = bytes(key).decode("latin-1").lower()
-        text = bytes(value).decode("latin-1")
-        out[name] = out[name] + ", " + text if name in out else text
-    return out
+    return {name.decode("latin-1"): value for name, value in _header_table(scope).items()}
 
 
 def client_address(scope: Scope, *, header: str | None = None) -> str:
@@ -1757,16 +1761,14 @@ class McpHttpApp:
                 )
 
                 def stream_now() -> None:
-                    nursery.start_soon(
-                        self._stream_alone, scope, send, stream, events, nursery.cancel_scope
-                    )
+                    nursery.start_soon(self._stream_alone, scope, send, stream, events, nursery)
 
                 session.on_event = stream_now
                 await session.engine.serve_one(request, nursery, principal=principal)
                 if session.on_event is not None:  # nothing was streamed: answer it whole
                     session.on_event = None
                     await self._answer_alone(scope, send, session, stream, events)
-                    nursery.cancel_scope.cancel()  # the watcher, and what the handler left
+                    _wind_down(nursery, ended=True)
         finally:
             self._posts.discard(session)
             self._end(session, stream, events)
@@ -1829,16 +1831,17 @@ class McpHttpApp:
         send: Send,
         stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
-        done: trio.CancelScope,
+        done: trio.Nursery,
     ) -> None:
         """SSE for a POST's own request whose notifications come before its response, as they
-        come; then the POST ends (``done``: its watcher, and anything the handler left). A cut
-        or a client gone cancels the request, which nobody could read any more."""
+        come; then the POST winds down (``done``, its nursery). A cut or a client gone cancels
+        the request, which nobody could read any more."""
+        ended = False
         try:
             await self._sse_start(scope, send)
-            await self._relay(send, stream, events)
+            ended = await self._relay(send, stream, events)
         finally:
-            done.cancel()
+            _wind_down(done, ended=ended, own=1)
 
     async def _answer_initialize(
         self,
@@ -1946,8 +1949,7 @@ class McpHttpApp:
         async with trio.open_nursery() as nursery:
             if receive is not None:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            await self._relay(send, stream, events, prefix)
-            nursery.cancel_scope.cancel()
+            _wind_down(nursery, ended=await self._relay(send, stream, events, prefix))
 
     async def _relay(
         self,
@@ -1955,9 +1957,10 @@ class McpHttpApp:
         stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
         prefix: bytes = b"",
-    ) -> None:
+    ) -> bool:
         """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
-        far behind); ``prefix`` (already encoded) first.
+        far behind), ``prefix`` (already encoded) first; True once the end was written: the
+        response is complete.
 
         Every event already waiting when a write is due goes in that write (up to
         ``_WRITE_BYTES``), and the end in the same one as the last events: a request answered
@@ -2019,7 +2022,7 @@ class McpHttpApp:
             ended = True
             await send({"type": "http.response.body", "body": bytes(body)})
         except OSError:
-            return  # the client went away; the stream waits for a resume
+            return False  # the client went away; the stream waits for a resume
         except trio.Cancelled:
             if not ended:
                 # The server is shutting down (or the client left): end the response properly
@@ -2031,6 +2034,7 @@ class McpHttpApp:
                     except OSError:
                         pass
             raise
+        return ended
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
@@ -2296,6 +2300,26 @@ async def _watch_disconnect(
         return
     session.engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
+
+
+#: How long a POST whose response is complete waits for its disconnect watcher to see the end.
+_DISCONNECT_GRACE = 5.0
+
+
+def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int = 0) -> None:
+    """End a POST's nursery once its response is written (``ended``) or given up.
+
+    A complete response lets its disconnect watcher end by itself: an ASGI server reports the
+    end of a complete response as a disconnect (hypercorn does so before the last ``send``
+    returns), which costs less than cancelling the watcher. Only when the response was cut,
+    or something more than the watcher and the ``own`` tasks (the caller's) is left in the
+    nursery (a handler's), is it cancelled; and a server that never reports the end is waited
+    for only ``_DISCONNECT_GRACE``.
+    """
+    if not ended or len(nursery.child_tasks) > 1 + own:
+        nursery.cancel_scope.cancel()
+    else:
+        nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
