@@ -433,3 +433,71 @@ def text_of(result: Any) -> str:
     block = result.content[0]
     assert isinstance(block, TextContent)
     return block.text
+
+
+# -- one exchange with no server between ----------------------------------------------------------
+
+
+@attrs.frozen
+class Exchange:
+    status: int
+    headers: dict[str, str]
+    #: The body of each ``http.response.body`` the app sent, in order: one per write.
+    chunks: list[bytes]
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+async def asgi_exchange(
+    app: Any,
+    method: str,
+    headers: dict[str, str],
+    body: Any = None,
+    *,
+    reports_the_end: bool = False,
+) -> Exchange:
+    """One HTTP request served by ``app`` in this task, with no server between: the request
+    body is handed over without a checkpoint, so the app's checks run at the moment the test
+    chooses. With ``reports_the_end``, the end of a complete response is reported as a
+    disconnect, as hypercorn and the ASGI specification do; without it no disconnect comes."""
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": method,
+        "path": "/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **headers}.items()],
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+    }
+    given = False
+    ended = trio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            data = orjson.dumps(body) if body is not None else b""
+            return {"type": "http.request", "body": data, "more_body": False}
+        if not reports_the_end:
+            await trio.sleep_forever()
+        await ended.wait()
+        return {"type": "http.disconnect"}
+
+    status, reply, chunks = 0, {}, []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, reply
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            reply = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
+        else:
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                ended.set()
+
+    await app(scope, receive, send)
+    return Exchange(status, reply, chunks)

@@ -16,6 +16,7 @@ from trio_mcp.server._http_app import _DISCONNECT_GRACE
 from .._http import (
     VERSION,
     Served,
+    asgi_exchange,
     error_of,
     initialize_body,
     parse_sse,
@@ -317,57 +318,19 @@ async def test_routing_between_the_eras() -> None:
             assert refused.status_code == 405
 
 
-async def _post_in_process(app: Any, body: Any, *, reports_the_end: bool) -> list[Any]:
-    """One modern POST served by ``app`` with no server between. With ``reports_the_end`` the
-    end of a complete response is reported as a disconnect, as hypercorn and the ASGI
-    specification do; without it, the disconnect never comes."""
-    sent: list[Any] = []
-    ended = trio.Event()
-    given = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": orjson.dumps(body), "more_body": False}
-        if not reports_the_end:
-            await trio.sleep_forever()
-        await ended.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            ended.set()
-
-    headers = {"host": "localhost", **modern_headers("tools/call", "echo")}
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
-        "server": ("127.0.0.1", 8000),
-        "client": ("127.0.0.1", 50000),
-    }
-    await app(scope, receive, send)
-    return sent
-
-
 async def test_a_complete_response_ends_the_post_without_waiting(mock_clock: Any) -> None:
     """Once its response is written, a POST's disconnect watcher ends by itself on the end the
     server reports; a server that never reports it is waited for only a bounded grace."""
     mock_clock.autojump_threshold = 0
     app = modern_server([]).http_app()
     body = modern_body(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    headers = modern_headers("tools/call", "echo")
     async with app.running():
         for reports_the_end, waited in ((True, 0.0), (False, _DISCONNECT_GRACE)):
             start = trio.current_time()
-            sent = await _post_in_process(app, body, reports_the_end=reports_the_end)
+            done = await asgi_exchange(app, "POST", headers, body, reports_the_end=reports_the_end)
             assert trio.current_time() - start == waited
-            assert sent[0]["status"] == 200
-            result = orjson.loads(sent[-1]["body"])["result"]
+            assert done.status == 200
+            result = orjson.loads(done.body)["result"]
             assert result["content"] == [{"type": "text", "text": "hi"}]
         assert not app.server.connections

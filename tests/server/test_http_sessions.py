@@ -28,6 +28,7 @@ from .._http import (
     VERSION,
     Park,
     Served,
+    asgi_exchange,
     call_body,
     error_of,
     eventually,
@@ -431,43 +432,9 @@ async def asgi(
     headers: dict[str, str],
     body: Any = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP request served by ``app`` in this task, with no server between: the request
-    body is handed over without a checkpoint, so the app's checks run at the moment the test
-    chooses. The status, the headers and the body of the reply."""
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": method,
-        "path": "/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **headers}.items()],
-        "server": ("127.0.0.1", 8000),
-        "client": ("127.0.0.1", 50000),
-    }
-    given = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            data = orjson.dumps(body) if body is not None else b""
-            return {"type": "http.request", "body": data, "more_body": False}
-        await trio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    status, reply, chunks = 0, {}, []
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status, reply
-        if message["type"] == "http.response.start":
-            status = message["status"]
-            reply = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
-        else:
-            chunks.append(message.get("body", b""))
-
-    await app(scope, receive, send)  # type: ignore[arg-type]
-    return status, reply, b"".join(chunks)
+    """One HTTP request served by ``app`` in this task: the status, the headers and the body."""
+    done = await asgi_exchange(app, method, headers, body)
+    return done.status, done.headers, done.body
 
 
 @pytest.mark.parametrize("kind", ["request", "notification", "get", "delete"])

@@ -8,8 +8,10 @@ import gc
 import tracemalloc
 from typing import Any
 
+import orjson
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
@@ -18,12 +20,14 @@ from trio_mcp.server._event_store import EventStream
 from trio_mcp.server._http_app import HttpSession
 
 from .._http import (
+    BOTH,
     VERSION,
     Park,
     Served,
     SseComment,
     SseEvent,
     SseReader,
+    asgi_exchange,
     call_body,
     cancel_body,
     eventually,
@@ -758,3 +762,58 @@ async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
             gate.set()
         assert [result_text(answer) for answer in answers] == ["waited", "waited"]
         assert result_text(await served.call(session, call_body(3, "wait"))) == "waited"
+
+
+async def test_a_request_answered_at_once_is_one_write_with_its_priming_event() -> None:
+    """The priming event and the response of a request that ends at once go out in one body
+    (one write on the connection, not one for each); a slow request's priming event goes out
+    alone first, so that its client can resume before the answer."""
+    gate = trio.Event()
+    server = Server("writes", "1.0")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    @server.tool()
+    async def slow() -> str:
+        await gate.wait()
+        return "late"
+
+    app = server.http_app()
+    base = {"accept": BOTH, "content-type": "application/json"}
+    async with app.running():
+        opened = await asgi_exchange(app, "POST", base, initialize_body())
+        headers = {
+            **base,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": VERSION,
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await asgi_exchange(app, "POST", headers, note)).status == 202
+        for rid in range(1, 21):  # the scheduler's order varies from one round to the next
+            fast = await asgi_exchange(app, "POST", headers, call_body(rid, "echo", {"text": "x"}))
+            (only,) = fast.chunks
+            prime, answer = parse_sse(only.decode())
+            assert prime.data == "" and prime.id is not None and answer.id is not None
+            assert orjson.loads(answer.data)["id"] == rid
+
+        async with trio.open_nursery() as nursery:
+            done: list[Any] = []
+
+            async def call_slow() -> None:
+                body = call_body(99, "slow")
+                done.append(await asgi_exchange(app, "POST", headers, body, reports_the_end=True))
+
+            nursery.start_soon(call_slow)
+            await eventually(
+                lambda: (
+                    bool(app.sessions)
+                    and any(session.engine.in_flight(99) for session in app.sessions.values())
+                )
+            )
+            await trio.testing.wait_all_tasks_blocked()
+            gate.set()
+        first, last = done[0].chunks
+        assert [event.data for event in parse_sse(first.decode())] == [""]
+        assert result_text(orjson.loads(parse_sse(last.decode())[0].data)) == "late"

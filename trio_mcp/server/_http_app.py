@@ -1922,7 +1922,7 @@ class McpHttpApp:
     async def _stream(
         self,
         scope: Scope,
-        receive: Receive | None,
+        receive: Receive,
         send: Send,
         stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
@@ -1934,8 +1934,8 @@ class McpHttpApp:
         """Relay a stream's events until it ends, its listener is cut (replaced, or too far
         behind), or the client goes; ``first`` (replayed from the store) before them.
 
-        The stream itself outlives a client that goes away: it waits for a resume. With
-        ``receive`` None the caller watches for the disconnect itself.
+        The stream itself outlives a client that goes away: it waits for a resume. A watcher
+        of ``receive`` sees the client go, only while there is something to wait for.
         """
         await self._sse_start(scope, send, headers)
         # The priming event, then what was replayed: written first, with whatever events are
@@ -1946,9 +1946,18 @@ class McpHttpApp:
                 *(encode_event(data, event="message", id=event) for event, data in first),
             ]
         )
+        for _ in range(_PATIENCE):
+            # A request about to be answered (already runnable) gets a scheduling round or two
+            # to end: then its whole stream goes in one write with the priming event, not one
+            # write for each, and it needs no watcher.
+            if stream.finished:
+                break
+            await trio.lowlevel.checkpoint()
+        if stream.finished:
+            await self._relay(send, stream, events, prefix)  # nothing left to wait for
+            return
         async with trio.open_nursery() as nursery:
-            if receive is not None:
-                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             _wind_down(nursery, ended=await self._relay(send, stream, events, prefix))
 
     async def _relay(
@@ -2272,19 +2281,10 @@ def _relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
     return orjson.dumps(note)
 
 
-async def _cancel_on_disconnect(
-    receive: Receive, scope: trio.CancelScope, engine: Session | None = None, rid: Any = None
-) -> None:
-    """Cancel ``scope`` once the client has gone away (its request body was already read).
-
-    Where the POST carries one request (modern and stateless), the disconnect is that
-    request's cancel: it is recorded as one first, so the handler and the instrumentation see
-    ``cancelled`` and a reason, as for ``notifications/cancelled``.
-    """
+async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the client has gone away (its request body was already read)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-    if engine is not None:
-        engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
 
 
@@ -2301,6 +2301,10 @@ async def _watch_disconnect(
     session.engine.cancel_incoming(rid, "the client closed the connection")
     scope.cancel()
 
+
+#: The checkpoints an SSE response waits, before its first write, for a request that is already
+#: runnable to end: two, because trio runs the tasks of a scheduling round in either order.
+_PATIENCE = 2
 
 #: How long a POST whose response is complete waits for its disconnect watcher to see the end.
 _DISCONNECT_GRACE = 5.0
