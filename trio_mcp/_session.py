@@ -519,12 +519,15 @@ class Session:
             trio.ClosedResourceError,
             ConnectionClosed,
         ) as exc:
-            self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
-            if self._nursery is not None:
-                self._nursery.cancel_scope.cancel()
+            self._write_failed(exc)
             return False
         self._written(size)
         return True
+
+    def _write_failed(self, exc: BaseException) -> None:
+        self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
 
     def _unpark_writer(self, _: Any) -> trio.lowlevel.Abort:
         self._writer_parked = None  # the writer was cancelled while it waited
@@ -716,12 +719,19 @@ class Session:
     async def _run_request(
         self, route: Route, record: InFlight, sink: Callable[[Message | None], None]
     ) -> None:
-        # Few locals: each one is held by every parked request (in its frame, twice).
-        outcome: Message | None
+        # Few locals, and no ``with`` (it keeps the scope's bound ``__exit__`` on the stack):
+        # all of this frame is held by every parked request.
+        outcome: Message | None = None
         try:
             try:
-                with record.scope:
+                record.scope.__enter__()
+                try:
                     outcome = Response(record.request.id, await route.handler(record))
+                except BaseException as exc:
+                    if not record.scope.__exit__(type(exc), exc, exc.__traceback__):
+                        raise
+                else:
+                    record.scope.__exit__(None, None, None)
             except BaseException as exc:
                 outcome = self._error_outcome(record, exc)
             # Settle exactly once, synchronously: a cancel that arrived first suppresses.

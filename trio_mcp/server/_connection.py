@@ -815,7 +815,7 @@ def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObjec
         return _answered(prepared)
     name, entry, kwargs = prepared
     if entry.is_async:
-        return _ToolRun(name, entry, entry.fn(**kwargs))
+        return _ToolRun(entry, entry.fn(**kwargs))
     return _sync_tool_call(name, entry, kwargs)
 
 
@@ -853,12 +853,15 @@ class _ToolRun(Generator[Any, Any, JSONObject]):
     that is not an Exception) is turned into the call's result once it ends. Three slots in
     place of a suspended coroutine frame, held by every call in flight while its tool runs."""
 
-    __slots__ = ("_coro", "_entry", "_name")
+    __slots__ = ("_coro", "_entry")
 
-    def __init__(self, name: str, entry: ToolEntry, coro: Coroutine[Any, Any, Any]) -> None:
-        self._name = name
+    def __init__(self, entry: ToolEntry, coro: Coroutine[Any, Any, Any]) -> None:
         self._entry = entry
         self._coro = coro
+
+    @property
+    def _name(self) -> str:
+        return self._entry.tool.name
 
     def __await__(self) -> Generator[Any, Any, JSONObject]:
         return self
@@ -894,6 +897,8 @@ def _tool_arguments(
     tool)."""
     params = record.params
     name, entry = _named(conn.server.tools, params, "tools/call", "tool")
+    # Held by every call in flight (in its params): the registry's string, not one per call.
+    params["name"] = name = entry.tool.name
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise _invalid("Invalid params: 'arguments' must be an object")
