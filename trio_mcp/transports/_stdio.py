@@ -58,18 +58,20 @@ class LineTransport(BaseTransport):
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
-        try:
-            await self._send_stream.send_all(data + b"\n")
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
+        await self._write(data + b"\n")
 
     async def send_many(self, messages: Iterable[OutgoingMessage]) -> None:
         """Several messages in one write (the engine's writer batches what is queued)."""
         lines = [message.data for message in messages]
-        if not lines:
-            return
+        if lines:
+            await self._write(b"\n".join(lines) + b"\n")
+
+    async def _write(self, data: bytes) -> None:
         try:
-            await self._send_stream.send_all(b"\n".join(lines) + b"\n")
+            if isinstance(self._send_stream, trio.lowlevel.FdStream):
+                await _write_fd(self._send_stream.fileno(), data)
+            else:
+                await self._send_stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
 
@@ -92,6 +94,30 @@ class LineTransport(BaseTransport):
 
     def _too_long(self) -> Oversized:
         return Oversized.from_head(self.max_line_bytes, self._framer.refused_head)
+
+
+async def _write_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a non-blocking pipe (an ``FdStream``'s), then yield.
+
+    ``FdStream.send_all`` takes its checkpoint before it writes: a whole pass of the run loop
+    between a response being ready and its first byte leaving. Written first, as trio's socket
+    streams do: a cancel already delivered still stops it before anything is written, and the
+    checkpoint after it cannot be cancelled. Only a full pipe makes it wait (cancellably, as
+    ``send_all`` does). Only one task writes at a time (the engine's writer). An ``OSError``
+    (the peer gone) is the caller's to translate.
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    waited = False
+    with memoryview(data) as view:
+        sent = 0
+        while sent < len(view):
+            try:
+                sent += os.write(fd, view[sent:])
+            except BlockingIOError:
+                waited = True
+                await trio.lowlevel.wait_writable(fd)
+    if not waited:
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 # -- the server side ----------------------------------------------------------------------------
