@@ -241,3 +241,95 @@ async def test_a_result_that_cannot_be_serialized_is_a_generic_internal_error(
         assert batch[0]["error"]["code"] == -32603
         assert batch[1] == {"jsonrpc": "2.0", "id": 3, "result": {}}
         assert (await peer.request(4, "ping"))["result"] == {}
+
+
+class Writers(BaseTransport):
+    """Records which task wrote each message; a write blocks while ``hold`` is unset."""
+
+    def __init__(self, inner: MemoryTransport) -> None:
+        self.inner = inner
+        self.writes: list[tuple[Any, trio.lowlevel.Task]] = []
+        self.hold = trio.Event()
+        self.hold.set()
+
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        self.writes.append((orjson.loads(data).get("id"), trio.lowlevel.current_task()))
+        await self.hold.wait()
+
+    async def receive(self) -> bytes:
+        return await self.inner.receive()
+
+
+class Answers:
+    """``echo`` answers at once, and records the task it ran in."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[Any, trio.lowlevel.Task] = {}
+
+    def route(self, request: Request, session: Session) -> Any:
+        from trio_mcp.lowlevel import Route
+
+        async def echo(record: Any) -> dict[str, Any]:
+            self.tasks[record.id] = trio.lowlevel.current_task()
+            return {}
+
+        return Route(echo)
+
+    def on_notification(self, notification: Notification, session: Session) -> None:
+        pass  # pragma: no cover
+
+
+async def test_a_response_is_written_by_its_own_task_while_the_writer_is_idle() -> None:
+    """No hop through the writer when nothing is queued; behind what the writer is writing,
+    a response waits its turn, in order."""
+    ours, theirs = memory_transport_pair()
+    transport, dispatcher = Writers(ours), Answers()
+    session = Session(transport, dispatcher)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "echo"}))
+        await trio.testing.wait_all_tasks_blocked()
+        ((rid, writer),) = transport.writes
+        assert rid == 1 and writer is dispatcher.tasks[1]
+
+        transport.hold = trio.Event()  # the writer is now stuck writing a notification
+        session.notify_nowait("notifications/message", {"n": 1})
+        await trio.testing.wait_all_tasks_blocked()
+        await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "echo"}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [rid for rid, _ in transport.writes] == [1, None]  # 2 waits behind it
+        transport.hold.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [rid for rid, _ in transport.writes] == [1, None, 2]
+        assert transport.writes[2][1] is transport.writes[1][1]  # the writer wrote it
+        assert transport.writes[2][1] is not dispatcher.tasks[2]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_drain_waits_for_a_response_written_in_place() -> None:
+    """The input ends while a request's task writes its own response: the session ends only
+    once that write is done, and nothing cuts it."""
+    ours, theirs = memory_transport_pair()
+    transport, dispatcher = Writers(ours), Answers()
+    transport.hold = trio.Event()
+    session = Session(transport, dispatcher, drain_timeout=5)
+    ended = trio.Event()
+
+    async def run() -> None:
+        await session.run()
+        ended.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "echo"}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [rid for rid, _ in transport.writes] == [1]  # being written, in place
+        theirs.close()
+        await trio.testing.wait_all_tasks_blocked()
+        assert not ended.is_set()  # the drain waits for the write
+        transport.hold.set()
+        with trio.fail_after(5):
+            await ended.wait()
+    assert [rid for rid, _ in transport.writes] == [1]
