@@ -268,7 +268,10 @@ def profile_http(era: str, seconds: float, scratch: Path, log: Path) -> dict[str
 
 
 def profile_stdio(seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
-    spec = {"workload": "throughput", "n": driver_calls(seconds), "k": 10, "warmup": 300}
+    # Calls enough to outlast the warm-up wait as well at 10,000 calls a second: the driver is
+    # killed once the sampling is done, and a server that ended first leaves nothing to sample.
+    calls = max(200, int((seconds + 2.0) * 10_000))
+    spec = {"workload": "throughput", "n": calls, "k": 10, "warmup": 300}
     command = [node(), str(PEERS / "raw_driver.mjs"), json.dumps(spec), "--"]
     command += [*PYTHON, str(PEERS / "trio_server.py")]
     driver = subprocess.Popen(
