@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
+from collections.abc import AsyncIterator
+
 import pytest
 import trio
 import trio.testing
@@ -149,3 +154,65 @@ async def test_a_reply_over_the_limit_whose_start_names_no_id_fails_every_call()
 async def test_a_request_over_the_limit_fails_no_call_of_ours() -> None:
     request = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"text":"' + b"x" * 100 + b'"}}'
     assert await _reply_over_the_limit(request) == ["1: answered", "2: answered"]
+
+
+# -- writing to a pipe -----------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def pipe_transport() -> AsyncIterator[tuple[trio.lowlevel.FdStream, LineTransport]]:
+    """A line transport writing to a real pipe, and the pipe's reading end."""
+    read_fd, write_fd = os.pipe()
+    async with trio.lowlevel.FdStream(read_fd) as reader, trio.lowlevel.FdStream(write_fd) as sink:
+        yield reader, LineTransport(trio.testing.MemoryReceiveStream(), sink)
+
+
+async def test_a_message_is_on_the_pipe_before_the_write_yields() -> None:
+    """The bytes are written first and the checkpoint comes after: when the writing task first
+    yields, the line is already on the pipe, not a run-loop pass later."""
+
+    class FirstYield(trio.abc.Instrument):
+        def __init__(self, task: trio.lowlevel.Task, fd: int) -> None:
+            self.task, self.fd = task, fd
+            self.on_the_pipe: bool | None = None
+
+        def after_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task is self.task and self.on_the_pipe is None:
+                self.on_the_pipe = bool(select.select([self.fd], [], [], 0)[0])
+
+    async with pipe_transport() as (reader, lines):
+        probe = FirstYield(trio.lowlevel.current_task(), reader.fileno())
+        trio.lowlevel.add_instrument(probe)
+        try:
+            await lines.send(b'{"a":1}')
+        finally:
+            trio.lowlevel.remove_instrument(probe)
+        assert probe.on_the_pipe is True
+        assert await reader.receive_some(1024) == b'{"a":1}\n'
+
+
+async def test_a_write_larger_than_the_pipe_waits_and_arrives_whole() -> None:
+    big = b'{"pad":"' + b"x" * 1_000_000 + b'"}'
+    async with pipe_transport() as (reader, lines):
+        got = bytearray()
+
+        async def drain() -> None:
+            while len(got) < len(big) + 1:
+                got.extend(await reader.receive_some(65536))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain)
+            with trio.fail_after(10):
+                await lines.send(big)
+        assert bytes(got) == big + b"\n"
+
+
+async def test_a_write_already_cancelled_writes_nothing() -> None:
+    async with pipe_transport() as (reader, lines):
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await lines.send(b'{"a":1}')
+        assert scope.cancelled_caught
+        with trio.move_on_after(0.05) as waited:
+            await reader.receive_some(1024)
+        assert waited.cancelled_caught  # nothing was written
