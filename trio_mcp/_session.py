@@ -136,6 +136,9 @@ class _Outgoing:
     taken: bool = False
 
 
+#: What a transport's write raises when the peer can no longer be written to.
+_WRITE_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionClosed)
+
 #: What :meth:`Session._enqueue` returns for a message handed to a delivering transport: taken
 #: at once, so it can be neither withdrawn nor suppressed (one shared record, not one per message).
 _DELIVERED = _Outgoing(b"", None, taken=True)
@@ -517,11 +520,7 @@ class Session:
         del queue[:taken]
         try:
             await self._write_batch(batch)
-        except (
-            trio.BrokenResourceError,
-            trio.ClosedResourceError,
-            ConnectionClosed,
-        ) as exc:
+        except _WRITE_ERRORS as exc:
             self._write_failed(exc)
             return False
         self._written(size)
@@ -551,11 +550,7 @@ class Session:
             await self.transport.send(
                 _encode_response(message), related_request_id=message.id, final=True
             )
-        except (
-            trio.BrokenResourceError,
-            trio.ClosedResourceError,
-            ConnectionClosed,
-        ) as exc:
+        except _WRITE_ERRORS as exc:
             self._write_failed(exc)
         finally:
             self._borrowed = False
