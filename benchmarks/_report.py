@@ -698,6 +698,21 @@ class Report:
                 "bytes",
             ),
         ]
+        posts = max(2, self.p["messages"] // 10)
+        for mode, label in (
+            ("modern", "modern era"),
+            ("sse", "handshake-era session, SSE"),
+            ("json", "handshake-era session, JSON"),
+        ):
+            if self.stat("inprocess", f"http_{mode}_us") is not None:
+                rows.append(
+                    row(
+                        f"Streamable HTTP app alone (no ASGI server), {label}: CPU per POST "
+                        f"({posts:,} POSTs)",
+                        f"http_{mode}_us",
+                        "µs",
+                    )
+                )
         self.table([f"path ({self.p['messages']:,} messages)", "figure", "unit"], rows)
         self.add(
             "Engine throughput with parked requests over without, within each run: "

@@ -21,6 +21,10 @@ Prints one JSON object of messages (or calls) per second:
   ``sleep(3600)`` calls fed to the server engine, until every task is blocked.
 - ``parked_bytes_floor``: the same for the least a Trio design with one task and one cancel scope
   per request can hold: a bare task entering a ``CancelScope`` and calling ``trio.sleep``.
+- ``http_modern_us``, ``http_sse_us``, ``http_json_us``: CPU time per POST of ``tools/call echo``
+  through trio_mcp's Streamable HTTP app with no ASGI server between (``messages / 10`` POSTs):
+  modern (2026-07-28), and one handshake-era session answering with SSE or JSON. What hypercorn
+  adds is measured by the ``http`` section of ``run.py``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from trio_server import build
 from trio_mcp import open_client
 from trio_mcp.lowlevel import BaseTransport
 from trio_mcp.protocol._jsonrpc import RequestId, parse
+from trio_mcp.server import HttpOptions
 
 INITIALIZE = orjson.dumps(
     {
@@ -59,6 +64,11 @@ INITIALIZE = orjson.dumps(
     }
 )
 INITIALIZED = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+#: The HTTP app's paths measured in process: the modern era, and a handshake-era session's SSE
+#: and JSON responses.
+HTTP_MODES = ("modern", "sse", "json")
 
 
 def echo_requests(n: int) -> list[bytes]:
@@ -218,11 +228,108 @@ async def bench_parked_floor(n: int) -> float:
     return grown / n
 
 
+# -- the HTTP app, with no server between -------------------------------------------------------
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def http_scope(headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    base = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-type", b"application/json"),
+    ]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": base + headers,
+        "client": ("127.0.0.1", 5555),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def http_post(app: Any, scope: dict[str, Any], body: bytes) -> list[dict[str, Any]]:
+    """One POST, as hypercorn hands it over: the body at once, a checkpoint per send, and the
+    end of a complete response reported as a disconnect."""
+    sent: list[dict[str, Any]] = []
+    given = False
+    ended = trio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await ended.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            ended.set()
+        await trio.lowlevel.checkpoint()
+
+    await app(dict(scope), receive, send)
+    return sent
+
+
+async def bench_http(mode: str, n: int) -> float:
+    """CPU (process time) per POST of ``tools/call echo`` through trio_mcp's ASGI app alone:
+    ``modern`` (2026-07-28, no session), ``sse`` or ``json`` (one handshake-era session)."""
+    app = build(None).http_app(HttpOptions(json_response=mode == "json"))
+    async with app.running():
+        if mode == "modern":
+            scope = http_scope(
+                [
+                    (b"mcp-protocol-version", b"2026-07-28"),
+                    (b"mcp-method", b"tools/call"),
+                    (b"mcp-name", b"echo"),
+                ]
+            )
+            params: dict[str, Any] = {"name": "echo", "_meta": MODERN_META}
+        else:
+            opened = await http_post(app, http_scope([]), INITIALIZE)
+            session = dict(opened[0]["headers"])[b"mcp-session-id"]
+            scope = http_scope(
+                [(b"mcp-protocol-version", b"2025-06-18"), (b"mcp-session-id", session)]
+            )
+            await http_post(app, scope, INITIALIZED)
+            params = {"name": "echo"}
+        bodies = [
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {**params, "arguments": {"text": f"hello {i}"}},
+                }
+            )
+            for i in range(1, n + 1)
+        ]
+        answer = await http_post(app, scope, bodies[0])
+        assert b"hello 1" in b"".join(m.get("body", b"") for m in answer), answer
+        start = time.process_time()
+        for body in bodies[1:]:
+            await http_post(app, scope, body)
+        return (time.process_time() - start) * 1e6 / (n - 1)
+
+
 def main(argv: list[str]) -> int:
     spec: dict[str, Any] = json.loads(argv[0]) if argv else {}
     n = int(spec.get("messages", 20000))
     batch = int(spec.get("batch", 10))
     parked = int(spec.get("parked", 5000))
+    http = max(2, n // 10)
     lines = echo_requests(n)
     warm = echo_requests(min(n, 500))
     bench_parse(warm)
@@ -239,6 +346,7 @@ def main(argv: list[str]) -> int:
         "memory_roundtrip": trio.run(bench_memory_roundtrip, max(1, n // 4)),
         "parked_bytes": trio.run(bench_parked, parked),
         "parked_bytes_floor": trio.run(bench_parked_floor, parked),
+        **{f"http_{mode}_us": trio.run(bench_http, mode, http) for mode in HTTP_MODES},
     }
     sys.stdout.write(json.dumps(out) + "\n")
     return 0

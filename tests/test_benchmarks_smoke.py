@@ -120,6 +120,10 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
     report = (tmp_path / "report.md").read_text()
     assert "## Machine" in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
+    if section == "inprocess":
+        for mode in ("modern", "sse", "json"):
+            assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])
+        assert "Streamable HTTP app alone (no ASGI server), modern era" in report
 
 
 def test_http_figures(tmp_path: Path) -> None:
