@@ -260,7 +260,8 @@ GOALS = [
         context=lambda r: (
             f"ours {cell(r.stat('http cancel hs trio', 'server_p50'))} µs, TS "
             f"{cell(r.stat('http cancel hs ts', 'server_p50'))} µs, Python SDK "
-            f"{cell(r.stat('http cancel hs py', 'server_p50'))} µs; modern era (closing the "
+            f"{cell(r.stat('http cancel hs py', 'server_p50'))} µs, bare-hypercorn floor "
+            f"{cell(r.stat('http cancel hs floor', 'server_p50'))} µs; modern era (closing the "
             f"stream): ours {cell(r.stat('http cancel modern trio', 'server_p50'))} µs, Python SDK "
             f"{cell(r.stat('http cancel modern py', 'server_p50'))} µs"
         ),
@@ -625,7 +626,7 @@ class Report:
             ("hs", "`notifications/cancelled` POST"),
             ("modern", "closing the stream"),
         ):
-            for server in ("trio", "ts", "py"):
+            for server in ("trio", "floor", "ts", "py"):
                 job = f"http cancel {era} {server}"
                 if job in self.jobs:
                     row = [f"{HTTP_NAMES[server]}, {'handshake' if era == 'hs' else 'modern'}", how]
@@ -639,9 +640,18 @@ class Report:
                 "era by closing the call's connection (the spec: the disconnect is the "
                 "cancellation). (a) to the cancel's end (the 202, or the close); (b) to the "
                 "server handler's `finally` (CLOCK_MONOTONIC stamps); then the next call's "
-                f"latency. {p['http_cancels']} cancels per run.",
+                f"latency. {p['http_cancels']} cancels per run. The bare-hypercorn floor has no "
+                "handler: it stamps the moment its app is handed the cancel POST's body, or "
+                "sees the stream closed, the earliest a server under the same hypercorn can "
+                "observe a cancel.",
                 "",
             )
+            if self.ratio("http_cancel_vs_floor") is not None:
+                self.add(
+                    "trio_mcp's (b) over the floor's, handshake era, within each run: "
+                    f"{cell(self.ratio('http_cancel_vs_floor'), 2, 'x')}.",
+                    "",
+                )
             header = ["server, era", "cancel by", "(a) p50", "p90", "(b) server observed p50"]
             self.table([*header, "p90", "next call p50", "p90"], cancel_rows)
         session_rows = []

@@ -231,6 +231,8 @@ def http_server_command(
                 env["BENCH_STAMPS"] = stamps
         else:
             env["BENCH_SSE"] = "0" if json_response else "1"
+            if stamps:
+                env["BENCH_STAMPS"] = stamps
         return command, env
     if workers != 1:
         raise ValueError(f"only hypercorn servers run with several workers, not {name}")
@@ -465,6 +467,11 @@ def ratios_for(run: Run) -> dict[str, float]:
             peer_cancels
         )
     ratio(
+        "http_cancel_vs_floor",
+        ("http cancel hs trio", "server_p50"),
+        ("http cancel hs floor", "server_p50"),
+    )
+    ratio(
         "http_cancel_modern_vs_py",
         ("http cancel modern trio", "server_p50"),
         ("http cancel modern py", "server_p50"),
@@ -640,13 +647,9 @@ class Bench:
         )
         for era, servers in HTTP_SERVERS.items():
             for server in servers:
-                if server != "floor":
-                    jobs.append(
-                        (
-                            f"http cancel {era} {server}",
-                            lambda e=era, s=server: self.http_cancel(e, s),
-                        )
-                    )
+                jobs.append(
+                    (f"http cancel {era} {server}", lambda e=era, s=server: self.http_cancel(e, s))
+                )
         for server in ("trio", "ts", "py"):
             jobs.append((f"http sessions {server}", lambda s=server: self.http_sessions(s)))
         return jobs

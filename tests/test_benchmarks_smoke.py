@@ -49,9 +49,11 @@ HTTP_JOBS = [
     "http modern py json",
     "http modern trio sse w2",
     "http cancel hs trio",
+    "http cancel hs floor",
     "http cancel hs ts",
     "http cancel hs py",
     "http cancel modern trio",
+    "http cancel modern floor",
     "http cancel modern py",
     "http sessions trio",
     "http sessions ts",
@@ -83,6 +85,7 @@ HTTP_RATIOS = [
     "http_modern_sse_vs_py_con",
     "http_workers_2_vs_1",
     "http_cancel_vs_best_peer",
+    "http_cancel_vs_floor",
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
