@@ -320,16 +320,29 @@ async def test_routing_between_the_eras() -> None:
 
 async def test_a_complete_response_ends_the_post_without_waiting(mock_clock: Any) -> None:
     """Once its response is written, a POST's disconnect watcher ends by itself on the end the
-    server reports; a server that never reports it is waited for only a bounded grace."""
+    server reports; a server that never reports it is waited for only a bounded grace. A
+    request that never yields has no watcher at all: nothing to wait for either way."""
     mock_clock.autojump_threshold = 0
-    app = modern_server([]).http_app()
-    body = modern_body(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
-    headers = modern_headers("tools/call", "echo")
+    server = modern_server([])
+
+    @server.tool()
+    async def once(text: str) -> str:
+        await trio.lowlevel.checkpoint()  # the request yields: its watcher is started
+        return text
+
+    app = server.http_app()
     async with app.running():
-        for reports_the_end, waited in ((True, 0.0), (False, _DISCONNECT_GRACE)):
+        for tool, reports_the_end, waited in (
+            ("once", True, 0.0),
+            ("once", False, _DISCONNECT_GRACE),
+            ("echo", True, 0.0),
+            ("echo", False, 0.0),
+        ):
+            body = modern_body(1, "tools/call", {"name": tool, "arguments": {"text": "hi"}})
+            headers = modern_headers("tools/call", tool)
             start = trio.current_time()
             done = await asgi_exchange(app, "POST", headers, body, reports_the_end=reports_the_end)
-            assert trio.current_time() - start == waited
+            assert trio.current_time() - start == waited, tool
             assert done.status == 200
             result = orjson.loads(done.body)["result"]
             assert result["content"] == [{"type": "text", "text": "hi"}]

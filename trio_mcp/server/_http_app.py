@@ -16,9 +16,18 @@ import logging
 import math
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+import types
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -84,6 +93,8 @@ from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 from ._tasks import TaskStoreUnavailable
 
 logger = logging.getLogger("trio_mcp.http")
+
+_T = TypeVar("_T")
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
@@ -1756,19 +1767,22 @@ class McpHttpApp:
         self._posts.add(session)  # so that a drain can end its request
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    _watch_disconnect, receive, nursery.cancel_scope, session, request.id
-                )
+                watcher = _Watcher(receive, nursery, session, request.id)
 
                 def stream_now() -> None:
-                    nursery.start_soon(self._stream_alone, scope, send, stream, events, nursery)
+                    nursery.start_soon(
+                        self._stream_alone, scope, send, stream, events, nursery, watcher
+                    )
 
                 session.on_event = stream_now
-                await session.engine.serve_one(request, nursery, principal=principal)
+                await _on_first_yield(
+                    session.engine.serve_one(request, nursery, principal=principal),
+                    watcher.start,
+                )
                 if session.on_event is not None:  # nothing was streamed: answer it whole
                     session.on_event = None
                     await self._answer_alone(scope, send, session, stream, events)
-                    _wind_down(nursery, ended=True)
+                    _wind_down(nursery, ended=True, own=watcher.started)
         finally:
             self._posts.discard(session)
             self._end(session, stream, events)
@@ -1832,6 +1846,7 @@ class McpHttpApp:
         stream: EventStream,
         events: trio.MemoryReceiveChannel[StreamItem],
         done: trio.Nursery,
+        watcher: _Watcher,
     ) -> None:
         """SSE for a POST's own request whose notifications come before its response, as they
         come; then the POST winds down (``done``, its nursery). A cut or a client gone cancels
@@ -1841,7 +1856,7 @@ class McpHttpApp:
             await self._sse_start(scope, send)
             ended = await self._relay(send, stream, events)
         finally:
-            _wind_down(done, ended=ended, own=1)
+            _wind_down(done, ended=ended, own=1 + watcher.started)
 
     async def _answer_initialize(
         self,
@@ -1958,7 +1973,7 @@ class McpHttpApp:
             return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            _wind_down(nursery, ended=await self._relay(send, stream, events, prefix))
+            _wind_down(nursery, ended=await self._relay(send, stream, events, prefix), own=1)
 
     async def _relay(
         self,
@@ -2288,6 +2303,66 @@ async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> No
     scope.cancel()
 
 
+class _Watcher:
+    """The disconnect watcher of a POST's own request (:func:`_watch_disconnect`), started
+    once the request first yields (:func:`_on_first_yield`)."""
+
+    __slots__ = ("_nursery", "_receive", "_request_id", "_session", "started")
+
+    def __init__(
+        self, receive: Receive, nursery: trio.Nursery, session: HttpSession, request_id: RequestId
+    ) -> None:
+        self._receive = receive
+        self._nursery = nursery
+        self._session = session
+        self._request_id = request_id
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        nursery = self._nursery
+        nursery.start_soon(
+            _watch_disconnect, self._receive, nursery.cancel_scope, self._session, self._request_id
+        )
+
+
+@types.coroutine
+def _on_first_yield(
+    coro: Coroutine[Any, Any, _T], first: Callable[[], None]
+) -> Generator[Any, Any, _T]:
+    """Await ``coro``, calling ``first`` when it first yields to trio, before trio acts on it.
+
+    A POST's own request that ends without ever yielding (most tools) needs no disconnect
+    watcher: nothing else could have run while it did, the watcher included. Started at the
+    first yield, the watcher runs when it would have run had it been started before the
+    request, and a request that never blocks saves its task.
+    """
+    try:
+        trap = coro.send(None)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
+    first()
+    while True:
+        try:
+            sent = yield trap
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                trap = coro.throw(exc)
+            except StopIteration as done:
+                result = done.value
+                return result
+        else:
+            try:
+                trap = coro.send(sent)
+            except StopIteration as done:
+                result = done.value
+                return result
+
+
 async def _watch_disconnect(
     receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
 ) -> None:
@@ -2310,19 +2385,20 @@ _PATIENCE = 2
 _DISCONNECT_GRACE = 5.0
 
 
-def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int = 0) -> None:
+def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
     """End a POST's nursery once its response is written (``ended``) or given up.
 
     A complete response lets its disconnect watcher end by itself: an ASGI server reports the
     end of a complete response as a disconnect (hypercorn does so before the last ``send``
     returns), which costs less than cancelling the watcher. Only when the response was cut,
-    or something more than the watcher and the ``own`` tasks (the caller's) is left in the
-    nursery (a handler's), is it cancelled; and a server that never reports the end is waited
-    for only ``_DISCONNECT_GRACE``.
+    or something more than the POST's ``own`` tasks (its watcher, its stream's task) is left in
+    the nursery (a handler's), is it cancelled; and a server that never reports the end is
+    waited for only ``_DISCONNECT_GRACE``.
     """
-    if not ended or len(nursery.child_tasks) > 1 + own:
+    left = len(nursery.child_tasks)
+    if not ended or left > own:
         nursery.cancel_scope.cancel()
-    else:
+    elif left:
         nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
 
 
