@@ -9,9 +9,11 @@ import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
@@ -29,6 +31,7 @@ from trio_mcp.server._event_store import (
     ByteBudget,
     EventStream,
     EventWriter,
+    Listener,
     MemorySink,
     StreamLimits,
 )
@@ -136,6 +139,45 @@ async def test_many_small_events_are_counted_with_their_overhead() -> None:
         await store.append(f"s.r{n}", 1, b"")
     assert store.held_bytes <= 100_000
     assert len(store) < 100
+
+
+async def test_a_listener_hands_over_in_order_and_a_cut_ends_it_after_what_it_had() -> None:
+    listener = Listener()
+    got: list[object] = []
+
+    async def take() -> None:
+        try:
+            while True:
+                got.append(await listener.receive())
+        except trio.EndOfChannel:
+            got.append("end")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take)
+        await trio.testing.wait_all_tasks_blocked()  # waiting: nothing sent yet
+        listener.send_nowait(("1", b"a"))
+        listener.send_nowait(("2", b"b"))
+        assert len(listener) == 2  # sent, not yet taken
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [("1", b"a"), ("2", b"b")] and len(listener) == 0
+        listener.send_nowait(None)
+        listener.close()
+    assert got == [("1", b"a"), ("2", b"b"), None, "end"]
+    with pytest.raises(trio.ClosedResourceError):
+        listener.send_nowait(("3", b"c"))
+    with pytest.raises(trio.EndOfChannel):
+        listener.receive_nowait()
+
+
+async def test_a_listener_whose_receiver_was_cancelled_still_delivers(mock_clock: Any) -> None:
+    mock_clock.autojump_threshold = 0
+    listener = Listener()
+    with trio.move_on_after(1):
+        await listener.receive()  # cancelled while waiting: it must forget its waiter
+    with pytest.raises(trio.WouldBlock):
+        listener.receive_nowait()
+    listener.send_nowait(("1", b"a"))
+    assert await listener.receive() == ("1", b"a")
 
 
 def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Protocol
@@ -566,6 +565,66 @@ class EventWriter:
 StreamItem = tuple[str, bytes] | None
 
 
+class Listener:
+    """The events a stream hands to the one connection listening to it, in order; that
+    connection takes them from here (:meth:`receive`, :meth:`receive_nowait`).
+
+    What an unbounded trio memory channel is for one sender and one receiver, as one small
+    object: every POST that carries a request attaches one, and a channel's pair of endpoints
+    and shared state cost more to make than the rest of the POST's stream. :meth:`close` is a
+    cut: the receiver gets what was sent before it, then ``EndOfChannel``.
+    """
+
+    __slots__ = ("_closed", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[StreamItem] = collections.deque()
+        self._closed = False
+        self._waiter: trio.lowlevel.Task | None = None
+
+    def __len__(self) -> int:
+        """How many of the items sent are not taken yet."""
+        return len(self._items)
+
+    def send_nowait(self, item: StreamItem) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the listener was cut")
+        self._items.append(item)
+        self._wake()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def receive_nowait(self) -> StreamItem:
+        if self._items:
+            return self._items.popleft()
+        if self._closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> StreamItem:
+        """The next item, waiting for it (one receiving task at a time); a checkpoint either
+        way, as a channel's ``receive`` is."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not self._items and not self._closed:
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return self.receive_nowait()
+
+    def _wake(self) -> None:
+        task = self._waiter
+        if task is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
 @attrs.frozen
 class StreamLimits:
     """How much a stream queues for a connection that is behind, and for a GET not there yet."""
@@ -654,8 +713,7 @@ class EventStream:
     finished: bool = False
     #: Set when the request ended with a response (False: suppressed by a cancel).
     responded: bool = False
-    listener: trio.MemorySendChannel[StreamItem] | None = None
-    listener_token: object = None
+    listener: Listener | None = None
     #: Events no listener has seen yet (the standalone stream keeps them for the next GET);
     #: read it as :attr:`backlog`. Made with the first event it keeps: an empty deque holds a
     #: block of 64 slots (about 760 bytes), and most streams never keep one, so every idle
@@ -710,7 +768,7 @@ class EventStream:
                     self.listener.send_nowait(item)
                     self._add_pending(len(data))
                     return
-                except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+                except trio.ClosedResourceError:
                     self._drop_listener()
         if self.request_id is None and not self.finished:
             # Only the standalone stream waits for a GET to come, and only while its session
@@ -727,7 +785,7 @@ class EventStream:
         if self.listener is not None:
             try:
                 self.listener.send_nowait(None)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
+            except trio.ClosedResourceError:
                 pass
         self.done.set()
 
@@ -738,32 +796,31 @@ class EventStream:
         if self.finished:
             self.store.forget(self.stream_id)
 
-    def attach(self, *, resumed: bool = False) -> trio.MemoryReceiveChannel[StreamItem]:
+    def attach(self, *, resumed: bool = False) -> Listener:
         """Give this stream a new listener (replacing any old one), with what it missed: the
         backlog, unless the listener ``resumed`` from an event id (its caller replays what came
         after it from the store, the backlog included, and writes that first)."""
-        send, receive = trio.open_memory_channel[StreamItem](math.inf)
+        listener = Listener()
         if self.listener is not None:
             self._cut()  # the stale connection ends, as cut: its client resumes if it can
-        missed = [] if resumed else list(self.backlog)
+        if not resumed and self._backlog:
+            for item in self._backlog:
+                listener.send_nowait(item)
+                self._add_pending(len(item[1]))
         self.discard_backlog()
-        self.listener = send
-        self.listener_token = receive
-        for item in missed:
-            send.send_nowait(item)
-            self._add_pending(len(item[1]))
+        self.listener = listener
         if self.finished:
-            send.send_nowait(None)
-        return receive
+            listener.send_nowait(None)
+        return listener
 
-    def detach(self, receive: trio.MemoryReceiveChannel[StreamItem]) -> None:
+    def detach(self, listener: Listener) -> None:
         """The listener's connection ended; only its own registration is removed."""
-        if self.listener_token is receive:
+        if self.listener is listener:
             self._drop_listener()
 
-    def settle(self, receive: trio.MemoryReceiveChannel[StreamItem]) -> None:
-        """The listener ``receive`` took an event to write it: it is no longer pending."""
-        if self.listener_token is receive:
+    def settle(self, listener: Listener) -> None:
+        """The ``listener`` took an event to write it: it is no longer pending."""
+        if self.listener is listener:
             self._settle()
 
     def discard_backlog(self) -> None:
@@ -815,9 +872,9 @@ class EventStream:
         self.budget.used += size
 
     def _settle(self) -> None:
-        """Forget the pending events the listener has taken (its channel holds the rest)."""
+        """Forget the pending events the listener has taken (it holds the rest)."""
         assert self.listener is not None
-        waiting = self.listener.statistics().current_buffer_used
+        waiting = len(self.listener)
         pending = self._pending
         while pending and len(pending) > waiting:
             size = pending.popleft()
@@ -832,7 +889,6 @@ class EventStream:
 
     def _drop_listener(self) -> None:
         self.listener = None
-        self.listener_token = None
         self.budget.used -= self.pending_bytes
         self._pending = None
         self.pending_bytes = 0

@@ -73,6 +73,7 @@ from ._event_store import (
     EventStoreUnavailable,
     EventStream,
     EventWriter,
+    Listener,
     MemoryEventStore,
     MemorySink,
     Replay,
@@ -1787,9 +1788,7 @@ class McpHttpApp:
             self._posts.discard(session)
             self._end(session, stream, events)
 
-    def _begin(
-        self, session: HttpSession, request: Request
-    ) -> tuple[EventStream, trio.MemoryReceiveChannel[StreamItem]]:
+    def _begin(self, session: HttpSession, request: Request) -> tuple[EventStream, Listener]:
         """Register a request's stream, and listen to it, before the engine sees the request."""
         if session.closing:
             # A session winding down takes nothing new (its engine may be gone); the same
@@ -1807,7 +1806,7 @@ class McpHttpApp:
         self,
         session: HttpSession,
         stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        events: Listener,
     ) -> None:
         stream.detach(events)
         session.idle()
@@ -1821,7 +1820,7 @@ class McpHttpApp:
         send: Send,
         session: HttpSession,
         stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        events: Listener,
     ) -> None:
         """The whole answer of a POST's own request, once it has ended. A modern request's
         status follows its error code; an empty 202 when it was cancelled with no response
@@ -1844,7 +1843,7 @@ class McpHttpApp:
         scope: Scope,
         send: Send,
         stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        events: Listener,
         done: trio.Nursery,
         watcher: _Watcher,
     ) -> None:
@@ -1940,7 +1939,7 @@ class McpHttpApp:
         receive: Receive,
         send: Send,
         stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        events: Listener,
         prime: str | None,
         headers: Iterable[tuple[bytes, bytes]] = (),
         *,
@@ -1979,7 +1978,7 @@ class McpHttpApp:
         self,
         send: Send,
         stream: EventStream,
-        events: trio.MemoryReceiveChannel[StreamItem],
+        events: Listener,
         prefix: bytes = b"",
     ) -> bool:
         """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
@@ -2438,9 +2437,7 @@ def _error_code(data: bytes) -> int | None:
     return parsed.error.code if isinstance(parsed, ErrorResponse) else None
 
 
-async def _ended(
-    stream: EventStream, events: trio.MemoryReceiveChannel[StreamItem]
-) -> list[tuple[str, bytes]]:
+async def _ended(stream: EventStream, events: Listener) -> list[tuple[str, bytes]]:
     """Everything a request's stream carried, once the request has ended."""
     await stream.done.wait()
     return _drain_now(events)
@@ -2450,7 +2447,7 @@ async def _ended(
 _WRITE_BYTES = 64 * 1024
 
 
-def _drain_now(events: trio.MemoryReceiveChannel[StreamItem]) -> list[tuple[str, bytes]]:
+def _drain_now(events: Listener) -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = []
     while True:
         try:
