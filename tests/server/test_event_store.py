@@ -252,6 +252,23 @@ async def test_results_delivered_on_a_live_stream_are_not_kept() -> None:
         assert store.held_bytes == 0
 
 
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_only_a_stream_that_can_be_resumed_is_stored(json_response: bool) -> None:
+    """An SSE answer's stream is in the store while its request runs (a client may resume it);
+    a JSON answer has no event ids, so nothing of its stream is ever written there."""
+    server, gates = big_result_server(10)
+    async with serving(server, HttpOptions(json_response=json_response)) as served:
+        session = await served.initialize()
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(served.call, session, call_body(1, "big", {"gate": 1}))
+            await eventually(lambda: bool(served.app.sessions[session].request_streams))
+            assert len(store) == (0 if json_response else 1)
+            gates[1].set()
+        assert len(store) == 0
+
+
 @pytest.mark.invariant(11)
 async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_first() -> None:
     """Streams whose client went away before the response are kept for a resume, but only up to

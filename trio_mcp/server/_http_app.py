@@ -393,20 +393,26 @@ class HttpSession:
                 headers=[(b"retry-after", b"1")],
             )
         self._stream_numbers += 1
-        stream = self._new_stream(f"{self._key_prefix}r{self._stream_numbers}", request_id)
+        # A JSON response has no event ids: nothing of its stream can be resumed, or stored.
+        store = NO_STORE if self.app.options.json_response else self.store
+        key = f"{self._key_prefix}r{self._stream_numbers}"
+        stream = self._new_stream(key, request_id, store)
         self.request_streams[request_id] = stream
         return stream
 
-    def _new_stream(self, key: str, request_id: RequestId | None = None) -> EventStream:
+    def _new_stream(
+        self, key: str, request_id: RequestId | None = None, store: StreamSink | None = None
+    ) -> EventStream:
         app = self.app
+        store = self.store if store is None else store
         stream = EventStream(
             self.id,
             key,
-            self.store,
+            store,
             request_id,
             limits=app.limits,
             budget=app.budget,
-            meta=StreamMeta(self.id, self.owner, request_id),
+            meta=None if store is NO_STORE else StreamMeta(self.id, self.owner, request_id),
         )
         if request_id is not None:
             stream.open()  # the GET stream is opened by its first event
