@@ -2017,6 +2017,15 @@ class McpHttpApp:
         try:
             while True:
                 if not body:
+                    try:
+                        # What is there already needs no wait, nor a scope for its keep-alive.
+                        if take(events.receive_nowait()):
+                            break
+                        continue
+                    except trio.WouldBlock:
+                        pass
+                    except trio.EndOfChannel:
+                        break  # cut: the client resumes with Last-Event-ID
                     with trio.move_on_after(interval):
                         try:
                             item = await events.receive()
