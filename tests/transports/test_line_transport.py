@@ -7,6 +7,7 @@ import os
 import select
 from collections.abc import AsyncIterator
 
+import orjson
 import pytest
 import trio
 import trio.testing
@@ -216,3 +217,73 @@ async def test_a_write_already_cancelled_writes_nothing() -> None:
         with trio.move_on_after(0.05) as waited:
             await reader.receive_some(1024)
         assert waited.cancelled_caught  # nothing was written
+
+
+async def test_a_read_of_the_pipe_comes_after_the_request_just_started_has_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Having started a request's task, the engine reads its input again only once that task
+    has taken its step: a quick request is answered before the pipe is found empty, never after
+    (trio runs a round's tasks in either order: 20 calls would catch a read that came first)."""
+    from trio_mcp import Server
+
+    server = Server("order", "1.0")
+    ran = 0
+
+    @server.tool()
+    async def quick() -> str:
+        nonlocal ran
+        ran += 1
+        return "ok"
+
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    os.set_blocking(in_write, True)
+    sent = 0
+    empty_reads: list[bool] = []  # for each read that found the pipe empty: had all run?
+    real_read = os.read
+
+    def spying_read(fd: int, size: int) -> bytes:
+        try:
+            return real_read(fd, size)
+        except BlockingIOError:
+            if fd == in_read:
+                empty_reads.append(ran == sent)
+            raise
+
+    monkeypatch.setattr(os, "read", spying_read)
+
+    def line(message: dict[str, object]) -> bytes:
+        return orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n"
+
+    async with (
+        trio.lowlevel.FdStream(in_read) as stdin,
+        trio.lowlevel.FdStream(out_write) as stdout,
+        trio.lowlevel.FdStream(out_read) as answers,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(server.serve_transport, LineTransport(stdin, stdout))
+        received = bytearray()
+
+        async def answer() -> dict[str, object]:
+            while b"\n" not in received:
+                received.extend(await answers.receive_some(65536))
+            head, _, rest = bytes(received).partition(b"\n")
+            received[:] = rest
+            message: dict[str, object] = orjson.loads(head)
+            return message
+
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        init["clientInfo"] = {"name": "t", "version": "0"}
+        os.write(in_write, line({"id": 0, "method": "initialize", "params": init}))
+        await answer()
+        os.write(in_write, line({"method": "notifications/initialized"}))
+        for rid in range(1, 21):
+            sent += 1
+            params = {"name": "quick", "arguments": {}}
+            os.write(in_write, line({"id": rid, "method": "tools/call", "params": params}))
+            assert (await answer())["id"] == rid
+        assert ran == sent == 20
+        # An empty read after the answer went out is fine (the next request not sent yet).
+        assert empty_reads and all(empty_reads), empty_reads
+        os.close(in_write)  # the end of the input ends the server

@@ -88,12 +88,35 @@ class LineTransport(BaseTransport):
 
     async def _read_chunk(self) -> bytes:
         try:
+            if isinstance(self._receive_stream, trio.lowlevel.FdStream):
+                return await _read_fd(self._receive_stream.fileno())
             return bytes(await self._receive_stream.receive_some(_CHUNK))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return b""
 
     def _too_long(self) -> Oversized:
         return Oversized.from_head(self.max_line_bytes, self._framer.refused_head)
+
+
+async def _read_fd(fd: int) -> bytes:
+    """Read what a non-blocking pipe (an ``FdStream``'s) holds, once every task that was
+    runnable has taken a step; ``b""`` at its end.
+
+    The engine reads again right after it has started the task of the request it just read.
+    ``FdStream.receive_some`` yields once, then reads, and trio runs the tasks of a scheduling
+    round in either order: half the time the read came first, found the pipe empty (the peer
+    is waiting for that very answer), and registered with epoll, all before the request ran,
+    on a sequential call's critical path. Two yields (the second cannot be cancelled) put the
+    read after the request's first step, in which a quick request has written its answer.
+    Only the engine's read loop reads the pipe.
+    """
+    await trio.lowlevel.checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    while True:
+        try:
+            return os.read(fd, _CHUNK)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
 
 
 async def _write_fd(fd: int, data: bytes) -> None:
