@@ -10,9 +10,10 @@ the running interpreter) and the TypeScript SDK (``npm ci``, when ``node_modules
 The report (``report.md``), the chart (``chart.png``) and every figure per run
 (``results.json``) go to ``benchmarks/results/`` unless ``--out`` says otherwise.
 
-Every figure is measured once per run, in a shuffled order, and reported as the median and the
-range (min-max) over the runs; every ratio is computed within one run (both sides measured
-minutes apart at most, on the same machine load) and then summarised the same way. See
+Every figure is measured once per run, in a shuffled order that keeps the jobs compared with each
+other together (:func:`comparison_group`), and reported as the median and the range (min-max)
+over the runs; every ratio is computed within one run (both sides measured back to back, seconds
+apart, on the same machine load) and then summarised the same way. See
 ``docs/benchmarks.md`` for what each benchmark measures and why.
 """
 
@@ -26,6 +27,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -72,7 +74,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "task_calls": 2000,
         "task_warmup": 300,
         "task_parked": 5000,
-        "http_runs": 3,
+        "http_runs": 5,
         "http_n": 1200,
         "http_warmup": 300,
         "http_cancels": 20,
@@ -696,6 +698,31 @@ class Bench:
         return jobs
 
 
+#: The peers' names in job names; the raw driver is a workload, not a peer.
+_PEER = re.compile(r"\b(trio|floor|ts|py)\b")
+
+
+def comparison_group(name: str) -> str:
+    """The jobs whose figures are compared with each other share a group: the same workload on
+    each peer (``http hs trio sse`` and ``http hs floor sse``: ``http hs * sse``), the two
+    workers' job with the one worker's."""
+    return _PEER.sub("*", name.removesuffix(" w2"))
+
+
+def in_run_order(
+    jobs: list[tuple[str, Callable[[], dict[str, float]]]], rng: random.Random
+) -> list[tuple[str, Callable[[], dict[str, float]]]]:
+    """A run's jobs in a shuffled order, each comparison group's back to back (in a shuffled
+    order too): this machine's speed drifts over minutes, so a ratio taken across the whole
+    run would measure the drift as much as the servers."""
+    groups: dict[str, list[tuple[str, Callable[[], dict[str, float]]]]] = {}
+    for job in jobs:
+        groups.setdefault(comparison_group(job[0]), []).append(job)
+    order = list(groups.values())
+    rng.shuffle(order)
+    return [job for group in order for job in rng.sample(group, len(group))]
+
+
 def check_clock(rounds: int, log: Path) -> dict[str, Any]:
     command = [node(), str(PEERS / "clock_check.mjs"), str(rounds), "--", sys.executable]
     result: dict[str, Any] = run_json(command, log)
@@ -891,8 +918,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary["clock"] = check_clock(profile["clock_rounds"], log)
         bench = Bench(profile, Path(scratch), log)
         for index in range(profile["runs"]):
-            jobs = bench.jobs(sections, index)
-            random.Random(index).shuffle(jobs)
+            jobs = in_run_order(bench.jobs(sections, index), random.Random(index))
             run: Run = {}
             label = f"run {index + 1}/{profile['runs']}"
             if args.parallel > 1:  # only where figures do not matter: the smoke test

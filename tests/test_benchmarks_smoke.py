@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -144,6 +145,12 @@ def test_http_figures(tmp_path: Path) -> None:
         assert not missing, (job, missing)
     missing_ratios = set(HTTP_RATIOS) - set(summary["ratios"])
     assert not missing_ratios, missing_ratios
+    # The jobs compared with each other ran back to back: each workload's peers together.
+    order = list(summary["runs"][0]["figures"])
+    for workload in ("http hs * sse", "http modern * json", "http cancel hs *"):
+        pattern = re.compile("^" + re.escape(workload).replace(r"\*", r"(trio|floor|ts|py)") + "$")
+        at = [i for i, name in enumerate(order) if pattern.match(name)]
+        assert len(at) > 1 and at == list(range(at[0], at[0] + len(at))), (workload, order)
     loads = summary["profiles"]["loads"]
     assert set(loads) == {"http", "http-modern", "stdio", "sessions", "parked"}
     for name in ("http", "http-modern", "stdio"):
