@@ -324,7 +324,7 @@ class HttpSession:
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
         self.store: StreamSink = app.sink if kind is SessionKind.SESSION else NO_STORE
-        self.standalone = self._new_stream(self._key_prefix + "0")
+        self.standalone = self._new_stream(self._key_prefix + "0", self.store)
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
         self.active = 0
@@ -396,15 +396,14 @@ class HttpSession:
         # A JSON response has no event ids: nothing of its stream can be resumed, or stored.
         store = NO_STORE if self.app.options.json_response else self.store
         key = f"{self._key_prefix}r{self._stream_numbers}"
-        stream = self._new_stream(key, request_id, store)
+        stream = self._new_stream(key, store, request_id)
         self.request_streams[request_id] = stream
         return stream
 
     def _new_stream(
-        self, key: str, request_id: RequestId | None = None, store: StreamSink | None = None
+        self, key: str, store: StreamSink, request_id: RequestId | None = None
     ) -> EventStream:
         app = self.app
-        store = self.store if store is None else store
         stream = EventStream(
             self.id,
             key,
@@ -2016,16 +2015,9 @@ class McpHttpApp:
 
         try:
             while True:
-                if not body:
-                    try:
-                        # What is there already needs no wait, nor a scope for its keep-alive.
-                        if take(events.receive_nowait()):
-                            break
-                        continue
-                    except trio.WouldBlock:
-                        pass
-                    except trio.EndOfChannel:
-                        break  # cut: the client resumes with Last-Event-ID
+                if not body and not len(events):
+                    # Only a real wait needs a scope for its keep-alive: what is there already
+                    # is taken below.
                     with trio.move_on_after(interval):
                         try:
                             item = await events.receive()
