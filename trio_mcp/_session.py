@@ -15,7 +15,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol, assert_never
+from typing import Any, Protocol, TypeAlias, assert_never
 
 import attrs
 import trio
@@ -187,6 +187,12 @@ class _Pending:
     done: bool = False
 
 
+#: Where the answer of a request in a batch goes (its batch's collector). A request answered on
+#: its own has none: the engine writes its answer (from its own task when it can). Held as a
+#: bound method of the session, it would tie every session to itself in a reference cycle.
+Sink: TypeAlias = "Callable[[Message | None], None]"
+
+
 class _BatchSink:
     """Collects the responses of one batch and writes them as one array."""
 
@@ -196,7 +202,7 @@ class _BatchSink:
         self._waiting = 0
         self._sealed = False
 
-    def expect(self) -> Callable[[Message | None], None]:
+    def expect(self) -> Sink:
         self._waiting += 1
         return self._deliver
 
@@ -286,9 +292,6 @@ class Session:
         #: A request's task is writing its response in the idle writer's place: the writer is
         #: not woken meanwhile (what is queued then waits for that write to end).
         self._borrowed = False
-        #: The sink of a request that is answered on its own (not in a batch): one bound
-        #: method for the session, not one per request.
-        self._respond = self._write_response
         #: The jobs of :meth:`run_ordered`: the channel, and the task that runs them, are made
         #: with the first job (most connections never have one). ``_ordered_jobs`` is the
         #: channel's end until its task is started.
@@ -442,7 +445,7 @@ class Session:
         if isinstance(parsed, Batch):
             self._feed_batch(parsed)
         elif isinstance(parsed, Request):
-            self._on_request(parsed, self._respond, principal)
+            self._on_request(parsed, None, principal)
         elif isinstance(parsed, Notification):
             self._on_notification(parsed)
         elif isinstance(parsed, Response | ErrorResponse):
@@ -661,12 +664,7 @@ class Session:
         assert isinstance(message, Response | ErrorResponse)
         self._enqueue(_encode_response(message), message.id, final=True)
 
-    def _on_request(
-        self,
-        request: Request,
-        sink: Callable[[Message | None], None],
-        principal: Any = None,
-    ) -> None:
+    def _on_request(self, request: Request, sink: Sink | None, principal: Any = None) -> None:
         admitted = self._admit(request, sink, principal)
         if admitted is not None:
             assert self._nursery is not None
@@ -688,20 +686,32 @@ class Session:
             raise TypeError("serve_one needs a transport that delivers (see Sender)")
         self._nursery = nursery
         try:
-            admitted = self._admit(request, self._respond, principal)
+            admitted = self._admit(request, None, principal)
             if admitted is not None:
-                await self._run_request(*admitted, self._respond)
+                await self._run_request(*admitted, None)
         finally:
             self._close(ConnectionClosed("the request has ended"))
             self._close_queue()
 
+    def release(self) -> None:
+        """Let go of the transport and the dispatcher, once nothing of this engine runs.
+
+        Each may hold the engine in turn (a connection's ``session``; an HTTP session is its
+        engine's transport), in a reference cycle that only the cycle collector would free:
+        released, an engine made for one request is freed by reference counting as soon as
+        its owner drops it. Whatever is sent afterwards (by a handler's context kept past its
+        request) is dropped, as on any closed engine.
+        """
+        self._close_queue()
+        self._deliver = None
+        del self.transport, self.dispatcher
+
     def _admit(
-        self,
-        request: Request,
-        sink: Callable[[Message | None], None],
-        principal: Any,
+        self, request: Request, sink: Sink | None, principal: Any
     ) -> tuple[Route, InFlight] | None:
         """Route and register a request; or answer it at once (None) when it is refused."""
+        if sink is None:
+            sink = self._write_response
         if request.method.startswith("notifications/"):
             sink(_error(request.id, METHOD_NOT_FOUND, "Method not found", request.method))
             return None
@@ -745,9 +755,7 @@ class Session:
     def in_flight(self, request_id: RequestId) -> InFlight | None:
         return self._in_flight.get(request_id)
 
-    async def _run_request(
-        self, route: Route, record: InFlight, sink: Callable[[Message | None], None]
-    ) -> None:
+    async def _run_request(self, route: Route, record: InFlight, sink: Sink | None) -> None:
         # Few locals, and no ``with`` (it keeps the scope's bound ``__exit__`` on the stack):
         # all of this frame is held by every parked request.
         outcome: Message | None = None
@@ -769,10 +777,13 @@ class Session:
         finally:
             self._settled(record)
         if outcome is None:
-            sink(None)
+            if sink is not None:
+                sink(None)
             self._suppressed(record.request.id)
-        elif sink is not self._respond or not await self._write_in_place(outcome):
+        elif sink is not None:
             sink(outcome)
+        elif not await self._write_in_place(outcome):
+            self._write_response(outcome)
 
     def _suppressed(self, request_id: RequestId) -> None:
         """Tell the transport, in order with the writes, that a request ended unanswered."""

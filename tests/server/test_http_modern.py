@@ -4,19 +4,25 @@ seed-behaviors (e) 7-12 and 32-34, through a real hypercorn trio worker."""
 from __future__ import annotations
 
 import base64
+import gc
 from typing import Annotated, Any
 
 import httpx
 import orjson
+import pytest
 import trio
 
 from trio_mcp import Context, Server
-from trio_mcp.server._http_app import _DISCONNECT_GRACE
+from trio_mcp.lowlevel import Session
+from trio_mcp.server import HttpOptions
+from trio_mcp.server._connection import ServerConnection
+from trio_mcp.server._http_app import _DISCONNECT_GRACE, HttpSession
 
 from .._http import (
     VERSION,
     Served,
     asgi_exchange,
+    call_body,
     error_of,
     initialize_body,
     parse_sse,
@@ -316,6 +322,43 @@ async def test_routing_between_the_eras() -> None:
                 headers={**base, "mcp-session-id": session, "mcp-protocol-version": "1999-01-01"},
             )
             assert refused.status_code == 405
+
+
+def _engine_objects() -> int:
+    """How many engines, connections and HTTP sessions the cycle collector tracks, dead or alive."""
+    kinds = (HttpSession, Session, ServerConnection)
+    return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["modern", "stateless"])
+async def test_a_posts_own_engine_is_freed_when_the_post_ends(stateless: bool) -> None:
+    """A modern (or stateless) POST builds an engine of its own; once the POST has ended,
+    reference counting frees it, with its connection and HTTP session: nothing of it is left
+    in a reference cycle for the cycle collector, which would otherwise run every few hundred
+    requests. Answered whole, streamed with progress, and refused, each alike."""
+    server = modern_server([])
+    app = server.http_app(HttpOptions(stateless=True) if stateless else None)
+    calls = [("echo", {"text": "hi"}), ("steps", {}), ("nosuch", {})]
+    async with app.running():
+        gc.collect()
+        gc.disable()
+        try:
+            before = _engine_objects()
+            for rid, (tool, arguments) in enumerate(calls * 3):
+                if stateless:
+                    body = call_body(rid, tool, arguments)
+                    headers = {
+                        "accept": "application/json, text/event-stream",
+                        "content-type": "application/json",
+                    }
+                else:
+                    body = modern_body(rid, "tools/call", {"name": tool, "arguments": arguments})
+                    headers = modern_headers("tools/call", tool)
+                done = await asgi_exchange(app, "POST", headers, body, reports_the_end=True)
+                assert done.status in (200, 400), done
+            assert _engine_objects() == before
+        finally:
+            gc.enable()
 
 
 async def test_a_complete_response_ends_the_post_without_waiting(mock_clock: Any) -> None:

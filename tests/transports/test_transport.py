@@ -21,7 +21,7 @@ from trio_mcp.lowlevel import (
     Transport,
 )
 from trio_mcp.protocol import Notification, Request, RequestId
-from trio_mcp.server._http_app import _SessionTransport
+from trio_mcp.server._http_app import HttpSession
 from trio_mcp.transports import LineTransport, ProcessTransport
 from trio_mcp.transports._http_client import StreamableHttpTransport
 
@@ -77,9 +77,9 @@ def test_every_transport_the_engine_reads_conforms(cls: type[Any]) -> None:
 
 
 def test_the_http_servers_transport_is_a_sender_the_engine_never_reads() -> None:
-    assert issubclass(_SessionTransport, BaseSender)
-    assert issubclass(_SessionTransport, Sender)
-    assert not issubclass(_SessionTransport, Transport)
+    assert issubclass(HttpSession, BaseSender)
+    assert issubclass(HttpSession, Sender)
+    assert not issubclass(HttpSession, Transport)
 
 
 async def test_send_many_sends_each_message_in_turn_with_its_hints() -> None:

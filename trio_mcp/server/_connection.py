@@ -56,7 +56,6 @@ from ..protocol._tasks import (
     tasks_required,
 )
 from ..protocol._types import (
-    CallToolResult,
     ClientCapabilities,
     Completion,
     CompletionArgument,
@@ -64,7 +63,6 @@ from ..protocol._types import (
     Implementation,
     PromptReference,
     ResourceTemplateReference,
-    TextContent,
     from_wire,
     to_wire,
 )
@@ -328,8 +326,10 @@ class ServerConnection:
                 else:
                     result = await handler(conn, record)
             except Exception as exc:
-                asked = single_error(exc)
-                if not isinstance(asked, InputRequired):
+                # Only an InputRequired is kept: any other error, held in a local of this
+                # frame (which its traceback holds), would be left in a reference cycle.
+                asked = _input_asked(exc)
+                if asked is None:
                     raise
                 result = input_required_result(
                     incoming,
@@ -503,6 +503,11 @@ class ServerConnection:
             server.mounts.capabilities(self, caps)
         return caps
 
+    def release(self) -> None:
+        """Forget the routes built for this connection (each holds it), once nothing of it
+        runs: see ``HttpSession.release``."""
+        self._routes.clear()
+
     def _notify(
         self,
         method: str,
@@ -606,6 +611,12 @@ def _subject(conn: ServerConnection, record: InFlight) -> str:
 
 def _authorize_again(conn: ServerConnection, record: InFlight) -> None:
     conn._authorize(record)
+
+
+def _input_asked(exc: BaseException) -> InputRequired | None:
+    """The request for input that ``exc`` ends a modern request with, if it is one."""
+    only = single_error(exc)
+    return only if isinstance(only, InputRequired) else None
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
@@ -827,7 +838,7 @@ async def _sync_tool_call(name: str, entry: ToolEntry, kwargs: dict[str, Any]) -
     try:
         value = await call_user(entry.fn, False, kwargs, in_thread=entry.in_thread)
     except Exception as exc:
-        return _tool_failure_wire(name, exc)
+        return _tool_failure(name, exc)
     return _tool_result(name, entry, value)
 
 
@@ -839,12 +850,8 @@ def _tool_result(name: str, entry: ToolEntry, value: Any) -> JSONObject:
     try:
         result = entry.to_result(value)
     except Exception as exc:
-        return _tool_failure_wire(name, exc)
+        return _tool_failure(name, exc)
     return to_wire(result)  # type: ignore[no-any-return]
-
-
-def _tool_failure_wire(name: str, exc: Exception) -> JSONObject:
-    return to_wire(_tool_failure(name, exc))  # type: ignore[no-any-return]
 
 
 class _ToolRun(Generator[Any, Any, JSONObject]):
@@ -872,7 +879,7 @@ class _ToolRun(Generator[Any, Any, JSONObject]):
         except StopIteration as stop:
             raise StopIteration(_tool_result(self._name, self._entry, stop.value)) from None
         except Exception as exc:
-            raise StopIteration(_tool_failure_wire(self._name, exc)) from None
+            raise StopIteration(_tool_failure(self._name, exc)) from None
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         error = typ if val is None and isinstance(typ, BaseException) else None
@@ -883,7 +890,7 @@ class _ToolRun(Generator[Any, Any, JSONObject]):
         except StopIteration as stop:
             raise StopIteration(_tool_result(self._name, self._entry, stop.value)) from None
         except Exception as exc:
-            raise StopIteration(_tool_failure_wire(self._name, exc)) from None
+            raise StopIteration(_tool_failure(self._name, exc)) from None
 
     def close(self) -> None:
         self._coro.close()
@@ -914,16 +921,23 @@ def _tool_arguments(
     return name, entry, kwargs
 
 
-def _tool_failure(name: str, exc: Exception) -> CallToolResult:
-    """The ``isError`` result of a tool that raised ``exc``; what is not the tool's to answer
-    (a protocol error, a cancel, a modern request's question or task) is raised again."""
+def _tool_failure(name: str, exc: Exception) -> JSONObject:
+    """The ``isError`` result of a tool that raised ``exc``, on the wire; what is not the
+    tool's to answer (a protocol error, a cancel, a modern request's question or task) is
+    raised again."""
     only = single_error(exc)
-    if isinstance(only, InputRequired | StartTask):
-        raise only from None  # ends a modern request with an InputRequiredResult (or a task)
-    if isinstance(only, ProtocolError | RequestCancelled) and not isinstance(
-        only, NestedRequestError
+    # A question or a task ends a modern request with an InputRequiredResult (or a task).
+    if isinstance(only, InputRequired | StartTask) or (
+        isinstance(only, ProtocolError | RequestCancelled)
+        and not isinstance(only, NestedRequestError)
     ):
-        raise only from None
+        try:
+            raise only from None
+        finally:
+            # This frame is in the error's traceback: holding the error, it would make a
+            # reference cycle, left for the cycle collector (asking is a modern request's
+            # ordinary way to end).
+            del exc, only
     if isinstance(only, ToolError):
         message = str(only) or f"Tool {name} failed"
     elif isinstance(only, CapabilityMissing | InvalidAnswer):
@@ -937,7 +951,7 @@ def _tool_failure(name: str, exc: Exception) -> CallToolResult:
     else:
         logger.error("tool %r failed", name, exc_info=exc)
         message = f"Tool {name} failed with an internal error"
-    return CallToolResult(content=[TextContent(message)], is_error=True)
+    return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
 async def _call_as_task(

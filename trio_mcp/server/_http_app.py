@@ -239,32 +239,6 @@ class HttpOptions:
     ws_ping_interval: float | None = None
 
 
-class _SessionTransport(BaseSender):
-    """The engine's transport inside one HTTP session: routes outgoing messages to streams.
-
-    Nothing reads it: each POST feeds its message to the engine (``Session.feed``).
-    """
-
-    def __init__(self, session: HttpSession) -> None:
-        self._session = session
-
-    async def send(
-        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
-    ) -> None:
-        self._session.route(data, related_request_id, final)
-
-    def deliver(self, data: bytes, related_request_id: RequestId | None, final: bool) -> None:
-        """Routing never waits: the engine calls this in the task that decided the message."""
-        self._session.route(data, related_request_id, final)
-
-    def request_suppressed(self, request_id: RequestId) -> None:
-        stream = self._session.request_streams.get(request_id)
-        if stream is not None:
-            stream.finish(responded=False)
-            self._session.forget_stream(stream)
-        self._session.touch()
-
-
 class SessionKind(enum.Enum):
     """Whose an :class:`HttpSession`'s engine is, which decides how its requests are answered."""
 
@@ -276,8 +250,13 @@ class SessionKind(enum.Enum):
     MODERN = "modern"
 
 
-class HttpSession:
-    """One MCP session over HTTP: its engine, its streams, and its idle deadline."""
+class HttpSession(BaseSender):
+    """One MCP session over HTTP: its engine, its streams, and its idle deadline.
+
+    It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
+    its message to the engine, ``Session.feed``), which routes what the engine sends to the
+    session's streams. One object, not two that hold each other.
+    """
 
     def __init__(
         self,
@@ -311,12 +290,11 @@ class HttpSession:
             self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
-        self.transport = _SessionTransport(self)
         # With a session store, the ids of the requests this copy sends name its node: the
         # client's response may reach any worker, which relays it here.
         prefix = f"{app.options.node_id}/" if app.options.session_store is not None else ""
         self.engine = Session(
-            self.transport,
+            self,
             self.connection,
             drain_timeout=app.options.shutdown_grace,
             id_prefix=prefix,
@@ -341,9 +319,32 @@ class HttpSession:
         if kind is SessionKind.SESSION and app.options.session_store is not None:
             self.connection.on_change = self.save
 
-    # -- routing the engine's output ---------------------------------------------------------
+    def release(self) -> None:
+        """A POST's own session, once its POST has ended: its engine and its connection let
+        go of what holds each of them in turn, so that reference counting frees the whole
+        session now. Left in reference cycles, they would wait for the cycle collector, which
+        a modern server (one such session per request) then ran every few hundred requests,
+        at a cost that grows with the process's heap."""
+        self.engine.release()
+        self.connection.release()
 
-    def route(self, data: bytes, related: RequestId | None, final: bool) -> None:
+    # -- routing the engine's output (its Sender) --------------------------------------------
+
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        self.deliver(data, related_request_id, final)
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        stream = self.request_streams.get(request_id)
+        if stream is not None:
+            stream.finish(responded=False)
+            self.forget_stream(stream)
+        self.touch()
+
+    def deliver(self, data: bytes, related: RequestId | None, final: bool) -> None:
+        """Route one message to its stream. Routing never waits: the engine calls this in the
+        task that decided the message."""
         stream = self.request_streams.get(related) if related is not None else None
         # A JSON response carries one message: the request's others cannot go on its stream.
         if (
@@ -1792,6 +1793,7 @@ class McpHttpApp:
         finally:
             self._posts.discard(session)
             self._end(session, stream, events)
+            session.release()
 
     def _begin(self, session: HttpSession, request: Request) -> tuple[EventStream, Listener]:
         """Register a request's stream, and listen to it, before the engine sees the request."""
