@@ -457,11 +457,13 @@ async def asgi_exchange(
     body: Any = None,
     *,
     reports_the_end: bool = False,
+    watch: Callable[[dict[str, Any]], None] | None = None,
 ) -> Exchange:
     """One HTTP request served by ``app`` in this task, with no server between: the request
     body is handed over without a checkpoint, so the app's checks run at the moment the test
     chooses. With ``reports_the_end``, the end of a complete response is reported as a
-    disconnect, as hypercorn and the ASGI specification do; without it no disconnect comes."""
+    disconnect, as hypercorn and the ASGI specification do; without it no disconnect comes.
+    ``watch`` sees each message the app sends, as it sends it."""
     scope = {
         "type": "http",
         "http_version": "1.1",
@@ -491,6 +493,8 @@ async def asgi_exchange(
 
     async def send(message: dict[str, Any]) -> None:
         nonlocal status, reply
+        if watch is not None:
+            watch(message)
         if message["type"] == "http.response.start":
             status = message["status"]
             reply = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}

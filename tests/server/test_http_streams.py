@@ -128,6 +128,39 @@ async def test_cancel_ends_the_sse_stream_with_no_response() -> None:
         assert (await served.call(session, request_body(2, "ping")))["result"] == {}
 
 
+async def test_a_cancel_reaches_the_handler_before_its_post_is_answered() -> None:
+    """The cancelled request's task takes its step, and its handler's cleanup runs, before the
+    cancel's POST writes its 202: the server stops the work as soon as it can, and the 202
+    does not go first."""
+    server = demo_server()
+    park = Park(server)
+    app = server.http_app()
+    base = {"accept": BOTH, "content-type": "application/json"}
+    async with app.running():
+        opened = await asgi_exchange(app, "POST", base, initialize_body())
+        headers = {
+            **base,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": VERSION,
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await asgi_exchange(app, "POST", headers, note)).status == 202
+        finished_when_answered: list[bool] = []
+
+        def answered(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                finished_when_answered.append(park.finished.is_set())
+
+        async with trio.open_nursery() as nursery:
+            call = functools.partial(asgi_exchange, reports_the_end=True)
+            nursery.start_soon(call, app, "POST", headers, call_body("c1", "park"))
+            await park.entered.wait()
+            done = await asgi_exchange(app, "POST", headers, cancel_body("c1"), watch=answered)
+            assert done.status == 202
+        assert park.cancelled
+        assert finished_when_answered == [True]
+
+
 @pytest.mark.invariant(3)
 async def test_cancel_in_json_mode_ends_the_original_post_with_an_empty_202() -> None:
     server = demo_server()

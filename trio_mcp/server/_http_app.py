@@ -1560,6 +1560,12 @@ class McpHttpApp:
             return
         session.engine.feed(parsed)
         session.touch()
+        if isinstance(parsed, Notification) and parsed.method == "notifications/cancelled":
+            # The cancelled request's task is runnable now: it takes its step (its cancellation
+            # reaches the handler, whose cleanup runs) before this POST writes its answer,
+            # rather than after that write. The client learns nothing sooner either way.
+            for _ in range(_PATIENCE):
+                await trio.lowlevel.checkpoint()
         await self._respond(scope, send, 202)
 
     async def _initialize(
@@ -2385,8 +2391,9 @@ async def _watch_disconnect(
     scope.cancel()
 
 
-#: The checkpoints an SSE response waits, before its first write, for a request that is already
-#: runnable to end: two, because trio runs the tasks of a scheduling round in either order.
+#: The checkpoints a POST waits for a task that is already runnable to take its step: two, because
+#: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
+#: first write, for a request about to end; a cancel's POST, for the request it cancelled.
 _PATIENCE = 2
 
 #: How long a POST whose response is complete waits for its disconnect watcher to see the end.
