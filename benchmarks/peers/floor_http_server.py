@@ -17,11 +17,13 @@ Concessions so that the MCP drivers run unchanged: ``initialize`` gets a canned 
 ``Mcp-Session-Id`` header (always the same), and the headers of either era are accepted.
 
 The floor of the HTTP cancel benchmark, with ``BENCH_STAMPS=PATH``: a ``tools/call`` whose
-``params.name`` is ``sleep`` is answered on an SSE stream with one progress event, then held
-open. A POSTed ``notifications/cancelled`` naming it (the handshake era's cancel), or the
-client closing that stream (the modern era's), appends a CLOCK_MONOTONIC timestamp (ns) to
-``PATH`` at once, as the MCP servers' ``sleep`` tools do in their ``finally``: the earliest a
-server under this hypercorn can observe a cancel. The cancel POST gets 202; the stream ends.
+``params.name`` is ``sleep`` is answered on an SSE stream with one progress event 100 ms after
+the call, when the MCP servers' ``sleep`` tools send their first (by then, as theirs, a process
+woken by its timer), then held open. A POSTed ``notifications/cancelled`` naming it (the
+handshake era's cancel), or the client closing that stream (the modern era's), appends a
+CLOCK_MONOTONIC timestamp (ns) to ``PATH`` at once, as the MCP servers' ``sleep`` tools do in
+their ``finally``: the earliest a server under this hypercorn can observe a cancel. The cancel
+POST gets 202; the stream ends.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import orjson
 import trio
 
 SSE = os.environ.get("BENCH_SSE") == "1"
+#: When a ``sleep`` call's progress event goes out: the MCP servers' tools report every 100 ms.
+PROGRESS_AFTER = 0.1
 SESSION = b"floor-session"
 INITIALIZE_RESULT = {
     "protocolVersion": "2025-06-18",
@@ -122,6 +126,7 @@ async def sleep(message: dict[str, Any], receive: Any, send: Any) -> None:
     event = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
     cancelled = SLEEPING[rid] = trio.Event()
     await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+    await trio.sleep(PROGRESS_AFTER)
     await send(
         {
             "type": "http.response.body",
