@@ -23,6 +23,7 @@ from trio_mcp.protocol._headers import (
     param_headers,
     param_text,
     param_value,
+    schema_declarations,
     tool_param_headers,
 )
 from trio_mcp.protocol._jsonrpc import Request
@@ -207,7 +208,7 @@ def sent_for(request: Request, tools: dict[str, Any] = TOOLS) -> dict[str, str]:
 
 def refusal(request: Request, headers: dict[str, str], tools: dict[str, Any] = TOOLS) -> str:
     with pytest.raises(ProtocolError) as info:
-        check_request(request, headers, tools)
+        check_request(request, headers, schema_declarations(tools))
     assert info.value.code == -32020, info.value.message
     return info.value.message
 
@@ -221,11 +222,11 @@ def test_the_check_accepts_what_the_client_sends_nested_declarations_included() 
         "Mcp-Param-Zone": "b",
         "Mcp-Param-N": "4",
     }
-    check_request(request, headers, TOOLS)
+    check_request(request, headers, schema_declarations(TOOLS))
     # Names in any case, whitespace around values, base64 where plain would do: all the same.
     relaxed = {k.upper(): f" {v}\t" for k, v in headers.items()}
     relaxed["MCP-PARAM-ZONE"] = b64("b")
-    check_request(request, relaxed, TOOLS)
+    check_request(request, relaxed, schema_declarations(TOOLS))
 
 
 def test_a_nested_declared_header_is_checked() -> None:
@@ -243,10 +244,10 @@ def test_an_integral_float_is_the_integer_it_equals() -> None:
     request = call({"region": "eu", "replicas": 2.0})
     headers = sent_for(request)
     assert headers["Mcp-Param-Replicas"] == "2"
-    check_request(request, headers, TOOLS)
+    check_request(request, headers, schema_declarations(TOOLS))
     # Numbers compare numerically (the spec's SHOULD), in plain decimal notation only.
     for same in ("2.0", "2.000", "02"):
-        check_request(request, {**headers, "Mcp-Param-Replicas": same}, TOOLS)
+        check_request(request, {**headers, "Mcp-Param-Replicas": same}, schema_declarations(TOOLS))
     for other in ("2.5", "3", "2e0", "0x2", "two", ""):
         refusal(request, {**headers, "Mcp-Param-Replicas": other})
     # A string that looks like a number is still a string.
@@ -258,25 +259,27 @@ def test_null_and_absent_arguments_have_no_header() -> None:
     request = call({"region": "eu", "replicas": 1, "dry": None})
     headers = sent_for(request)
     assert "Mcp-Param-Dry-Run" not in headers
-    check_request(request, headers, TOOLS)
+    check_request(request, headers, schema_declarations(TOOLS))
     refusal(request, {**headers, "Mcp-Param-Dry-Run": "false"})
     # Objects and arrays (a body that breaks its schema) have no header either.
     odd = call({"region": ["eu"], "replicas": {"n": 1}})
     assert not param_headers(tool_param_headers(DEPLOY), odd.params["arguments"])  # type: ignore[index]
-    check_request(odd, sent_for(odd), TOOLS)
+    check_request(odd, sent_for(odd), schema_declarations(TOOLS))
 
 
 def test_the_standard_headers_keep_their_codes_and_messages() -> None:
     request = call({"region": "eu"}, name="plain")
     headers = sent_for(request)
-    check_request(request, headers, TOOLS)
+    check_request(request, headers, schema_declarations(TOOLS))
     with pytest.raises(ProtocolError) as info:
-        check_request(request, {**headers, "mcp-protocol-version": "2030-01-01"}, TOOLS)
+        check_request(
+            request, {**headers, "mcp-protocol-version": "2030-01-01"}, schema_declarations(TOOLS)
+        )
     assert info.value.code == -32022
     assert info.value.data == {"supported": [MODERN], "requested": "2030-01-01"}
     bare = Request(1, "tools/call", {"name": "plain"})
     with pytest.raises(ProtocolError) as info:
-        check_request(bare, headers, TOOLS)
+        check_request(bare, headers, schema_declarations(TOOLS))
     assert info.value.code == -32602
     assert refusal(request, {**headers, "mcp-method": "tools/list"}) == (
         "Header mismatch: Mcp-Method header value 'tools/list' does not match body value "
@@ -295,7 +298,7 @@ def test_the_standard_headers_keep_their_codes_and_messages() -> None:
         "value '2027-01-01'"
     )
     # An Mcp-Param header no declaration names is not ours to judge (an intermediary's, say).
-    check_request(request, {**headers, "Mcp-Param-Trace": "abc"}, TOOLS)
+    check_request(request, {**headers, "Mcp-Param-Trace": "abc"}, schema_declarations(TOOLS))
 
 
 def test_a_tool_with_invalid_declarations_cannot_be_called() -> None:
@@ -361,7 +364,7 @@ def another_value(text: str, body: Any) -> st.SearchStrategy[str]:
 def test_the_check_accepts_exactly_what_the_client_sends(name: str, arguments: Any) -> None:
     tools = {name: DEPLOY}
     request = call(arguments, name=name)
-    check_request(received(request), sent_for(request, tools), tools)
+    check_request(received(request), sent_for(request, tools), schema_declarations(tools))
 
 
 @given(ARGUMENTS, st.data())

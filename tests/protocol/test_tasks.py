@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trio_mcp.protocol._errors import ProtocolError
-from trio_mcp.protocol._headers import check_request, modern_headers
+from trio_mcp.protocol._headers import check_request, modern_headers, schema_declarations
 from trio_mcp.protocol._jsonrpc import Request
 from trio_mcp.protocol._tasks import (
     TASKS_EXTENSION,
@@ -63,7 +63,11 @@ def test_mcp_name_carries_the_task_id() -> None:
     params = {"taskId": "abc", "_meta": META}
     headers = modern_headers("tasks/get", params)
     assert headers["mcp-name"] == "abc"
-    check_request(Request(1, "tasks/get", params), headers, {})
+    check_request(Request(1, "tasks/get", params), headers, schema_declarations({}))
     with pytest.raises(ProtocolError) as info:
-        check_request(Request(1, "tasks/get", params), {**headers, "mcp-name": "other"}, {})
+        check_request(
+            Request(1, "tasks/get", params),
+            {**headers, "mcp-name": "other"},
+            schema_declarations({}),
+        )
     assert info.value.code == -32020

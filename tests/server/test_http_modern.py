@@ -14,6 +14,7 @@ import trio
 
 from trio_mcp import Context, Server
 from trio_mcp.lowlevel import Session
+from trio_mcp.protocol._headers import tool_param_headers
 from trio_mcp.server import HttpOptions
 from trio_mcp.server._connection import ServerConnection
 from trio_mcp.server._http_app import _DISCONNECT_GRACE, HttpSession
@@ -229,6 +230,42 @@ async def test_mirrored_numbers_compare_numerically_and_absent_ones_have_no_head
         headers = {"mcp-param-region": "eu", "mcp-param-count": "1"}
         bad = await post(served, partial, modern_headers("tools/call", "mirrored", **headers))
         assert bad.status_code == 400 and "Mcp-Param-Region" in error_of(bad)["message"]
+
+
+async def test_a_tools_header_declarations_are_found_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's input schema is walked for its ``x-mcp-header`` declarations once, not for every
+    modern call; a tool whose declarations are invalid is refused on every call alike."""
+    walks: list[Any] = []
+    real = tool_param_headers
+
+    def counted(schema: Any) -> Any:
+        walks.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr("trio_mcp.server._registry.tool_param_headers", counted)
+    server = modern_server([])
+
+    @server.tool()
+    async def clash(
+        a: Annotated[str, {"x-mcp-header": "Same"}], b: Annotated[str, {"x-mcp-header": "same"}]
+    ) -> str:
+        return a + b  # pragma: no cover
+
+    app = server.http_app()
+    async with app.running():
+        for rid in range(3):
+            arguments = {"region": "eu", "count": rid}
+            body = modern_body(rid, "tools/call", {"name": "mirrored", "arguments": arguments})
+            headers = modern_headers(
+                "tools/call", "mirrored", **{"mcp-param-region": "eu", "mcp-param-count": str(rid)}
+            )
+            done = await asgi_exchange(app, "POST", headers, body)
+            assert orjson.loads(done.body)["result"]["content"][0]["text"] == f"eu:{rid}"
+            body = modern_body(rid, "tools/call", {"name": "clash", "arguments": {"a": "x"}})
+            refused = await asgi_exchange(app, "POST", modern_headers("tools/call", "clash"), body)
+            error = orjson.loads(refused.body)["error"]
+            assert error["code"] == -32020 and "cannot be called over HTTP" in error["message"]
+    assert len(walks) == 2  # one per tool
 
 
 async def test_statuses_follow_the_error_code() -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -310,13 +310,28 @@ def _mismatch(header: str, sent: str, body: object) -> ProtocolError:
     )
 
 
-def _declared(name: Any, tool_schemas: Mapping[str, Mapping[str, Any]]) -> ParamHeaders:
+#: A server's tools' ``x-mcp-header`` declarations, looked up by tool name: a tool's
+#: :func:`tool_param_headers` (none for an unknown tool), or its ``ValueError``.
+Declarations = Callable[[str], ParamHeaders]
+
+
+def schema_declarations(tool_schemas: Mapping[str, Mapping[str, Any]]) -> Declarations:
+    """:data:`Declarations` read from tools' input schemas, by name, at each lookup. A server
+    keeps each tool's instead, walked once: a schema is walked whole to find them."""
+
+    def declared(name: str) -> ParamHeaders:
+        schema = tool_schemas.get(name)
+        return {} if schema is None else tool_param_headers(schema)
+
+    return declared
+
+
+def _declared(name: Any, declarations: Declarations) -> ParamHeaders:
     """The declarations of the tool a ``tools/call`` names (none for an unknown tool)."""
-    schema = tool_schemas.get(name) if isinstance(name, str) else None
-    if schema is None:
+    if not isinstance(name, str):
         return {}
     try:
-        return tool_param_headers(schema)
+        return declarations(name)
     except ValueError as exc:
         # No client may call it (its headers are undefined): refuse rather than check less.
         raise ProtocolError(
@@ -328,16 +343,17 @@ def _declared(name: Any, tool_schemas: Mapping[str, Mapping[str, Any]]) -> Param
 def check_request(
     request: Request,
     headers: Mapping[str, str],
-    tool_schemas: Mapping[str, Mapping[str, Any]],
+    declarations: Declarations,
 ) -> None:
     """Check a modern request's headers against its body; raise :class:`ProtocolError` with
     the error that refuses the request before it runs.
 
     The headers must be the ones :func:`modern_headers` gives for this body (header names in
     any case, values with optional whitespace around them, the base64 form wherever a client
-    chose it, and numbers compared numerically). ``tool_schemas`` are the input schemas of the
-    server's tools, by name. Mcp-Param headers no declaration names are left alone: they may
-    be meant for an intermediary.
+    chose it, and numbers compared numerically). Only the ``Mcp-`` headers are read: a server
+    may pass those alone. ``declarations`` gives the server's tools' ``x-mcp-header``
+    declarations by name. Mcp-Param headers no declaration names are left alone: they may be
+    meant for an intermediary.
     """
     sent = {name.lower(): value.strip(" \t") for name, value in headers.items()}
     version = sent.get(PROTOCOL_VERSION_HEADER, "")
@@ -355,7 +371,7 @@ def check_request(
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
     tool = params.get("name")
-    declared = _declared(tool, tool_schemas) if request.method == "tools/call" else {}
+    declared = _declared(tool, declarations) if request.method == "tools/call" else {}
     expected = modern_headers(
         request.method, params, {tool: declared} if isinstance(tool, str) else None
     )

@@ -23,8 +23,6 @@ from collections.abc import (
     Coroutine,
     Generator,
     Iterable,
-    Iterator,
-    Mapping,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
@@ -37,7 +35,7 @@ from .._exception_groups import single_error
 from .._session import Session
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
-from ..protocol._headers import check_request
+from ..protocol._headers import ParamHeaders, check_request
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -586,9 +584,14 @@ def _header_table(scope: Scope) -> dict[bytes, str]:
     return table
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    """Every request header, by lowercased name, repeated ones joined as by :func:`_header`."""
-    return {name.decode("latin-1"): value for name, value in _header_table(scope).items()}
+def _mcp_headers(scope: Scope) -> dict[str, str]:
+    """A request's ``Mcp-`` headers, by lowercased name, repeated ones joined as by
+    :func:`_header`: all that a modern request's header check reads."""
+    return {
+        name.decode("latin-1"): value
+        for name, value in _header_table(scope).items()
+        if name.startswith(b"mcp-")
+    }
 
 
 def client_address(scope: Scope, *, header: str | None = None) -> str:
@@ -749,25 +752,6 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
-class _ToolSchemas(Mapping[str, Mapping[str, Any]]):
-    """The input schemas of a server's tools, by name, read from its registry when looked up:
-    a modern POST's header check needs the one its ``tools/call`` names, and a copy of them all
-    would cost every request as much as the server has tools."""
-
-    def __init__(self, server: HttpServable) -> None:
-        self._server = server
-
-    def __getitem__(self, name: str) -> Mapping[str, Any]:
-        schema: Mapping[str, Any] = self._server.tools[name].tool.input_schema
-        return schema
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._server.tools)
-
-    def __len__(self) -> int:
-        return len(self._server.tools)
-
-
 class McpHttpApp:
     """The ASGI application. Build it with :meth:`Server.http_app`."""
 
@@ -819,7 +803,6 @@ class McpHttpApp:
             client_address, header=self.options.client_address_header
         )
         #: The tools' input schemas by name, for the modern header check.
-        self._tool_schemas = _ToolSchemas(server)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
@@ -1699,9 +1682,8 @@ class McpHttpApp:
                 await self._respond(scope, send, 202)
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
-        headers = _headers(scope)
         try:
-            check_request(message, headers, self._tool_schemas)
+            check_request(message, _mcp_headers(scope), self._param_headers)
         except ProtocolError as problem:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
@@ -1713,6 +1695,11 @@ class McpHttpApp:
             await self._serve_alone(scope, receive, send, session, message, principal)
         finally:
             self.server.connections.discard(session.connection)
+
+    def _param_headers(self, tool: str) -> ParamHeaders:
+        """A tool's ``x-mcp-header`` declarations, for a modern POST's header check."""
+        entry = self.server.tools.get(tool)
+        return {} if entry is None else entry.param_headers()
 
     # -- serving one request -------------------------------------------------------------------
 

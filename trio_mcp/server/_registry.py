@@ -21,6 +21,7 @@ import orjson
 import trio
 
 from ..protocol._envelope import CacheHints
+from ..protocol._headers import ParamHeaders, tool_param_headers
 from ..protocol._request_state import StateSealer
 from ..protocol._types import (
     AudioContent,
@@ -122,6 +123,23 @@ class ToolEntry:
     task: bool | str = False
     #: Whether its questions before ``await ctx.start_task()`` come before the task is made.
     input_first: bool = False
+    #: Its ``x-mcp-header`` declarations once looked for, or why they are invalid.
+    _param_headers: ParamHeaders | str | None = attrs.field(default=None, init=False, repr=False)
+
+    def param_headers(self) -> ParamHeaders:
+        """Its ``x-mcp-header`` declarations (``tool_param_headers``), which a modern POST's
+        header check needs: its input schema is walked for them once, not for every call.
+        Raises ``ValueError`` (a new one each time) when they are invalid."""
+        found = self._param_headers
+        if found is None:
+            try:
+                found = tool_param_headers(self.tool.input_schema)
+            except ValueError as exc:
+                found = str(exc)
+            self._param_headers = found
+        if isinstance(found, str):
+            raise ValueError(found)
+        return found
 
     def to_result(self, value: Any) -> CallToolResult:
         """Turn what a tool returned into a ``CallToolResult``."""
