@@ -266,8 +266,8 @@ class Session:
         #: At most this many requests of the peer run at once; one more is refused (-32600).
         self.max_in_flight = max_in_flight
         self._queued_bytes = 0
-        self._writer_caught_up = trio.Event()
-        self._writer_caught_up.set()
+        #: Set when the writer has caught up; made only while the read loop waits for that.
+        self._writer_caught_up: trio.Event | None = None
         self._running = 0
         #: Set when ``_running`` drops to zero; made only while someone waits for that.
         self._all_done: trio.Event | None = None
@@ -380,7 +380,7 @@ class Session:
         self._closed = why
         self._fail_pending(why)
         self.closed.set()
-        self._writer_caught_up.set()  # a read loop waiting for the writer stops waiting
+        self._catch_up()  # a read loop waiting for the writer stops waiting
 
     def _fail_pending(self, why: BaseException) -> None:
         for pending in list(self._pending.values()):
@@ -416,8 +416,8 @@ class Session:
             while self._queued_bytes > self.max_queued_bytes and self._closed is None:
                 # Backpressure: read nothing more until the writer has caught up, so the
                 # peer's writes block instead of our queue growing.
-                self._writer_caught_up = trio.Event()
-                await self._writer_caught_up.wait()
+                caught_up = self._writer_caught_up = trio.Event()
+                await caught_up.wait()
             try:
                 data = await transport.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
@@ -579,7 +579,12 @@ class Session:
     def _written(self, size: int) -> None:
         self._queued_bytes -= size
         if self._queued_bytes <= self.max_queued_bytes:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        if self._writer_caught_up is not None:
             self._writer_caught_up.set()
+            self._writer_caught_up = None
 
     async def _write_batch(self, batch: list[_Outgoing]) -> None:
         if len(batch) == 1 and not batch[0].suppressed:

@@ -789,10 +789,10 @@ class McpHttpApp:
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
         self._draining = False
-        #: Requests being served (``_serve``), and an event set whenever there are none.
+        #: Requests being served (``_serve``), and the event set when they next are none: made
+        #: only while someone waits for that (a drain), not for every POST.
         self._serving = 0
-        self._none_serving = trio.Event()
-        self._none_serving.set()
+        self._none_serving: trio.Event | None = None
         #: The engines of modern and stateless POSTs, each alive for its one request.
         self._posts: set[HttpSession] = set()
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
@@ -987,6 +987,8 @@ class McpHttpApp:
     async def wait_idle(self) -> None:
         """Return once no request is being served (GET streams do not count)."""
         while self._serving:
+            if self._none_serving is None:
+                self._none_serving = trio.Event()
             await self._none_serving.wait()
 
     async def end_requests(self) -> None:
@@ -1797,8 +1799,6 @@ class McpHttpApp:
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
-        if self._serving == 0:
-            self._none_serving = trio.Event()
         self._serving += 1
         return stream, events
 
@@ -1811,8 +1811,9 @@ class McpHttpApp:
         stream.detach(events)
         session.idle()
         self._serving -= 1
-        if self._serving == 0:
+        if self._serving == 0 and self._none_serving is not None:
             self._none_serving.set()
+            self._none_serving = None
 
     async def _answer_alone(
         self,
