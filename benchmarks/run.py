@@ -197,6 +197,7 @@ def server_command(name: str, stamps: str | None = None) -> list[str]:
         "py": [*PYTHON, str(PEERS / "py_server.py")],
         "ts": [node(), str(PEERS / "ts_server.mjs")],
         "floor": [*PYTHON, str(PEERS / "floor_server.py")],
+        "floor-tasks": [*PYTHON, str(PEERS / "floor_server.py"), "--tasks"],
     }[name]
     return [*program, "--stamps", stamps] if stamps else program
 
@@ -425,6 +426,10 @@ def ratios_for(run: Run) -> dict[str, float]:
         ratio(f"floor_raw_{mode}", ("raw->floor", f"{mode}_cps"), ("raw->trio", f"{mode}_cps"))
         ratio(f"floor_ts_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->trio", f"{mode}_cps"))
         ratio(f"ts_floor_raw_{mode}", ("raw->floor", f"{mode}_cps"), ("raw->ts", f"{mode}_cps"))
+        # The floors held to the goals trio_mcp is held to (each within one comparison group).
+        tasks = ("raw->floor-tasks", f"{mode}_cps")
+        ratio(f"floor_tasks_vs_floor_{mode}", tasks, ("raw->floor", f"{mode}_cps"))
+        ratio(f"floor_vs_ts_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
     for metric in ("server_p50", "return_p50"):
         side = "server" if metric == "server_p50" else "client"
         ours = "cancel ts->trio" if side == "server" else "cancel trio->ts"
@@ -483,6 +488,23 @@ def ratios_for(run: Run) -> dict[str, float]:
         ("cancel raw->trio", "server_p50"),
         ("cancel raw->floor", "server_p50"),
     )
+    for server in ("trio", "floor"):
+        ratio(
+            f"cancel_{server}_vs_ts_raw",
+            (f"cancel raw->{server}", "server_p50"),
+            ("cancel raw->ts", "server_p50"),
+        )
+    if "http cancel hs floor" in run and peer_cancels and min(peer_cancels) > 0:
+        out["http_cancel_floor_vs_best_peer"] = run["http cancel hs floor"]["server_p50"] / min(
+            peer_cancels
+        )
+    for era in HTTP_ERAS:
+        for response in HTTP_RESPONSES:
+            ratio(
+                f"http_{era}_{response}_floor_vs_py_con",
+                (f"http {era} floor {response}", "con_cps"),
+                (f"http {era} py {response}", "con_cps"),
+            )
     return out
 
 
@@ -671,7 +693,7 @@ class Bench:
             for client in CLIENTS:
                 add(f"{client}->ts", lambda c=client: self.pair(c, "ts"))
         if "floor" in sections:
-            for server in ("floor", "trio", "ts"):
+            for server in ("floor", "floor-tasks", "trio", "ts"):
                 add(f"raw->{server}", lambda s=server: self.pair("raw", s))
             add("ts->floor", lambda: self.pair("ts", "floor"))
             add("ts->trio", lambda: self.pair("ts", "trio"))
@@ -699,7 +721,7 @@ class Bench:
 
 
 #: The peers' names in job names; the raw driver is a workload, not a peer.
-_PEER = re.compile(r"\b(trio|floor|ts|py)\b")
+_PEER = re.compile(r"\b(trio|floor(?:-tasks)?|ts|py)\b")
 
 
 def comparison_group(name: str) -> str:

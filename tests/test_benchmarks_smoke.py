@@ -23,7 +23,7 @@ RUN = ROOT / "benchmarks" / "run.py"
 #: Each section, and jobs it must have measured.
 SECTIONS = {
     "throughput": ["ts->trio", "ts->ts", "ts->py", "trio->ts", "py->ts"],
-    "floor": ["raw->floor", "raw->trio", "raw->ts", "ts->floor"],
+    "floor": ["raw->floor", "raw->floor-tasks", "raw->trio", "raw->ts", "ts->floor"],
     "cancel": ["cancel ts->trio", "cancel trio->ts", "cancel py->ts", "cancel raw->floor"],
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
@@ -87,6 +87,9 @@ HTTP_RATIOS = [
     "http_workers_2_vs_1",
     "http_cancel_vs_best_peer",
     "http_cancel_vs_floor",
+    "http_cancel_floor_vs_best_peer",
+    "http_hs_json_floor_vs_py_con",
+    "http_modern_sse_floor_vs_py_con",
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
@@ -124,6 +127,10 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
     report = (tmp_path / "report.md").read_text()
     assert "## Machine" in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
+    if section == "floor":
+        # The floor with a task and a scope per request, held to the goals trio_mcp is held to.
+        assert "floor_tasks_vs_floor_con" in summary["ratios"], sorted(summary["ratios"])
+        assert "a task and a scope per request" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])

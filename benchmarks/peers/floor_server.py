@@ -1,12 +1,16 @@
 """The floor: a bare Trio program that answers newline-delimited JSON over stdin/stdout.
 
-    python floor_server.py [--stamps PATH]
+    python floor_server.py [--stamps PATH] [--tasks]
 
 No MCP library at all. One task reads lines, decodes each with orjson and answers it with one
 ``send_all`` (as trio_mcp's stdio transport writes), on private copies of fd 0 and 1.
 
 - A request gets ``{"jsonrpc", "id", "result"}`` whose result has the shape an MCP server gives
   ``tools/call echo``: ``params.arguments.text`` in one text content block. Inline: no task.
+  With ``--tasks``, each request is answered by a task of its own under a ``CancelScope`` of
+  its own, kept in a table by id while it runs (what a server that can cancel any request must
+  do at the least, and what trio_mcp does): the floor of that design. Answers that are ready
+  while another is being written go out with the next write, as trio_mcp's writer sends them.
 - A request whose ``params.name`` is ``sleep`` gets what the cancel benchmark needs and no more:
   its own task under its own ``CancelScope`` (as trio_mcp gives every request) sending a
   progress line every 100 ms; a ``notifications/cancelled`` line cancels that scope, and the
@@ -48,22 +52,36 @@ def answer(message: Any) -> bytes | None:
 
 
 class Floor:
-    def __init__(self, send: trio.lowlevel.FdStream, stamps_fd: int | None) -> None:
+    def __init__(self, send: trio.lowlevel.FdStream, stamps_fd: int | None, tasks: bool) -> None:
         self.stream = send
         self.stamps_fd = stamps_fd
-        self.lock = trio.Lock()  # only contended while a sleep task writes
+        self.tasks = tasks
+        #: Lines waiting while a task writes: that task writes them next, all together.
+        self.outbox: list[bytes] = []
+        self.writing = False
         self.sleeping: dict[Any, trio.CancelScope] = {}
 
     async def send(self, line: bytes) -> None:
-        if self.lock.locked():
-            async with self.lock:
-                await self.stream.send_all(line)
+        self.outbox.append(line)
+        if self.writing:
             return
-        self.lock.acquire_nowait()
+        self.writing = True
         try:
-            await self.stream.send_all(line)
+            while self.outbox:
+                lines, self.outbox = self.outbox, []
+                await self.stream.send_all(b"".join(lines))
         finally:
-            self.lock.release()
+            self.writing = False
+
+    async def answer_in_task(self, message: Any, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                reply = answer(message)
+                if reply is not None:
+                    await self.send(reply)
+        finally:
+            if self.sleeping.get(message["id"]) is scope:
+                del self.sleeping[message["id"]]
 
     async def sleep(self, rid: Any, params: dict[str, Any], scope: trio.CancelScope) -> None:
         seconds = float((params.get("arguments") or {}).get("seconds", 0))
@@ -113,15 +131,19 @@ class Floor:
                 self.sleeping[message["id"]] = scope
                 nursery.start_soon(self.sleep, message["id"], params, scope)
                 return
+            if self.tasks and message.get("id") is not None:
+                scope = self.sleeping[message["id"]] = trio.CancelScope()
+                nursery.start_soon(self.answer_in_task, message, scope)
+                return
         reply = answer(message)
         if reply is not None:
             await self.send(reply)
 
 
-async def serve(stamps_fd: int | None) -> None:
+async def serve(stamps_fd: int | None, tasks: bool) -> None:
     receive = trio.lowlevel.FdStream(os.dup(0))
     send = trio.lowlevel.FdStream(os.dup(1))
-    floor = Floor(send, stamps_fd)
+    floor = Floor(send, stamps_fd, tasks)
     buffer = bytearray()
     async with receive, send, trio.open_nursery() as nursery:
         while True:
@@ -140,11 +162,12 @@ async def serve(stamps_fd: int | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stamps", help="append cancellation timestamps (ns) to this file")
+    parser.add_argument("--tasks", action="store_true", help="a task and a scope per request")
     args = parser.parse_args()
     fd = None
     if args.stamps:
         fd = os.open(args.stamps, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    trio.run(serve, fd)
+    trio.run(serve, fd, args.tasks)
 
 
 if __name__ == "__main__":
