@@ -505,3 +505,18 @@ async def asgi_exchange(
 
     await app(scope, receive, send)
     return Exchange(status, reply, chunks)
+
+
+async def asgi_session(app: Any) -> dict[str, str]:
+    """A handshake-era session opened on ``app`` in process (``initialize``, then
+    ``notifications/initialized``): the headers its POSTs carry."""
+    base = {"accept": BOTH, "content-type": "application/json"}
+    opened = await asgi_exchange(app, "POST", base, initialize_body())
+    headers = {
+        **base,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": VERSION,
+    }
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await asgi_exchange(app, "POST", headers, note)).status == 202
+    return headers

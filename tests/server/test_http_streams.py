@@ -20,7 +20,6 @@ from trio_mcp.server._event_store import EventStream
 from trio_mcp.server._http_app import HttpSession
 
 from .._http import (
-    BOTH,
     VERSION,
     Park,
     Served,
@@ -28,6 +27,7 @@ from .._http import (
     SseEvent,
     SseReader,
     asgi_exchange,
+    asgi_session,
     call_body,
     cancel_body,
     eventually,
@@ -135,16 +135,8 @@ async def test_a_cancel_reaches_the_handler_before_its_post_is_answered() -> Non
     server = demo_server()
     park = Park(server)
     app = server.http_app()
-    base = {"accept": BOTH, "content-type": "application/json"}
     async with app.running():
-        opened = await asgi_exchange(app, "POST", base, initialize_body())
-        headers = {
-            **base,
-            "mcp-session-id": opened.headers["mcp-session-id"],
-            "mcp-protocol-version": VERSION,
-        }
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await asgi_exchange(app, "POST", headers, note)).status == 202
+        headers = await asgi_session(app)
         finished_when_answered: list[bool] = []
 
         def answered(message: dict[str, Any]) -> None:
@@ -814,16 +806,8 @@ async def test_a_request_answered_at_once_is_one_write_with_its_priming_event() 
         return "late"
 
     app = server.http_app()
-    base = {"accept": BOTH, "content-type": "application/json"}
     async with app.running():
-        opened = await asgi_exchange(app, "POST", base, initialize_body())
-        headers = {
-            **base,
-            "mcp-session-id": opened.headers["mcp-session-id"],
-            "mcp-protocol-version": VERSION,
-        }
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await asgi_exchange(app, "POST", headers, note)).status == 202
+        headers = await asgi_session(app)
         for rid in range(1, 21):  # the scheduler's order varies from one round to the next
             fast = await asgi_exchange(app, "POST", headers, call_body(rid, "echo", {"text": "x"}))
             (only,) = fast.chunks
