@@ -714,21 +714,24 @@ class Session:
     def _admit(
         self, request: Request, sink: Sink | None, principal: Any
     ) -> tuple[Route, InFlight] | None:
-        """Route and register a request; or answer it at once (None) when it is refused."""
-        if sink is None:
-            sink = self._write_response
+        """Route and register a request; or answer it at once (None) when it is refused.
+
+        A request answered on its own (no ``sink``) is refused through ``_write_response``,
+        looked up only then: the admitted ones, nearly all, make no bound method for it."""
         if request.method.startswith("notifications/"):
-            sink(_error(request.id, METHOD_NOT_FOUND, "Method not found", request.method))
+            (sink or self._write_response)(
+                _error(request.id, METHOD_NOT_FOUND, "Method not found", request.method)
+            )
             return None
         try:
             route = self.dispatcher.route(request, self)
         except ProtocolError as exc:
-            sink(ErrorResponse(request.id, exc.error))
+            (sink or self._write_response)(ErrorResponse(request.id, exc.error))
             return None
         record = InFlight(request, self, principal=principal)
         if route.register:
             if len(self._in_flight) >= self.max_in_flight:
-                sink(
+                (sink or self._write_response)(
                     _error(
                         request.id,
                         INVALID_REQUEST,
@@ -739,7 +742,7 @@ class Session:
                 )
                 return None
             if request.id in self._in_flight:
-                sink(
+                (sink or self._write_response)(
                     _error(
                         request.id,
                         INVALID_REQUEST,

@@ -59,7 +59,8 @@ class Floor:
         #: Lines waiting while a task writes: that task writes them next, all together.
         self.outbox: list[bytes] = []
         self.writing = False
-        self.sleeping: dict[Any, trio.CancelScope] = {}
+        #: The scope of each request running in a task of its own, by id: what a cancel names.
+        self.scopes: dict[Any, trio.CancelScope] = {}
 
     async def send(self, line: bytes) -> None:
         self.outbox.append(line)
@@ -80,8 +81,8 @@ class Floor:
                 if reply is not None:
                     await self.send(reply)
         finally:
-            if self.sleeping.get(message["id"]) is scope:
-                del self.sleeping[message["id"]]
+            if self.scopes.get(message["id"]) is scope:
+                del self.scopes[message["id"]]
 
     async def sleep(self, rid: Any, params: dict[str, Any], scope: trio.CancelScope) -> None:
         seconds = float((params.get("arguments") or {}).get("seconds", 0))
@@ -112,8 +113,8 @@ class Floor:
                 os.write(
                     self.stamps_fd, f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)}\n".encode()
                 )
-            if self.sleeping.get(rid) is scope:
-                del self.sleeping[rid]
+            if self.scopes.get(rid) is scope:
+                del self.scopes[rid]
         if finished:
             result = {"content": [{"type": "text", "text": f"slept {seconds:g}s"}]}
             await self.send(orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + b"\n")
@@ -122,17 +123,17 @@ class Floor:
         if isinstance(message, dict):
             params = message.get("params") or {}
             if message.get("method") == "notifications/cancelled":
-                scope = self.sleeping.get(params.get("requestId"))
+                scope = self.scopes.get(params.get("requestId"))
                 if scope is not None:
                     scope.cancel()
                 return
             if params.get("name") == "sleep" and message.get("id") is not None:
                 scope = trio.CancelScope()
-                self.sleeping[message["id"]] = scope
+                self.scopes[message["id"]] = scope
                 nursery.start_soon(self.sleep, message["id"], params, scope)
                 return
             if self.tasks and message.get("id") is not None:
-                scope = self.sleeping[message["id"]] = trio.CancelScope()
+                scope = self.scopes[message["id"]] = trio.CancelScope()
                 nursery.start_soon(self.answer_in_task, message, scope)
                 return
         reply = answer(message)

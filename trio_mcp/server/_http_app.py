@@ -802,7 +802,6 @@ class McpHttpApp:
         self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
             client_address, header=self.options.client_address_header
         )
-        #: The tools' input schemas by name, for the modern header check.
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
