@@ -184,7 +184,7 @@ def test_the_http_names_are_there_without_loading_httpx_or_hypercorn_up_front() 
         "import sys, trio_mcp\n"
         "assert 'httpx' not in sys.modules and 'hypercorn' not in sys.modules\n"
         "from trio_mcp import serve_http, SessionExpired, SESSION_EXPIRED\n"
-        "from trio_mcp.server._hypercorn import serve_http as real\n"
+        "from trio_mcp.http._hypercorn import serve_http as real\n"
         "from trio_mcp.transports._http_client import SessionExpired as expired\n"
         "assert serve_http is real and SessionExpired is expired and SESSION_EXPIRED == -32001\n"
         "assert issubclass(SessionExpired, trio_mcp.ConnectionClosed)\n"

@@ -150,13 +150,13 @@ from .server import (
 from .server._context import Elicited, InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
+    from .auth._introspection import IntrospectionVerifier
+    from .auth._jwt import JWTVerifier
     from .client._grants import ClientAuth, ClientCredentials, EnterpriseManaged, WorkloadIdentity
     from .client._jose import DPoPKey
     from .client._oauth import OAuth
-    from .server._hypercorn import serve_http
-    from .server._introspection import IntrospectionVerifier
-    from .server._jwt import JWTVerifier
-    from .server._redis_bus import RedisBus
+    from .http._hypercorn import serve_http
+    from .redis._bus import RedisBus
     from .transports._http_client import SessionExpired
 
 
@@ -169,11 +169,11 @@ _LAZY = {
     "ClientCredentials": "trio_mcp.client._grants",
     "EnterpriseManaged": "trio_mcp.client._grants",
     "WorkloadIdentity": "trio_mcp.client._grants",
-    "serve_http": "trio_mcp.server._hypercorn",
-    "JWTVerifier": "trio_mcp.server._jwt",
-    "IntrospectionVerifier": "trio_mcp.server._introspection",
+    "serve_http": "trio_mcp.http._hypercorn",
+    "JWTVerifier": "trio_mcp.auth._jwt",
+    "IntrospectionVerifier": "trio_mcp.auth._introspection",
     "SessionExpired": "trio_mcp.transports._http_client",
-    "RedisBus": "trio_mcp.server._redis_bus",
+    "RedisBus": "trio_mcp.redis._bus",
 }
 
 

@@ -67,7 +67,7 @@ from .protocol._types import (
     to_wire,
 )
 from .server import Auth, Principal, Server, StaticTokenVerifier, TokenVerifier
-from .server._auth import every_entry_scopes
+from .server._principal import every_entry_scopes
 
 if TYPE_CHECKING:
     from .client import OAuth
@@ -291,7 +291,7 @@ def _verifier(args: argparse.Namespace, server: Server) -> TokenVerifier:
         return StaticTokenVerifier({token: Principal(DEVELOPER, scopes=scopes)})
     if args.auth_introspect is not None:
         secret = _secret_from(args.auth_client_secret_env or CLIENT_SECRET_ENV)
-        from .server._introspection import IntrospectionVerifier
+        from .auth._introspection import IntrospectionVerifier
 
         return IntrospectionVerifier(
             args.auth_introspect,
@@ -300,7 +300,7 @@ def _verifier(args: argparse.Namespace, server: Server) -> TokenVerifier:
             auth_method=args.auth_client_auth or "client_secret_basic",
             issuer=args.auth_issuer,
         )
-    from .server._jwt import JWTVerifier
+    from .auth._jwt import JWTVerifier
 
     return JWTVerifier(args.auth_issuer)
 
@@ -1099,7 +1099,7 @@ def _state_key_file(args: argparse.Namespace) -> list[bytes] | None:
     """The keys of ``--state-key-file``, if given (never together with the variables)."""
     if args.state_key_file is None:
         return None
-    from .server._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, read_key_file
+    from .server._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, read_key_file
 
     for name in (STATE_KEYS_ENV, STATE_KEYS_FILE_ENV):
         if name in os.environ:
@@ -1153,9 +1153,9 @@ def _serve(args: argparse.Namespace) -> int:
         _use_state_keys(server, state_keys, args)
     event_store = None
     if args.redis_url and _over_http(args):
-        from .server._redis_bus import RedisBus
-        from .server._redis_events import RedisEventStore
-        from .server._redis_tasks import RedisTaskStore
+        from .redis._bus import RedisBus
+        from .redis._event_store import RedisEventStore
+        from .redis._task_store import RedisTaskStore
 
         try:
             server.bus = RedisBus(args.redis_url)
@@ -1167,13 +1167,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.any_worker:
         if not _over_http(args) or not args.redis_url or not args.node_id:
             raise UsageError("--any-worker needs --transport http, --redis-url and --node-id")
-        from .server._redis_relay import RedisRelay
-        from .server._redis_sessions import RedisSessionStore
+        from .redis._relay import RedisRelay
+        from .redis._session_store import RedisSessionStore
 
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
     if _over_http(args):
-        from .server._http_app import HttpOptions
+        from .http._app import HttpOptions
 
         try:
             options = HttpOptions(

@@ -21,7 +21,7 @@ import trio
 
 from trio_mcp import Context, RequestRecord
 from trio_mcp._demo import demo_server
-from trio_mcp.server._hypercorn import serve_http
+from trio_mcp.http._hypercorn import serve_http
 
 CANCELLED = "CANCELLED slow "
 HANDLER = "HANDLER "

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from trio_mcp import BusError, BusEvent, LocalBus, RedisBus, Server, open_client
-from trio_mcp.server._redis import redact
+from trio_mcp.redis._link import redact
 
 from .._http import GUARD, eventually, serving
 from ..deploy._services import free_port, redis_server

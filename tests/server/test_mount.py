@@ -29,7 +29,7 @@ from trio_mcp import (
 )
 
 from .._http import serving
-from .test_scopes import ServedAs
+from ..auth.test_scopes import ServedAs
 
 
 def weather() -> Server:

@@ -17,8 +17,8 @@ from trio_mcp.transports._sse_client import (
 )
 
 from .._http import GUARD, Park, serving
-from ..server.test_http_mount import hypercorn
-from ..server.test_http_sse import sse_sessions
+from ..http.test_legacy_sse import sse_sessions
+from ..http.test_mount import hypercorn
 
 
 def demo() -> Server:

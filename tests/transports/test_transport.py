@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_mcp.http._app import HttpSession
 from trio_mcp.lowlevel import (
     BaseSender,
     BaseTransport,
@@ -21,7 +22,6 @@ from trio_mcp.lowlevel import (
     Transport,
 )
 from trio_mcp.protocol import Notification, Request, RequestId
-from trio_mcp.server._http_app import HttpSession
 from trio_mcp.transports import LineTransport, ProcessTransport
 from trio_mcp.transports._http_client import StreamableHttpTransport
 

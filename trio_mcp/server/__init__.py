@@ -1,6 +1,31 @@
 """The server side: ``Server``, its decorators, and the ``Context`` handlers receive."""
 
-from ._auth import (
+from ..http._app import HttpOptions, McpHttpApp, client_address
+from ..http._event_store import (
+    EventStore,
+    EventStoreUnavailable,
+    MemoryEventStore,
+    Replay,
+    StreamMeta,
+)
+from ..http._relay import MemoryRelay, Relay, RelayUnavailable
+from ..http._session_store import (
+    MemorySessionStore,
+    SessionRecord,
+    SessionStore,
+    SessionStoreUnavailable,
+)
+from ..redis._event_store import RedisEventStore
+from ..redis._relay import RedisRelay
+from ..redis._session_store import RedisSessionStore
+from ..redis._task_store import RedisTaskStore
+from ._bus import BusError, BusEvent, LocalBus, NotificationBus
+from ._connection import ResourceNotFound, ServerConnection, ToolError
+from ._context import CapabilityMissing, Context, InvalidAnswer
+from ._lifespan import LifespanFailed
+from ._middleware import MiddlewareContext, MiddlewareServer
+from ._mount import Mount
+from ._principal import (
     Auth,
     InvalidToken,
     Principal,
@@ -8,27 +33,8 @@ from ._auth import (
     TokenVerifier,
     VerifierUnavailable,
 )
-from ._bus import BusError, BusEvent, LocalBus, NotificationBus
-from ._connection import ResourceNotFound, ServerConnection, ToolError
-from ._context import CapabilityMissing, Context, InvalidAnswer
-from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
-from ._http_app import HttpOptions, McpHttpApp, client_address
-from ._lifespan import LifespanFailed
-from ._middleware import MiddlewareContext, MiddlewareServer
-from ._mount import Mount
-from ._redis_events import RedisEventStore
-from ._redis_relay import RedisRelay
-from ._redis_sessions import RedisSessionStore
-from ._redis_tasks import RedisTaskStore
 from ._registry import RequestRecord
-from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._server import Server
-from ._session_store import (
-    MemorySessionStore,
-    SessionRecord,
-    SessionStore,
-    SessionStoreUnavailable,
-)
 from ._state import ConnectionState
 from ._tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
 

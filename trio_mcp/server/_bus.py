@@ -23,7 +23,7 @@ How an event travels (theory of operation):
 
 :class:`LocalBus` is the in-process bus (the default: one server alone sees what it always
 saw; several servers in one process holding one ``LocalBus`` hear each other).
-``RedisBus`` (``trio_mcp.server._redis_bus``, Redis pub/sub) spans processes and hosts.
+``RedisBus`` (``trio_mcp.redis._bus``, Redis pub/sub) spans processes and hosts.
 """
 
 from __future__ import annotations

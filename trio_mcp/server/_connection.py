@@ -67,7 +67,6 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
-from ._auth import InvalidToken, Principal, needed_scopes
 from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
 from ._input import (
     INPUT_METHODS,
@@ -79,6 +78,7 @@ from ._input import (
     input_required_result,
 )
 from ._middleware import apply_middleware, new_connection_id
+from ._principal import InvalidToken, Principal, needed_scopes
 from ._registry import (
     CustomMethod,
     PromptEntry,

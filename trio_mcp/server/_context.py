@@ -34,8 +34,8 @@ from ..protocol._types import (
     from_wire,
     to_wire,
 )
-from ._auth import Principal
 from ._input import INPUT_METHODS, InputRequired, ModernRequest, StartTask
+from ._principal import Principal
 from ._schema import ArgumentsError, elicitation_schema
 from ._state import ConnectionState
 

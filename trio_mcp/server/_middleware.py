@@ -36,9 +36,9 @@ from .._session import InFlight
 from ..protocol._envelope import has_envelope, read_envelope
 from ..protocol._errors import ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import INVALID_PARAMS, RATE_LIMITED, JSONObject, RequestId
-from ._auth import Principal
 from ._bus import LIST_CHANGED, RESOURCE_UPDATED, BusEvent
 from ._context import ConnectionView, Context
+from ._principal import Principal
 
 __all__ = [
     "CACHED_METHODS",

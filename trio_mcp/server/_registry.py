@@ -41,7 +41,7 @@ from ..protocol._types import (
     TextResourceContents,
     Tool,
 )
-from ._auth import Auth
+from ._principal import Auth
 from ._schema import FunctionSignature
 from ._tasks import TaskManager
 

@@ -1419,7 +1419,7 @@ def elicitation_schema(
     """
     convert: Convert | None = None
     if isinstance(schema, dict):
-        from ._handwritten import compile_handwritten  # loads jsonschema: only when used
+        from ._user_schema import compile_handwritten  # loads jsonschema: only when used
 
         requested = schema
         check = compile_handwritten(requested, "the elicitation schema")
@@ -1483,7 +1483,7 @@ def explicit_signature(
     ``$ref`` must resolve) raise :class:`TypeError` here, at registration, naming ``tool`` (by
     default the function).
     """
-    from ._handwritten import compile_handwritten  # loads jsonschema: only when used
+    from ._user_schema import compile_handwritten  # loads jsonschema: only when used
 
     name = _callable_name(fn)
     who = f"tool {tool!r}" if tool is not None else name

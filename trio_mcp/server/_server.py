@@ -16,6 +16,8 @@ import trio
 
 from .._exception_groups import single_error
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
+from ..http._app import HttpOptions, McpHttpApp
+from ..http._legacy_sse import SseEndpoint
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
@@ -34,7 +36,6 @@ from ..protocol._types import (
 )
 from ..protocol._versions import check_pin
 from ..transports._transport import Transport
-from ._auth import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
 from ._bus import (
     LIST_CHANGED,
     RESOURCE_UPDATED,
@@ -46,11 +47,10 @@ from ._bus import (
 )
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
-from ._http_app import HttpOptions, McpHttpApp
-from ._http_sse import SseEndpoint
 from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
 from ._middleware import Middleware
 from ._mount import Mount, Mounts, Provider, ServerProvider
+from ._principal import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
@@ -63,8 +63,8 @@ from ._registry import (
     context_param,
     is_async_callable,
 )
+from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
-from ._state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -346,7 +346,7 @@ class Server:
                 )
                 if output_schema is not None:
                     # Loads jsonschema, which a server with no hand-written schema never needs.
-                    from ._handwritten import compile_handwritten
+                    from ._user_schema import compile_handwritten
 
                     compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
             derived = signature.output_schema
@@ -900,7 +900,7 @@ class Server:
             if transport == "stdio":
                 trio.run(self.serve_stdio)
             else:
-                from ._hypercorn import serve_http
+                from ..http._hypercorn import serve_http
 
                 ws_path = (options or HttpOptions()).ws_path
                 if transport == "ws" and ws_path is None:

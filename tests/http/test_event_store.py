@@ -1,0 +1,462 @@
+"""The in-memory event store behind resumable SSE streams: bounded per stream, in bytes and in
+time, and holding only streams that can still be resumed."""
+
+from __future__ import annotations
+
+import collections
+import gc
+import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_mcp import Server
+from trio_mcp._demo import demo_server
+from trio_mcp.http._event_store import (
+    NO_STORE,
+    ByteBudget,
+    EventStream,
+    EventWriter,
+    Listener,
+    MemorySink,
+    StreamLimits,
+)
+from trio_mcp.server import (
+    EventStore,
+    EventStoreUnavailable,
+    HttpOptions,
+    MemoryEventStore,
+    RedisEventStore,
+    Replay,
+    StreamMeta,
+)
+
+from .._http import call_body, eventually, serving
+from ..deploy._services import free_port, redis_server
+
+
+def events(replay: Replay | None) -> list[tuple[int, bytes]] | None:
+    return replay.events if replay is not None else None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.invariant(11)
+async def test_replay_gives_what_came_after_and_refuses_what_was_dropped() -> None:
+    store = MemoryEventStore(max_events_per_stream=3)
+    for seq in range(1, 6):
+        await store.append("s.r1", seq, f"e{seq}".encode())
+    assert events(await store.replay("s.r1", 2)) == [(3, b"e3"), (4, b"e4"), (5, b"e5")]
+    assert events(await store.replay("s.r1", 5)) == []
+    # Event 2 was dropped from the ring: a client that missed it cannot be made whole.
+    assert events(await store.replay("s.r1", 1)) is None
+    assert events(await store.replay("s.r2", 0)) is None
+    await store.forget("s.r1")
+    assert events(await store.replay("s.r1", 4)) is None
+    assert len(store) == 0
+
+
+@pytest.mark.invariant(11)
+async def test_a_stream_expires_ttl_after_its_last_event() -> None:
+    clock = FakeClock()
+    store = MemoryEventStore(ttl=10, clock=clock)
+    await store.append("s.r1", 1, b"a")
+    clock.now = 8
+    await store.append("s.r1", 2, b"b")
+    clock.now = 15
+    assert events(await store.replay("s.r1", 0)) == [(1, b"a"), (2, b"b")]
+    clock.now = 19
+    assert events(await store.replay("s.r1", 0)) is None
+
+
+@pytest.mark.invariant(11)
+async def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
+    """Streams that stay active (a session's GET stream, say) must not shield streams created
+    after them from expiry: the store would grow without bound."""
+    clock = FakeClock()
+    store = MemoryEventStore(ttl=10, clock=clock)
+    busy = [f"busy{n}.0" for n in range(20)]
+    for stream in busy:
+        await store.append(stream, 1, b"x")
+    clock.now = 1
+    for n in range(500):
+        await store.append(f"idle{n}.r1", 1, b"x")
+    for tick in range(2, 60):
+        clock.now = tick
+        for stream in busy:
+            await store.append(stream, tick, b"x")
+        await store.append(f"new{tick}.r1", 1, b"x")
+    assert events(await store.replay("idle0.r1", 0)) is None
+    # Only the busy streams and the ones created within the ttl are left.
+    assert len(store) == len(busy) + 11
+
+
+async def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:
+    store = MemoryEventStore(max_bytes=10_000)
+    for n in range(3):
+        await store.append(f"s.r{n}", 1, b"x" * 2000)
+    await store.append("s.r0", 2, b"y")  # active again: now the most recent
+    await store.append("s.r3", 1, b"x" * 2000)
+    assert store.held_bytes <= 10_000
+    assert events(await store.replay("s.r0", 0)) == [(1, b"x" * 2000), (2, b"y")]
+    assert events(await store.replay("s.r2", 0)) == [(1, b"x" * 2000)]
+    assert events(await store.replay("s.r3", 0)) == [(1, b"x" * 2000)]
+    # The least recently active went: a resume of it gets the same answer as an expired one.
+    assert events(await store.replay("s.r1", 0)) is None
+    assert len(store) == 3
+    for stream in ("s.r0", "s.r2", "s.r3"):
+        await store.forget(stream)
+    assert store.held_bytes == 0
+
+
+async def test_a_stream_keeps_its_newest_bytes_and_refuses_a_resume_across_a_gap() -> None:
+    store = MemoryEventStore(max_stream_bytes=5_000)
+    for seq in range(1, 5):
+        await store.append("s.r1", seq, bytes([seq]) * 1500)
+    assert [seq for seq, _ in events(await store.replay("s.r1", 2)) or []] == [3, 4]
+    assert events(await store.replay("s.r1", 1)) is None  # event 2 was dropped
+    # An event larger than a stream may hold is not kept: nothing before it can be resumed.
+    await store.append("s.r1", 5, b"z" * 6000)
+    assert events(await store.replay("s.r1", 4)) is None
+    assert events(await store.replay("s.r1", 5)) == []
+    assert store.held_bytes < 5_000
+
+
+async def test_many_small_events_are_counted_with_their_overhead() -> None:
+    store = MemoryEventStore(max_bytes=100_000)
+    for n in range(10_000):
+        await store.append(f"s.r{n}", 1, b"")
+    assert store.held_bytes <= 100_000
+    assert len(store) < 100
+
+
+async def test_a_listener_hands_over_in_order_and_a_cut_ends_it_after_what_it_had() -> None:
+    listener = Listener()
+    got: list[object] = []
+
+    async def take() -> None:
+        try:
+            while True:
+                got.append(await listener.receive())
+        except trio.EndOfChannel:
+            got.append("end")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take)
+        await trio.testing.wait_all_tasks_blocked()  # waiting: nothing sent yet
+        listener.send_nowait(("1", b"a"))
+        listener.send_nowait(("2", b"b"))
+        assert len(listener) == 2  # sent, not yet taken
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [("1", b"a"), ("2", b"b")] and len(listener) == 0
+        listener.send_nowait(None)
+        listener.close()
+    assert got == [("1", b"a"), ("2", b"b"), None, "end"]
+    with pytest.raises(trio.ClosedResourceError):
+        listener.send_nowait(("3", b"c"))
+    with pytest.raises(trio.EndOfChannel):
+        listener.receive_nowait()
+
+
+async def test_a_listener_whose_receiver_was_cancelled_still_delivers(mock_clock: Any) -> None:
+    mock_clock.autojump_threshold = 0
+    listener = Listener()
+    with trio.move_on_after(1):
+        await listener.receive()  # cancelled while waiting: it must forget its waiter
+    with pytest.raises(trio.WouldBlock):
+        listener.receive_nowait()
+    listener.send_nowait(("1", b"a"))
+    assert await listener.receive() == ("1", b"a")
+
+
+def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:
+    """Events taken by a GET leave entries behind in the app-wide order of backlog events: they
+    are swept out, so that order stays as small as what is queued."""
+    budget = ByteBudget(10_000)
+    limits = StreamLimits(backlog_events=5_000)
+    stream = EventStream("s", "0", NO_STORE, limits=limits, budget=budget)
+    for _ in range(5_000):
+        stream.push(b"x" * 10)
+        stream.push(b"y" * 10)
+        stream.detach(stream.attach())
+    assert budget.used == 0
+    assert len(budget._order) <= 100
+    for _ in range(2_000):  # twice what the budget holds: the oldest go, the order follows
+        stream.push(b"z" * 10)
+    assert budget.used == stream.backlog_bytes == 10_000
+    assert len(budget._order) <= 2 * len(stream.backlog) + 64
+
+
+# -- through a real hypercorn ----------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+def big_result_server(size: int) -> tuple[Server, dict[int, trio.Event]]:
+    """A tool whose result is ``size`` bytes of text; ``big(gate=n)`` answers once the test
+    sets ``gates[n]``."""
+    server = demo_server()
+    gates: dict[int, trio.Event] = collections.defaultdict(trio.Event)
+
+    @server.tool()
+    async def big(gate: int | None = None) -> str:
+        if gate is not None:
+            await gates[gate].wait()
+        return "x" * size
+
+    return server, gates
+
+
+@pytest.mark.invariant(11)
+async def test_results_delivered_on_a_live_stream_are_not_kept() -> None:
+    """Every event of a stream that reached its client, up to the response, has nothing left to
+    resume: 40 results of 2 MiB leave the server's memory where it was (they used to be kept
+    for the store's ttl)."""
+    server, _ = big_result_server(2 * MIB)
+    async with serving(server) as served:
+        session = await served.initialize()
+        assert "result" in await served.call(session, call_body(0, "big"))
+        tracemalloc.start()
+        try:
+            before = traced()
+            for rid in range(1, 41):
+                message = await served.call(session, call_body(rid, "big"))
+                assert len(message["result"]["content"][0]["text"]) == 2 * MIB
+                del message
+            # The engine's writer holds the last batch it wrote until the next one: a small
+            # call takes its place.
+            assert "result" in await served.call(session, call_body(41, "echo", {"text": "x"}))
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 8 * MIB, (before, after)
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        assert len(store) == 0
+        assert store.held_bytes == 0
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_only_a_stream_that_can_be_resumed_is_stored(json_response: bool) -> None:
+    """An SSE answer's stream is in the store while its request runs (a client may resume it);
+    a JSON answer has no event ids, so nothing of its stream is ever written there."""
+    server, gates = big_result_server(10)
+    async with serving(server, HttpOptions(json_response=json_response)) as served:
+        session = await served.initialize()
+        store = served.app.store
+        assert isinstance(store, MemoryEventStore)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(served.call, session, call_body(1, "big", {"gate": 1}))
+            await eventually(lambda: bool(served.app.sessions[session].request_streams))
+            assert len(store) == (0 if json_response else 1)
+            gates[1].set()
+        assert len(store) == 0
+
+
+@pytest.mark.invariant(11)
+async def test_cut_streams_are_kept_within_the_stores_byte_cap_oldest_dropped_first() -> None:
+    """Streams whose client went away before the response are kept for a resume, but only up to
+    the store's byte cap: 40 cut streams of 2 MiB under the default 32 MiB keep the newest ones;
+    the newest resumes whole, the oldest gets the same 400 as an expired one."""
+    server, gates = big_result_server(2 * MIB)
+    async with serving(server) as served:
+        store = served.app.store
+        session = await served.initialize()
+        state = served.app.sessions[session]
+        primes: list[str] = []
+
+        async def cut(rid: int) -> None:
+            async with served.stream_post(call_body(rid, "big", {"gate": rid}), session) as r:
+                prime = await r.next()
+                assert prime is not None and prime.id is not None
+                primes.append(prime.id)
+            # Once the server has seen the client go, the result comes: it waits for a resume.
+            await eventually(lambda: state.request_streams[rid].listener is None)
+            gates[rid].set()
+            await eventually(lambda: rid not in state.request_streams)
+
+        tracemalloc.start()
+        try:
+            before = traced()
+            for rid in range(1, 41):
+                await cut(rid)
+            # The engine's writer holds the last batch it wrote until the next one: a small
+            # call takes its place.
+            assert "result" in await served.call(session, call_body(41, "echo", {"text": "x"}))
+            after = traced()
+        finally:
+            tracemalloc.stop()
+        assert after - before < 40 * MIB, (before, after)
+        assert isinstance(store, MemoryEventStore)
+        assert 8 * MIB < store.held_bytes <= 32 * MIB
+        async with served.stream_get(session, last_event_id=primes[-1]) as resumed:
+            (event,) = await resumed.rest()
+        assert len(event.json()["result"]["content"][0]["text"]) == 2 * MIB
+        headers = served.headers(session, accept="text/event-stream", last_event_id=primes[0])
+        response = await served.client.get(served.url, headers=headers)
+        assert response.status_code == 400
+        assert response.json()["error"]["message"] == "Bad Request: unknown Last-Event-ID"
+
+
+# -- the contract, both stores; the Redis one on a real redis-server ------------------------------
+
+
+@asynccontextmanager
+async def a_store(
+    kind: str, tmp_path: Path, *, max_events_per_stream: int = 256, max_stream_bytes: int = 2**23
+) -> AsyncIterator[EventStore]:
+    per_stream, stream_bytes = max_events_per_stream, max_stream_bytes
+    if kind == "memory":
+        yield MemoryEventStore(
+            heartbeat=0.1, max_events_per_stream=per_stream, max_stream_bytes=stream_bytes
+        )
+        return
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(
+            redis.url,
+            heartbeat=0.1,
+            max_events_per_stream=per_stream,
+            max_stream_bytes=stream_bytes,
+        )
+        await store.start()
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_replays_after_an_id_with_its_owner_and_its_end(
+    kind: str, tmp_path: Path
+) -> None:
+    async with a_store(kind, tmp_path, max_events_per_stream=3) as store:
+        await store.open("s.r1", StreamMeta("s", "alice", 7))
+        for seq in range(1, 6):
+            await store.append("s.r1", seq, f"e{seq}".encode())
+        replay = await store.replay("s.r1", 2)
+        assert replay == Replay(
+            [(3, b"e3"), (4, b"e4"), (5, b"e5")], False, StreamMeta("s", "alice", 7)
+        )
+        assert await store.replay("s.r1", 1) is None  # event 2 was dropped: no gap is served
+        await store.finish("s.r1")
+        assert await store.replay("s.r1", 5) == Replay([], True, StreamMeta("s", "alice", 7))
+        await store.forget("s.r1")
+        assert await store.replay("s.r1", 0) is None
+        assert await store.replay("never.r1", 0) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_store_keeps_a_streams_newest_bytes(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path, max_stream_bytes=5_000) as store:
+        for seq in range(1, 5):
+            await store.append("s.r1", seq, bytes([seq]) * 1500)
+        assert [seq for seq, _ in events(await store.replay("s.r1", 2)) or []] == [3, 4]
+        assert await store.replay("s.r1", 1) is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_a_session_lives_while_its_worker_says_so(kind: str, tmp_path: Path) -> None:
+    async with a_store(kind, tmp_path) as store:
+        await store.keep_alive(["a", "b"])
+        assert await store.session_alive("a")
+        await store.end_session("b")
+        assert not await store.session_alive("b")
+        await trio.sleep(0.5)  # three heartbeats of 0.1 s without a word
+        assert not await store.session_alive("a")
+
+
+async def test_redis_down_at_start_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    url = f"redis://probe:hunter2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(EventStoreUnavailable) as raised:
+        await RedisEventStore(url).start()
+    message = str(raised.value)
+    assert "127.0.0.1" in message and "cannot be reached" in message
+    assert "hunter2" not in message
+
+
+async def test_redis_lost_mid_run_fails_clearly_and_recovers(tmp_path: Path) -> None:
+    async with redis_server(tmp_path) as redis:
+        store = RedisEventStore(redis.url, timeout=2)
+        await store.start()
+        try:
+            await store.append("s.r1", 1, b"a")
+            await redis.stop()
+            with pytest.raises(EventStoreUnavailable, match="failed"):
+                await store.append("s.r1", 2, b"b")
+            with pytest.raises(EventStoreUnavailable):
+                await store.replay("s.r1", 0)
+            await redis.start()
+            await store.append("s.r9", 1, b"back")
+            assert events(await store.replay("s.r9", 0)) == [(1, b"back")]
+        finally:
+            await store.aclose()
+
+
+async def test_a_full_writer_queue_loses_that_streams_resumability_never_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The writer is behind (not even running yet): pushes never wait; the stream whose event
+    found the queue full can no longer be resumed, and says so in the log; the others are
+    stored whole once the writer runs."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=4)
+    kept = EventStream("s", "r1", writer, meta=StreamMeta("s"))
+    kept.push(b"1")
+    kept.push(b"2")
+    lost = EventStream("s", "r2", writer, meta=StreamMeta("s"))
+    for _ in range(5):
+        lost.push(b"x")  # never blocks
+    assert writer.is_lost(lost.stream_id)
+    assert "can no longer be resumed" in caplog.text
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        await writer.flush()
+        assert events(await store.replay(kept.stream_id, 0)) == [(1, b"1"), (2, b"2")]
+        assert await store.replay(lost.stream_id, 0) is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_apps_own_memory_store_is_written_at_once_never_lost() -> None:
+    """An app's own MemoryEventStore is written in the caller, with no writer running: what a
+    stream pushed is in the store at once, in order, its end too; forgotten, it is gone."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=1)  # a queue that would lose the second write
+    sink = MemorySink(store, writer)
+    stream = EventStream("s", "r1", sink, meta=StreamMeta("s"))
+    stream.open()
+    for data in (b"1", b"2", b"3"):
+        stream.push(data)
+    stream.finish(responded=True)
+    replay = await store.replay(stream.stream_id, 0)
+    assert replay is not None and replay.finished
+    assert events(replay) == [(1, b"1"), (2, b"2"), (3, b"3")]
+    assert not sink.is_lost(stream.stream_id)
+    stream.delivered()
+    assert await store.replay(stream.stream_id, 0) is None
+
+
+async def test_an_app_writes_a_memory_store_at_once_and_any_other_through_its_writer() -> None:
+    """A store of any other class (a subclass may wait in its writes) keeps the writer."""
+
+    class Subclassed(MemoryEventStore):
+        pass
+
+    assert isinstance(Server("s").http_app().sink, MemorySink)
+    given = Server("s").http_app(HttpOptions(event_store=Subclassed()))
+    assert given.sink is given.writer

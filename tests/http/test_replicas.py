@@ -1,0 +1,287 @@
+"""Replicas: with a shared session store, a worker serves a request of a session another worker
+opened, from its record, with no new ``initialize``; what one worker's copy changes, the
+others follow; a DELETE on any worker ends it everywhere. With a relay, the client's response
+to a server request and a cancel reach the worker whose copy needs them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+
+from trio_mcp import Server
+from trio_mcp.http._relay import MemoryRelay
+from trio_mcp.protocol._errors import ProtocolError
+from trio_mcp.server import Context, HttpOptions, MemorySessionStore
+
+from .._http import (
+    GUARD,
+    VERSION,
+    Park,
+    Served,
+    call_body,
+    cancel_body,
+    eventually,
+    parse_sse,
+    request_body,
+    serving,
+)
+from ..auth.test_gate import (
+    ALICE_REFRESHED,
+    ALICE_TOKEN,
+    BOB_TOKEN,
+    open_session,
+    post,
+    protected,
+)
+
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def chatty_server() -> Server:
+    server = Server("chatty")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        """Logs at two levels, and says which client it serves."""
+        await ctx.info("fine")
+        await ctx.error("bad")
+        info = ctx.client_info
+        return info.name if info is not None else "?"
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Asks the client a name (a request the client answers with a POST)."""
+        answer = await ctx.elicit("Your name?", FORM)
+        return str((answer.content or {}).get("name"))
+
+    @server.resource("x://1")
+    def one() -> str:
+        return "one"
+
+    return server
+
+
+@asynccontextmanager
+async def two_workers(
+    servers: tuple[Server, Server] | None = None, *, relay: bool = True, json: bool = False
+) -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
+    store = MemorySessionStore()
+    shared = MemoryRelay() if relay else None
+    first, second = servers or (chatty_server(), chatty_server())
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, relay=shared, json_response=json)
+
+    async with (
+        serving(first, options("a")) as a,
+        serving(second, options("b")) as b,
+    ):
+        yield a, b, store
+
+
+async def logged(served: Served, session: str, rid: int) -> tuple[list[str], object]:
+    response = await served.post(call_body(rid, "chatty"), session)
+    assert response.status_code == 200, response.text
+    messages = [e.json() for e in parse_sse(response.text) if e.data]
+    logs = [m["params"]["data"] for m in messages if m.get("method") == "notifications/message"]
+    return logs, messages[-1]["result"]["content"][0]["text"]
+
+
+async def test_a_session_opened_on_one_worker_is_served_by_another() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize(capabilities={"roots": {}})
+        assert session.startswith("a.")
+        logs, client = await logged(b, session, 1)
+        assert (logs, client) == (["fine", "bad"], "raw-http")
+        replica = b.app.sessions[session]
+        assert replica.replica and not a.app.sessions[session].replica
+        state = replica.connection.state
+        assert state.protocol_version == VERSION and state.initialized
+        assert state.client_capabilities.roots is not None
+        # A second initialize is refused there as on the worker that opened it.
+        with pytest.raises(ProtocolError, match="already initialized"):
+            state.check_initialize()
+
+
+async def test_set_level_on_one_worker_applies_to_logs_another_sends() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        assert (await logged(b, session, 1))[0] == ["fine", "bad"]  # b holds a replica now
+        level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        assert (await logged(b, session, 3))[0] == ["bad"]
+        sub = await a.call(session, request_body(4, "resources/subscribe", {"uri": "x://1"}))
+        assert sub["result"] == {}
+        await b.call(session, request_body(5, "ping"))
+        assert b.app.sessions[session].connection.subscriptions == {"x://1"}
+
+
+async def test_a_delete_on_any_worker_ends_the_session_everywhere() -> None:
+    async with two_workers() as (a, b, store):
+        session = await a.initialize()
+        await b.call(session, request_body(1, "ping"))
+        response = await b.client.delete(b.url, headers=b.headers(session))
+        assert response.status_code == 200
+        assert await store.get(session) is None
+        for served in (a, b):
+            response = await served.post(request_body(2, "ping"), session)
+            assert response.status_code == 404, response.text
+            assert session not in served.app.sessions
+
+
+async def test_an_unknown_or_forged_session_is_404_on_every_worker() -> None:
+    async with two_workers() as (a, b, _):
+        await a.initialize()
+        for forged in ("a.0123456789abcdef0123456789abcdef", "b.nothing", "x" * 300):
+            response = await b.post(request_body(1, "ping"), forged)
+            assert response.status_code == 404
+        assert not b.app.sessions
+
+
+async def test_concurrent_first_requests_build_one_replica() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        built: list[object] = []
+        async with trio.open_nursery() as nursery:
+            for rid in range(5):
+
+                async def one(rid: int = rid) -> None:
+                    answer = await b.call(session, request_body(rid, "ping"))
+                    assert answer["result"] == {}
+                    built.append(b.app.sessions[session])
+
+                nursery.start_soon(one)
+        assert len(built) == 5 and len(set(map(id, built))) == 1
+
+
+async def test_a_response_to_a_server_request_posted_to_another_worker_reaches_it() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_post(call_body(1, "ask"), session) as reader:
+            asked = await reader.message()
+            assert asked["method"] == "elicitation/create"
+            assert asked["id"] == "a/1"  # the id names the worker whose copy waits
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}
+            answer["result"]["content"] = {"name": "Ada"}
+            response = await b.post(answer, session)
+            assert response.status_code == 202
+            result = await reader.message()
+        assert result["result"]["content"][0]["text"] == "Ada"
+        assert session in b.app.sessions  # b relayed it from its own copy
+
+
+async def test_without_a_relay_such_a_response_is_not_carried() -> None:
+    async with two_workers(relay=False) as (a, b, _):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_post(call_body(1, "ask"), session) as reader:
+            asked = await reader.message()
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}
+            assert (await b.post(answer, session)).status_code == 202
+            with trio.move_on_after(0.3) as waited:
+                await reader.message()
+            assert waited.cancelled_caught  # b has no such request, and a never heard of it
+
+
+async def test_a_cancel_posted_to_another_worker_stops_the_handler() -> None:
+    first, second = chatty_server(), chatty_server()
+    park = Park(first)
+    Park(second)
+    async with two_workers((first, second)) as (a, b, _):
+        session = await a.initialize()
+        async with a.stream_post(call_body(7, "park"), session) as reader:
+            await park.entered.wait()
+            assert (await b.post(cancel_body(7), session)).status_code == 202
+            with trio.fail_after(GUARD):
+                await park.finished.wait()
+            assert park.cancelled
+            rest = await reader.rest()
+        assert all("result" not in e.json() for e in rest if e.data)
+
+
+async def test_a_delete_elsewhere_ends_this_workers_copy_at_once() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        response = await b.client.delete(b.url, headers=b.headers(session))
+        assert response.status_code == 200
+        await eventually(lambda: session not in a.app.sessions)
+
+
+async def test_a_request_on_one_worker_reaches_the_get_stream_held_by_another() -> None:
+    """JSON responses carry one message: a tool's elicitation goes to the session's GET stream,
+    which another worker's copy holds; the answer, POSTed there, comes back."""
+    async with two_workers(json=True) as (a, b, store):
+        session = await a.initialize(capabilities={"elicitation": {}})
+        async with a.stream_get(session) as get:
+            await eventually(lambda: a.app.sessions[session].standalone.listener is not None)
+            record = None
+            while record is None or record.get_node != "a":
+                await trio.sleep(0.01)
+                record = await store.get(session)
+            result: dict[str, object] = {}
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    result.update(await b.call(session, call_body(1, "ask")))
+
+                nursery.start_soon(call)
+                asked = await get.message()
+                assert asked["method"] == "elicitation/create" and asked["id"] == "b/1"
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}
+                answer["result"]["content"] = {"name": "Grace"}
+                assert (await a.post(answer, session)).status_code == 202
+        assert result["result"]["content"][0]["text"] == "Grace"  # type: ignore[index]
+
+
+async def test_only_the_owner_gets_a_replica_built() -> None:
+    """Under authorization, another principal's request for the session is an unknown
+    session on every worker (404), and builds nothing; the owner's, by a refreshed token,
+    is served."""
+    store, relay = MemorySessionStore(), MemoryRelay()
+    (first, _), (second, _) = protected(), protected()
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, relay=relay)
+
+    async with serving(first, options("a")) as a, serving(second, options("b")) as b:
+        session = await open_session(a, ALICE_TOKEN)
+        assert (await store.get(session)) is not None
+        ping = request_body(1, "ping")
+        assert (await post(b, ping, BOB_TOKEN, session)).status_code == 404
+        assert session not in b.app.sessions
+        assert (await post(a, ping, BOB_TOKEN, session)).status_code == 404
+        assert session in a.app.sessions  # a stranger's request ends nothing
+        assert (await post(b, ping, ALICE_REFRESHED, session)).status_code == 200
+        assert b.app.sessions[session].owner == a.app.sessions[session].owner
+
+
+async def test_a_replica_built_for_a_refused_request_expires_idle() -> None:
+    async with two_workers() as (a, b, _):
+        session = await a.initialize()
+        bad = b.headers(session, version="1999-01-01")
+        response = await b.client.post(
+            b.url, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', headers=bad
+        )
+        assert response.status_code == 400
+        replica = b.app.sessions[session]
+        assert replica.scope.deadline < float("inf")  # it expires with the idle timeout
+
+
+async def test_a_session_busy_on_one_worker_past_the_idle_timeout_stays_everywhere() -> None:
+    first, second = chatty_server(), chatty_server()
+    park = Park(first)
+    store = MemorySessionStore()
+
+    def options(node: str) -> HttpOptions:
+        return HttpOptions(session_store=store, node_id=node, session_idle_timeout=0.6)
+
+    async with serving(first, options("a")) as a, serving(second, options("b")) as b:
+        session = await a.initialize()
+        async with a.stream_post(call_body("p", "park"), session) as reader:
+            await park.entered.wait()
+            await trio.sleep(1.5)  # past the idle timeout, with no request of the session
+            assert "result" in await b.call(session, request_body(1, "ping"))
+            park.release.set()
+            await reader.rest()

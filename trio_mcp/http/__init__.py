@@ -1,0 +1,1 @@
+"""The ASGI binding: Streamable HTTP, HTTP+SSE and WebSocket endpoints, run by hypercorn."""

@@ -1,0 +1,346 @@
+"""WebSocket: one MCP connection per socket, on the ASGI app's ``websocket`` scopes.
+
+hypercorn serves the socket (wsproto under it: the handshake, pings answered with pongs,
+fragments joined, its own bound ``websocket_max_message_size`` on what it buffers); this module
+decides whether to accept it and then moves messages: one JSON-RPC message (or batch) per text
+frame, each way. The socket is a transport the engine reads, so a connection here is exactly a
+stdio connection: :meth:`Server.serve_transport` runs it, one task per request, both eras
+(``initialize`` and then the handshake era, or modern requests each carrying their own version).
+
+The handshake is refused, before anything of MCP runs, with an HTTP response (ASGI's
+``websocket.http.response``, which hypercorn supports) carrying a JSON-RPC error body: the
+Host/Origin checks of Streamable HTTP (the same functions) and the authorization gate (401 with
+its challenge), then a client that does not offer the ``mcp`` subprotocol (400: the TypeScript
+SDK's ``WebSocketClientTransport`` offers it, and a browser refuses a socket whose server picked
+none it offered). Once open, the socket is closed with 1003 on a binary frame, 1009 on a
+message over ``HttpOptions.ws_max_message_bytes``, 1001 when the server shuts down, 1011 when
+the client did not answer a keep-alive ``ping`` request (``HttpOptions.ws_ping_interval``: ASGI
+has no WebSocket ping for an app to send), 1000 when the connection simply ends. A dropped
+socket is the peer gone: what it had in flight is cancelled. Writes wait for the socket
+(hypercorn writes to TCP before a send returns), so a client that does not read holds up its own
+connection's writer, and the engine stops reading from it once ``Server.max_queued_bytes`` are
+queued: memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import trio
+
+from ..auth._gate import HttpAuth, Refused
+from ..protocol._errors import ConnectionClosed, ProtocolError, RequestTimeout
+from ..protocol._jsonrpc import (
+    Batch,
+    ErrorResponse,
+    Parsed,
+    RequestId,
+    encode,
+    parse,
+)
+from ..server._principal import Principal
+from ..transports._transport import BaseTransport
+from ._asgi import HttpError, Receive, Scope, Send, _refusal
+
+if TYPE_CHECKING:
+    from .._session import Session
+    from ..transports._transport import Transport
+
+logger = logging.getLogger("trio_mcp.http")
+
+#: The WebSocket subprotocol of MCP (the TypeScript SDK's ``WebSocketClientTransport`` offers it).
+SUBPROTOCOL = "mcp"
+
+#: Close codes (RFC 6455 section 7.4.1).
+NORMAL = 1000
+GOING_AWAY = 1001
+UNSUPPORTED_DATA = 1003
+MESSAGE_TOO_BIG = 1009
+INTERNAL = 1011
+
+#: After a shutdown or a cut, how long the close frame may take to be written.
+_CLOSE_GUARD = 1.0
+
+
+class _Serves(Protocol):
+    """What the endpoint needs of its server beyond the HTTP app's needs (``Server`` has it)."""
+
+    async def serve_transport(
+        self,
+        transport: Transport,
+        *,
+        principal: Principal | None = None,
+        task_status: trio.TaskStatus[Session] = ...,
+    ) -> None: ...
+
+
+class _WsOptions(Protocol):
+    @property
+    def ws_path(self) -> str | None: ...
+    @property
+    def ws_max_message_bytes(self) -> int: ...
+    @property
+    def ws_ping_interval(self) -> float | None: ...
+    @property
+    def max_sessions(self) -> int: ...
+    @property
+    def max_sessions_per_client(self) -> int: ...
+
+
+class WebSocketHost(Protocol):
+    """What the endpoint needs of the app it is part of (``McpHttpApp``, which imports this
+    module: named here by its shape)."""
+
+    @property
+    def options(self) -> _WsOptions: ...
+    @property
+    def server(self) -> object: ...
+    @property
+    def gate(self) -> HttpAuth | None: ...
+    @property
+    def ready(self) -> bool: ...
+    def _check_host_and_origin(self, scope: Scope) -> None: ...
+    def _client_key(self, scope: Scope) -> str: ...
+
+
+class WebSocketTransport(BaseTransport):
+    """One accepted socket as the engine's transport: text frames in, text frames out."""
+
+    def __init__(self, receive: Receive, send: Send, *, max_message_bytes: int) -> None:
+        self._receive = receive
+        self._send = send
+        self.max_message_bytes = max_message_bytes
+        #: How to close the socket once the engine is done (None: the peer closed it).
+        self.close_code: int | None = NORMAL
+        self.close_reason = ""
+
+    async def receive(self) -> Parsed | Batch:
+        message = await self._receive()
+        kind = message["type"]
+        if kind == "websocket.disconnect":
+            self.close_code = None
+            raise trio.EndOfChannel
+        if kind != "websocket.receive":
+            raise self._closing(INTERNAL, f"unexpected ASGI message {kind!r}")
+        text = message.get("text")
+        if text is None:
+            raise self._closing(
+                UNSUPPORTED_DATA, "binary frames are not MCP: send each message as a text frame"
+            )
+        limit = self.max_message_bytes
+        # A character is 1 to 4 bytes in UTF-8: most texts are decided without encoding them.
+        if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+            raise self._closing(MESSAGE_TOO_BIG, f"message over the limit of {limit} bytes")
+        return parse(text)
+
+    def _closing(self, code: int, reason: str) -> ConnectionClosed:
+        """The socket is to be closed with ``code`` (a close reason fits in 123 bytes): what
+        the read loop is told, so that the engine winds the connection down."""
+        self.close_code, self.close_reason = code, reason
+        return ConnectionClosed(reason)
+
+    async def send(
+        self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
+    ) -> None:
+        try:
+            await self._send({"type": "websocket.send", "text": data.decode()})
+        except (OSError, RuntimeError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            # hypercorn refuses a send once the socket closed (its own error type).
+            raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
+
+    async def close(self, code: int, reason: str = "") -> None:
+        """Send the close frame (bounded, shielded: it is also sent while being cancelled)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GUARD):
+            try:
+                await self._send({"type": "websocket.close", "code": code, "reason": reason})
+            except Exception as exc:  # the socket is gone already: nothing more to tell it
+                logger.debug("closing a WebSocket: %s", exc)
+
+
+class WebSocketEndpoint:
+    """The app's WebSocket endpoint (``HttpOptions.ws_path``) and its open sockets."""
+
+    def __init__(self, app: WebSocketHost) -> None:
+        self.app = app
+        path = app.options.ws_path
+        normal = (path.rstrip("/") or "/") if path is not None else None
+        self._paths = (
+            set() if normal is None else {normal, normal + "/"} if normal != "/" else {"/"}
+        )
+        #: The cancel scope of every open socket's connection.
+        self.sockets: set[trio.CancelScope] = set()
+        #: Sockets accepted or being accepted, in all and by client (``HttpOptions.client_key``).
+        self._open_sockets = 0
+        self._by_client: dict[str, int] = {}
+
+    def shutdown(self) -> None:
+        """Close every open socket with 1001 (the app's lifespan is ending)."""
+        for scope in self.sockets:
+            scope.cancel()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
+        """Serve one ``websocket`` scope; ``route`` is its path below the app's mount point."""
+        if (await receive())["type"] != "websocket.connect":
+            return
+        try:
+            principal = await self._admit(scope, route)
+            client = self._claim(scope)  # no checkpoint since the check: a burst cannot overshoot
+        except HttpError as error:
+            await _refuse(scope, send, error)
+            return
+        try:
+            await self._open(scope, receive, send, principal)
+        finally:
+            self._release(client)
+
+    def _claim(self, scope: Scope) -> str:
+        """Count a new socket against the limits, as ``initialize`` counts a session: 429 for
+        one client's (``max_sessions_per_client``), 503 for the server's (``max_sessions``).
+        Sockets are counted apart from Streamable HTTP sessions."""
+        options = self.app.options
+        client = self.app._client_key(scope)
+        if self._by_client.get(client, 0) >= options.max_sessions_per_client:
+            raise HttpError(
+                429,
+                f"Too Many Requests: this client already has {options.max_sessions_per_client} "
+                "WebSockets open, the limit; close one, or retry later",
+                headers=[(b"retry-after", b"1")],
+            )
+        if self._open_sockets >= options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its WebSocket limit",
+                headers=[(b"retry-after", b"1")],
+            )
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        self._open_sockets += 1
+        return client
+
+    def _release(self, client: str) -> None:
+        self._open_sockets -= 1
+        left = self._by_client[client] - 1
+        if left:
+            self._by_client[client] = left
+        else:
+            del self._by_client[client]
+
+    async def _open(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+    ) -> None:
+        transport = WebSocketTransport(
+            receive, send, max_message_bytes=self.app.options.ws_max_message_bytes
+        )
+        await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+        with trio.CancelScope() as socket_scope:
+            self.sockets.add(socket_scope)
+            try:
+                await self._serve(transport, principal)
+            except Exception:
+                logger.exception("unexpected error serving a WebSocket on %s", scope["path"])
+                transport.close_code, transport.close_reason = INTERNAL, "internal error"
+            finally:
+                self.sockets.discard(socket_scope)
+                if trio.current_effective_deadline() == -math.inf:
+                    # Cancelled: by the app's shutdown, or by hypercorn stopping. The close
+                    # frame still goes out (shielded, bounded).
+                    transport.close_code = GOING_AWAY
+                    transport.close_reason = "the server is shutting down"
+                if transport.close_code is not None:
+                    await transport.close(transport.close_code, transport.close_reason)
+
+    async def _serve(self, transport: WebSocketTransport, principal: Principal | None) -> None:
+        """The socket's connection, and with ``ws_ping_interval`` its keep-alive beside it."""
+        server = cast(_Serves, self.app.server)  # a Server: it serves any transport
+        interval = self.app.options.ws_ping_interval
+        if interval is None:
+            await server.serve_transport(transport, principal=principal)
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def serve(*, task_status: trio.TaskStatus[Session]) -> None:
+                try:
+                    await server.serve_transport(
+                        transport, principal=principal, task_status=task_status
+                    )
+                finally:
+                    nursery.cancel_scope.cancel()  # the keep-alive ends with it
+
+            session = await nursery.start(serve)
+            nursery.start_soon(_keep_alive, session, transport, interval, nursery.cancel_scope)
+
+    async def _admit(self, scope: Scope, route: str) -> Principal | None:
+        """The checks of a handshake, in the order Streamable HTTP makes them; raises
+        :class:`HttpError` for a refusal. Returns who the socket acts for."""
+        app = self.app
+        if route not in self._paths:
+            mounted = scope.get("root_path", "")
+            where = app.options.ws_path
+            raise HttpError(
+                404,
+                "Not Found: "
+                + (f"the WebSocket endpoint is {mounted}{where}" if where else "no WebSocket here"),
+            )
+        app._check_host_and_origin(scope)
+        principal: Principal | None = None
+        gate = app.gate
+        if gate is not None:
+            try:
+                principal = await gate.authenticate(scope)
+                gate.authorize(principal, gate.needed(None, None))
+            except Refused as refused:
+                raise _refusal(refused) from None
+        if SUBPROTOCOL not in (scope.get("subprotocols") or ()):
+            raise HttpError(
+                400,
+                f"Bad Request: an MCP WebSocket needs the subprotocol {SUBPROTOCOL!r}: offer it "
+                f"(Sec-WebSocket-Protocol: {SUBPROTOCOL})",
+            )
+        if not app.ready:  # not started (no lifespan), draining, or shutting down
+            raise HttpError(
+                503,
+                "Service Unavailable: this server is not serving (its lifespan has not started, "
+                "or it is shutting down); connect again (another server may take it)",
+                headers=[(b"retry-after", b"1")],
+            )
+        return principal
+
+
+async def _keep_alive(
+    session: Session, transport: WebSocketTransport, interval: float, scope: trio.CancelScope
+) -> None:
+    """Every ``interval``, a ``ping`` request; a client that does not answer it within another
+    ``interval`` is taken for gone (a half-open TCP connection, say): its socket is closed with
+    1011 and its work cancelled. An error answer is an answer."""
+    while True:
+        await trio.sleep(interval)
+        try:
+            await session.request("ping", timeout=interval)
+        except RequestTimeout:
+            transport.close_code = INTERNAL
+            transport.close_reason = f"no answer to ping within {interval:g}s"
+            scope.cancel()
+            return
+        except ProtocolError:
+            pass
+        except ConnectionClosed:
+            return
+
+
+async def _refuse(scope: Scope, send: Send, error: HttpError) -> None:
+    """Turn a handshake away with an HTTP response, its body the JSON-RPC error; where the
+    ASGI server cannot send one, with a close before the accept (HTTP 403 from the server)."""
+    if "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": 1008, "reason": error.error.message})
+        return
+    body = encode(ErrorResponse(error.request_id, error.error))
+    headers: list[Any] = [
+        *error.headers,
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send(
+        {"type": "websocket.http.response.start", "status": error.status, "headers": headers}
+    )
+    await send({"type": "websocket.http.response.body", "body": body})

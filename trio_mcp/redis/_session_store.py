@@ -1,0 +1,95 @@
+"""Session records on Redis, shared by every worker, so that any of them serves any session.
+
+coredis is imported only when a store starts: a server without Redis never loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import TYPE_CHECKING
+
+from ..http._session_store import SessionRecord, SessionStoreUnavailable
+from ._link import RedisLink
+
+if TYPE_CHECKING:
+    import coredis
+
+
+class RedisSessionStore:
+    """A :class:`SessionStore` on Redis, shared by every worker that names the same server and
+    ``prefix``: one string key per session (``<prefix>session:<id>``), its value the record,
+    its Redis expiry the record's.
+
+    One store serves one app (started and closed by that app's lifespan). Faults: a Redis that
+    cannot be reached at start fails the start (:meth:`start` raises
+    :class:`SessionStoreUnavailable` naming the URL, never its password); lost later, every call
+    raises it until Redis answers again (the client reconnects by itself).
+    """
+
+    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.timeout = timeout
+        self._link = RedisLink(
+            url, what="the session store", unavailable=SessionStoreUnavailable, timeout=timeout
+        )
+
+    @property
+    def where(self) -> str:
+        return self._link.where
+
+    async def start(self) -> None:
+        if self._link.started:
+            raise RuntimeError("a RedisSessionStore serves one app: give each app its own")
+        await self._link.start()
+
+    async def aclose(self) -> None:
+        await self._link.aclose()
+
+    async def put(self, session_id: str, record: SessionRecord, ttl: float) -> None:
+        async with self._errors():
+            await self._redis().set(self._key(session_id), record.to_bytes(), px=_ms(ttl))
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        async with self._errors():
+            data = await self._redis().get(self._key(session_id))
+        return _record(data)
+
+    async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
+        ms = _ms(ttl)
+        async with self._errors():
+            # GETEX: read and refresh in one round trip (Redis 6.2 and later).
+            if ms is None:
+                data = await self._redis().getex(self._key(session_id), persist=True)
+            else:
+                data = await self._redis().getex(self._key(session_id), px=ms)
+        return _record(data)
+
+    async def delete(self, session_id: str) -> None:
+        async with self._errors():
+            await self._redis().delete([self._key(session_id)])
+
+    def _redis(self) -> coredis.Redis[bytes]:
+        return self._link.client
+
+    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Any failure to talk to Redis, as :class:`SessionStoreUnavailable`, bounded in time."""
+        return self._link.errors()
+
+    def _key(self, session_id: str) -> str:
+        return f"{self.prefix}session:{session_id}"
+
+
+def _record(data: bytes | None) -> SessionRecord | None:
+    if data is None:
+        return None
+    try:
+        return SessionRecord.from_bytes(data)
+    except ValueError:
+        return None  # not ours (another program under the prefix): no such session
+
+
+def _ms(ttl: float) -> int | None:
+    """Redis's expiry in milliseconds; None (no expiry) for an infinite ttl."""
+    return max(1, int(ttl * 1000)) if math.isfinite(ttl) else None
