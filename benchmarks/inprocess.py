@@ -47,9 +47,9 @@ from floor_server import answer
 from trio_server import build
 
 from trio_mcp import open_client
+from trio_mcp.http import HttpOptions
 from trio_mcp.lowlevel import BaseTransport
 from trio_mcp.protocol._jsonrpc import RequestId, parse
-from trio_mcp.server import HttpOptions
 
 INITIALIZE = orjson.dumps(
     {

@@ -21,7 +21,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from trio_mcp import Server, TextContent
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.http import HttpOptions
+from trio_mcp.server import Context
 from trio_mcp.testing import HttpServer, http_server
 
 #: A hang guard, never a performance assertion.

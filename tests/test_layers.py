@@ -1,12 +1,15 @@
-"""The package's layers (docs/design.md), checked on its source.
+"""The package's rooms and layers (docs/design.md), checked on its source.
 
-Every import counts: at the top of a module, inside a function, under ``if TYPE_CHECKING:``.
+Every import counts: at the top of a module, inside a function, under ``if TYPE_CHECKING:``. The
+one exception is named in ``CONVENIENCES``: a method of a lower room that imports a binding above
+it only when called (``Server.http_app()`` imports the HTTP room), never at module level.
 Run ``python -m tests.test_layers`` to see the parts, the edges between them and any violation.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -22,9 +25,37 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"protocol": ("protocol/", "_version.py")},
     {"transports": ("transports/",)},
     {"engine": ("_session.py", "_exception_groups.py")},
+    # What a user writes a server against, and the client: neither knows HTTP, Redis or JOSE.
     {"server": ("server/",), "client": ("client/",)},
+    # The resource server: the token verifiers and the HTTP gate.
+    {"auth": ("auth/",)},
+    # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.
+    {"http": ("http/",)},
+    # The only importer of the Redis client: the stores and the bus of the rooms below it.
+    {"redis": ("redis/",)},
     {"entry points": ()},
 ]
+#: Imports from a room to a binding above it, made only when a convenience method is called (or
+#: under ``if TYPE_CHECKING:`` for its annotations), never when the module is imported: source
+#: module -> the binding's modules it may name.
+CONVENIENCES = {
+    "trio_mcp/server/_server.py": {"trio_mcp/http/_binding.py", "trio_mcp/http/__init__.py"},
+}
+#: What importing the ``Server`` module alone must not load: the bindings and their libraries.
+NOT_LOADED_BY_SERVER = (
+    "trio_mcp.http",
+    "trio_mcp.auth",
+    "trio_mcp.redis",
+    "hypercorn",
+    "h11",
+    "h2",
+    "wsproto",
+    "httpx",
+    "httpcore",
+    "coredis",
+    "joserfc",
+    "trio_websocket",
+)
 #: protocol/ is sans-IO: it imports itself, the standard library and these, and never NO_IO.
 PROTOCOL_MAY_IMPORT = {"attrs", "cattrs", "orjson", "cryptography"}
 NO_IO = {"trio", "httpx", "hypercorn", "socket", "asyncio", "time", "threading", "os", "select"}
@@ -36,6 +67,31 @@ class Import(NamedTuple):
     source: str  #: the importing module's path, like trio_mcp/server/_server.py
     target: str  #: the imported module's path if it is in the package, else its dotted name
     line: int
+    eager: bool = True  #: made when the module is imported (not in a function, not type-only)
+
+
+def _eager_nodes(tree: ast.Module) -> set[int]:
+    """The ids of the import statements that run when the module is imported."""
+    eager: set[int] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                eager.add(id(node))
+            elif isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for part in (node.body, node.orelse, node.finalbody):
+                    visit(part)
+                for handler in node.handlers:
+                    visit(handler.body)
+            elif isinstance(node, ast.With | ast.ClassDef):
+                visit(node.body)
+
+    visit(tree.body)
+    return eager
 
 
 def modules(root: Path = ROOT) -> dict[str, str]:
@@ -54,7 +110,9 @@ def imports(root: Path = ROOT) -> list[Import]:
     found: set[Import] = set()
     for module, path in names.items():
         package = module if path.endswith("/__init__.py") else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse((root / path).read_text(), path)):
+        tree = ast.parse((root / path).read_text(), path)
+        eager = _eager_nodes(tree)
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -68,7 +126,8 @@ def imports(root: Path = ROOT) -> list[Import]:
                 targets = [t if t in names else base for t in targets]
             else:
                 continue
-            found |= {Import(path, names.get(t, t), node.lineno) for t in targets}
+            now = id(node) in eager
+            found |= {Import(path, names.get(t, t), node.lineno, now) for t in targets}
     return sorted(found, key=lambda i: (i.source, i.line, i.target))
 
 
@@ -106,9 +165,19 @@ def internal(root: Path = ROOT) -> list[Import]:
     return [i for i in imports(root) if i.target.startswith("trio_mcp/")]
 
 
+def is_convenience(i: Import) -> bool:
+    """A lazy import a convenience method makes of a binding above it (``CONVENIENCES``)."""
+    return not i.eager and i.target in CONVENIENCES.get(i.source, ())
+
+
+def layered() -> list[Import]:
+    """The package's own imports less the declared conveniences."""
+    return [i for i in internal() if not is_convenience(i)]
+
+
 def part_edges() -> dict[tuple[str, str], list[Import]]:
     edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
-    for i in internal():
+    for i in layered():
         a, b = part_of(i.source), part_of(i.target)
         if a != b:
             edges[str(a), str(b)].append(i)
@@ -123,7 +192,7 @@ def allowed(a: str, b: str) -> bool:
 
 
 def module_circles() -> list[str]:
-    found = internal()
+    found = layered()
     problems = []
     for group in circles({(i.source, i.target) for i in found}):
         problems.append("import circle: " + " <-> ".join(group))
@@ -165,6 +234,17 @@ def protocol_violations() -> list[str]:
     ]
 
 
+def convenience_violations() -> list[str]:
+    """A declared convenience import made at module level is an ordinary (forbidden) edge."""
+    return [
+        where(i) + " at module level: a binding above may be imported only inside a method"
+        for i in internal()
+        if i.eager
+        and i.target in CONVENIENCES.get(i.source, ())
+        and not allowed(str(part_of(i.source)), str(part_of(i.target)))
+    ]
+
+
 def test_no_import_circle_between_modules() -> None:
     problems = module_circles()
     assert not problems, "\n".join(problems)
@@ -178,6 +258,26 @@ def test_no_circle_between_the_parts() -> None:
 def test_each_part_imports_only_from_the_parts_before_it() -> None:
     problems = layer_violations()
     assert not problems, "\n".join(problems)
+
+
+def test_conveniences_import_their_binding_only_when_called() -> None:
+    problems = convenience_violations()
+    assert not problems, "\n".join(problems)
+    lazy = [i for i in internal() if is_convenience(i)]
+    assert {i.source for i in lazy} == set(CONVENIENCES), "a listed convenience no longer exists"
+
+
+def test_the_server_module_alone_loads_no_binding() -> None:
+    """In a fresh interpreter, ``import trio_mcp.server._server`` (and so ``import trio_mcp``)
+    loads nothing of HTTP, hypercorn, h11, wsproto, Redis or JOSE."""
+    code = "import sys, trio_mcp.server._server, trio_mcp\nprint('\\n'.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    wrong = [
+        m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_LOADED_BY_SERVER)
+    ]
+    assert not wrong, f"importing the Server module loaded {wrong}"
 
 
 def test_protocol_imports_only_itself_the_standard_library_and_its_listed_dependencies() -> None:
@@ -222,7 +322,11 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
         "entry points",
         "engine",
     ]
-    assert part_of("trio_mcp/auth/_jwt.py") is None
+    assert part_of("trio_mcp/elsewhere/_x.py") is None  # a folder no part names
+    lazy = {(i.source.removeprefix("trio_mcp/"), i.target, i.eager) for i in imports(tmp_path)}
+    assert ("server/_a.py", "trio_mcp/server/_b.py", False) in lazy  # under TYPE_CHECKING
+    assert ("server/_a.py", "trio_mcp/client/_c.py", False) in lazy  # in a method
+    assert ("server/_b.py", "trio_mcp/server/_a.py", True) in lazy
 
 
 def main() -> int:
@@ -235,7 +339,7 @@ def main() -> int:
     print("edges between parts (number of imports):")
     for (a, b), found in sorted(part_edges().items(), key=lambda e: (LEVEL.get(e[0][0], 9), e)):
         print(f"  {a} -> {b} ({len(found)}){'' if allowed(a, b) else '  NOT ALLOWED'}")
-    problems = module_circles() + part_circles() + layer_violations()
+    problems = module_circles() + part_circles() + layer_violations() + convenience_violations()
     if protocol := protocol_violations():
         problems += ["protocol/ imports what a sans-IO layer must not:", *protocol]
     print("violations:" if problems else "no violations")

@@ -202,7 +202,7 @@ def test_the_token_verifiers_are_there_without_loading_httpx_or_joserfc_up_front
         "import sys, trio_mcp\n"
         "assert 'httpx' not in sys.modules and 'joserfc' not in sys.modules\n"
         "from trio_mcp import JWTVerifier, IntrospectionVerifier, TokenVerifier\n"
-        "from trio_mcp.server import _introspection, _jwt\n"
+        "from trio_mcp.auth import _introspection, _jwt\n"
         "assert JWTVerifier is _jwt.JWTVerifier\n"
         "assert IntrospectionVerifier is _introspection.IntrospectionVerifier\n"
         "assert isinstance(JWTVerifier('https://issuer.example'), TokenVerifier)\n"

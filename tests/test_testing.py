@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from trio_mcp import Client, ConnectionClosed, Context, Server, TextContent, open_client
-from trio_mcp.server import HttpOptions
+from trio_mcp.http import HttpOptions
 from trio_mcp.testing import HttpServer, connected, http_client, http_server, stdio_client
 
 #: A hang guard, never a performance assertion.

@@ -97,6 +97,7 @@ from .protocol import (
     Root,
     SamplingMessage,
     ServerCapabilities,
+    TaskState,
     TextContent,
     TextResourceContents,
     Tool,
@@ -114,54 +115,63 @@ from .server import (
     BusEvent,
     CapabilityMissing,
     Context,
-    EventStore,
-    EventStoreUnavailable,
-    HttpOptions,
+    Elicited,
+    InvalidAnswer,
     InvalidToken,
     LifespanFailed,
     LocalBus,
-    McpHttpApp,
-    MemoryEventStore,
-    MemoryRelay,
-    MemorySessionStore,
+    MemoryTaskStore,
     MiddlewareContext,
     MiddlewareServer,
     Mount,
+    NestedRequestError,
     NotificationBus,
     Principal,
-    RedisEventStore,
-    RedisRelay,
-    RedisSessionStore,
-    Relay,
-    RelayUnavailable,
-    Replay,
     RequestRecord,
     ResourceNotFound,
     Server,
-    SessionRecord,
-    SessionStore,
-    SessionStoreUnavailable,
-    StaticTokenVerifier,
-    StreamMeta,
+    TaskRecord,
+    TaskStore,
+    TaskStoreUnavailable,
     TokenVerifier,
     ToolError,
     VerifierUnavailable,
 )
-from .server._context import Elicited, InvalidAnswer, NestedRequestError
 
 if TYPE_CHECKING:
-    from .auth._introspection import IntrospectionVerifier
-    from .auth._jwt import JWTVerifier
+    from .auth import IntrospectionVerifier, JWTVerifier, StaticTokenVerifier
     from .client._grants import ClientAuth, ClientCredentials, EnterpriseManaged, WorkloadIdentity
     from .client._jose import DPoPKey
     from .client._oauth import OAuth
-    from .http._hypercorn import serve_http
-    from .redis._bus import RedisBus
+    from .http import (
+        EventStore,
+        EventStoreUnavailable,
+        HttpOptions,
+        McpHttpApp,
+        MemoryEventStore,
+        MemoryRelay,
+        MemorySessionStore,
+        Relay,
+        RelayUnavailable,
+        Replay,
+        SessionRecord,
+        SessionStore,
+        SessionStoreUnavailable,
+        StreamMeta,
+        serve_http,
+    )
+    from .redis import (
+        RedisBus,
+        RedisEventStore,
+        RedisRelay,
+        RedisSessionStore,
+        RedisTaskStore,
+    )
     from .transports._http_client import SessionExpired
 
 
-# Imported on first use, so that `import trio_mcp` (a stdio server, say) loads neither hypercorn
-# nor httpx (nor joserfc, nor coredis).
+# Imported on first use, so that `import trio_mcp` (a stdio server, say) loads nothing of the HTTP
+# binding, hypercorn, httpx, joserfc or coredis.
 _LAZY = {
     "OAuth": "trio_mcp.client._oauth",
     "DPoPKey": "trio_mcp.client._jose",
@@ -169,11 +179,30 @@ _LAZY = {
     "ClientCredentials": "trio_mcp.client._grants",
     "EnterpriseManaged": "trio_mcp.client._grants",
     "WorkloadIdentity": "trio_mcp.client._grants",
-    "serve_http": "trio_mcp.http._hypercorn",
-    "JWTVerifier": "trio_mcp.auth._jwt",
-    "IntrospectionVerifier": "trio_mcp.auth._introspection",
     "SessionExpired": "trio_mcp.transports._http_client",
-    "RedisBus": "trio_mcp.redis._bus",
+    "EventStore": "trio_mcp.http",
+    "EventStoreUnavailable": "trio_mcp.http",
+    "HttpOptions": "trio_mcp.http",
+    "McpHttpApp": "trio_mcp.http",
+    "MemoryEventStore": "trio_mcp.http",
+    "MemoryRelay": "trio_mcp.http",
+    "MemorySessionStore": "trio_mcp.http",
+    "Relay": "trio_mcp.http",
+    "RelayUnavailable": "trio_mcp.http",
+    "Replay": "trio_mcp.http",
+    "SessionRecord": "trio_mcp.http",
+    "SessionStore": "trio_mcp.http",
+    "SessionStoreUnavailable": "trio_mcp.http",
+    "StreamMeta": "trio_mcp.http",
+    "serve_http": "trio_mcp.http",
+    "IntrospectionVerifier": "trio_mcp.auth",
+    "JWTVerifier": "trio_mcp.auth",
+    "StaticTokenVerifier": "trio_mcp.auth",
+    "RedisBus": "trio_mcp.redis",
+    "RedisEventStore": "trio_mcp.redis",
+    "RedisRelay": "trio_mcp.redis",
+    "RedisSessionStore": "trio_mcp.redis",
+    "RedisTaskStore": "trio_mcp.redis",
 }
 
 
@@ -264,6 +293,7 @@ __all__ = [
     "MemoryEventStore",
     "MemoryRelay",
     "MemorySessionStore",
+    "MemoryTaskStore",
     "MemoryTokenStore",
     "MiddlewareContext",
     "MiddlewareServer",
@@ -287,6 +317,7 @@ __all__ = [
     "RedisEventStore",
     "RedisRelay",
     "RedisSessionStore",
+    "RedisTaskStore",
     "Relay",
     "RelayUnavailable",
     "Replay",
@@ -313,6 +344,10 @@ __all__ = [
     "StoredTokens",
     "StreamMeta",
     "Subscription",
+    "TaskRecord",
+    "TaskState",
+    "TaskStore",
+    "TaskStoreUnavailable",
     "TextContent",
     "TextResourceContents",
     "TokenSet",

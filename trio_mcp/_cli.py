@@ -53,6 +53,7 @@ import trio
 
 from ._exception_groups import collapse_exception_groups
 from ._version import __version__
+from .auth import StaticTokenVerifier
 from .client import Client, open_client
 from .client._redirect import LoopbackReceiver, open_browser
 from .protocol._errors import MCPError
@@ -66,7 +67,7 @@ from .protocol._types import (
     TextResourceContents,
     to_wire,
 )
-from .server import Auth, Principal, Server, StaticTokenVerifier, TokenVerifier
+from .server import Auth, Principal, Server, TokenVerifier
 from .server._principal import every_entry_scopes
 
 if TYPE_CHECKING:

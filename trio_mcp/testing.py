@@ -43,7 +43,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from .client import Client, Servable, open_client
-from .server import HttpOptions, McpHttpApp, Server
+from .http import HttpOptions, McpHttpApp
+from .server import Server
 
 __all__ = [
     "ERAS",
@@ -281,7 +282,7 @@ async def mcp_era_client(
 
 @pytest.fixture
 def mcp_http_options() -> HttpOptions | None:
-    """The :class:`~trio_mcp.server.HttpOptions` of ``mcp_http`` (default: the defaults)."""
+    """The :class:`~trio_mcp.http.HttpOptions` of ``mcp_http`` (default: the defaults)."""
     return None
 
 

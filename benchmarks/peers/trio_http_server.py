@@ -27,7 +27,7 @@ from types import FrameType
 
 from trio_server import build
 
-from trio_mcp.server import HttpOptions
+from trio_mcp.http import HttpOptions
 
 
 def _stamps_fd() -> int | None:

@@ -39,7 +39,7 @@ from trio_mcp import (
     Server,
     TokenVerifier,
 )
-from trio_mcp.server import McpHttpApp
+from trio_mcp.http import McpHttpApp
 
 from .._http import GUARD, VERSION, initialize_body
 from ._oidc import BOB, OidcProvider, oidc_provider

@@ -33,8 +33,8 @@ from trio_mcp import (
     StaticTokenVerifier,
     VerifierUnavailable,
 )
+from trio_mcp.http import HttpOptions
 from trio_mcp.protocol._oauth import Challenge, parse_www_authenticate
-from trio_mcp.server import HttpOptions
 
 from .._http import (
     GUARD,

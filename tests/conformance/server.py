@@ -41,8 +41,8 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
 )
+from trio_mcp.http import HttpOptions, McpHttpApp
 from trio_mcp.http._hypercorn import serve_http
-from trio_mcp.server import HttpOptions, McpHttpApp
 
 # -- media, made here rather than pasted in -----------------------------------------------------
 

@@ -16,7 +16,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import HttpOptions, McpHttpApp
+from trio_mcp.http import HttpOptions, McpHttpApp
 
 from .._http import (
     GUARD,

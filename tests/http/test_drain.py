@@ -14,8 +14,8 @@ import httpx
 import trio
 
 from trio_mcp import Server
+from trio_mcp.http import HttpOptions
 from trio_mcp.http._app import CUT_BY_SHUTDOWN
-from trio_mcp.server import HttpOptions
 
 from .._http import (
     GUARD,

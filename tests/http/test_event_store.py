@@ -17,6 +17,14 @@ import trio.testing
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
+from trio_mcp.http import (
+    EventStore,
+    EventStoreUnavailable,
+    HttpOptions,
+    MemoryEventStore,
+    Replay,
+    StreamMeta,
+)
 from trio_mcp.http._event_store import (
     NO_STORE,
     ByteBudget,
@@ -26,15 +34,7 @@ from trio_mcp.http._event_store import (
     MemorySink,
     StreamLimits,
 )
-from trio_mcp.server import (
-    EventStore,
-    EventStoreUnavailable,
-    HttpOptions,
-    MemoryEventStore,
-    RedisEventStore,
-    Replay,
-    StreamMeta,
-)
+from trio_mcp.redis import RedisEventStore
 
 from .._http import call_body, eventually, serving
 from ..deploy._services import free_port, redis_server

@@ -19,9 +19,9 @@ import orjson
 import trio
 
 from trio_mcp import Auth, Context, Principal, Server, StaticTokenVerifier
+from trio_mcp.http import HttpOptions
 from trio_mcp.http._legacy_sse import SseEndpoint, SseSession
 from trio_mcp.protocol._oauth import parse_www_authenticate
-from trio_mcp.server import HttpOptions
 
 from .._http import (
     GUARD,

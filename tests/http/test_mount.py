@@ -25,7 +25,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from trio_mcp import Server, open_client
-from trio_mcp.server import McpHttpApp
+from trio_mcp.http import McpHttpApp
 
 from .._http import GUARD, initialize_body
 

@@ -9,13 +9,13 @@ import pytest
 
 from trio_mcp import Server
 from trio_mcp._cli import main
+from trio_mcp.http import HttpOptions
 from trio_mcp.http._node_tags import (
     check_node_id,
     is_minted_here,
     mint_session_id,
     session_node,
 )
-from trio_mcp.server import HttpOptions
 
 from .._http import Served, call_body, error_of, serving
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from trio_mcp.http import MemoryRelay, Relay, RelayUnavailable
 from trio_mcp.redis._relay import RedisRelay
-from trio_mcp.server import MemoryRelay, Relay, RelayUnavailable
 
 from .._http import eventually
 from ..deploy._services import free_port, redis_server

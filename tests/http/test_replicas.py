@@ -12,9 +12,10 @@ import pytest
 import trio
 
 from trio_mcp import Server
+from trio_mcp.http import HttpOptions, MemorySessionStore
 from trio_mcp.http._relay import MemoryRelay
 from trio_mcp.protocol._errors import ProtocolError
-from trio_mcp.server import Context, HttpOptions, MemorySessionStore
+from trio_mcp.server import Context
 
 from .._http import (
     GUARD,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from trio_mcp._demo import demo_server
+from trio_mcp.http import HttpOptions
 from trio_mcp.http._session_store import MemorySessionStore, SessionRecord
 from trio_mcp.redis._session_store import RedisSessionStore
-from trio_mcp.server import HttpOptions
 
 from .._http import VERSION, error_of, initialize_body, request_body, serving
 from ..deploy._services import free_port, redis_server

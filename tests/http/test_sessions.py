@@ -20,7 +20,8 @@ from trio.testing import MockClock
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions, McpHttpApp
+from trio_mcp.http import HttpOptions, McpHttpApp
+from trio_mcp.server import Context
 
 from .._http import (
     BOTH,

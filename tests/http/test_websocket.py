@@ -19,7 +19,8 @@ from trio_websocket import (
 
 from trio_mcp import Auth, Principal, Server, StaticTokenVerifier
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.http import HttpOptions
+from trio_mcp.server import Context
 
 from .._http import Park, Served, eventually, serving
 

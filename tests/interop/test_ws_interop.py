@@ -10,7 +10,8 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.http import HttpOptions
+from trio_mcp.server import Context
 
 from .._http import serving
 from ._support import HANG_GUARD, HERE, ROOT, run_json

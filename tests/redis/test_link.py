@@ -7,8 +7,9 @@ import coredis.exceptions
 import pytest
 import trio
 
+from trio_mcp.http import EventStoreUnavailable
+from trio_mcp.redis import RedisEventStore
 from trio_mcp.redis._link import RedisLink, reason, redact
-from trio_mcp.server import EventStoreUnavailable, RedisEventStore
 
 from ..deploy._services import free_port
 

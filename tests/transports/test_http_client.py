@@ -27,8 +27,8 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._demo import demo_server
+from trio_mcp.http import HttpOptions
 from trio_mcp.protocol import SESSION_EXPIRED
-from trio_mcp.server import HttpOptions
 
 from .._http import (
     GUARD,

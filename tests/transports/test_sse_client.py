@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from trio_mcp import ConnectionClosed, Context, ProtocolError, Server, open_client
-from trio_mcp.server import HttpOptions
+from trio_mcp.http import HttpOptions
 from trio_mcp.transports._sse_client import (
     SseClientTransport,
     open_sse_transport,

@@ -16,7 +16,8 @@ from trio_websocket import WebSocketRequest, serve_websocket
 
 from trio_mcp import Auth, ConnectionClosed, Principal, Server, StaticTokenVerifier, open_client
 from trio_mcp._demo import demo_server
-from trio_mcp.server import Context, HttpOptions
+from trio_mcp.http import HttpOptions
+from trio_mcp.server import Context
 from trio_mcp.transports._ws_client import MISSING, open_ws_transport
 
 from .._http import GUARD, Park, Served, serving, text_of

@@ -1,7 +1,7 @@
 """The verifiers' calls to an authorization server: bounded in time and size, never redirected.
 
-:class:`~trio_mcp.server.JWTVerifier` fetches metadata and key sets here and
-:class:`~trio_mcp.server.IntrospectionVerifier` posts tokens here. Whatever goes wrong on the
+:class:`~trio_mcp.auth.JWTVerifier` fetches metadata and key sets here and
+:class:`~trio_mcp.auth.IntrospectionVerifier` posts tokens here. Whatever goes wrong on the
 way (no connection, a timeout, an answer too large or not JSON) is a
 :class:`~trio_mcp.server.VerifierUnavailable`: the token could not be checked, which says
 nothing about the token. No message names a request body, so an introspected token never

@@ -1,1 +1,31 @@
-"""The ASGI binding: Streamable HTTP, HTTP+SSE and WebSocket endpoints, run by hypercorn."""
+"""The ASGI binding: Streamable HTTP, the 2024-11-05 HTTP+SSE transport and WebSocket, served by
+hypercorn's trio worker; the stores a second worker shares (events, session records, the relay).
+
+The server (:mod:`trio_mcp.server`) knows nothing of this room: ``Server.http_app()`` and
+``Server.run("http")`` import it when they are called, so a stdio server never loads it.
+"""
+
+from ._app import HttpOptions, McpHttpApp, client_address
+from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
+from ._hypercorn import serve_http
+from ._relay import MemoryRelay, Relay, RelayUnavailable
+from ._session_store import MemorySessionStore, SessionRecord, SessionStore, SessionStoreUnavailable
+
+__all__ = [
+    "EventStore",
+    "EventStoreUnavailable",
+    "HttpOptions",
+    "McpHttpApp",
+    "MemoryEventStore",
+    "MemoryRelay",
+    "MemorySessionStore",
+    "Relay",
+    "RelayUnavailable",
+    "Replay",
+    "SessionRecord",
+    "SessionStore",
+    "SessionStoreUnavailable",
+    "StreamMeta",
+    "client_address",
+    "serve_http",
+]

@@ -42,6 +42,7 @@ from ._jsonrpc import (
     is_valid_id,
     parse,
 )
+from ._tasks import TaskState
 from ._types import (
     LOGGING_LEVELS,
     Annotations,
@@ -244,6 +245,7 @@ __all__ = [
     "SetLevelRequestParams",
     "StopReason",
     "SubscribeRequestParams",
+    "TaskState",
     "TaskSupport",
     "TextContent",
     "TextResourceContents",

@@ -1,1 +1,13 @@
-"""The Redis stores and bus: the only room that imports the Redis client."""
+"""Everything that lives in Redis: the stores of the other rooms and the notification bus.
+
+The only room that imports the Redis client (coredis, loaded when a link starts, so importing
+this package costs nothing until a store is used).
+"""
+
+from ._bus import RedisBus
+from ._event_store import RedisEventStore
+from ._relay import RedisRelay
+from ._session_store import RedisSessionStore
+from ._task_store import RedisTaskStore
+
+__all__ = ["RedisBus", "RedisEventStore", "RedisRelay", "RedisSessionStore", "RedisTaskStore"]

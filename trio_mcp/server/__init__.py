@@ -1,38 +1,17 @@
-"""The server side: ``Server``, its decorators, and the ``Context`` handlers receive."""
+"""The server side: ``Server``, its decorators, the ``Context`` handlers receive, and the protocols
+of the stores it needs with their in-memory versions.
 
-from ..http._app import HttpOptions, McpHttpApp, client_address
-from ..http._event_store import (
-    EventStore,
-    EventStoreUnavailable,
-    MemoryEventStore,
-    Replay,
-    StreamMeta,
-)
-from ..http._relay import MemoryRelay, Relay, RelayUnavailable
-from ..http._session_store import (
-    MemorySessionStore,
-    SessionRecord,
-    SessionStore,
-    SessionStoreUnavailable,
-)
-from ..redis._event_store import RedisEventStore
-from ..redis._relay import RedisRelay
-from ..redis._session_store import RedisSessionStore
-from ..redis._task_store import RedisTaskStore
+Nothing here imports HTTP, hypercorn, Redis or JOSE: the ASGI binding is :mod:`trio_mcp.http`,
+the token verifiers :mod:`trio_mcp.auth`, the Redis stores :mod:`trio_mcp.redis`.
+"""
+
 from ._bus import BusError, BusEvent, LocalBus, NotificationBus
 from ._connection import ResourceNotFound, ServerConnection, ToolError
-from ._context import CapabilityMissing, Context, InvalidAnswer
+from ._context import CapabilityMissing, Context, Elicited, InvalidAnswer, NestedRequestError
 from ._lifespan import LifespanFailed
 from ._middleware import MiddlewareContext, MiddlewareServer
 from ._mount import Mount
-from ._principal import (
-    Auth,
-    InvalidToken,
-    Principal,
-    StaticTokenVerifier,
-    TokenVerifier,
-    VerifierUnavailable,
-)
+from ._principal import Auth, InvalidToken, Principal, TokenVerifier, VerifierUnavailable
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
@@ -45,44 +24,26 @@ __all__ = [
     "CapabilityMissing",
     "ConnectionState",
     "Context",
-    "EventStore",
-    "EventStoreUnavailable",
-    "HttpOptions",
+    "Elicited",
     "InvalidAnswer",
     "InvalidToken",
     "LifespanFailed",
     "LocalBus",
-    "McpHttpApp",
-    "MemoryEventStore",
-    "MemoryRelay",
-    "MemorySessionStore",
     "MemoryTaskStore",
     "MiddlewareContext",
     "MiddlewareServer",
     "Mount",
+    "NestedRequestError",
     "NotificationBus",
     "Principal",
-    "RedisEventStore",
-    "RedisRelay",
-    "RedisSessionStore",
-    "RedisTaskStore",
-    "Relay",
-    "RelayUnavailable",
-    "Replay",
     "RequestRecord",
     "ResourceNotFound",
     "Server",
     "ServerConnection",
-    "SessionRecord",
-    "SessionStore",
-    "SessionStoreUnavailable",
-    "StaticTokenVerifier",
-    "StreamMeta",
     "TaskRecord",
     "TaskStore",
     "TaskStoreUnavailable",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",
-    "client_address",
 ]

@@ -79,28 +79,6 @@ class TokenVerifier(Protocol):
         ...
 
 
-class StaticTokenVerifier:
-    """Fixed tokens, for development and tests: each maps to the principal it stands for.
-
-    The tokens are this server's own, so their audience is not checked. Never use it with
-    tokens anyone else can read.
-    """
-
-    def __init__(self, tokens: Mapping[str, Principal]) -> None:
-        self._tokens = {
-            token: attrs.evolve(principal, audience=None) for token, principal in tokens.items()
-        }
-
-    async def verify(self, token: str) -> Principal:
-        import trio
-
-        await trio.lowlevel.checkpoint()
-        principal = self._tokens.get(token)
-        if principal is None:
-            raise InvalidToken("unknown access token")
-        return principal
-
-
 def _scope_set(scopes: Iterable[str] | str | None, what: str) -> frozenset[str]:
     if scopes is None:
         return frozenset()

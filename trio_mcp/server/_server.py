@@ -10,14 +10,11 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any, Literal, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 import trio
 
-from .._exception_groups import single_error
 from .._session import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
-from ..http._app import HttpOptions, McpHttpApp
-from ..http._legacy_sse import SseEndpoint
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
@@ -66,6 +63,9 @@ from ._registry import (
 from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
 from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
+
+if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
+    from ..http import HttpOptions, McpHttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -886,11 +886,6 @@ class Server:
         """
         if transport not in ("stdio", "http", "sse", "ws"):
             raise ValueError(f"transport must be 'stdio', 'http', 'sse' or 'ws', not {transport!r}")
-        endpoint = (options or HttpOptions()).path
-        if transport == "sse":
-            endpoint = (options or HttpOptions()).sse_path or ""
-            if not endpoint:
-                raise ValueError("transport 'sse' needs HttpOptions(sse_path=...), not None")
         if _in_an_event_loop():
             raise RuntimeError(
                 "server.run() starts its own Trio event loop and cannot be called from async "
@@ -900,56 +895,24 @@ class Server:
             if transport == "stdio":
                 trio.run(self.serve_stdio)
             else:
-                from ..http._hypercorn import serve_http
+                from ..http._binding import run_blocking
 
-                ws_path = (options or HttpOptions()).ws_path
-                if transport == "ws" and ws_path is None:
-                    raise ValueError(
-                        "transport 'ws' needs a WebSocket endpoint: HttpOptions.ws_path"
-                    )
-
-                def ready(binds: list[str]) -> None:
-                    if transport == "ws":  # http://... -> ws://..., https://... -> wss://...
-                        lines = [
-                            f"serving MCP over WebSocket at ws{b[4:]}{ws_path}\n" for b in binds
-                        ]
-                    else:
-                        lines = [f"serving MCP at {b}{endpoint}\n" for b in binds]
-                    sys.stderr.write("".join(lines))
-                    sys.stderr.flush()
-
-                try:
-                    trio.run(
-                        functools.partial(
-                            serve_http, self, host=host, port=port, options=options, on_ready=ready
-                        )
-                    )
-                except BaseException as exc:
-                    # The app refused to start (its notification bus unreachable, say): the
-                    # reason in one line, not hypercorn's traceback.
-                    from hypercorn.utils import LifespanFailureError
-
-                    error = single_error(exc)
-                    if not isinstance(error, LifespanFailureError):
-                        raise
-                    # hypercorn words it "Lifespan failure in startup. '<the app's message>'".
-                    reason = str(error).partition("'")[2].removesuffix("'") or str(error)
-                    _exit_saying(f"{self.info.name}: cannot start: {reason}")
+                run_blocking(self, transport, host=host, port=port, options=options)
         except KeyboardInterrupt:
             raise SystemExit(130) from None
 
     def http_app(self, options: HttpOptions | None = None) -> McpHttpApp:
         """The Streamable HTTP endpoint as an ASGI app, for ``hypercorn --worker-class trio``.
 
-        ``options``: an :class:`~trio_mcp.server.HttpOptions` (the path, JSON or SSE responses,
+        ``options``: an :class:`~trio_mcp.http.HttpOptions` (the path, JSON or SSE responses,
         stateless mode, session limits, Host and Origin checks, CORS, the event store, ...);
         None for the defaults, e.g. ``server.http_app(HttpOptions(json_response=True))``.
+        Imports the HTTP binding (:mod:`trio_mcp.http`) on first call.
         """
+        from ..http._binding import build_app
+
         self._log_state_keys()
-        app = McpHttpApp(self, options)
-        if app.options.sse_path is not None:
-            app.sse = SseEndpoint(app, app.options.sse_path, app.options.sse_messages_path)
-        return app
+        return build_app(self, options)
 
     def record(self, record: RequestRecord) -> None:
         if self.on_request is None:

@@ -1,0 +1,74 @@
+"""What the server's conveniences call: ``Server.http_app()`` and ``Server.run("http")``.
+
+The server module imports this room only inside those two methods, so a server that is never
+served over HTTP loads nothing of it (nor hypercorn, h11 or wsproto).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._exception_groups import single_error
+from ._app import HttpOptions, McpHttpApp
+from ._hypercorn import serve_http
+from ._legacy_sse import SseEndpoint
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+
+def build_app(server: Server, options: HttpOptions | None) -> McpHttpApp:
+    """The server's ASGI app: Streamable HTTP, with the HTTP+SSE endpoint where ``sse_path`` is
+    set (WebSocket is the app's own, at ``ws_path``)."""
+    app = McpHttpApp(server, options)
+    if app.options.sse_path is not None:
+        app.sse = SseEndpoint(app, app.options.sse_path, app.options.sse_messages_path)
+    return app
+
+
+def run_blocking(
+    server: Server, transport: str, *, host: str, port: int, options: HttpOptions | None
+) -> None:
+    """``trio.run`` of :func:`serve_http`, announcing the endpoint ``transport`` names ("http",
+    "sse" or "ws") on standard error; a start the app refuses is one line, not a traceback."""
+    chosen = options or HttpOptions()
+    endpoint = chosen.path
+    if transport == "sse":
+        endpoint = chosen.sse_path or ""
+        if not endpoint:
+            raise ValueError("transport 'sse' needs HttpOptions(sse_path=...), not None")
+    ws_path = chosen.ws_path
+    if transport == "ws" and ws_path is None:
+        raise ValueError("transport 'ws' needs a WebSocket endpoint: HttpOptions.ws_path")
+
+    def ready(binds: list[str]) -> None:
+        if transport == "ws":  # http://... -> ws://..., https://... -> wss://...
+            lines = [f"serving MCP over WebSocket at ws{b[4:]}{ws_path}\n" for b in binds]
+        else:
+            lines = [f"serving MCP at {b}{endpoint}\n" for b in binds]
+        sys.stderr.write("".join(lines))
+        sys.stderr.flush()
+
+    try:
+        trio.run(
+            functools.partial(
+                serve_http, server, host=host, port=port, options=options, on_ready=ready
+            )
+        )
+    except BaseException as exc:
+        # The app refused to start (its notification bus unreachable, say): the reason in one
+        # line, not hypercorn's traceback.
+        from hypercorn.utils import LifespanFailureError
+
+        error = single_error(exc)
+        if not isinstance(error, LifespanFailureError):
+            raise
+        # hypercorn words it "Lifespan failure in startup. '<the app's message>'".
+        reason = str(error).partition("'")[2].removesuffix("'") or str(error)
+        sys.stderr.write(f"{server.info.name}: cannot start: {reason}\n")
+        sys.stderr.flush()
+        raise SystemExit(1) from None
