@@ -7,34 +7,7 @@ See ``docs/middleware.md``.
 
 from __future__ import annotations
 
-from .server._middleware import (
-    CACHED_METHODS,
-    RATE_LIMITED,
-    CallNext,
-    ErrorHandlingMiddleware,
-    ErrorHook,
-    LoggingMiddleware,
-    Middleware,
-    MiddlewareContext,
-    MiddlewareServer,
-    RateLimitMiddleware,
-    ResponseCacheMiddleware,
-    TimingMiddleware,
-    TimingStats,
-)
-
-__all__ = [
-    "CACHED_METHODS",
-    "RATE_LIMITED",
-    "CallNext",
-    "ErrorHandlingMiddleware",
-    "ErrorHook",
-    "LoggingMiddleware",
-    "Middleware",
-    "MiddlewareContext",
-    "MiddlewareServer",
-    "RateLimitMiddleware",
-    "ResponseCacheMiddleware",
-    "TimingMiddleware",
-    "TimingStats",
-]
+# The module's own ``__all__`` is the one list of what is public here: a star import re-exports
+# exactly it, so the two cannot drift apart.
+from .server._middleware import *  # noqa: F403
+from .server._middleware import __all__ as __all__
