@@ -3,7 +3,9 @@
 Every import counts: at the top of a module, inside a function, under ``if TYPE_CHECKING:``. The
 one exception is named in ``CONVENIENCES``: a method of a lower room that imports a binding above
 it only when called (``Server.http_app()`` imports the HTTP room), never at module level.
-Run ``python -m tests.test_layers`` to see the parts, the edges between them and any violation.
+No room reaches for another room's ``_``-members (:func:`private_reaches` says how that is
+read from the source). Run ``python -m tests.test_layers`` to see the parts, the edges between
+them and any violation.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ PROTOCOL_MAY_IMPORT = {"attrs", "cattrs", "orjson", "cryptography"}
 NO_IO = {"trio", "httpx", "hypercorn", "socket", "asyncio", "time", "threading", "os", "select"}
 
 LEVEL = {part: n for n, level in enumerate(LAYERS) for part in level}
+#: Rooms whose own reaches into other rooms' ``_``-members are not checked yet (what they define
+#: still counts: nobody may reach into them). The HTTP binding's reaches go with its rewrite.
+PENDING_ROOMS = frozenset({"http"})
 
 
 class Import(NamedTuple):
@@ -245,6 +250,194 @@ def convenience_violations() -> list[str]:
     ]
 
 
+# -- private members: rooms talk through public names ------------------------------------------
+#
+# The rule (docs/design.md): a room uses another room only through its public names, never its
+# `_`-members. Checked on names, from the source alone (see private_reaches for what is seen).
+
+
+class Reach(NamedTuple):
+    source: str  #: the reaching module's path, like trio_mcp/_proxy.py
+    line: int
+    name: str  #: the private name reached for
+    owners: tuple[str, ...]  #: the other rooms that define it
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__") and name != "_"
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, ast.AnnAssign | ast.AugAssign):
+        return [node.target]
+    return []
+
+
+def _unpacked(target: ast.expr) -> list[ast.expr]:
+    """The single targets of an assignment's target: ``a, (b, *c)`` is ``a``, ``b``, ``c``."""
+    if isinstance(target, ast.Tuple | ast.List):
+        return [t for element in target.elts for t in _unpacked(element)]
+    if isinstance(target, ast.Starred):
+        return _unpacked(target.value)
+    return [target]
+
+
+def _names(target: ast.expr) -> list[str]:
+    return [t.id for t in _unpacked(target) if isinstance(t, ast.Name)]
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a module or class body, those under ``if``/``try``/``with`` included."""
+    found: list[ast.stmt] = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, ast.If):
+            found += _statements(node.body) + _statements(node.orelse)
+        elif isinstance(node, ast.With):
+            found += _statements(node.body)
+        elif isinstance(node, ast.Try):
+            parts = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+            found += [s for part in parts for s in _statements(part)]
+    return found
+
+
+def _strings(node: ast.expr | None) -> list[str]:
+    items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+
+def private_definitions(tree: ast.Module) -> set[str]:
+    """The ``_name``s a module defines: its module-level names (functions, classes,
+    assignments), every class's members (methods, nested classes, class attributes and attrs
+    fields, the names in ``__slots__``), and every attribute it assigns on ``self`` or ``cls``
+    (tuple targets included). An import defines nothing: what it names stays its room's."""
+    defined: set[str] = set()
+
+    def body(statements: list[ast.stmt]) -> None:
+        for node in _statements(statements):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined.add(node.name)
+            for target in _targets(node):
+                defined.update(_names(target))
+                if _names(target) == ["__slots__"]:
+                    defined.update(_strings(getattr(node, "value", None)))
+            if isinstance(node, ast.ClassDef):
+                body(node.body)
+
+    body(tree.body)
+    for node in ast.walk(tree):
+        for target in (t for whole in _targets(node) for t in _unpacked(whole)):
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id in ("self", "cls")
+            ):
+                defined.add(target.attr)
+    return {name for name in defined if _private(name)}
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)) is not None:
+        return f"{base}.{node.attr}"
+    return None
+
+
+def private_reaches(root: Path = ROOT) -> list[Reach]:
+    """Every place a module reaches for a ``_``-member that another room defines.
+
+    What a room defines is :func:`private_definitions` of its modules (rooms are
+    :func:`part_of`'s parts). A reach is an attribute read, written or deleted (``x._name``),
+    ``getattr``/``setattr``/``hasattr``/``delattr`` with a constant name, or an import of a
+    ``_name`` that is not a module. Dunders are nobody's private members. It is a violation:
+
+    - ``from <a module of another room> import _name``: always;
+    - ``mod._name`` where ``mod`` is a module of another room imported under that name;
+    - ``self._name`` or ``cls._name``: when another room defines ``_name`` and this room does
+      not (a member inherited from another room's class);
+    - ``x._name`` on anything else: when another room defines ``_name``, even if this room
+      does too. Names alone cannot tell whose object ``x`` is, so a name two rooms define
+      counts against the reacher: a public name (or a distinct one) settles it.
+
+    So every reach into a member another room defines in one of those ways is reported, with
+    one gap: ``self._name`` in a subclass of another room's class, when both rooms define
+    ``_name``. Not seen at all: members made otherwise (``setattr`` with a computed name,
+    ``__dict__``), and the ``_``-members of outside libraries' objects (the standard
+    library's ``_replace``), which no room defines. Importing a public name from another
+    room's private module (``from ..server._connection import ServerConnection``) is the
+    house style, and no reach; so is a dotted path through private modules.
+    """
+    names = modules(root)
+    trees = {path: ast.parse((root / path).read_text(), path) for path in names.values()}
+    owners: dict[str, set[str]] = defaultdict(set)
+    for path, tree in trees.items():
+        for name in private_definitions(tree):
+            owners[name].add(str(part_of(path)))
+    found: set[Reach] = set()
+    for module, path in names.items():
+        room = str(part_of(path))
+        package = module if path.endswith("/__init__.py") else module.rpartition(".")[0]
+        #: Local names bound to a module of another room (``from .. import _session``).
+        foreign: set[str] = set()
+        for node in ast.walk(trees[path]):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: package.count(".") + 2 - node.level]
+                    base = ".".join([*up, base] if base else up)
+                for alias in node.names:
+                    if (imported := names.get(f"{base}.{alias.name}")) is not None:
+                        if part_of(imported) != room:  # a module, not a member
+                            foreign.add(alias.asname or alias.name)
+                    elif base in names and part_of(names[base]) != room and _private(alias.name):
+                        owner = str(part_of(names[base]))
+                        found.add(Reach(path, node.lineno, alias.name, (owner,)))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in names and part_of(names[alias.name]) != room:
+                        foreign.add(alias.asname)
+        for node in ast.walk(trees[path]):
+            if isinstance(node, ast.Attribute):
+                name, obj = node.attr, node.value
+                if _dotted(node) in names:
+                    continue  # trio_mcp.server._connection: a module, named by its path
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                name, obj = node.args[1].value, node.args[0]
+            else:
+                continue
+            if not _private(name):
+                continue
+            others = owners[name] - {room}
+            base_name = obj.id if isinstance(obj, ast.Name) else None
+            if (
+                base_name in foreign
+                or (base_name in ("self", "cls") and others and room not in owners[name])
+                or (base_name not in ("self", "cls") and others)
+            ):
+                found.add(Reach(path, node.lineno, name, tuple(sorted(others))))
+    return sorted(found)
+
+
+def reach_violations(root: Path = ROOT, pending: frozenset[str] = PENDING_ROOMS) -> list[str]:
+    """The reaches of every room but the ``pending`` ones, one line each."""
+    return [
+        f"  {r.source}:{r.line} reaches {r.name}, a private member of "
+        + " and ".join(r.owners or ("another room's module",))
+        for r in private_reaches(root)
+        if part_of(r.source) not in pending
+    ]
+
+
 def test_no_import_circle_between_modules() -> None:
     problems = module_circles()
     assert not problems, "\n".join(problems)
@@ -329,6 +522,69 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert ("server/_b.py", "trio_mcp/server/_a.py", True) in lazy
 
 
+def test_no_room_reaches_into_another_rooms_private_members() -> None:
+    """Rooms talk through public names (docs/design.md); the rule is :func:`private_reaches`."""
+    assert set(LEVEL) >= PENDING_ROOMS, "PENDING_ROOMS names a room that does not exist"
+    problems = reach_violations()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
+    """Each kind of reach into another room, the inherited one included; and what is not one:
+    a room's own members, dunders, outside libraries' members, public names of private
+    modules, a pending room's reaches."""
+    files = {
+        "_session.py": (
+            "class Session:\n"
+            "    __slots__ = ('_slot',)\n"
+            "    _field: int\n"
+            "    def __init__(self):\n"
+            "        self._nursery, self._closed = None, False\n"
+            "    def _enqueue(self): ...\n"
+            "_HELPER = 1\n"
+        ),
+        "server/_conn.py": (
+            "from .._session import Session, _HELPER\n"  # 1: an engine's private name
+            "from .. import _session as engine\n"
+            "import trio_mcp._session\n"
+            "class Conn:\n"
+            "    def __init__(self, session):\n"
+            "        self._own, self._closed = session, False\n"
+            "    def f(self, other, x):\n"
+            "        self.session._nursery.start_soon(x)\n"  # 8: the engine's
+            "        getattr(self.session, '_slot')\n"  # 9: a slot, by getattr
+            "        other._own, self._own, x._replace(), x.__class__\n"
+            "        other._closed, self._closed\n"  # 11: both rooms define it: counts
+            "        engine._anything, engine.Session, trio_mcp._session.Session\n"  # 12
+            "        return x._field\n"  # 13: an attrs field
+            "class View(Session):\n"
+            "    def g(self):\n"
+            "        self._enqueue()\n"  # 16: inherited from another room
+        ),
+        "server/_other.py": "from ._conn import Conn\ndef f(c):\n    return c._own\n",
+        "http/_app.py": "def f(session):\n    return session._nursery\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "trio_mcp" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "trio_mcp" / name).write_text(text)
+    found = {
+        (r.source.removeprefix("trio_mcp/"), r.line, r.name) for r in private_reaches(tmp_path)
+    }
+    assert found == {
+        ("server/_conn.py", 1, "_HELPER"),
+        ("server/_conn.py", 8, "_nursery"),
+        ("server/_conn.py", 9, "_slot"),
+        ("server/_conn.py", 11, "_closed"),
+        ("server/_conn.py", 12, "_anything"),
+        ("server/_conn.py", 13, "_field"),
+        ("server/_conn.py", 16, "_enqueue"),
+        ("http/_app.py", 2, "_nursery"),
+    }
+    pending = reach_violations(tmp_path)
+    assert len(pending) == 7 and not any("http/" in line for line in pending)
+    assert any("http/_app.py:2" in line for line in reach_violations(tmp_path, frozenset()))
+
+
 def main() -> int:
     paths = modules().values()
     print("parts, in layer order:")
@@ -340,6 +596,11 @@ def main() -> int:
     for (a, b), found in sorted(part_edges().items(), key=lambda e: (LEVEL.get(e[0][0], 9), e)):
         print(f"  {a} -> {b} ({len(found)}){'' if allowed(a, b) else '  NOT ALLOWED'}")
     problems = module_circles() + part_circles() + layer_violations() + convenience_violations()
+    if reaches := reach_violations():
+        problems += ["reaches into another room's private members:", *reaches]
+    if pending := reach_violations(pending=frozenset()):
+        print(f"reaches of the pending rooms ({', '.join(sorted(PENDING_ROOMS))}), not failed:")
+        print("\n".join(line for line in pending if line not in reaches))
     if protocol := protocol_violations():
         problems += ["protocol/ imports what a sans-IO layer must not:", *protocol]
     print("violations:" if problems else "no violations")

@@ -160,9 +160,7 @@ class ProxyProvider:
                 upstream.scope.cancel()
         upstream = _Upstream(self, conn)
         self._upstreams[conn] = upstream
-        nursery = conn.session._nursery
-        if nursery is None:
-            raise RuntimeError("the proxy's connection is not running")
+        nursery = conn.session.nursery
         try:
             await nursery.start(upstream.run, _downstream_capabilities(conn, record))
             nursery.start_soon(upstream.close_after_calls)
@@ -351,17 +349,17 @@ class _Upstream:
             mount.resource_updated(params["uri"], conn)
 
     async def _on_elicit(self, params: Any) -> JSONObject:
-        return await self._ask("elicitation/create", to_wire(params), "elicitation")
+        return await self._ask("elicitation/create", to_wire(params))
 
     async def _on_sample(self, params: Any) -> JSONObject:
-        return await self._ask("sampling/createMessage", to_wire(params), "sampling")
+        return await self._ask("sampling/createMessage", to_wire(params))
 
     async def _roots(self) -> list[Any]:
-        answer = await self._ask("roots/list", {}, "roots")
+        answer = await self._ask("roots/list", {})
         roots = answer.get("roots")
         return list(roots) if isinstance(roots, list) else []
 
-    async def _ask(self, method: str, params: JSONObject, capability: str) -> JSONObject:
+    async def _ask(self, method: str, params: JSONObject) -> JSONObject:
         """The upstream's question, to the downstream client; its answer, back."""
         call = self._current()
         if call is None:
@@ -371,11 +369,8 @@ class _Upstream:
                     INVALID_REQUEST, f"{method}: no client to ask (no request is in flight)"
                 )
             return await conn.session.request(method, params)
-        context = call.context
         try:
-            mode = params.get("mode", "form") if capability == "elicitation" else None
-            context._require(capability, mode)
-            return await context._nested(method, params)
+            return await call.context.ask_client(method, params)
         except Exception as exc:
             only = single_error(exc)
             if isinstance(only, InputRequired):

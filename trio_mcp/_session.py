@@ -400,6 +400,20 @@ class Session:
         return self._closed is not None
 
     @property
+    def nursery(self) -> trio.Nursery:
+        """The nursery this connection's own tasks run in: :meth:`run`'s, or the caller's one
+        under :meth:`serve_one`.
+
+        For a task that belongs to the connection and must not outlive it (a proxy's upstream
+        client session): it is cancelled when the connection ends, with the requests in
+        flight, so what runs there cleans up promptly under cancellation and never holds the
+        connection open. Raises :class:`RuntimeError` before the connection runs.
+        """
+        if self._nursery is None:
+            raise RuntimeError("the connection is not running")
+        return self._nursery
+
+    @property
     def idle(self) -> bool:
         """True when no request of the peer is in flight (``initialize`` is never counted)."""
         return not self._in_flight

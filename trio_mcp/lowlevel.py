@@ -4,6 +4,10 @@
 :class:`Transport`, asks a :class:`Dispatcher` where each request goes, runs every request in its
 own task and cancel scope, and writes through one ordered writer. The server's dispatcher is
 :class:`ServerConnection`, the client's :class:`ClientDispatcher`.
+
+What composition and proxies are built on is here too, public: ``Session.nursery`` (the
+connection's own tasks), ``ServerConnection.share``, ``handle`` and ``authorize`` (a server
+answering on another server's connection).
 """
 
 from ._session import Dispatcher, InFlight, ProgressCallback, Route, Session

@@ -161,6 +161,29 @@ class NoDispatch:
         pass  # pragma: no cover
 
 
+async def test_a_task_in_the_connections_nursery_ends_with_the_connection() -> None:
+    ours, theirs = memory_transport_pair()
+    session = Session(ours, NoDispatch())
+    with pytest.raises(RuntimeError, match="not running"):
+        session.nursery  # noqa: B018
+    ended = trio.Event()
+
+    async def belongs_to_the_connection() -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            ended.set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        session.nursery.start_soon(belongs_to_the_connection)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not ended.is_set()
+        theirs.close()  # the peer goes away: the connection ends, and its task with it
+        await session.closed.wait()
+    assert ended.is_set()
+
+
 @pytest.mark.invariant(7)
 async def test_concurrent_writers_never_interleave_lines() -> None:
     wire_out = trio.testing.MemorySendStream()

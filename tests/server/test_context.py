@@ -555,6 +555,73 @@ async def test_list_roots_from_a_callable() -> None:
     assert result.structured_content == {"result": ["live=file:///live"]}
 
 
+def relaying_server() -> Server:
+    """Tools that hand the client a question in its wire form, as a proxy does."""
+    server = Server("relaying")
+
+    @server.tool()
+    async def relay(method: str, params: dict[str, Any], ctx: Context) -> str:
+        try:
+            return repr(await ctx.ask_client(method, params))
+        except (CapabilityMissing, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    return server
+
+
+async def test_a_question_in_wire_form_is_asked_as_the_requests_own_and_answered_as_it_came() -> (
+    None
+):
+    roots = [Root(uri="file:///work", name="work")]
+    elicited: list[ElicitRequestFormParams | ElicitRequestURLParams] = []
+
+    def on_elicit(params: ElicitRequestFormParams | ElicitRequestURLParams) -> ElicitResult:
+        elicited.append(params)
+        return ElicitResult(action="decline")
+
+    async with open_client(relaying_server(), roots=roots, on_elicit=on_elicit) as client:
+        listed = await client.call_tool("relay", {"method": "roots/list", "params": {}})
+        form = {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object"}}
+        declined = await client.call_tool("relay", {"method": "elicitation/create", "params": form})
+        url = {"mode": "url", "message": "Go", "url": "https://example.com", "elicitationId": "e"}
+        asked_url = await client.call_tool("relay", {"method": "elicitation/create", "params": url})
+        sampled = await client.call_tool(
+            "relay", {"method": "sampling/createMessage", "params": {}}
+        )
+        other = await client.call_tool("relay", {"method": "tools/list", "params": {}})
+    texts = [only_text(r) for r in (listed, declined, asked_url, sampled, other)]
+    assert texts[:3] == [
+        "{'roots': [{'uri': 'file:///work', 'name': 'work'}]}",
+        "{'action': 'decline'}",
+        "{'action': 'decline'}",
+    ]
+    assert [type(p) for p in elicited] == [ElicitRequestFormParams, ElicitRequestURLParams]
+    # What the client did not declare is refused, as ctx.sample refuses it.
+    assert texts[3] == "CapabilityMissing: the client did not declare the 'sampling' capability"
+    assert texts[4] == "ValueError: 'tools/list' is not a request a server may send a client"
+
+
+async def test_a_question_in_wire_form_needs_the_elicitation_mode_it_asks_for(
+    autojump_clock: Any,
+) -> None:
+    url = {"mode": "url", "message": "Go", "url": "https://example.com", "elicitationId": "e"}
+    async with wire_to(relaying_server(), initialize=False) as peer:
+        await peer.initialize(capabilities={"elicitation": {}})  # form mode only
+        arguments = {"method": "elicitation/create", "params": url}
+        response = await peer.request(1, "tools/call", {"name": "relay", "arguments": arguments})
+        [content] = response["result"]["content"]
+        assert content["text"] == (
+            "CapabilityMissing: the client did not declare URL-mode elicitation"
+        )
+        assert await peer.recv_within(5) is None  # nothing was asked
+
+
+def only_text(result: Any) -> str:
+    [content] = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
 async def test_missing_client_capabilities_raise_capability_missing() -> None:
     async with open_client(nested_server()) as client:
         caught = await client.call_tool("check_sampling")

@@ -20,6 +20,14 @@ SERVER_REQUEST_CAPABILITY: dict[str, str | None] = {
     "completion/complete": "completions",
 }
 
+#: Server-to-client requests (a handler's questions to the client), and the client capability
+#: each one needs.
+CLIENT_REQUEST_CAPABILITY: dict[str, str] = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
 #: Methods a user cannot redefine with ``@server.method``: the requests a server answers
 #: itself and the notifications it handles.
 BUILTIN_METHODS: frozenset[str] = frozenset(

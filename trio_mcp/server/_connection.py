@@ -193,6 +193,23 @@ class ServerConnection:
         self.on_change: Callable[[], Awaitable[None]] | None = None
         self._id: str | None = None
 
+    def share(self, other: ServerConnection) -> None:
+        """Answer on ``other``'s engine: composition (``Server.mount``) serves a mounted server
+        on views of the parent's connections.
+
+        This connection (of another server) then shares ``other``'s engine, lifecycle state,
+        principal, subscriptions, listeners and change hook: its handlers run as they would on
+        a connection of their own (their server's registrations, authorization,
+        instrumentation and ``Context``), and what they send reaches ``other``'s client. Its
+        routes and its id stay its own.
+        """
+        self.session = other.session
+        self.state = other.state
+        self.principal = other.principal
+        self.subscriptions = other.subscriptions
+        self.listeners = other.listeners
+        self.on_change = other.on_change
+
     @property
     def id(self) -> str:
         """The connection's id for middleware: the HTTP session's, else one drawn on first use."""
@@ -384,11 +401,22 @@ class ServerConnection:
             """
             if self.server.on_request is None:
                 if self.server.auth is not None:
-                    self._authorize(record)
+                    self.authorize(record)
                 return handler(self, record)
             return self._observed(handler, record)
 
         return run
+
+    async def handle(self, record: InFlight) -> JSONObject:
+        """Answer ``record``, a request another connection received and hands on (a parent
+        server's, through ``Server.mount``), in the caller's task and cancel scope.
+
+        It is answered as this connection answers a request of its own: its method's handler
+        (an unknown method or an absent capability is refused, -32601), run through the
+        server's authorization, middleware and ``on_request`` hook. Nothing is registered with
+        the engine: the request already is, as the caller's.
+        """
+        return await self._instrument(self._handler(record.request.method))(record)
 
     async def _observed(self, handler: MethodHandler, record: InFlight) -> JSONObject:
         """A request's handler run with the instrumentation hook told of it."""
@@ -398,7 +426,7 @@ class ServerConnection:
         cancelled_by_handler: RequestCancelled | None = None
         try:
             if self.server.auth is not None:
-                self._authorize(record)
+                self.authorize(record)
             result = await handler(self, record)
             tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
             return result
@@ -435,7 +463,7 @@ class ServerConnection:
                 )
             )
 
-    def _authorize(self, record: InFlight) -> None:
+    def authorize(self, record: InFlight) -> None:
         """Refuse a request its principal may not make, before its handler runs.
 
         The one check of every route, for transports that cannot answer 403 (stdio, memory)
@@ -610,7 +638,7 @@ def _subject(conn: ServerConnection, record: InFlight) -> str:
 
 
 def _authorize_again(conn: ServerConnection, record: InFlight) -> None:
-    conn._authorize(record)
+    conn.authorize(record)
 
 
 def _input_asked(exc: BaseException) -> InputRequired | None:

@@ -18,6 +18,7 @@ from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, Session
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
+from ..protocol._methods import CLIENT_REQUEST_CAPABILITY
 from ..protocol._types import (
     LOGGING_LEVELS,
     ClientCapabilities,
@@ -496,6 +497,28 @@ class Context:
         self._require("roots")
         raw = await self._nested("roots/list", {}, key, answer_ahead)
         return list(from_wire(raw, ListRootsResult).roots)
+
+    async def ask_client(
+        self, method: str, params: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the client a question given in its wire form, as this request's own nested
+        request, and return the client's answer as it came.
+
+        For a handler that relays another server's question (a proxy forwards its upstream's
+        ``elicitation/create``, ``sampling/createMessage`` and ``roots/list`` this way); a
+        handler asking its own question uses :meth:`elicit`, :meth:`sample` or
+        :meth:`list_roots`, which build the params and check the answer. It is checked and
+        asked as they are: a client that did not declare the method's capability (for an
+        elicitation, the ``mode`` in ``params``) raises :class:`CapabilityMissing` (in the
+        modern era, the request fails with -32021); in the modern era the request ends with an
+        InputRequiredResult and its retry brings the answer; ``key`` as for :meth:`elicit`.
+        """
+        capability = CLIENT_REQUEST_CAPABILITY.get(method)
+        if capability is None:
+            raise ValueError(f"{method!r} is not a request a server may send a client")
+        mode = params.get("mode", "form") if capability == "elicitation" else None
+        self._require(capability, mode)
+        return await self._nested(method, params, key)
 
 
 def _sampling_message(index: int, message: object) -> SamplingMessage:

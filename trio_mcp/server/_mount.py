@@ -491,14 +491,7 @@ class ServerProvider:
     def view(self, conn: ServerConnection) -> ServerConnection:
         view = self._views.get(conn)
         if view is None:
-            view = _View(self.child, self, conn)
-            view.state = conn.state
-            view.session = conn.session
-            view.principal = conn.principal
-            view.subscriptions = conn.subscriptions
-            view.listeners = conn.listeners
-            view.on_change = conn.on_change
-            self._views[conn] = view
+            view = self._views[conn] = _View(self.child, self, conn)
         return view
 
     def capabilities(self, conn: ServerConnection) -> JSONObject:
@@ -520,14 +513,13 @@ class ServerProvider:
         subscription = method in ("resources/subscribe", "resources/unsubscribe")
         if subscription and not self.child.mounts:
             if self.child.auth is not None:
-                view._authorize(record)  # hearing of a resource needs its scopes
+                view.authorize(record)  # hearing of a resource needs its scopes
             await trio.lowlevel.checkpoint()
             return {}  # the parent's connection holds it; the relay delivers against it
         if method in LISTS and _LIST_NEEDS[LISTS[method]] not in view.capabilities():
             await trio.lowlevel.checkpoint()
             return {LISTS[method]: []}  # none yet (the child would refuse the method)
-        handler = view._instrument(view._handler(record.request.method))
-        return await handler(record)
+        return await view.handle(record)
 
     def attach(self, mount: Mount) -> None:
         if self._relay is not None:
@@ -549,6 +541,7 @@ class _View(ServerConnection):
 
     def __init__(self, child: Composable, provider: ServerProvider, conn: ServerConnection):
         super().__init__(child)
+        self.share(conn)
         self._provider = provider
         self._parent = weakref.ref(conn)
 
