@@ -32,7 +32,7 @@ from trio_mcp import (
     TextContent,
     open_client,
 )
-from trio_mcp.server._jsonschema import (
+from trio_mcp.protocol._jsonschema import (
     ANNOTATIONS,
     IMPLEMENTED,
     REFUSED,
@@ -1228,7 +1228,7 @@ SAME_WORDING: list[tuple[dict[str, Any], Any]] = [
 
 @pytest.mark.parametrize(("schema", "value"), SAME_WORDING)
 def test_both_checkers_word_a_failure_alike(schema: dict[str, Any], value: Any) -> None:
-    from trio_mcp.server._jsonschema import Collector
+    from trio_mcp.protocol._jsonschema import Collector
     from trio_mcp.server._user_schema import compile_handwritten
 
     compiled, library = Collector(), Collector()
@@ -1290,7 +1290,7 @@ def test_both_checkers_word_a_failure_alike(schema: dict[str, Any], value: Any) 
 def test_hand_written_only_keywords_are_worded_too(
     schema: dict[str, Any], value: Any, messages: list[str]
 ) -> None:
-    from trio_mcp.server._jsonschema import Collector
+    from trio_mcp.protocol._jsonschema import Collector
     from trio_mcp.server._user_schema import compile_handwritten
 
     found = Collector()
@@ -1653,7 +1653,7 @@ def test_validate_custom_nouns_and_format_path() -> None:
 
 
 def test_compiled_check_reports_paths_relative_to_base() -> None:
-    from trio_mcp.server._jsonschema import Collector
+    from trio_mcp.protocol._jsonschema import Collector
 
     found = Collector()
     compile_schema({"type": "integer"})("x", ("outer", 2), found)

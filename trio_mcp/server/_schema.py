@@ -48,7 +48,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 import attrs
 import orjson
 
-from ._jsonschema import (
+from ..protocol._jsonschema import (
     ArgumentsError,
     Check,
     Collector,

@@ -30,7 +30,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from ._jsonschema import (
+from ..protocol._jsonschema import (
     Check,
     Collector,
     Path,
