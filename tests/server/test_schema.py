@@ -1229,7 +1229,7 @@ SAME_WORDING: list[tuple[dict[str, Any], Any]] = [
 @pytest.mark.parametrize(("schema", "value"), SAME_WORDING)
 def test_both_checkers_word_a_failure_alike(schema: dict[str, Any], value: Any) -> None:
     from trio_mcp.protocol._jsonschema import Collector
-    from trio_mcp.server._user_schema import compile_handwritten
+    from trio_mcp.server._schema._handwritten import compile_handwritten
 
     compiled, library = Collector(), Collector()
     compile_schema(schema)(value, (), compiled)
@@ -1291,7 +1291,7 @@ def test_hand_written_only_keywords_are_worded_too(
     schema: dict[str, Any], value: Any, messages: list[str]
 ) -> None:
     from trio_mcp.protocol._jsonschema import Collector
-    from trio_mcp.server._user_schema import compile_handwritten
+    from trio_mcp.server._schema._handwritten import compile_handwritten
 
     found = Collector()
     compile_handwritten(schema, "test")(value, (), found)

@@ -30,14 +30,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from ..protocol._jsonschema import (
-    Check,
-    Collector,
-    Path,
-    canonical,
-    short_repr,
-    type_names,
-)
+from ...protocol._jsonschema import Check, Collector, Path, canonical, short_repr, type_names
 
 __all__ = ["DIALECT", "compile_handwritten"]
 
