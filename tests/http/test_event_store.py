@@ -25,7 +25,7 @@ from trio_mcp.http import (
     Replay,
     StreamMeta,
 )
-from trio_mcp.http._event_store import (
+from trio_mcp.http._streams import (
     NO_STORE,
     ByteBudget,
     EventStream,

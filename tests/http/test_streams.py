@@ -17,7 +17,7 @@ from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.http import HttpOptions, MemoryEventStore
 from trio_mcp.http._app import HttpSession
-from trio_mcp.http._event_store import EventStream
+from trio_mcp.http._streams import EventStream
 from trio_mcp.server import Context
 
 from .._http import (
