@@ -1,5 +1,6 @@
-"""The in-memory event store behind resumable SSE streams: bounded per stream, in bytes and in
-time, and holding only streams that can still be resumed."""
+"""The event store behind resumable SSE streams (``http/_event_store.py``): bounded per stream, in
+bytes and in time, holding only streams that can still be resumed; the contract the memory and
+the Redis stores both meet."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Streamable HTTP streams through hypercorn: in-flight ids, cancellation, nested requests, the
-GET stream, keep-alives and resuming with ``Last-Event-ID``."""
+GET stream, keep-alives and resuming with ``Last-Event-ID``; and the stream runtime on its own
+(``http/_streams.py``): listeners, the backlog budget, the writer that feeds the event store."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Tool schemas from Python signatures, and argument conversion against them.
+"""Type annotations as JSON Schemas and converters, and Python values back to JSON.
 
-``@server.tool()`` needs two things from a function: the JSON Schemas MCP clients see
-(``inputSchema`` and ``outputSchema``), and, on every call, a check that the client's JSON
-arguments fit them plus conversion into the Python values the annotations promise (an attrs
-instance, an ``Enum`` member, a ``tuple``...). Both come from one walk over the type hints at
-registration: each annotation becomes a node holding its schema and a converter closure, so a
-call does no reflection.
+``@server.tool()`` needs two things from a function's annotations: the JSON Schemas MCP clients
+see, and, on every call, a check that the client's JSON arguments fit them plus conversion into
+the Python values the annotations promise (an attrs instance, an ``Enum`` member, a
+``tuple``...). Both come from one walk over the type hints at registration (:class:`_Builder`):
+each annotation becomes a node holding its schema and a converter closure, so a call does no
+reflection. ``_signature`` applies it to a function's parameters and return type.
 
 Decisions worth knowing:
 
@@ -17,12 +17,9 @@ Decisions worth knowing:
 * ``annotated_types`` constraints and pydantic ``Field(...)`` become schema keywords, and
   pydantic models keep pydantic's schema and validation. Neither package is imported here: their
   objects are recognised by module and class name, and only exist once the user loaded them.
-* Return values are checked against the output schema (:class:`ResultError`).
 * Objects built from classes (attrs, dataclasses, ``TypedDict``) reject unknown keys
   (``additionalProperties: false``), so a misspelt field is reported rather than ignored.
 * ``set``/``frozenset`` reject duplicate items, matching the ``uniqueItems`` they advertise.
-* ``*args`` and ``**kwargs`` are rejected at registration: tool arguments are passed by name
-  against a closed schema, so there is nothing for them to receive.
 * Schemas are inlined (no ``$ref``), since several MCP clients do not resolve references;
   recursive types are therefore rejected at registration.
 """

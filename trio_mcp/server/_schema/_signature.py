@@ -1,5 +1,14 @@
 """What a Python callable looks like over MCP: a tool's schemas from its signature (or given by
-hand), and the calls that convert its arguments and its result."""
+hand), and the calls that convert its arguments and its result.
+
+* The parameters make the input schema (through ``_builder``), the docstring the descriptions
+  (``_docstrings``); a parameter annotated with the context type is left out, for the caller to
+  fill.
+* A derived signature rejects ``*args`` and ``**kwargs`` at registration: tool arguments are
+  passed by name against a closed schema, so there is nothing for them to receive. A function
+  given a hand-written schema may take ``**kwargs`` (it then receives every argument).
+* Return values are checked against the output schema (:class:`ResultError`).
+"""
 
 from __future__ import annotations
 
