@@ -1,5 +1,6 @@
 """Streamable HTTP streams through hypercorn: in-flight ids, cancellation, nested requests, the
-GET stream, keep-alives and resuming with ``Last-Event-ID``."""
+GET stream, keep-alives and resuming with ``Last-Event-ID``; and the stream runtime on its own
+(``http/_streams.py``): listeners, the backlog budget, the writer that feeds the event store."""
 
 from __future__ import annotations
 
@@ -15,9 +16,17 @@ import trio.testing
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions, MemoryEventStore
+from trio_mcp.http import HttpOptions, MemoryEventStore, Replay, StreamMeta
 from trio_mcp.http._app import HttpSession
-from trio_mcp.http._event_store import EventStream
+from trio_mcp.http._streams import (
+    NO_STORE,
+    ByteBudget,
+    EventStream,
+    EventWriter,
+    Listener,
+    MemorySink,
+    StreamLimits,
+)
 from trio_mcp.server import Context
 
 from .._http import (
@@ -835,3 +844,121 @@ async def test_a_request_answered_at_once_is_one_write_with_its_priming_event() 
         first, last = done[0].chunks
         assert [event.data for event in parse_sse(first.decode())] == [""]
         assert result_text(orjson.loads(parse_sse(last.decode())[0].data)) == "late"
+
+
+# -- the stream runtime, without HTTP: listeners, the backlog budget, the writer -------------------
+
+
+def events(replay: Replay | None) -> list[tuple[int, bytes]] | None:
+    return replay.events if replay is not None else None
+
+
+async def test_a_listener_hands_over_in_order_and_a_cut_ends_it_after_what_it_had() -> None:
+    listener = Listener()
+    got: list[object] = []
+
+    async def take() -> None:
+        try:
+            while True:
+                got.append(await listener.receive())
+        except trio.EndOfChannel:
+            got.append("end")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take)
+        await trio.testing.wait_all_tasks_blocked()  # waiting: nothing sent yet
+        listener.send_nowait(("1", b"a"))
+        listener.send_nowait(("2", b"b"))
+        assert len(listener) == 2  # sent, not yet taken
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [("1", b"a"), ("2", b"b")] and len(listener) == 0
+        listener.send_nowait(None)
+        listener.close()
+    assert got == [("1", b"a"), ("2", b"b"), None, "end"]
+    with pytest.raises(trio.ClosedResourceError):
+        listener.send_nowait(("3", b"c"))
+    with pytest.raises(trio.EndOfChannel):
+        listener.receive_nowait()
+
+
+async def test_a_listener_whose_receiver_was_cancelled_still_delivers(mock_clock: Any) -> None:
+    mock_clock.autojump_threshold = 0
+    listener = Listener()
+    with trio.move_on_after(1):
+        await listener.receive()  # cancelled while waiting: it must forget its waiter
+    with pytest.raises(trio.WouldBlock):
+        listener.receive_nowait()
+    listener.send_nowait(("1", b"a"))
+    assert await listener.receive() == ("1", b"a")
+
+
+def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:
+    """Events taken by a GET leave entries behind in the app-wide order of backlog events: they
+    are swept out, so that order stays as small as what is queued."""
+    budget = ByteBudget(10_000)
+    limits = StreamLimits(backlog_events=5_000)
+    stream = EventStream("s", "0", NO_STORE, limits=limits, budget=budget)
+    for _ in range(5_000):
+        stream.push(b"x" * 10)
+        stream.push(b"y" * 10)
+        stream.detach(stream.attach())
+    assert budget.used == 0
+    assert len(budget._order) <= 100
+    for _ in range(2_000):  # twice what the budget holds: the oldest go, the order follows
+        stream.push(b"z" * 10)
+    assert budget.used == stream.backlog_bytes == 10_000
+    assert len(budget._order) <= 2 * len(stream.backlog) + 64
+
+
+async def test_a_full_writer_queue_loses_that_streams_resumability_never_blocks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The writer is behind (not even running yet): pushes never wait; the stream whose event
+    found the queue full can no longer be resumed, and says so in the log; the others are
+    stored whole once the writer runs."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=4)
+    kept = EventStream("s", "r1", writer, meta=StreamMeta("s"))
+    kept.push(b"1")
+    kept.push(b"2")
+    lost = EventStream("s", "r2", writer, meta=StreamMeta("s"))
+    for _ in range(5):
+        lost.push(b"x")  # never blocks
+    assert writer.is_lost(lost.stream_id)
+    assert "can no longer be resumed" in caplog.text
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        await writer.flush()
+        assert events(await store.replay(kept.stream_id, 0)) == [(1, b"1"), (2, b"2")]
+        assert await store.replay(lost.stream_id, 0) is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_apps_own_memory_store_is_written_at_once_never_lost() -> None:
+    """An app's own MemoryEventStore is written in the caller, with no writer running: what a
+    stream pushed is in the store at once, in order, its end too; forgotten, it is gone."""
+    store = MemoryEventStore()
+    writer = EventWriter(store, max_queued=1)  # a queue that would lose the second write
+    sink = MemorySink(store, writer)
+    stream = EventStream("s", "r1", sink, meta=StreamMeta("s"))
+    stream.open()
+    for data in (b"1", b"2", b"3"):
+        stream.push(data)
+    stream.finish(responded=True)
+    replay = await store.replay(stream.stream_id, 0)
+    assert replay is not None and replay.finished
+    assert events(replay) == [(1, b"1"), (2, b"2"), (3, b"3")]
+    assert not sink.is_lost(stream.stream_id)
+    stream.delivered()
+    assert await store.replay(stream.stream_id, 0) is None
+
+
+async def test_an_app_writes_a_memory_store_at_once_and_any_other_through_its_writer() -> None:
+    """A store of any other class (a subclass may wait in its writes) keeps the writer."""
+
+    class Subclassed(MemoryEventStore):
+        pass
+
+    assert isinstance(Server("s").http_app().sink, MemorySink)
+    given = Server("s").http_app(HttpOptions(event_store=Subclassed()))
+    assert given.sink is given.writer

@@ -69,26 +69,22 @@ from ..server._registry import Registrations
 from ..server._tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
 from ._asgi import HttpError, Message, Receive, Scope, Send, _refusal
-from ._event_store import (
-    NO_STORE,
-    ByteBudget,
-    EventStore,
-    EventStoreUnavailable,
-    EventStream,
-    EventWriter,
-    Listener,
-    MemoryEventStore,
-    MemorySink,
-    Replay,
-    StreamItem,
-    StreamLimits,
-    StreamMeta,
-    StreamSink,
-)
+from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._modern import is_modern, status_for
 from ._node_tags import check_node_id, is_minted_here, mint_session_id
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
+from ._streams import (
+    NO_STORE,
+    ByteBudget,
+    EventStream,
+    EventWriter,
+    Listener,
+    MemorySink,
+    StreamItem,
+    StreamLimits,
+    StreamSink,
+)
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")

@@ -1,8 +1,8 @@
 """The sans-IO protocol core: JSON-RPC framing, error codes and the exceptions, the MCP types
-and their converter, versions and eras, method tables, and the codecs of every wire (newline
-framing, SSE, the modern HTTP headers, requestState sealing). No trio, no sockets and no clocks
-in here: plain values and functions, time passed in, usable and testable without an event loop
-(like h11).
+and their converter, versions and eras, method tables, the codecs of every wire (newline framing,
+SSE, the modern HTTP headers, requestState sealing), and the compiled checker of the JSON Schemas
+trio_mcp generates (``_jsonschema``). No trio, no sockets and no clocks in here: plain values and
+functions, time passed in, usable and testable without an event loop (like h11).
 """
 
 from ._errors import (

@@ -346,7 +346,7 @@ class Server:
                 )
                 if output_schema is not None:
                     # Loads jsonschema, which a server with no hand-written schema never needs.
-                    from ._user_schema import compile_handwritten
+                    from ._schema._handwritten import compile_handwritten
 
                     compile_handwritten(output_schema, f"tool {tool_name!r}: output_schema")
             derived = signature.output_schema

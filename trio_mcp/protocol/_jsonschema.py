@@ -1,10 +1,11 @@
 """The compiled JSON Schema checker for the schemas trio_mcp generates (a draft 2020-12 subset).
 
-Schemas built from type hints (see ``_schema.py``), with the ``Annotated[T, {...}]`` constraints
-merged into them, and the schemas derived for elicitation are checked here. Their keyword set is
-small and known, so this checker implements exactly that set and compiles a schema once into
-closures (:func:`compile_schema`): checking a call does no schema walking. Schemas a user writes
-by hand are checked by the ``jsonschema`` library instead (``_handwritten.py``).
+Schemas built from type hints (the server's ``_schema`` package), with the ``Annotated[T, {...}]``
+constraints merged into them, and the schemas derived for elicitation are checked here. Their
+keyword set is small and known, so this checker implements exactly that set and compiles a schema
+once into closures (:func:`compile_schema`): checking a call does no schema walking. Schemas a
+user writes by hand are checked by the ``jsonschema`` library instead (``_schema/_handwritten.py``
+in the server). It is pure computation, so it lives here, in the sans-IO core.
 
 A keyword is never silently ignored: one that changes what is valid but is not implemented here
 (:data:`REFUSED`: ``unevaluatedProperties``, ``dependentSchemas``, ``$dynamicRef``, ``$id``...)

@@ -26,7 +26,7 @@ import attrs
 import pytest
 
 from trio_mcp import Server, TextContent, open_client
-from trio_mcp.server._jsonschema import REFUSED, compile_schema
+from trio_mcp.protocol._jsonschema import REFUSED, compile_schema
 
 
 @attrs.frozen

@@ -3,8 +3,9 @@
 A schema a user writes (a tool's ``input_schema=`` or ``output_schema=``, a dict passed to
 ``ctx.elicit``) may use any keyword of JSON Schema 2020-12, MCP's default dialect (SEP-1613), or
 declare another draft with ``$schema``. The ``jsonschema`` library is the well-kept reference
-implementation of every draft, so it checks these. The compiled checker in ``_jsonschema.py``
-serves only the schemas trio_mcp generates from type hints, whose keywords it knows.
+implementation of every draft, so it checks these. The compiled checker
+(``protocol/_jsonschema.py``) serves only the schemas trio_mcp generates from type hints, whose
+keywords it knows.
 
 Everything that can be decided about a schema is decided once, by :func:`compile_handwritten`,
 at registration: the dialect, the check against its meta-schema, and every reference resolved
@@ -30,14 +31,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from ._jsonschema import (
-    Check,
-    Collector,
-    Path,
-    canonical,
-    short_repr,
-    type_names,
-)
+from ...protocol._jsonschema import Check, Collector, Path, canonical, short_repr, type_names
 
 __all__ = ["DIALECT", "compile_handwritten"]
 

@@ -1,0 +1,627 @@
+"""SSE streams of a Streamable HTTP session, and the writer that hands their events to the event
+store (``_event_store.py``).
+
+The store is async (it may be across a network), so it is never called on the engine's routing
+path: a stream hands its events to the app's :class:`EventWriter`, one task that writes them to
+the store in order through a bounded queue. When that queue is full, or the store fails, the
+stream loses its resumability (logged), and the live stream goes on.
+
+Everything here is bounded: the writer's queue in operations and bytes; a connection is handed
+only so much it has not written yet before it is cut (its client resumes); the standalone
+stream's backlog for a GET not open yet keeps only its newest events, within its own bounds and
+an app-wide budget.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Protocol
+
+import attrs
+import trio
+
+from ..protocol._jsonrpc import RequestId
+from ..protocol._sse import event_id, stream_id
+from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, StreamMeta
+
+logger = logging.getLogger("trio_mcp.http")
+
+
+class StreamSink(Protocol):
+    """Where a stream hands what it writes: synchronous, and it never waits (the engine's
+    routing path calls it). :class:`EventWriter` is the one that keeps them."""
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None: ...
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None: ...
+
+    def finish(self, stream_id: str) -> None: ...
+
+    def forget(self, stream_id: str) -> None: ...
+
+    def end_session(self, session_id: str) -> None: ...
+
+    def is_lost(self, stream_id: str) -> bool:
+        """Whether the stream can no longer be resumed from the store."""
+        ...
+
+
+class NoStore:
+    """The sink of a stream nobody can resume (stateless and modern requests): keeps nothing."""
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        pass
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        pass
+
+    def finish(self, stream_id: str) -> None:
+        pass
+
+    def forget(self, stream_id: str) -> None:
+        pass
+
+    def end_session(self, session_id: str) -> None:
+        pass
+
+    def is_lost(self, stream_id: str) -> bool:
+        return True
+
+
+NO_STORE = NoStore()
+
+
+class MemorySink:
+    """The sink of an app's own :class:`MemoryEventStore`, whose writes never wait: made at
+    once, in the caller, in the order given. No queue, no task switch, no timeout; nothing can
+    fail, so no stream is ever lost. Session ends still go through ``writer`` (with its
+    heartbeat, which keeps the sessions' liveness)."""
+
+    def __init__(self, store: MemoryEventStore, writer: EventWriter) -> None:
+        self.store = store
+        self.writer = writer
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self.store.open_now(stream_id, meta)
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self.store.append_now(stream_id, seq, data)
+
+    def finish(self, stream_id: str) -> None:
+        self.store.finish_now(stream_id)
+
+    def forget(self, stream_id: str) -> None:
+        self.store.forget_now(stream_id)
+
+    def end_session(self, session_id: str) -> None:
+        self.writer.end_session(session_id)
+
+    def is_lost(self, stream_id: str) -> bool:
+        return False
+
+
+#: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
+_Op = tuple[str, str, object]
+
+
+class EventWriter:
+    """The ordered writer: the one task of an app that writes its streams' events to the store.
+
+    Streams hand it their events synchronously (:class:`StreamSink`); it writes them in the
+    order given, through a queue bounded in operations (``max_queued``) and in bytes
+    (``max_queued_bytes``), each write bounded in time (``timeout``). The engine never waits for
+    the store: when the queue is full, or a write fails, that stream is *lost*: it can no longer
+    be resumed (an error is logged, its partial events leave the store, its further events are
+    not written), and its live connection goes on.
+
+    A forgotten stream's writes still queued are skipped, and its events leave the store (retried
+    until the store answers, so that no partial stream is served). It also refreshes the
+    liveness of the app's sessions (``live_sessions``) every ``store.heartbeat`` seconds.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        max_queued: int = 4096,
+        max_queued_bytes: int = 32 * 1024 * 1024,
+        timeout: float = 5.0,
+        live_sessions: Callable[[], Collection[str]] = tuple,
+    ) -> None:
+        self.store = store
+        self.max_queued_bytes = max_queued_bytes
+        self.timeout = timeout
+        self.live_sessions = live_sessions
+        self._send, self._receive = trio.open_memory_channel[_Op](max_queued)
+        self.queued_bytes = 0
+        #: Operations queued per stream.
+        self._queued: collections.Counter[str] = collections.Counter()
+        #: Streams that can no longer be resumed; kept until the app forgets them.
+        self._lost: set[str] = set()
+        #: Streams the app forgot whose operations are still queued (skipped).
+        self._forgotten: set[str] = set()
+        #: Streams whose events must leave the store (retried until they do).
+        self._to_forget: set[str] = set()
+        self._failing = False
+
+    def is_lost(self, stream_id: str) -> bool:
+        return stream_id in self._lost
+
+    # -- the sink --------------------------------------------------------------------------------
+
+    def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self._submit(("open", stream_id, meta), 0)
+
+    def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self._submit(("append", stream_id, (seq, data)), len(data))
+
+    def finish(self, stream_id: str) -> None:
+        self._submit(("finish", stream_id, None), 0)
+
+    def forget(self, stream_id: str) -> None:
+        self._lost.discard(stream_id)
+        self._to_forget.add(stream_id)
+        if self._queued[stream_id]:
+            self._forgotten.add(stream_id)
+        else:
+            del self._queued[stream_id]
+        self._nudge()
+
+    def end_session(self, session_id: str) -> None:
+        try:
+            self._send.send_nowait(("end", session_id, None))
+        except trio.WouldBlock:
+            pass  # its liveness lapses by itself within three heartbeats
+
+    async def flush(self) -> None:
+        """Wait until everything handed over so far is in the store (or lost), and forgotten
+        streams have left it; :class:`EventStoreUnavailable` if that takes over ``timeout``."""
+        done = trio.Event()
+        with trio.move_on_after(self.timeout):
+            await self._send.send(("flush", "", done))
+            await done.wait()
+            return
+        raise EventStoreUnavailable("the event store did not answer in time")
+
+    def _submit(self, op: _Op, size: int) -> None:
+        stream = op[1]
+        if stream in self._lost or stream in self._forgotten:
+            return
+        if self.queued_bytes + size > self.max_queued_bytes:
+            self._lose(stream, f"its writer has {self.queued_bytes} bytes queued, the limit")
+            return
+        try:
+            self._send.send_nowait(op)
+        except trio.WouldBlock:
+            self._lose(stream, "its writer's queue is full (the store is too slow)")
+            return
+        self._queued[stream] += 1
+        self.queued_bytes += size
+
+    def _nudge(self) -> None:
+        try:
+            self._send.send_nowait(("tick", "", None))
+        except trio.WouldBlock:
+            pass  # the writer is busy: it sweeps after every operation
+
+    def _lose(self, stream: str, why: str) -> None:
+        logger.error("SSE stream %s can no longer be resumed: %s", stream, why)
+        self._lost.add(stream)
+        self._to_forget.add(stream)
+        self._nudge()
+
+    # -- the task --------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write until cancelled (the app's lifespan owns this task, once the store started)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._heartbeat)
+            task_status.started()
+            async for op in self._receive:
+                await self._do(op)
+                if self._to_forget:
+                    await self._sweep()
+
+    async def _do(self, op: _Op) -> None:
+        kind, stream, argument = op
+        if kind == "flush":
+            assert isinstance(argument, trio.Event)
+            if self._to_forget:
+                await self._sweep()
+            argument.set()
+            return
+        if kind == "tick":
+            return
+        if kind == "end":
+            await self._call(self.store.end_session(stream), None)
+            return
+        self._queued[stream] -= 1
+        if kind == "append":
+            assert isinstance(argument, tuple)
+            self.queued_bytes -= len(argument[1])
+        skip = stream in self._lost or stream in self._forgotten
+        if not self._queued[stream]:
+            del self._queued[stream]
+            self._forgotten.discard(stream)
+        if skip:
+            return
+        if kind == "open":
+            assert isinstance(argument, StreamMeta)
+            await self._call(self.store.open(stream, argument), stream)
+        elif kind == "append":
+            assert isinstance(argument, tuple)
+            await self._call(self.store.append(stream, argument[0], argument[1]), stream)
+        else:
+            await self._call(self.store.finish(stream), stream)
+
+    async def _call(self, write: Awaitable[None], stream: str | None) -> bool:
+        """One write, bounded in time; a failure loses ``stream``'s resumability."""
+        why = f"the event store did not answer within {self.timeout} s"
+        with trio.move_on_after(self.timeout):
+            try:
+                await write
+            except Exception as error:  # a store's own fault as much as its network's
+                why = f"the event store failed: {error}"
+            else:
+                if self._failing:
+                    logger.warning("the event store answers again")
+                    self._failing = False
+                return True
+        if stream is not None and stream not in self._lost:
+            self._lose(stream, why)
+        elif not self._failing:
+            logger.error("%s", why)
+        self._failing = True
+        return False
+
+    async def _sweep(self) -> None:
+        for stream in list(self._to_forget):
+            if not await self._call(self.store.forget(stream), None):
+                return  # retried after the next operation, or the next heartbeat
+            self._to_forget.discard(stream)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            sessions = list(self.live_sessions())
+            if sessions:
+                await self._call(self.store.keep_alive(sessions), None)
+            if self._to_forget:
+                self._nudge()
+            await trio.sleep(self.store.heartbeat)
+
+
+#: What a listener is sent: an event (id, data), or None, the end of the stream. A listener whose
+#: channel closes instead (``EndOfChannel``) was cut: replaced by a newer one, or too far behind;
+#: its client resumes with ``Last-Event-ID``.
+StreamItem = tuple[str, bytes] | None
+
+
+class Listener:
+    """The events a stream hands to the one connection listening to it, in order; that
+    connection takes them from here (:meth:`receive`, :meth:`receive_nowait`).
+
+    What an unbounded trio memory channel is for one sender and one receiver, as one small
+    object: every POST that carries a request attaches one, and a channel's pair of endpoints
+    and shared state cost more to make than the rest of the POST's stream. :meth:`close` is a
+    cut: the receiver gets what was sent before it, then ``EndOfChannel``.
+    """
+
+    __slots__ = ("_closed", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[StreamItem] = collections.deque()
+        self._closed = False
+        self._waiter: trio.lowlevel.Task | None = None
+
+    def __len__(self) -> int:
+        """How many of the items sent are not taken yet."""
+        return len(self._items)
+
+    def send_nowait(self, item: StreamItem) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the listener was cut")
+        self._items.append(item)
+        self._wake()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def receive_nowait(self) -> StreamItem:
+        if self._items:
+            return self._items.popleft()
+        if self._closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> StreamItem:
+        """The next item, waiting for it (one receiving task at a time); a checkpoint either
+        way, as a channel's ``receive`` is."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not self._items and not self._closed:
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return self.receive_nowait()
+
+    def _wake(self) -> None:
+        task = self._waiter
+        if task is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+@attrs.frozen
+class StreamLimits:
+    """How much a stream queues for a connection that is behind, and for a GET not there yet."""
+
+    #: Events handed to a connection and not yet written to it: when one more would pass either
+    #: bound (and at least one is waiting), the connection is ended after what it has, and its
+    #: client resumes from the event store with ``Last-Event-ID``.
+    pending_events: int = 1024
+    pending_bytes: int = 8 * 1024 * 1024
+    #: Events waiting for the next GET (the standalone stream only), the oldest dropped first.
+    backlog_events: int = 256
+    backlog_bytes: int = 1024 * 1024
+
+
+class ByteBudget:
+    """Bytes shared by many queues (every session's backlog, every connection's pending
+    events): what they use together, and how much they may.
+
+    When the backlogs must make room, the oldest event of them all goes first, whichever
+    session it waits in: ``_order`` names the stream of every event queued, oldest first. An
+    event that left its backlog otherwise (taken by a GET, dropped by its stream's own bounds)
+    leaves a stale entry, always among its stream's oldest: the stream counts them, and they
+    are skipped, or swept out once they outnumber the live ones.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._order: collections.deque[EventStream] = collections.deque()
+        self._live = 0
+
+    @property
+    def exceeded(self) -> bool:
+        return self.used > self.limit
+
+    def queued(self, stream: EventStream) -> None:
+        self._order.append(stream)
+        self._live += 1
+
+    def left(self, stream: EventStream, count: int) -> None:
+        """``count`` of the oldest events of ``stream``'s backlog left it."""
+        stream.stale_entries += count
+        self._live -= count
+        if len(self._order) > 2 * self._live + 64:
+            self._sweep()
+
+    def make_room(self) -> None:
+        """Drop the oldest backlog events of all until the budget holds (or none is left)."""
+        while self.exceeded and self._live:
+            stream = self._order.popleft()
+            if stream.stale_entries:
+                stream.stale_entries -= 1
+                continue
+            self._live -= 1
+            stream.drop_oldest()
+
+    def _sweep(self) -> None:
+        order: collections.deque[EventStream] = collections.deque()
+        for stream in self._order:
+            if stream.stale_entries:
+                stream.stale_entries -= 1
+            else:
+                order.append(stream)
+        self._order = order
+
+
+@attrs.define(eq=False)
+class EventStream:
+    """One SSE stream of a session: a request's, or the standalone (GET) one.
+
+    Every event goes to the store, then to the listener if there is one. Nothing else is kept
+    for a request's stream: a client that went away resumes from the store. The standalone
+    stream also keeps a bounded backlog for the next GET, which may come without
+    ``Last-Event-ID``.
+    """
+
+    session_id: str
+    key: str
+    store: StreamSink
+    request_id: RequestId | None = None
+    limits: StreamLimits = attrs.field(factory=StreamLimits)
+    #: Shared with the other streams of the app: the bytes of every backlog and of every
+    #: connection's pending events together.
+    budget: ByteBudget = attrs.field(factory=lambda: ByteBudget(2**63))
+    seq: int = 0
+    finished: bool = False
+    #: Set when the request ended with a response (False: suppressed by a cancel).
+    responded: bool = False
+    listener: Listener | None = None
+    #: Events no listener has seen yet (the standalone stream keeps them for the next GET);
+    #: read it as :attr:`backlog`. Made with the first event it keeps: an empty deque holds a
+    #: block of 64 slots (about 760 bytes), and most streams never keep one, so every idle
+    #: session would pay for it.
+    _backlog: collections.deque[tuple[str, bytes]] | None = None
+    backlog_bytes: int = 0
+    #: Entries of this stream's events in the budget's order that no longer stand for one.
+    stale_entries: int = 0
+    #: Sizes of the events handed to the listener, oldest first, not yet known to be written;
+    #: made with the first, like the backlog.
+    _pending: collections.deque[int] | None = None
+    pending_bytes: int = 0
+    done: trio.Event = attrs.field(factory=trio.Event)
+    #: Whose it is, for the store; the stream is opened there by :meth:`open`, or at its first
+    #: event.
+    meta: StreamMeta | None = None
+    opened: bool = False
+
+    @property
+    def stream_id(self) -> str:
+        return stream_id(self.session_id, self.key)
+
+    @property
+    def backlog(self) -> Sequence[tuple[str, bytes]]:
+        """The events kept for the next GET, oldest first."""
+        return self._backlog if self._backlog is not None else ()
+
+    def open(self) -> None:
+        """Make the stream known to the store (a request's stream, before its priming event id
+        goes out: a resume of it must find it even if no event follows)."""
+        if not self.opened and self.meta is not None:
+            self.opened = True
+            self.store.open(self.stream_id, self.meta)
+
+    def push(self, data: bytes) -> None:
+        self.open()
+        self.seq += 1
+        self.store.append(self.stream_id, self.seq, data)
+        item = (event_id(self.session_id, self.key, self.seq), data)
+        if self.listener is not None:
+            self._settle()
+            if self._pending and self._too_far_behind(len(data)):
+                logger.info(
+                    "an SSE client fell %d events (%d bytes) behind: its connection is ended, "
+                    "and it may resume with Last-Event-ID",
+                    len(self._pending),
+                    self.pending_bytes,
+                )
+                self._cut()
+            else:
+                try:
+                    self.listener.send_nowait(item)
+                    self._add_pending(len(data))
+                    return
+                except trio.ClosedResourceError:
+                    self._drop_listener()
+        if self.request_id is None and not self.finished:
+            # Only the standalone stream waits for a GET to come, and only while its session
+            # lives.
+            self._queue(item)
+
+    def finish(self, *, responded: bool) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.responded = responded
+        if self.opened:
+            self.store.finish(self.stream_id)
+        if self.listener is not None:
+            try:
+                self.listener.send_nowait(None)
+            except trio.ClosedResourceError:
+                pass
+        self.done.set()
+
+    def delivered(self) -> None:
+        """A listener carried the stream to its end on a live connection: nothing is left to
+        resume, so its events leave the store now (a client resumes only a stream that was
+        cut)."""
+        if self.finished:
+            self.store.forget(self.stream_id)
+
+    def attach(self, *, resumed: bool = False) -> Listener:
+        """Give this stream a new listener (replacing any old one), with what it missed: the
+        backlog, unless the listener ``resumed`` from an event id (its caller replays what came
+        after it from the store, the backlog included, and writes that first)."""
+        listener = Listener()
+        if self.listener is not None:
+            self._cut()  # the stale connection ends, as cut: its client resumes if it can
+        if not resumed and self._backlog:
+            for item in self._backlog:
+                listener.send_nowait(item)
+                self._add_pending(len(item[1]))
+        self.discard_backlog()
+        self.listener = listener
+        if self.finished:
+            listener.send_nowait(None)
+        return listener
+
+    def detach(self, listener: Listener) -> None:
+        """The listener's connection ended; only its own registration is removed."""
+        if self.listener is listener:
+            self._drop_listener()
+
+    def settle(self, listener: Listener) -> None:
+        """The ``listener`` took an event to write it: it is no longer pending."""
+        if self.listener is listener:
+            self._settle()
+
+    def discard_backlog(self) -> None:
+        self.budget.used -= self.backlog_bytes
+        self.budget.left(self, len(self.backlog))
+        self._backlog = None
+        self.backlog_bytes = 0
+
+    def drop_oldest(self) -> None:
+        """The budget makes room: the oldest event waiting here goes (its entry is spent)."""
+        assert self._backlog is not None
+        _, old = self._backlog.popleft()
+        self.backlog_bytes -= len(old)
+        self.budget.used -= len(old)
+
+    # -- the bounds ----------------------------------------------------------------------------
+
+    def _queue(self, item: tuple[str, bytes]) -> None:
+        """Keep an event for the next GET; the oldest go first when a bound is passed: this
+        stream's own, then the oldest of all the backlogs."""
+        size = len(item[1])
+        if self._backlog is None:
+            self._backlog = collections.deque()
+        self._backlog.append(item)
+        self.backlog_bytes += size
+        self.budget.used += size
+        self.budget.queued(self)
+        limits = self.limits
+        while self.backlog and (
+            len(self.backlog) > limits.backlog_events or self.backlog_bytes > limits.backlog_bytes
+        ):
+            self.drop_oldest()
+            self.budget.left(self, 1)
+        self.budget.make_room()
+
+    def _too_far_behind(self, size: int) -> bool:
+        limits = self.limits
+        return (
+            len(self._pending or ()) >= limits.pending_events
+            or self.pending_bytes + size > limits.pending_bytes
+            or self.budget.used + size > self.budget.limit
+        )
+
+    def _add_pending(self, size: int) -> None:
+        if self._pending is None:
+            self._pending = collections.deque()
+        self._pending.append(size)
+        self.pending_bytes += size
+        self.budget.used += size
+
+    def _settle(self) -> None:
+        """Forget the pending events the listener has taken (it holds the rest)."""
+        assert self.listener is not None
+        waiting = len(self.listener)
+        pending = self._pending
+        while pending and len(pending) > waiting:
+            size = pending.popleft()
+            self.pending_bytes -= size
+            self.budget.used -= size
+
+    def _cut(self) -> None:
+        """End the listener's connection after what it already has, as if it had been cut."""
+        assert self.listener is not None
+        self.listener.close()
+        self._drop_listener()
+
+    def _drop_listener(self) -> None:
+        self.listener = None
+        self.budget.used -= self.pending_bytes
+        self._pending = None
+        self.pending_bytes = 0
