@@ -12,6 +12,8 @@ Theory of operation:
   its last lease goes, after waiting for the other tasks' leases, as a nursery waits for its
   children (logged, so a wait that never ends says why). In the HTTP app the first lease is
   the lifespan's (the event store or the session store) and the last to go, so nobody waits.
+  The pool's connections live in the owner's cancel scopes: when the owner's task is
+  cancelled they go with it, and the others get :class:`RedisUnavailable` until they let go.
   A hub whose owner is leaving is out of the registry: a user that comes meanwhile opens a new
   one.
 - :meth:`RedisHub.listen` is a service: it hands what arrives on its channels to ``deliver``
