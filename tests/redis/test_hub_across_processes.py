@@ -38,7 +38,8 @@ async def _notified(on: Backend, by: Backend, name: str) -> None:
         listener.listen(tools=True) as subscription,
     ):
         await subscription.wait_acknowledged()
-        assert (await changer.call_tool("grow", {"name": name})).structured_content == {"result": by.pid}
+        grown = await changer.call_tool("grow", {"name": name})
+        assert grown.structured_content == {"result": by.pid}
         note = await subscription.__anext__()
         assert note.method == "notifications/tools/list_changed"
 
