@@ -59,7 +59,11 @@ async def everything(redis: Redis) -> AsyncIterator[tuple[RedisBus, RedisRelay, 
     """The three stores started, and the bus and the relay (node n1) subscribed; yields the bus,
     the relay and what they received."""
     got: dict[str, list[Any]] = {"bus": [], "relay": []}
-    stores = [RedisEventStore(redis.url), RedisSessionStore(redis.url), RedisTaskStore(redis.url)]
+    stores: list[RedisEventStore | RedisSessionStore | RedisTaskStore] = [
+        RedisEventStore(redis.url),
+        RedisSessionStore(redis.url),
+        RedisTaskStore(redis.url),
+    ]
     bus, relay = RedisBus(redis.url, reconnect_max=0.2), RedisRelay(redis.url, reconnect_max=0.2)
     async with AsyncExitStack() as stack:
         for store in stores:
