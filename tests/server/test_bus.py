@@ -212,11 +212,14 @@ def test_the_url_in_messages_has_no_password() -> None:
 
 
 def test_import_trio_mcp_does_not_load_coredis() -> None:
+    """Nor does building the Redis parts: the client is loaded when one starts."""
     code = (
         "import sys, trio_mcp, trio_mcp.server\n"
         "assert 'coredis' not in sys.modules\n"
-        "from trio_mcp import RedisBus\n"
-        "assert 'coredis' in sys.modules\n"
+        "from trio_mcp import RedisBus, RedisEventStore, RedisRelay, RedisTaskStore\n"
+        "url = 'redis://127.0.0.1:1/0'\n"
+        "RedisBus(url), RedisEventStore(url), RedisRelay(url), RedisTaskStore(url)\n"
+        "assert 'coredis' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -227,7 +230,8 @@ async def test_redis_down_at_start_fails_the_start_naming_the_url_without_passwo
     with pytest.raises(BusError) as caught:
         async with server.http_app().running():
             pass  # pragma: no cover
-    assert "cannot reach Redis at redis://:***@127.0.0.1:" in str(caught.value)
+    assert "bus's Redis at redis://:***@127.0.0.1:" in str(caught.value)
+    assert "cannot be reached" in str(caught.value)
     assert "s3cret" not in str(caught.value)
 
 
@@ -247,7 +251,8 @@ async def test_redis_down_at_start_fails_the_asgi_lifespan_with_the_reason() -> 
         await app({"type": "lifespan"}, receive, send)
     (failed,) = sent
     assert failed["type"] == "lifespan.startup.failed"
-    assert "cannot reach Redis at redis://:***@127.0.0.1:" in failed["message"]
+    assert "bus's Redis at redis://:***@127.0.0.1:" in failed["message"]
+    assert "cannot be reached" in failed["message"]
     assert "s3cret" not in failed["message"]
 
 

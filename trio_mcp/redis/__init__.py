@@ -1,4 +1,5 @@
-"""Everything that lives in Redis: the stores of the other rooms and the notification bus.
+"""Everything that lives in Redis: the stores of the other rooms, the notification bus and the
+relay, sharing one connection pool and one subscriber per process (``_hub.py``).
 
 The only room that imports the Redis client (coredis, loaded when a link starts, so importing
 this package costs nothing until a store is used).

@@ -1,31 +1,29 @@
-"""``RedisBus``: the notification bus on Redis pub/sub (coredis, which runs under Trio).
+"""``RedisBus``: the notification bus on Redis pub/sub.
 
-Every worker subscribes to one channel, ``{prefix}notifications``, and publishes its events
+Every worker listens to one channel, ``{prefix}notifications``, and publishes its events
 there; Redis hands each message to every subscriber, the publisher's own included (the
 :class:`~trio_mcp.server._bus.Notifier` skips its own). Pub/sub keeps nothing: a worker that
 is not subscribed when an event is published misses it. For change notifications that is what
 a listener can live with (a list change says "list again", and the next one supersedes it).
+Task status changes travel here too (``task_changed`` events).
+
+The bus publishes through the process's pool and listens on the process's one subscriber
+(:mod:`trio_mcp.redis._hub`), which it shares with the stores and the relay.
 
 Faults: Redis unreachable when the subscriber starts raises :class:`BusError` naming the URL
 (without its password), so the app does not start half-working. Lost later: the subscriber
-logs it and reconnects with an exponential backoff (capped), publishing fails at once with
-:class:`BusError` until it is back, and nothing else stops.
-
-This module is the only one that imports coredis (the ``redis`` extra); ``import trio_mcp``
-never loads it.
+logs it and reconnects with an exponential backoff (capped), publishing fails with
+:class:`BusError` until Redis answers again, and nothing else stops.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-import coredis
 import trio
-from coredis.retry import NoRetryPolicy
 
 from ..server._bus import BusError, BusEvent, Deliver
-from ._link import redact
+from ._link import RedisLink, redact
 
 logger = logging.getLogger("trio_mcp.bus")
 
@@ -62,105 +60,48 @@ class RedisBus:
         self.timeout = timeout
         self.reconnect_initial = reconnect_initial
         self.reconnect_max = reconnect_max
-        #: The clients of the running subscribers (connected ones only); publish uses one.
-        self._clients: list[coredis.Redis[bytes]] = []
+        #: The links of the running subscribers; publish uses one.
+        self._links: list[RedisLink] = []
 
     def __repr__(self) -> str:
         return f"RedisBus({redact(self.url)!r}, channel={self.channel!r})"
 
     @property
     def connected(self) -> bool:
-        """Whether a subscriber is connected (and a publish can be tried)."""
-        return bool(self._clients)
-
-    def _client(self) -> coredis.Redis[bytes]:
-        return coredis.Redis.from_url(
-            self.url,
-            retry_policy=NoRetryPolicy(),
-            connect_timeout=self.timeout,
-            stream_timeout=None,
-        )
+        """Whether this process's subscriber to the bus's Redis is connected."""
+        return any(link.subscribed for link in self._links)
 
     async def publish(self, event: BusEvent) -> None:
-        if not self._clients:
-            raise BusError(f"not connected to Redis at {redact(self.url)}")
-        client = self._clients[0]
-        try:
-            with trio.fail_after(self.timeout):
-                await client.publish(self.channel, event.encode())
-        except (trio.TooSlowError, TimeoutError) as exc:
-            raise BusError(f"Redis at {redact(self.url)} did not answer in time") from exc
-        except (coredis.exceptions.RedisError, OSError) as exc:
-            raise BusError(f"publishing to Redis at {redact(self.url)} failed: {exc}") from exc
+        if not self._links:
+            raise BusError(f"the notification bus's Redis at {redact(self.url)} is not started")
+        link = self._links[0]
+        async with link.errors():
+            await link.client.publish(self.channel, event.encode())
 
     async def subscribe(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        started = False
-        delay = self.reconnect_initial
-        while True:
-            try:
-                async with (
-                    self._client() as client,
-                    client.pubsub(
-                        channels=[self.channel],
-                        ignore_subscribe_messages=True,
-                        retry_policy=NoRetryPolicy(),
-                    ) as pubsub,
-                ):
-                    self._clients.append(client)
-                    try:
-                        if not started:
-                            started = True
-                            task_status.started()
-                        else:
-                            logger.warning(
-                                "notification bus: subscribed again at %s", redact(self.url)
-                            )
-                        delay = self.reconnect_initial
-                        async for message in pubsub:
-                            self._on_message(message, deliver)
-                    finally:
-                        self._clients.remove(client)
-                problem: str = "the subscription ended"
-            except BaseException as exc:
-                if isinstance(exc, BaseExceptionGroup):
-                    # Cancelled from outside: coredis's cleanup may add an error of a
-                    # connection already closed to the group; the cancellation is what counts.
-                    cancelled, _ = exc.split(trio.Cancelled)
-                    if cancelled is not None:
-                        raise cancelled from None
-                if not isinstance(exc, Exception):
-                    raise
-                # Whatever the client raised (a connection error, a group of them from its
-                # task group): the connection is gone, and so is the subscription.
-                if not started:
-                    raise BusError(
-                        f"cannot reach Redis at {redact(self.url)}: {_reason(exc)}"
-                    ) from None
-                problem = _reason(exc)
-            logger.error(
-                "notification bus: lost Redis at %s (%s); reconnecting in %.1f s",
-                redact(self.url),
-                problem,
-                delay,
-            )
-            await trio.sleep(delay)
-            delay = min(delay * 2, self.reconnect_max)
-
-    def _on_message(self, message: Any, deliver: Deliver) -> None:
-        if message.get("type") != "message":
-            return
+        link = RedisLink(
+            self.url, what="the notification bus", unavailable=BusError, timeout=self.timeout
+        )
+        await link.start()
+        self._links.append(link)
         try:
-            event = BusEvent.decode(message["data"])
+            await link.listen(
+                [self.channel],
+                lambda data: self._on_message(data, deliver),
+                reconnect=(self.reconnect_initial, self.reconnect_max),
+                task_status=task_status,
+            )
+        finally:
+            self._links.remove(link)
+            with trio.CancelScope(shield=True):
+                await link.aclose()
+
+    def _on_message(self, data: bytes, deliver: Deliver) -> None:
+        try:
+            event = BusEvent.decode(data)
         except ValueError as exc:
             logger.warning("notification bus: ignored a message on %s: %s", self.channel, exc)
             return
         deliver(event)
-
-
-def _reason(exc: BaseException) -> str:
-    """The first leaf of ``exc`` (an exception group's), in words."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return str(exc) or type(exc).__name__

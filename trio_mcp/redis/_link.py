@@ -1,54 +1,32 @@
-"""What the Redis stores share: one client's lifetime, its faults as the store's own error, and
-Redis URLs as they may be shown.
+"""One user's link to the process's Redis hub: its lease, its faults as the user's own error.
 
-coredis is imported only when a link starts (or meets an error): a server without Redis never
-loads it.
+Every store, the bus and the relay hold one :class:`RedisLink`; what they share (the pool, the
+subscriber) is the process's :class:`~trio_mcp.redis._hub.RedisHub` for their URL.
 """
 
 from __future__ import annotations
 
 import contextlib
-import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import trio
 
+from ._hub import Deliver, RedisHub, RedisUnavailable, hub_for, reason, redact, talking
+
 if TYPE_CHECKING:
     import coredis
 
-
-def redact(url: str) -> str:
-    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<an unparsable Redis URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def reason(error: BaseException) -> str:
-    """The innermost message of an error (coredis raises some inside exception groups)."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    if isinstance(error, trio.TooSlowError):
-        return "no answer in time"
-    return str(error) or type(error).__name__
+__all__ = ["RedisLink", "reason", "redact"]
 
 
 class RedisLink:
-    """One store's client of the Redis at ``url``: started, used and closed by that store.
+    """One user's lease of the process's Redis pool (and subscriber) at ``url``: started, used
+    and closed by that user.
 
-    ``what`` names the store in messages ("the event store"); ``unavailable`` is the store's
-    error for a Redis it cannot talk to, raised naming the URL without its password;
-    ``timeout`` bounds the start and each use of :meth:`errors`.
+    ``what`` names the user in messages ("the event store"); ``unavailable`` is its error for a
+    Redis it cannot talk to, raised naming the URL without its password; ``timeout`` bounds the
+    start and each use of :meth:`errors`.
     """
 
     def __init__(
@@ -58,8 +36,8 @@ class RedisLink:
         self.what = what
         self.unavailable = unavailable
         self.timeout = timeout
-        self._client: coredis.Redis[bytes] | None = None
-        self._exit: contextlib.AsyncExitStack | None = None
+        self._hub: RedisHub | None = None
+        self._owner = False
 
     @property
     def where(self) -> str:
@@ -67,72 +45,84 @@ class RedisLink:
 
     @property
     def started(self) -> bool:
-        return self._client is not None
+        return self._hub is not None
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the process's subscriber to this Redis is connected."""
+        return self._hub is not None and self._hub.subscribed
 
     @property
     def client(self) -> coredis.Redis[bytes]:
-        if self._client is None:
+        if self._hub is None:
             raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
-        return self._client
+        try:
+            return self._hub.client
+        except RedisUnavailable as error:
+            raise self._error("failed", error) from None
 
     async def start(
         self, ready: Callable[[coredis.Redis[bytes]], Awaitable[object]] | None = None
     ) -> None:
-        """Connect and ping, then await ``ready(client)`` if given, all within ``timeout``;
-        the store's unavailable error if any of it fails."""
-        import coredis
-
-        stack = contextlib.AsyncExitStack()
-        client: coredis.Redis[bytes] = coredis.Redis.from_url(self.url)
+        """Take a lease of the pool (opening it if this is the first) and await
+        ``ready(client)`` if given, within ``timeout``; the user's unavailable error if any of
+        it fails."""
+        hub = hub_for(self.url)
         try:
-            # Entered outside the time bound: the client's own nursery lives until aclose().
-            await stack.enter_async_context(client)
-            with trio.fail_after(self.timeout):
-                await client.ping()
-                if ready is not None:
-                    await ready(client)
-        except BaseException as error:
-            with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
-                await stack.aclose()
-            if isinstance(error, trio.Cancelled):
+            owner = await hub.acquire(self.timeout)
+        except RedisUnavailable as error:
+            raise self._error("cannot be reached", error) from None
+        if ready is not None:
+            try:
+                async with talking(self.url, self.timeout):
+                    await ready(hub.client)
+            except BaseException as error:
+                with trio.CancelScope(shield=True):
+                    await hub.release(owner)
+                if isinstance(error, RedisUnavailable):
+                    raise self._error("cannot be reached", error) from None
                 raise
-            raise self.unavailable(
-                f"{self.what}'s Redis at {self.where} cannot be reached: {reason(error)}"
-            ) from None
-        self._client, self._exit = client, stack
+        self._hub, self._owner = hub, owner
 
     async def aclose(self) -> None:
-        """Close the connections (in the task that started the link)."""
-        if self._exit is None:
+        """Give the lease back (in the task that started the link): the pool closes with the
+        last lease of the task that opened it."""
+        if self._hub is None:
             return
-        stack, self._exit, self._client = self._exit, None, None
-        with contextlib.suppress(Exception):
-            await stack.aclose()
+        hub, self._hub = self._hub, None
+        await hub.release(self._owner)
 
     @contextlib.asynccontextmanager
     async def errors(self) -> AsyncIterator[None]:
-        """Any failure to talk to Redis, as the store's unavailable error, bounded in time."""
+        """Any failure to talk to Redis, as the user's unavailable error, bounded in time."""
         try:
-            with trio.fail_after(self.timeout):
+            async with talking(self.url, self.timeout):
                 yield
-        except self.unavailable:
-            raise
-        except (OSError, trio.TooSlowError, ExceptionGroup) as error:
-            raise self.unavailable(
-                f"{self.what}'s Redis at {self.where} failed: {reason(error)}"
-            ) from None
-        except Exception as error:
-            import anyio
-            import coredis.exceptions
+        except RedisUnavailable as error:
+            raise self._error("failed", error) from None
 
-            # A connection closed under coredis (Redis gone mid-command) surfaces as anyio's.
-            lost = (
-                coredis.exceptions.RedisError,
-                anyio.ClosedResourceError,
-                anyio.BrokenResourceError,
+    async def listen(
+        self,
+        channels: Sequence[str],
+        deliver: Deliver,
+        *,
+        reconnect: tuple[float, float],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand every message on ``channels`` to ``deliver`` until cancelled, on the process's
+        one subscriber (see :meth:`RedisHub.listen`); started once subscribed."""
+        if self._hub is None:
+            raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
+        try:
+            await self._hub.listen(
+                channels,
+                deliver,
+                timeout=self.timeout,
+                reconnect=reconnect,
+                task_status=task_status,
             )
-            if isinstance(error, lost):
-                raise self.unavailable(
-                    f"{self.what}'s Redis at {self.where} failed: {reason(error)}"
-                ) from None
-            raise
+        except RedisUnavailable as error:
+            raise self._error("cannot be reached", error) from None
+
+    def _error(self, how: str, error: RedisUnavailable) -> Exception:
+        return self.unavailable(f"{self.what}'s Redis at {self.where} {how}: {error.reason}")

@@ -1,0 +1,428 @@
+"""What one process holds of one Redis: a connection pool for commands, shared by every store,
+the bus and the relay, and one subscriber connection carrying every channel they listen to.
+
+Theory of operation:
+
+- :func:`hub_for` gives the process's :class:`RedisHub` for a URL (one per URL in each
+  ``trio.run``: a :class:`trio.lowlevel.RunVar` holds them, so no state outlives a run).
+- A user holds a lease (:meth:`RedisHub.acquire`, given back by :meth:`RedisHub.release`).
+  The first lease opens the pool in its task, which owns it: coredis keeps its connections'
+  tasks in a nursery, and a Trio nursery is closed by the task that opened it. More leases of
+  that task are the owner's too; leases of other tasks share the pool. The owner closes it when
+  its last lease goes, after waiting for the other tasks' leases, as a nursery waits for its
+  children (logged, so a wait that never ends says why). In the HTTP app the first lease is
+  the lifespan's (the event store or the session store) and the last to go, so nobody waits.
+  The pool's connections live in the owner's cancel scopes: when the owner's task is
+  cancelled they go with it, and the others get :class:`RedisUnavailable` until they let go.
+  A hub whose owner is leaving is out of the registry: a user that comes meanwhile opens a new
+  one.
+- :meth:`RedisHub.listen` is a service: it hands what arrives on its channels to ``deliver``
+  until cancelled. Listeners of one hub share one subscriber connection. The first of them
+  hosts it (connects, reads, reconnects after a loss with a bounded exponential backoff,
+  subscribing every channel again); the others add their channels to it. When the host leaves,
+  another listener takes over and subscribes what remains (messages published in between are
+  missed, as pub/sub always allows). Every message is decoded in one place
+  (:meth:`RedisHub._dispatch`).
+- Every failure to talk to Redis is a :class:`RedisUnavailable`, which each store turns into
+  its own protocol's error (:class:`~trio_mcp.redis._link.RedisLink`).
+
+Connections are named (``CLIENT SETNAME``) ``trio_mcp:<pid>:pool`` and ``trio_mcp:<pid>:sub``,
+so ``CLIENT LIST`` tells whose they are.
+
+coredis is imported only when a hub opens (or meets an error): a server without Redis never
+loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+if TYPE_CHECKING:
+    import coredis
+
+logger = logging.getLogger("trio_mcp.redis")
+
+#: What a listener hands each message of its channels to (synchronous, never blocking).
+Deliver = Callable[[bytes], None]
+
+
+class RedisUnavailable(Exception):
+    """Redis cannot be reached, or failed, or did not answer in time.
+
+    ``where`` is the URL without its password, ``reason`` what went wrong, in words.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"Redis at {where}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<an unparsable Redis URL>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def reason(error: BaseException) -> str:
+    """The innermost message of an error (coredis raises some inside exception groups)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, trio.TooSlowError):
+        return "no answer in time"
+    return str(error) or type(error).__name__
+
+
+def is_lost(error: BaseException) -> bool:
+    """Whether ``error`` says Redis is out of reach (rather than a bug of ours)."""
+    if isinstance(error, OSError | trio.TooSlowError | ExceptionGroup):  # TimeoutError included
+        return True
+    import anyio
+    import coredis.exceptions
+
+    # A connection closed under coredis (Redis gone mid-command) surfaces as anyio's.
+    lost = (coredis.exceptions.RedisError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+    return isinstance(error, lost)
+
+
+@contextlib.asynccontextmanager
+async def talking(url: str, timeout: float) -> AsyncIterator[None]:
+    """Any failure to talk to Redis in the block, as :class:`RedisUnavailable`, and the block
+    bounded by ``timeout``."""
+    try:
+        with trio.fail_after(timeout):
+            yield
+    except Exception as error:
+        if isinstance(error, RedisUnavailable) or not is_lost(error):
+            raise
+        raise RedisUnavailable(redact(url), reason(error)) from None
+
+
+_HUBS: trio.lowlevel.RunVar[dict[str, RedisHub]] = trio.lowlevel.RunVar("trio_mcp_redis_hubs")
+
+
+def hub_for(url: str) -> RedisHub:
+    """This process's hub for the Redis at ``url`` (a new one if none is open or opening)."""
+    try:
+        hubs = _HUBS.get()
+    except LookupError:
+        hubs = {}
+        _HUBS.set(hubs)
+    hub = hubs.get(url)
+    if hub is None:
+        hub = hubs[url] = RedisHub(url)
+    return hub
+
+
+def _name(role: str) -> str:
+    return f"trio_mcp:{os.getpid()}:{role}"
+
+
+class RedisHub:
+    """The pool and the subscriber of one process for the Redis at ``url`` (see the module
+    docstring); obtained with :func:`hub_for`, never built by its users."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.where = redact(url)
+        # -- the pool
+        self._client: coredis.Redis[bytes] | None = None
+        self._exit: contextlib.AsyncExitStack | None = None
+        self._opening: trio.Event | None = None
+        self._owner: trio.lowlevel.Task | None = None
+        self._leases = 0
+        self._owner_leases = 0
+        self._others_gone: trio.Event | None = None
+        # -- the subscriber
+        self._channels: dict[str, list[Deliver]] = {}
+        self._hosted = False
+        self._pubsub: Any = None  # coredis's PubSub while connected
+        self._live: set[str] = set()  # what the connected subscriber is subscribed to
+        self._changed = trio.Event()
+
+    def __repr__(self) -> str:
+        return f"RedisHub({self.where!r})"
+
+    # -- the pool ------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> coredis.Redis[bytes]:
+        """The pool's client; :class:`RedisUnavailable` while none is open."""
+        if self._client is None:
+            raise RedisUnavailable(self.where, "not connected")
+        return self._client
+
+    @property
+    def users(self) -> int:
+        """How many leases are held."""
+        return self._leases
+
+    async def acquire(self, timeout: float) -> bool:
+        """Take a lease, opening the pool if nobody has (connect and ping within ``timeout``);
+        whether it is the owner's. :class:`RedisUnavailable` if Redis cannot be reached."""
+        while self._client is None and self._opening is not None:
+            await self._opening.wait()
+        if self._client is None:
+            self._opening = trio.Event()
+            try:
+                await self._open(timeout)
+            finally:
+                opening, self._opening = self._opening, None
+                opening.set()
+            self._owner = trio.lowlevel.current_task()
+        owner = trio.lowlevel.current_task() is self._owner
+        self._leases += 1
+        self._owner_leases += owner
+        return owner
+
+    async def _open(self, timeout: float) -> None:
+        import coredis
+
+        client: coredis.Redis[bytes] = coredis.Redis.from_url(
+            self.url, connect_timeout=timeout, client_name=_name("pool")
+        )
+        stack = contextlib.AsyncExitStack()
+        try:
+            # Entered outside the time bound: the pool's nursery lives until it closes.
+            await stack.enter_async_context(client)
+            with trio.fail_after(timeout):
+                await client.ping()
+        except BaseException as error:
+            with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
+                await stack.aclose()
+            if isinstance(error, trio.Cancelled):
+                raise
+            raise RedisUnavailable(self.where, reason(error)) from None
+        self._client, self._exit = client, stack
+
+    async def release(self, owner: bool) -> None:
+        """Give back a lease (``owner``: what :meth:`acquire` said). The owner's last one
+        closes the pool, once the other tasks' leases are given back."""
+        self._leases -= 1
+        if not owner:
+            if self._others_gone is not None and self._leases == 0:
+                self._others_gone.set()
+            return
+        self._owner_leases -= 1
+        if self._owner_leases:
+            return
+        with contextlib.suppress(LookupError):
+            if _HUBS.get().get(self.url) is self:
+                del _HUBS.get()[self.url]
+        try:
+            if self._leases:
+                logger.warning(
+                    "the connections to Redis at %s close when %d more users of them are done",
+                    self.where,
+                    self._leases,
+                )
+                self._others_gone = trio.Event()
+                await self._others_gone.wait()
+        finally:
+            stack, self._exit, self._client, self._owner = self._exit, None, None, None
+            if stack is not None:
+                with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await stack.aclose()
+
+    # -- the subscriber ------------------------------------------------------------------------
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the subscriber is connected."""
+        return self._pubsub is not None
+
+    async def listen(
+        self,
+        channels: Sequence[str],
+        deliver: Deliver,
+        *,
+        timeout: float,
+        reconnect: tuple[float, float],
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand every message on ``channels`` to ``deliver`` until cancelled.
+
+        Started once they are subscribed; :class:`RedisUnavailable` if that cannot be done
+        within ``timeout``. ``reconnect``: the first and the longest wait between attempts
+        while this listener hosts the subscriber.
+        """
+        for channel in channels:
+            self._channels.setdefault(channel, []).append(deliver)
+        started = False
+
+        def subscribed() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                start_bound.deadline = math.inf
+                task_status.started()
+
+        try:
+            with trio.CancelScope(deadline=trio.current_time() + timeout) as start_bound:
+                while True:
+                    if not self._hosted:
+                        await self._host(subscribed, lambda: started, reconnect)
+                    elif self._pubsub is not None and await self._join(channels, timeout):
+                        subscribed()
+                        await self._changed.wait()
+                    else:
+                        await self._changed.wait()
+            raise RedisUnavailable(self.where, "the subscriber did not connect in time")
+        finally:
+            await self._leave(channels, deliver, timeout)
+
+    async def _host(
+        self,
+        subscribed: Callable[[], None],
+        started: Callable[[], bool],
+        reconnect: tuple[float, float],
+    ) -> None:
+        """Be the subscriber: connect, read, and reconnect when lost, until cancelled; raises
+        only when the first connection of a listener not yet started fails."""
+        from coredis.retry import NoRetryPolicy
+
+        initial, longest = reconnect
+        delay = initial
+        again = False
+        self._hosted = True
+        try:
+            while True:
+                try:
+                    channels = list(self._channels)
+                    async with (
+                        self._subscriber() as client,
+                        client.pubsub(
+                            channels=channels,
+                            ignore_subscribe_messages=True,
+                            retry_policy=NoRetryPolicy(),
+                        ) as pubsub,
+                    ):
+                        self._pubsub, self._live = pubsub, set(channels)
+                        self._change()
+                        try:
+                            subscribed()
+                            if again:
+                                logger.warning("Redis subscriber: back at %s", self.where)
+                            delay = initial
+                            async for message in pubsub:
+                                self._dispatch(message)
+                        finally:
+                            self._pubsub, self._live = None, set()
+                            self._change()
+                    problem = "the subscription ended"
+                except BaseException as exc:
+                    if isinstance(exc, BaseExceptionGroup):
+                        # Cancelled from outside: coredis's cleanup may add an error of a
+                        # connection already closed to the group; the cancellation is what counts.
+                        cancelled, _ = exc.split(trio.Cancelled)
+                        if cancelled is not None:
+                            raise cancelled from None
+                    if not isinstance(exc, Exception):
+                        raise
+                    # Whatever the client raised (a connection error, a group of them from its
+                    # task group): the connection is gone, and so is the subscription.
+                    if not started():
+                        raise RedisUnavailable(self.where, reason(exc)) from None
+                    problem = reason(exc)
+                logger.error(
+                    "Redis subscriber: lost Redis at %s (%s); subscribing again in %.1f s",
+                    self.where,
+                    problem,
+                    delay,
+                )
+                again = True
+                await trio.sleep(delay)
+                delay = min(delay * 2, longest)
+        finally:
+            self._hosted = False
+            self._change()
+
+    def _subscriber(self) -> coredis.Redis[bytes]:
+        import coredis
+        from coredis.retry import NoRetryPolicy
+
+        return coredis.Redis.from_url(
+            self.url,
+            retry_policy=NoRetryPolicy(),
+            stream_timeout=None,
+            client_name=_name("sub"),
+        )
+
+    async def _join(self, channels: Sequence[str], timeout: float) -> bool:
+        """Subscribe the connected subscriber to what it lacks of ``channels``; whether it
+        has them all now."""
+        pubsub = self._pubsub
+        missing = [channel for channel in channels if channel not in self._live]
+        if not missing:
+            return True
+        try:
+            with trio.fail_after(timeout):
+                await pubsub.subscribe(*missing)
+        except Exception as exc:
+            if not is_lost(exc):
+                raise
+            return False  # the host hears of the loss and connects again, with these
+        if self._pubsub is not pubsub:
+            return False
+        self._live.update(missing)
+        return True
+
+    async def _leave(self, channels: Sequence[str], deliver: Deliver, timeout: float) -> None:
+        """Forget this listener; unsubscribe the channels nobody listens to any more."""
+        unused = []
+        for channel in channels:
+            delivers = self._channels.get(channel, [])
+            with contextlib.suppress(ValueError):
+                delivers.remove(deliver)
+            if not delivers:
+                self._channels.pop(channel, None)
+                if channel in self._live:
+                    unused.append(channel)
+        pubsub = self._pubsub
+        if not unused or pubsub is None:
+            return
+        self._live.difference_update(unused)
+        with trio.CancelScope(shield=True), trio.move_on_after(timeout):
+            try:
+                await pubsub.unsubscribe(*unused)
+            except Exception as exc:
+                if not is_lost(exc):
+                    raise
+
+    def _change(self) -> None:
+        """Wake the listeners waiting for the subscriber to change (connected, lost, gone)."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _dispatch(self, message: Any) -> None:
+        """One message of the subscriber, to every listener of its channel."""
+        if message.get("type") != "message":
+            return
+        channel, data = message.get("channel"), message.get("data")
+        if isinstance(channel, bytes):
+            channel = channel.decode(errors="replace")
+        if not isinstance(data, bytes):
+            return
+        for deliver in list(self._channels.get(channel, ())):
+            try:
+                deliver(data)
+            except Exception:
+                logger.exception("delivering a message of %s failed", channel)
