@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import enum
 import functools
-import ipaddress
 import logging
 import math
-import re
 import secrets
 import types
 from collections.abc import (
@@ -27,7 +25,6 @@ from collections.abc import (
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
-import attrs
 import orjson
 import trio
 
@@ -68,7 +65,19 @@ from ..server._principal import Principal
 from ..server._registry import Registrations
 from ..server._tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
-from ._asgi import HttpError, Message, Receive, Scope, Send, _refusal
+from ._admission import Admission
+from ._asgi import (
+    HttpError,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    _refusal,
+    accepts,
+    header,
+    is_json,
+    mcp_headers,
+)
 from ._event_store import (
     NO_STORE,
     ByteBudget,
@@ -86,16 +95,17 @@ from ._event_store import (
     StreamSink,
 )
 from ._modern import is_modern, status_for
-from ._node_tags import check_node_id, is_minted_here, mint_session_id
+from ._node_tags import is_minted_here, mint_session_id
+from ._options import HttpOptions
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
+from ._sessions import client_address, identity
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")
 
 _T = TypeVar("_T")
 
-MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
 #: What a request refused while draining is told: nothing of it ran, so it can go elsewhere.
 DRAINING = (
@@ -133,108 +143,6 @@ class MountedEndpoints(Protocol):
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None: ...
 
     async def shutdown(self, grace: float) -> None: ...
-
-
-def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
-    if node_id is not None:
-        check_node_id(node_id)
-
-
-@attrs.define
-class HttpOptions:
-    """Settings of the Streamable HTTP endpoint (see :meth:`Server.http_app`)."""
-
-    path: str = "/mcp"
-    json_response: bool = False
-    stateless: bool = False
-    session_idle_timeout: float = 1800.0
-    max_sessions: int = 10_000
-    #: Sessions one client may hold at once (opening ones count); beyond it, 429.
-    max_sessions_per_client: int = 100
-    #: A session that has carried no request (nor GET stream) since its ``initialize`` expires
-    #: this long after it was opened, whatever ``session_idle_timeout`` says.
-    unused_session_timeout: float = 60.0
-    #: Who a request comes from, for ``max_sessions_per_client``; None: :func:`client_address`
-    #: (with ``client_address_header``). A key may be anything a client cannot choose freely.
-    client_key: Callable[[Scope], str] | None = None
-    #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
-    #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
-    #: connection, which behind a proxy is the proxy's. Set it only when every request comes
-    #: through that proxy, or a client can name itself anything.
-    client_address_header: str | None = None
-    #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
-    #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
-    #: loopback, as from a proxy on the same host), anything for one that arrived on another.
-    allowed_hosts: list[str] | None = None
-    #: Origin header values accepted; None: loopback origins on loopback, as for the Host.
-    allowed_origins: list[str] | None = None
-    max_body_bytes: int = 4 * 1024 * 1024
-    #: Origins allowed by CORS (``["*"]`` for any); None disables CORS headers.
-    cors_origins: list[str] | None = None
-    keepalive_interval: float = 15.0
-    retry_ms: int = 1000
-    shutdown_grace: float = 5.0
-    #: Where stream events are kept for a resume (None: a :class:`MemoryEventStore` of this
-    #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
-    #: serve a resume.
-    event_store: EventStore | None = None
-    #: Where handshake-era session records are kept (None: nowhere, and a session lives only
-    #: on the worker that opened it); a store shared by several workers
-    #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
-    #: expires ``session_idle_timeout`` after the session's last use on any worker.
-    session_store: SessionStore | None = None
-    #: With a session store, what carries the few messages of a session that belong to
-    #: another worker's copy of it (a client's response to that copy's request, a cancel of a
-    #: request running there, the end of the session): ``RedisRelay`` across processes. None:
-    #: they are not carried (such a response finds no request waiting, such a cancel no
-    #: request; other copies end when they next see the record gone, or idle).
-    relay: Relay | None = None
-    #: The writer's queue to the store: past either bound (the store too slow) a stream loses
-    #: its resumability, logged, and its live connection goes on; a write that takes longer
-    #: than ``event_store_timeout`` fails the same way.
-    max_store_queue_events: int = 4096
-    max_store_queue_bytes: int = 32 * 1024 * 1024
-    event_store_timeout: float = 5.0
-    #: How often a resume served from the shared store, for a session that lives on another
-    #: worker, looks for the stream's new events.
-    resume_poll_interval: float = 0.25
-    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
-    max_requests_per_session: int = 256
-    #: Events handed to one SSE connection and not yet written to it (a client that does not
-    #: read): past either bound the connection is ended, and its client resumes with
-    #: ``Last-Event-ID``.
-    max_pending_events: int = 1024
-    max_pending_bytes: int = 8 * 1024 * 1024
-    #: Events kept for a session's next GET while none is open (list changes, server requests),
-    #: the oldest dropped first.
-    max_backlog_events: int = 256
-    max_backlog_bytes: int = 1024 * 1024
-    #: All of those together, over every session and connection of the app.
-    max_buffered_bytes: int = 64 * 1024 * 1024
-    #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
-    #: a load balancer can route a session's requests to the node that holds it (an nginx
-    #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node
-    #: is an unknown session here (404). None: plain hex ids.
-    node_id: str | None = attrs.field(default=None, validator=_valid_node_id)
-    #: Where a load balancer or an orchestrator asks whether to send traffic here: ``GET`` is
-    #: 200 while serving, 503 before the lifespan started and once draining. None: no such path.
-    ready_path: str | None = "/ready"
-    #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
-    #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
-    drain_grace: float = 10.0
-    #: The 2024-11-05 HTTP+SSE transport, beside Streamable HTTP: ``GET sse_path`` opens a
-    #: session (its first event names the URL to POST to), ``POST sse_messages_path`` carries
-    #: its messages. None: not served.
-    sse_path: str | None = "/sse"
-    sse_messages_path: str = "/messages/"
-    #: Where WebSocket clients connect (``ws://host:port/ws``, subprotocol ``mcp``: see
-    #: ``_http_ws``); None: no WebSocket endpoint (every upgrade is refused).
-    ws_path: str | None = "/ws"
-    #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
-    ws_max_message_bytes: int = 4 * 1024 * 1024
-    #: How often the server sends each WebSocket client a ``ping`` request; one not answered
-    #: within the same time closes its socket (1011) and cancels its work. None: never.
-    ws_ping_interval: float | None = None
 
 
 class SessionKind(enum.Enum):
@@ -559,186 +467,6 @@ class HttpSession(BaseSender):
             self.store.end_session(self.id)  # a replica's end is not the session's
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    """A request header's value (``name`` lowercased); sent more than once, its values joined
-    with ``", "`` (as HTTP combines a repeated field), so that a single-valued header sent twice
-    fails its check rather than having one copy picked."""
-    return _header_table(scope).get(name)
-
-
-#: Where a request's header table is kept in its ASGI scope (scopes take extra keys).
-_HEADER_TABLE = "trio_mcp.headers"
-
-
-def _header_table(scope: Scope) -> dict[bytes, str]:
-    """Every request header by lowercased name, built once per request and kept in its scope:
-    a POST reads about nine of them, and each would otherwise walk the whole list."""
-    table: dict[bytes, str] | None = scope.get(_HEADER_TABLE)
-    if table is None:
-        table = {}
-        for key, value in scope.get("headers", ()):
-            name = bytes(key).lower()
-            text = bytes(value).decode("latin-1")
-            table[name] = table[name] + ", " + text if name in table else text
-        scope[_HEADER_TABLE] = table
-    return table
-
-
-def _mcp_headers(scope: Scope) -> dict[str, str]:
-    """A request's ``Mcp-`` headers, by lowercased name, repeated ones joined as by
-    :func:`_header`: all that a modern request's header check reads."""
-    return {
-        name.decode("latin-1"): value
-        for name, value in _header_table(scope).items()
-        if name.startswith(b"mcp-")
-    }
-
-
-def client_address(scope: Scope, *, header: str | None = None) -> str:
-    """The address a request came from: the peer of its connection (the ASGI ``client``), or,
-    with ``header``, the last value of that header, as a trusted proxy in front appends it
-    (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
-
-    Behind a proxy the peer is the proxy itself, so every client would share one key: name the
-    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
-    scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
-    writes it: a client can send any value.
-    """
-    if header is not None:
-        value = _header(scope, header.lower().encode("latin-1"))
-        if value:
-            last = value.rsplit(",", 1)[-1].strip()
-            if last:
-                return last
-    peer = scope.get("client")
-    return str(peer[0]) if peer else ""
-
-
-# RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_QUOTED = r'"(?:[^"\\]|\\.)*"'
-_MEDIA_TYPE = re.compile(
-    rf"\s*({_TOKEN}/{_TOKEN})((?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|{_QUOTED}))*)\s*"
-)
-_PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
-_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
-
-
-# The checks below are pure functions of a header's text, which a client sends the same on
-# every request: remembered (a bounded number of texts, so that no client can grow them).
-@functools.lru_cache(maxsize=256)
-def _is_json(content_type: str | None) -> bool:
-    """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
-    with parameters or without (``text/plain, application/json`` is two, and refused)."""
-    match = _MEDIA_TYPE.fullmatch(content_type or "")
-    return match is not None and match[1].lower() == "application/json"
-
-
-@functools.lru_cache(maxsize=256)
-def _accepts(accept: str | None, media_type: str) -> bool:
-    """Whether an Accept header admits ``media_type``: the most specific range that matches it
-    (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
-    that does not parse admits nothing."""
-    main = media_type.split("/")[0] + "/*"
-    best: tuple[int, bool] | None = None  # (specificity, acceptable)
-    for part in (accept or "").split(","):
-        match = _MEDIA_TYPE.fullmatch(part)
-        if match is None:
-            continue
-        media_range = match[1].lower()
-        if media_range == media_type:
-            specificity = 2
-        elif media_range == main:
-            specificity = 1
-        elif media_range == "*/*":
-            specificity = 0
-        else:
-            continue
-        acceptable = True
-        for name, value in _PARAMETER.findall(match[2]):
-            if name.lower() == "q":
-                acceptable = _QVALUE.fullmatch(value) is not None and float(value) > 0
-        if best is None or specificity > best[0]:
-            best = (specificity, acceptable)
-    return best is not None and best[1]
-
-
-_PORT = re.compile(r"[0-9]{1,5}")
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_host(value: str) -> tuple[str, str | None] | None:
-    """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
-    not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
-    if value.startswith("["):
-        end = value.find("]")
-        host, rest = value[1:end], value[end + 1 :]
-        if end < 0 or not _is_ipv6(host):
-            return None
-    else:
-        host, colon, port = value.partition(":")
-        rest = colon + port
-    if not host:
-        return None
-    if not rest:
-        return host.lower(), None
-    if rest[0] == ":" and _PORT.fullmatch(rest[1:]):
-        return host.lower(), rest[1:]
-    return None
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _parse_origin(value: str) -> tuple[str, str, str | None] | None:
-    """An Origin's scheme (lowercased), host and port, or None if it is not
-    ``scheme://host[:port]`` (``null``, a path, user info)."""
-    scheme, sep, rest = value.partition("://")
-    if not sep or not scheme or any(c in rest for c in "/?#@\\"):
-        return None
-    parsed = _parse_host(rest)
-    return (scheme.lower(), *parsed) if parsed is not None else None
-
-
-def _host_allowed(host: tuple[str, str | None], allowed: Iterable[str]) -> bool:
-    """Whether a parsed Host is one of ``allowed`` (``host`` for any port, or ``host:port``)."""
-    for entry in allowed:
-        parsed = _parse_host(entry.strip())
-        if parsed is not None and parsed[0] == host[0] and parsed[1] in (None, host[1]):
-            return True
-    return False
-
-
-def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = True) -> bool:
-    """Whether an Origin is one of ``allowed``: the same scheme, host and port (scheme and host
-    in any case), or the same text (``null``, if it is listed); with ``wildcard``, ``*`` allows
-    any."""
-    parsed = _parse_origin(origin)
-    for entry in allowed:
-        if (wildcard and entry == "*") or entry.lower() == origin.lower():
-            return True
-        if parsed is not None and _parse_origin(entry) == parsed:
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=256)
-def _is_loopback(host: str) -> bool:
-    """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _route_path(scope: Scope) -> str:
     """The path below the app's mount point (``root_path``, e.g. Starlette's ``Mount("/api")``).
 
@@ -806,6 +534,8 @@ class McpHttpApp:
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
+        #: The checks every endpoint makes before anything of MCP runs.
+        self.admission = Admission(self.options, self.gate)
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
         #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
@@ -1073,7 +803,7 @@ class McpHttpApp:
             await self._readiness(scope, send)
             return
         if self.gate is not None and self._is_metadata(scope, route):
-            self._check_host_and_origin(scope)
+            self.admission.check_host_and_origin(scope)
             await self._metadata(scope, send, self.gate)
             return
         if self.sse is not None and self.sse.handles(route):
@@ -1082,10 +812,10 @@ class McpHttpApp:
         if route not in self._paths:
             mounted = scope.get("root_path", "")
             raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
-        self._check_host_and_origin(scope)
+        self.admission.check_host_and_origin(scope)
         method = scope["method"]
         if method == "OPTIONS" and self.options.cors_origins is not None:
-            await self._preflight(scope, send)
+            await self.admission.preflight(scope, send)
             return
         principal: Principal | None = None
         if self.gate is not None and method != "OPTIONS":
@@ -1123,100 +853,6 @@ class McpHttpApp:
 
     # -- checks --------------------------------------------------------------------------------
 
-    def _check_host_and_origin(self, scope: Scope) -> None:
-        # The default guards against DNS rebinding: a browser on this machine, tricked into
-        # resolving an attacker's name to 127.0.0.1, sends that name as Host and its page's
-        # origin as Origin. So a request that reached us on a loopback address (whatever the bind:
-        # 127.0.0.1, or 0.0.0.0 reached through loopback, as from a proxy on this host) needs
-        # loopback names, unless the names are configured. A request that reached a network
-        # address is not checked by default: that server is reachable without any rebinding.
-        server_addr = scope.get("server") or ("", None)
-        local = str(server_addr[0] or "")
-        on_loopback = _is_loopback(local)
-        host = _header(scope, b"host") or ""
-        # Compared as a host name (any case) and a port (digits): nothing else slips through.
-        parsed = _parse_host(host) if host else ("", None)
-        if parsed is None:
-            raise HttpError(
-                400, f"Bad Request: Host {host!r} is not a host name with an optional port number"
-            )
-        name = f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]
-        allowed_hosts = self.options.allowed_hosts
-        if allowed_hosts is not None:
-            if not host or not _host_allowed(parsed, allowed_hosts):
-                raise HttpError(
-                    403,
-                    f"Forbidden: Host {host!r} is not in allowed_hosts; to accept it, "
-                    f"add {name!r} to HttpOptions(allowed_hosts=[...]) "
-                    "or pass `--allowed-host` to trio-mcp serve",
-                )
-        elif on_loopback and not _is_loopback(parsed[0]):
-            raise HttpError(
-                403,
-                f"Forbidden: Host {host!r} refused: the request arrived on the loopback address "
-                f"{local}, where only loopback names (localhost, 127.0.0.1, [::1]) are accepted "
-                "by default, against DNS rebinding; if this name is yours (a proxy in front, "
-                f"say), accept it with HttpOptions(allowed_hosts=[{name!r}]) or "
-                f"`trio-mcp serve --allowed-host {name}`",
-            )
-        origin = _header(scope, b"origin")
-        if origin is None:
-            return
-        if _origin_allowed(origin, self.options.cors_origins or (), wildcard=False):
-            return  # an origin explicitly allowed to call us from a browser
-        allowed_origins = self.options.allowed_origins
-        if allowed_origins is not None:
-            if not _origin_allowed(origin, allowed_origins):
-                raise HttpError(
-                    403,
-                    f"Forbidden: Origin {origin!r} is not in allowed_origins; to accept it, "
-                    "add it to HttpOptions(allowed_origins=[...]) or pass `--allowed-origin` "
-                    "to trio-mcp serve",
-                )
-            return
-        origin_parts = _parse_origin(origin)
-        if on_loopback and (
-            origin_parts is None
-            or origin_parts[0] not in ("http", "https")
-            or not _is_loopback(origin_parts[1])
-        ):
-            raise HttpError(
-                403,
-                f"Forbidden: Origin {origin!r} refused: the request arrived on the loopback "
-                f"address {local}, where only loopback origins are accepted by default, against "
-                f"DNS rebinding; accept it with HttpOptions(allowed_origins=[{origin!r}]) or "
-                f"`trio-mcp serve --allowed-origin {origin}`",
-            )
-
-    def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
-        origins = self.options.cors_origins
-        origin = _header(scope, b"origin")
-        if origins is None or origin is None:
-            return []
-        if not _origin_allowed(origin, origins):
-            return []
-        exposed = b"mcp-session-id, mcp-protocol-version"
-        if self.gate is not None:
-            exposed += b", www-authenticate"  # a browser client reads the challenge
-        return [
-            (b"access-control-allow-origin", origin.encode()),
-            (b"access-control-expose-headers", exposed),
-            (b"vary", b"origin"),
-        ]
-
-    async def _preflight(
-        self, scope: Scope, send: Send, methods: bytes = b"GET, POST, DELETE, OPTIONS"
-    ) -> None:
-        headers = self._cors_headers(scope)
-        if headers:
-            headers += [
-                (b"access-control-allow-methods", methods),
-                (b"access-control-allow-headers", MCP_HEADERS.encode()),
-                (b"access-control-max-age", b"600"),
-            ]
-        await send({"type": "http.response.start", "status": 204, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
-
     def _is_metadata(self, scope: Scope, route: str) -> bool:
         """Whether a request is for the Protected Resource Metadata: its path below the mount
         point, or whole (a host app may route the well-known path to a mounted app as is)."""
@@ -1229,7 +865,7 @@ class McpHttpApp:
         and behind the same Host and Origin checks as the MCP path."""
         method = scope["method"]
         if method == "OPTIONS" and self.options.cors_origins is not None:
-            await self._preflight(scope, send, b"GET, HEAD, OPTIONS")
+            await self.admission.preflight(scope, send, b"GET, HEAD, OPTIONS")
             return
         if method not in ("GET", "HEAD"):
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD, OPTIONS")])
@@ -1238,7 +874,7 @@ class McpHttpApp:
             (b"cache-control", f"max-age={METADATA_MAX_AGE}".encode()),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            *self._cors_headers(scope),
+            *self.admission.cors_headers(scope),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if method == "GET" else b""})
@@ -1251,12 +887,12 @@ class McpHttpApp:
         since. Then the request is served as any other, and 404 if none of this applied."""
         store = self.options.session_store
         assert store is not None
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         if not session_id or len(session_id) > 200:
             return
         local = self.sessions.get(session_id)
         if local is None and method == "GET":
-            last_event = _header(scope, b"last-event-id")
+            last_event = header(scope, b"last-event-id")
             if last_event and parse_event_id(last_event) is not None:
                 return  # a resume of a stream held elsewhere: served from the event store
         pending = self._replicating.get(session_id)
@@ -1278,7 +914,7 @@ class McpHttpApp:
                     "Service Unavailable: the session store cannot be reached; retry",
                     headers=[(b"retry-after", b"1")],
                 ) from None
-            owner = _identity(principal)
+            owner = identity(principal)
             if record is None or record.owner != (owner or ""):
                 if record is None and local is not None and local.owner == owner:
                     self.forget(local)  # ended elsewhere: gone here too
@@ -1391,7 +1027,7 @@ class McpHttpApp:
                 session.engine.feed(parsed)
 
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
         session = self._live_session(session_id, principal)
@@ -1410,12 +1046,12 @@ class McpHttpApp:
         ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
-        if session is None or session.owner != _identity(principal):
+        if session is None or session.owner != identity(principal):
             return None
         return session
 
     def _check_version(self, scope: Scope) -> None:
-        version = _header(scope, b"mcp-protocol-version")
+        version = header(scope, b"mcp-protocol-version")
         if version is None:
             return  # assumed 2025-03-26
         if version not in KNOWN_VERSIONS:
@@ -1440,7 +1076,7 @@ class McpHttpApp:
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes = b"application/json",
     ) -> None:
-        all_headers = [*headers, *self._cors_headers(scope)]
+        all_headers = [*headers, *self.admission.cors_headers(scope)]
         if body:
             all_headers.append((b"content-type", content_type))
         all_headers.append((b"content-length", str(len(body)).encode()))
@@ -1469,18 +1105,18 @@ class McpHttpApp:
     async def _post(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
-        accept = _header(scope, b"accept")
+        accept = header(scope, b"accept")
         needs = (
             ["application/json"]
             if self.options.json_response
             else ["application/json", "text/event-stream"]
         )
-        if not all(_accepts(accept, media_type) for media_type in needs):
+        if not all(accepts(accept, media_type) for media_type in needs):
             raise HttpError(
                 406,
                 "Not Acceptable: the client must accept " + " and ".join(needs),
             )
-        if not _is_json(_header(scope, b"content-type")):
+        if not is_json(header(scope, b"content-type")):
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
@@ -1511,7 +1147,7 @@ class McpHttpApp:
             and not has_envelope(parsed.params)
         )
         if is_modern(
-            _header(scope, b"mcp-protocol-version"),
+            header(scope, b"mcp-protocol-version"),
             self._has_session(scope, principal),
             plain_initialize,
         ):
@@ -1525,7 +1161,7 @@ class McpHttpApp:
             await self._respond(scope, send, 202)
             return
         if isinstance(parsed, Request) and parsed.method == "initialize":
-            if _header(scope, b"mcp-session-id"):
+            if header(scope, b"mcp-session-id"):
                 raise HttpError(
                     400,
                     "Invalid Request: Server already initialized",
@@ -1587,7 +1223,7 @@ class McpHttpApp:
             self,
             mint_session_id(self.options.node_id),
             client=client,
-            owner=_identity(principal),
+            owner=identity(principal),
         )
         self._opening.add(session)
         self._by_client.setdefault(client, set()).add(session)
@@ -1609,7 +1245,7 @@ class McpHttpApp:
         principal: Principal | None,
     ) -> None:
         if has_envelope(request.params):
-            if _header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
+            if header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
                 raise HttpError(
                     400,
                     "Invalid Request: this session negotiated the legacy lifecycle via "
@@ -1662,7 +1298,7 @@ class McpHttpApp:
     ) -> None:
         """A modern request: checked against its headers, then served inside this POST's own
         task, so the client closing the stream is the cancel (2026-07-28)."""
-        version = _header(scope, b"mcp-protocol-version") or ""
+        version = header(scope, b"mcp-protocol-version") or ""
         if version not in MODERN_VERSIONS:
             supported = {"supported": list(MODERN_VERSIONS), "requested": version}
             raise HttpError(
@@ -1672,7 +1308,7 @@ class McpHttpApp:
                 ),
                 request_id=getattr(message, "id", None),
             )
-        if _header(scope, b"mcp-session-id") is not None:
+        if header(scope, b"mcp-session-id") is not None:
             raise HttpError(
                 400,
                 "Invalid Request: a modern request belongs to no session; drop Mcp-Session-Id",
@@ -1684,7 +1320,7 @@ class McpHttpApp:
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         try:
-            check_request(message, _mcp_headers(scope), self._param_headers)
+            check_request(message, mcp_headers(scope), self._param_headers)
         except ProtocolError as problem:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
@@ -1916,7 +1552,7 @@ class McpHttpApp:
                     (b"cache-control", b"no-cache"),
                     (b"x-accel-buffering", b"no"),
                     *headers,
-                    *self._cors_headers(scope),
+                    *self.admission.cors_headers(scope),
                 ],
             }
         )
@@ -2066,12 +1702,12 @@ class McpHttpApp:
     def _has_session(self, scope: Scope, principal: Principal | None) -> bool:
         """Whether the request names a live session (of this principal): only then does a
         modern header stay on the session's (handshake-era) path."""
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         return session_id is not None and self._live_session(session_id, principal) is not None
 
     def _refuse_modern(self, scope: Scope, principal: Principal | None) -> None:
         """The modern era has one endpoint and POST only: GET and DELETE are 405 there."""
-        version = _header(scope, b"mcp-protocol-version")
+        version = header(scope, b"mcp-protocol-version")
         if is_modern(version, self._has_session(scope, principal), False):
             raise HttpError(
                 405,
@@ -2087,11 +1723,11 @@ class McpHttpApp:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
-        if not _accepts(_header(scope, b"accept"), "text/event-stream"):
+        if not accepts(header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
-        last_event = _header(scope, b"last-event-id")
+        last_event = header(scope, b"last-event-id")
         parsed = parse_event_id(last_event) if last_event else None
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         local = self.sessions.get(session_id) if session_id is not None else None
         elsewhere = local is None or (
             # With a session store, a stream none of this worker's copy holds may be live
@@ -2195,7 +1831,7 @@ class McpHttpApp:
             or replay is None
             or meta is None
             or meta.session_id != session_id
-            or meta.owner != _identity(principal)
+            or meta.owner != identity(principal)
         ):
             raise HttpError(404, "Session not found")
         await self._sse_start(scope, send)
@@ -2416,10 +2052,6 @@ def _orphaned(request_id: RequestId) -> bytes:
         "The server handling this request stopped before it answered; retry the request",
     )
     return encode(ErrorResponse(request_id, error))
-
-
-def _identity(principal: Principal | None) -> str | None:
-    return principal.identity if principal is not None else None
 
 
 def _waits(data: bytes) -> bool:

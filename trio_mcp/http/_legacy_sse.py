@@ -28,7 +28,8 @@ from ..server._connection import ServerConnection
 from ..server._principal import Principal
 from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
-from ._asgi import HttpError, Receive, Scope, Send, _refusal
+from ._asgi import HttpError, Receive, Scope, Send, _refusal, header, is_json
+from ._sessions import identity
 
 logger = logging.getLogger("trio_mcp.http.sse")
 
@@ -162,10 +163,10 @@ class SseEndpoint:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         app = self.app
-        app._check_host_and_origin(scope)
+        app.admission.check_host_and_origin(scope)
         method = scope["method"]
         if method == "OPTIONS" and app.options.cors_origins is not None:
-            await app._preflight(scope, send, b"GET, POST, OPTIONS")
+            await app.admission.preflight(scope, send, b"GET, POST, OPTIONS")
             return
         expected = "GET" if route in self._sse_paths else "POST"
         if method != expected:
@@ -215,7 +216,7 @@ class SseEndpoint:
                 headers=[(b"retry-after", b"1")],
             )
         assert app._nursery is not None
-        session = SseSession(self, secrets.token_hex(16), client, _app._identity(principal))
+        session = SseSession(self, secrets.token_hex(16), client, identity(principal))
         self.sessions[session.id] = session
         self._by_client.setdefault(client, set()).add(session)
         try:
@@ -276,9 +277,9 @@ class SseEndpoint:
         if len(ids) != 1 or not ids[0]:
             raise HttpError(400, f"Bad Request: the URL must name the session ({SESSION_PARAM})")
         session = self.sessions.get(ids[0])
-        if session is None or session.closing or session.owner != _app._identity(principal):
+        if session is None or session.closing or session.owner != identity(principal):
             raise HttpError(404, "Session not found")
-        if not _app._is_json(_app._header(scope, b"content-type")):
+        if not is_json(header(scope, b"content-type")):
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )

@@ -42,6 +42,7 @@ from ..protocol._jsonrpc import (
 )
 from ..server._principal import Principal
 from ..transports._transport import BaseTransport
+from ._admission import Admission
 from ._asgi import HttpError, Receive, Scope, Send, _refusal
 
 if TYPE_CHECKING:
@@ -101,7 +102,8 @@ class WebSocketHost(Protocol):
     def gate(self) -> HttpAuth | None: ...
     @property
     def ready(self) -> bool: ...
-    def _check_host_and_origin(self, scope: Scope) -> None: ...
+    @property
+    def admission(self) -> Admission: ...
     def _client_key(self, scope: Scope) -> str: ...
 
 
@@ -282,7 +284,7 @@ class WebSocketEndpoint:
                 "Not Found: "
                 + (f"the WebSocket endpoint is {mounted}{where}" if where else "no WebSocket here"),
             )
-        app._check_host_and_origin(scope)
+        app.admission.check_host_and_origin(scope)
         principal: Principal | None = None
         gate = app.gate
         if gate is not None:
