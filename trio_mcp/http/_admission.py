@@ -1,7 +1,15 @@
 """Admission: what every endpoint of the app checks before anything of MCP runs.
 
-Host and Origin (against DNS rebinding), CORS and its preflight: the same for Streamable HTTP,
-the HTTP+SSE transport and WebSocket handshakes, so that the three can never disagree.
+One step, in one order, for Streamable HTTP, the HTTP+SSE transport and WebSocket handshakes,
+so that the three can never disagree: Host and Origin (against DNS rebinding), the CORS
+preflight, who the request is (the authorization gate) and its base scopes, then whether the
+app serves at all. Each condition has one answer, whatever the endpoint:
+
+- a lifespan that did not run: 503 (:data:`NOT_STARTED`), no Retry-After (waiting will not
+  help: the app is mounted wrong);
+- shutting down, or draining (new work only): 503 with ``Retry-After: 1`` and
+  ``Connection: close`` (:data:`DRAINING`), nothing of the request ran, so a proxy may send it
+  elsewhere; a JSON-RPC error whose data says ``retry``.
 """
 
 from __future__ import annotations
@@ -12,21 +20,111 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..auth._gate import HttpAuth
-from ._asgi import HttpError, Scope, Send, header
+from ..auth._gate import HttpAuth, Refused
+from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ErrorObject, Request, RequestId
+from ..server._principal import Principal
+from ._asgi import HttpError, Scope, Send, _refusal, header
 
 if TYPE_CHECKING:
     from ._options import HttpOptions
+    from ._sessions import SessionRegistry
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
 
-class Admission:
-    """The checks of one app: its options, and its authorization gate (None: none)."""
+#: What a request is told when the app's lifespan never ran (a host app that forwards none).
+NOT_STARTED = (
+    "Service Unavailable: the app's lifespan did not run; serve it with an ASGI server that runs "
+    "lifespan (hypercorn does), or wrap it in `async with app.running()`"
+)
+#: What a request refused while draining (or shutting down) is told: nothing of it ran.
+DRAINING = (
+    "Service Unavailable: this server is shutting down; retry the request (another server takes it)"
+)
 
-    def __init__(self, options: HttpOptions, gate: HttpAuth | None) -> None:
+
+def draining_error() -> ErrorObject:
+    """The JSON-RPC error of a request refused while draining, on every transport."""
+    return ErrorObject.make(INVALID_REQUEST, DRAINING, data={"retry": True})
+
+
+class Admission:
+    """The checks of one app: its options, its authorization gate (None: none), and the
+    registry that knows whether the app serves."""
+
+    def __init__(
+        self, options: HttpOptions, gate: HttpAuth | None, registry: SessionRegistry
+    ) -> None:
         self.options = options
         self.gate = gate
+        self.registry = registry
+
+    async def admit(
+        self, scope: Scope, *, authenticate: bool = True, base_scopes: bool = True
+    ) -> Principal | None:
+        """The step every request and handshake takes first: Host and Origin, then (with
+        ``authenticate``) who it is and, with ``base_scopes``, whether it holds the base
+        scopes (a POST's are checked once its body says what it asks for, by
+        :meth:`authorize`), then whether the app serves (:meth:`check_serving`, for what is
+        no new work: a draining app still takes answers and cancels). Raises
+        :class:`HttpError`; returns who the request acts for."""
+        self.check_host_and_origin(scope)
+        principal: Principal | None = None
+        gate = self.gate
+        if gate is not None and authenticate:
+            try:
+                principal = await gate.authenticate(scope)
+                if base_scopes:
+                    gate.authorize(principal, gate.needed(None, None))
+            except Refused as refused:
+                raise _refusal(refused) from None
+        self.check_serving(new_work=False)
+        return principal
+
+    def check_serving(self, *, new_work: bool = True, request_id: RequestId | None = None) -> None:
+        """503 unless the app serves: its lifespan not run, shutting down, or (for
+        ``new_work``: a request, a new session or socket) draining."""
+        registry = self.registry
+        if registry.nursery is None:
+            raise HttpError(503, ErrorObject.make(INTERNAL_ERROR, NOT_STARTED))
+        if registry.shutting_down or (new_work and registry.draining):
+            raise self.refused_draining(request_id)
+
+    def refused_draining(self, request_id: RequestId | None = None) -> HttpError:
+        return HttpError(
+            503,
+            draining_error(),
+            request_id=request_id,
+            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
+        )
+
+    def authorize(
+        self,
+        principal: Principal | None,
+        requests: list[Request],
+        request_id: RequestId | None = None,
+    ) -> None:
+        """A POST's body, once read: every scope its requests need (the base ones for what
+        carries none), in one challenge, before the engine sees any of it."""
+        gate = self.gate
+        if gate is None:
+            return
+        assert principal is not None
+        needed = gate.needed(None, None)
+        for request in requests:
+            needed |= gate.needed(request.method, request.params)
+        try:
+            gate.authorize(principal, needed)
+        except Refused as refused:
+            raise _refusal(refused, request_id) from None
+
+    async def answer_preflight(self, scope: Scope, send: Send, methods: bytes) -> bool:
+        """A CORS preflight (``OPTIONS`` with CORS on) answered: True. Nothing else is."""
+        if scope["method"] != "OPTIONS" or self.options.cors_origins is None:
+            return False
+        self.check_host_and_origin(scope)
+        await self.preflight(scope, send, methods)
+        return True
 
     def check_host_and_origin(self, scope: Scope) -> None:
         # The default guards against DNS rebinding: a browser on this machine, tricked into

@@ -10,9 +10,7 @@ layer's (409 for an id in flight) can never disagree.
 from __future__ import annotations
 
 import enum
-import functools
 import logging
-import math
 import secrets
 import types
 from collections.abc import (
@@ -30,7 +28,7 @@ import trio
 
 from .._exception_groups import single_error
 from .._session import Session
-from ..auth._gate import METADATA_MAX_AGE, HttpAuth, Refused
+from ..auth._gate import METADATA_MAX_AGE, HttpAuth
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
 from ..protocol._headers import ParamHeaders, check_request
@@ -72,7 +70,6 @@ from ._asgi import (
     Receive,
     Scope,
     Send,
-    _refusal,
     accepts,
     header,
     is_json,
@@ -99,25 +96,12 @@ from ._node_tags import is_minted_here, mint_session_id
 from ._options import HttpOptions
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
-from ._sessions import client_address, identity
+from ._sessions import RegisteredSession, SessionRegistry, TransportKind, identity
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")
 
 _T = TypeVar("_T")
-
-
-#: What a request refused while draining is told: nothing of it ran, so it can go elsewhere.
-DRAINING = (
-    "Service Unavailable: this server is shutting down; retry the request (another server takes it)"
-)
-#: What a request still running at the end of the drain's grace is answered with.
-CUT_BY_SHUTDOWN = (
-    "Server shutting down: the request was ended before it finished; it may have partly run, "
-    "retry it if that is safe (another server takes it)"
-)
-#: After the grace, how long the requests that were ended get to write their error.
-CUT_WRITE_GUARD = 2.0
 
 
 class HttpServable(Registrations, Protocol):
@@ -136,13 +120,12 @@ class HttpServable(Registrations, Protocol):
 
 class MountedEndpoints(Protocol):
     """Another transport's endpoints, served by the app beside its own (the HTTP+SSE
-    transport's): the app hands it the requests for its paths, and ends it at shutdown."""
+    transport's): the app hands it the requests for its paths; its sessions are the
+    registry's, which ends them at shutdown."""
 
     def handles(self, route: str) -> bool: ...
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None: ...
-
-    async def shutdown(self, grace: float) -> None: ...
 
 
 class SessionKind(enum.Enum):
@@ -156,13 +139,17 @@ class SessionKind(enum.Enum):
     MODERN = "modern"
 
 
-class HttpSession(BaseSender):
+class HttpSession(RegisteredSession, BaseSender):
     """One MCP session over HTTP: its engine, its streams, and its idle deadline.
 
     It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
     its message to the engine, ``Session.feed``), which routes what the engine sends to the
-    session's streams. One object, not two that hold each other.
+    session's streams. One object, not two that hold each other. Its idle expiry, its caps and
+    its drain are the registry's (:class:`RegisteredSession`), as for every transport.
     """
+
+    over = TransportKind.STREAMABLE_HTTP
+    engine: Session
 
     def __init__(
         self,
@@ -174,8 +161,8 @@ class HttpSession(BaseSender):
         owner: str | None = None,
         replica: bool = False,
     ) -> None:
+        super().__init__(app.registry, session_id, client, owner)
         self.app = app
-        self.id = session_id
         self.kind = kind
         #: Whether it was built here from the record of a session opened on another worker.
         self.replica = replica
@@ -186,11 +173,6 @@ class HttpSession(BaseSender):
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
-        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
-        self.client = client
-        #: The ``Principal.identity`` of the request that opened it (None without
-        #: authorization): only that identity can use it, whatever its token's age.
-        self.owner = owner
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session
@@ -211,13 +193,7 @@ class HttpSession(BaseSender):
         self.standalone = self._new_stream(self._key_prefix + "0", self.store)
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
-        self.active = 0
-        #: Whether a request (or a GET stream) came after ``initialize``: until then the session
-        #: lives at most ``unused_session_timeout`` from its opening.
-        self.used = False
-        self.unused_until = trio.current_time() + app.options.unused_session_timeout
-        self.scope = trio.CancelScope()
-        self.ended = trio.Event()
+        # Its ``used`` (the registry's): a request (or a GET stream) came after ``initialize``.
         self._closing = False
         #: A POST's own engine: called (once) when its request's first event that is not the
         #: response is on its stream, to start streaming SSE (see ``McpHttpApp._serve_alone``).
@@ -284,9 +260,10 @@ class HttpSession(BaseSender):
         not: every copy hears them from the notification bus, the GET's own included."""
         app = self.app
         relay, node = app.options.relay, self.get_node
-        if relay is None or node is None or node == app.options.node_id or app._nursery is None:
+        nursery = app.registry.nursery
+        if relay is None or node is None or node == app.options.node_id or nursery is None:
             return False
-        app._nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
+        nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
         return True
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
@@ -398,19 +375,9 @@ class HttpSession(BaseSender):
 
     # -- lifetime ------------------------------------------------------------------------------
 
-    def busy(self) -> None:
-        self.active += 1
-        if self.kind is SessionKind.SESSION:  # the others have no task to expire
-            self.scope.deadline = math.inf
-
-    def idle(self) -> None:
-        self.active -= 1
-        self.touch()
-
-    def touch(self) -> None:
-        if self.kind is SessionKind.SESSION and self.active == 0 and self.engine.idle:
-            deadline = trio.current_time() + self.app.options.session_idle_timeout
-            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
+    @property
+    def expires(self) -> bool:
+        return self.kind is SessionKind.SESSION  # the others have no task to expire
 
     @property
     def closing(self) -> bool:
@@ -442,7 +409,7 @@ class HttpSession(BaseSender):
             self.app.server.connections.discard(self.connection)
             self.close_streams()
             self.forget_events()
-            self.app.forget(self)
+            self.registry.forget(self)
             self.ended.set()
 
     def close(self) -> None:
@@ -489,8 +456,13 @@ class McpHttpApp:
         self.store: EventStore = (
             self.options.event_store if self.options.event_store is not None else MemoryEventStore()
         )
-        self.sessions: dict[str, HttpSession] = {}
         options = self.options
+        #: Every session of every transport: the caps, the idle expiry, the drain, and whether
+        #: the app serves (its lifespan's nursery, draining, shutting down).
+        self.registry = SessionRegistry(options)
+        #: The Streamable HTTP sessions that are kept (their ``initialize`` succeeded), by id:
+        #: the registry's table of them.
+        self.sessions: dict[str, HttpSession] = self.registry.table(TransportKind.STREAMABLE_HTTP)
         #: The one task that writes every stream's events to the store, in order.
         self.writer = EventWriter(
             self.store,
@@ -514,28 +486,12 @@ class McpHttpApp:
         )
         #: What every backlog and every connection's pending events hold together.
         self.budget = ByteBudget(options.max_buffered_bytes)
-        self._nursery: trio.Nursery | None = None
-        self._shutting_down = False
-        self._draining = False
-        #: Requests being served (``_serve``), and the event set when they next are none: made
-        #: only while someone waits for that (a drain), not for every POST.
-        self._serving = 0
-        self._none_serving: trio.Event | None = None
-        #: The engines of modern and stateless POSTs, each alive for its one request.
-        self._posts: set[HttpSession] = set()
-        #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
-        self._opening: set[HttpSession] = set()
-        #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
-        self._by_client: dict[str, set[HttpSession]] = {}
-        self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
-            client_address, header=self.options.client_address_header
-        )
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: The checks every endpoint makes before anything of MCP runs.
-        self.admission = Admission(self.options, self.gate)
+        self.admission = Admission(self.options, self.gate, self.registry)
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
         #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
@@ -591,14 +547,14 @@ class McpHttpApp:
                         self.options.relay.subscribe, self.options.node_id, self._on_relayed
                     )
                 started = True
-                self._nursery = nursery
-                self._shutting_down = False
-                self._draining = False
+                registry = self.registry
+                registry.nursery = nursery
+                registry.shutting_down = registry.draining = False
                 try:
                     yield self
                 finally:
-                    await self._shutdown()
-                    self._nursery = None
+                    await registry.shutdown(self.options.shutdown_grace)
+                    registry.nursery = None
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
@@ -636,18 +592,6 @@ class McpHttpApp:
                 with trio.CancelScope(shield=True):
                     await records.aclose()
 
-    async def _shutdown(self) -> None:
-        self._shutting_down = True
-        self.websockets.shutdown()
-        if self.sse is not None:
-            await self.sse.shutdown(self.options.shutdown_grace)
-        sessions = list(self.sessions.values())
-        for session in sessions:
-            session.close()
-        with trio.move_on_after(self.options.shutdown_grace):
-            for session in sessions:
-                await session.ended.wait()
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "lifespan.startup":
@@ -678,60 +622,36 @@ class McpHttpApp:
             return
         await send({"type": "lifespan.shutdown.complete"})
 
-    def forget(self, session: HttpSession) -> None:
-        if self.sessions.get(session.id) is session:
-            del self.sessions[session.id]
-        owned = self._by_client.get(session.client)
-        if owned is not None:
-            owned.discard(session)
-            if not owned:
-                del self._by_client[session.client]
-
-    def _retry_after(self, sessions: Iterable[HttpSession]) -> tuple[bytes, bytes]:
-        """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
-        none is (each has a request or a stream open), the time a session may stay unused."""
-        now = trio.current_time()
-        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
-        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
-        return (b"retry-after", str(max(1, math.ceil(wait))).encode())
-
     # -- readiness and drain -------------------------------------------------------------------
 
     @property
     def ready(self) -> bool:
         """Whether to send this app traffic: serving (its lifespan runs), and not draining."""
-        return self._nursery is not None and not (self._draining or self._shutting_down)
+        registry = self.registry
+        return registry.nursery is not None and not (registry.draining or registry.shutting_down)
 
     @property
     def draining(self) -> bool:
-        return self._draining
+        return self.registry.draining
 
     def begin_drain(self) -> None:
         """Stop taking work, at once: readiness answers 503, and every new request is refused
         with 503, ``Retry-After`` and ``Connection: close`` before any of it runs (so a proxy
-        may send it to another server). The requests in flight go on, and so do the client's
-        answers and cancels they may wait for."""
-        self._draining = True
+        may send it to another server), on every transport: a new HTTP+SSE session or socket
+        too, and a new request on an open one. The requests in flight go on, and so do the
+        client's answers and cancels they may wait for."""
+        self.registry.draining = True
 
     async def wait_idle(self) -> None:
-        """Return once no request is being served (GET streams do not count)."""
-        while self._serving:
-            if self._none_serving is None:
-                self._none_serving = trio.Event()
-            await self._none_serving.wait()
+        """Return once no request is in flight on any transport (GET streams do not count)."""
+        await self.registry.wait_idle()
 
     async def end_requests(self) -> None:
-        """End every request still running with a JSON-RPC error that tells its client to
-        retry (-32603, :data:`CUT_BY_SHUTDOWN`), on its own stream or as its JSON response,
-        never a silent end; then wait (a little) until those errors are written."""
-        error = ErrorObject.make(INTERNAL_ERROR, CUT_BY_SHUTDOWN, data={"retry": True})
-        for session in [*self.sessions.values(), *self._opening, *self._posts]:
-            for request_id in list(session.request_streams):
-                session.engine.cancel_incoming(
-                    request_id, "the server is shutting down", error=error
-                )
-        with trio.move_on_after(CUT_WRITE_GUARD):
-            await self.wait_idle()
+        """End every request still running, on every transport, with a JSON-RPC error that
+        tells its client to retry (-32603, :data:`CUT_BY_SHUTDOWN`), on its own stream, as its
+        JSON response, down its HTTP+SSE stream or its socket, never a silent end; then wait
+        (a little) until those errors are written."""
+        await self.registry.end_requests()
 
     async def drain(self, grace: float | None = None) -> None:
         """Shut down gracefully, as ``serve_http`` does on SIGTERM: :meth:`begin_drain`, let the
@@ -742,21 +662,13 @@ class McpHttpApp:
             await self.wait_idle()
         await self.end_requests()
 
-    def _refused_draining(self, request_id: RequestId | None = None) -> HttpError:
-        return HttpError(
-            503,
-            DRAINING,
-            request_id=request_id,
-            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
-        )
-
     async def _readiness(self, scope: Scope, send: Send) -> None:
         """``GET ready_path``: 200 while serving, 503 otherwise; no MCP, no authorization
         (it tells nothing but that), for a load balancer's or an orchestrator's probe."""
         if scope["method"] not in ("GET", "HEAD"):
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD")])
         ready = self.ready
-        stopping = self._draining or self._shutting_down
+        stopping = self.registry.draining or self.registry.shutting_down
         status = "ready" if ready else "draining" if stopping else "starting"
         body = b'{"status":"%s"}' % status.encode()
         headers = [(b"cache-control", b"no-store")]
@@ -812,34 +724,18 @@ class McpHttpApp:
         if route not in self._paths:
             mounted = scope.get("root_path", "")
             raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
-        self.admission.check_host_and_origin(scope)
+        admission = self.admission
         method = scope["method"]
-        if method == "OPTIONS" and self.options.cors_origins is not None:
-            await self.admission.preflight(scope, send)
+        if await admission.answer_preflight(scope, send, b"GET, POST, DELETE, OPTIONS"):
             return
-        principal: Principal | None = None
-        if self.gate is not None and method != "OPTIONS":
-            # Who it is, before anything of MCP is read; a POST's scopes are checked once its
-            # body says what it asks for, anything else needs the base scopes.
-            try:
-                principal = await self.gate.authenticate(scope)
-                if method != "POST":
-                    self.gate.authorize(principal, self.gate.needed(None, None))
-            except Refused as refused:
-                raise _refusal(refused) from None
-        if self._nursery is None:
-            raise HttpError(
-                500,
-                ErrorObject.make(
-                    INTERNAL_ERROR,
-                    "Internal error: the app's lifespan did not run; serve it with an ASGI server "
-                    "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
-                ),
-            )
-        if self._shutting_down:
-            raise HttpError(503, "Service Unavailable: the server is shutting down")
-        if self._draining and method != "POST":
-            raise self._refused_draining()
+        # Who it is, before anything of MCP is read; a POST's scopes are checked once its body
+        # says what it asks for (and whether it is new work, which a drain refuses), anything
+        # else needs the base scopes, and is new work.
+        principal = await admission.admit(
+            scope, authenticate=method != "OPTIONS", base_scopes=method != "POST"
+        )
+        if method != "POST":
+            admission.check_serving()
         if self.options.session_store is not None and method in ("POST", "GET", "DELETE"):
             await self._follow_record(scope, principal, method)
         if method == "POST":
@@ -917,38 +813,38 @@ class McpHttpApp:
             owner = identity(principal)
             if record is None or record.owner != (owner or ""):
                 if record is None and local is not None and local.owner == owner:
-                    self.forget(local)  # ended elsewhere: gone here too
+                    self.registry.forget(local)  # ended elsewhere: gone here too
                     local.close()
                 return  # an unknown session, to this principal: 404 as usual
             if local is not None:
                 local.follow(record)
                 return
-            await self._replicate(scope, session_id, owner, record)
+            await self._replicate(scope, session_id, principal, record)
         finally:
             if local is None:
                 del self._replicating[session_id]
                 done.set()
 
     async def _replicate(
-        self, scope: Scope, session_id: str, owner: str | None, record: SessionRecord
+        self, scope: Scope, session_id: str, principal: Principal | None, record: SessionRecord
     ) -> None:
-        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its session limit",
-                headers=[self._retry_after(self.sessions.values())],
-            )
+        registry = self.registry
+        client = registry.client_of(scope, principal)
         session = HttpSession(
-            self, session_id, client=self._client_key(scope), owner=owner, replica=True
+            self, session_id, client=client, owner=identity(principal), replica=True
         )
+        # The session was opened (and counted for its client) elsewhere: here it counts
+        # against the server's cap only.
+        registry.claim(session, per_client=False)
         try:
             session.restore(record)
         except (ProtocolError, ValueError) as error:
+            registry.forget(session)
             logger.error("session %s: its record cannot be restored: %s", session_id, error)
             return  # 404: nothing of it can be served here
-        assert self._nursery is not None
-        await self._nursery.start(session.run)
-        self.sessions[session_id] = session
+        assert registry.nursery is not None
+        await registry.nursery.start(session.run)
+        registry.keep(session)
         session.touch()  # idle until its request registers: a refused one leaves it to expire
 
     async def _send_elsewhere(
@@ -1007,7 +903,7 @@ class McpHttpApp:
         if session is None or session.closing:
             return
         if kind == "end":
-            self.forget(session)
+            self.registry.forget(session)
             session.close()
             return
         if not isinstance(body, str):
@@ -1083,6 +979,30 @@ class McpHttpApp:
         await send({"type": "http.response.start", "status": status, "headers": all_headers})
         await send({"type": "http.response.body", "body": body})
 
+    # -- what the other endpoints (HTTP+SSE) share of the app's responses -----------------------
+
+    async def respond(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes = b"application/json",
+    ) -> None:
+        """A whole response, with the CORS headers of the request's origin."""
+        await self._respond(scope, send, status, body, headers, content_type)
+
+    async def read_body(self, receive: Receive) -> bytes:
+        """A request's body, up to ``max_body_bytes`` (413 past it)."""
+        return await self._read_body(receive)
+
+    async def sse_start(
+        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None:
+        """The start of an SSE response (not buffered by a proxy), with the CORS headers."""
+        await self._sse_start(scope, send, headers)
+
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
         size = 0
@@ -1126,21 +1046,13 @@ class McpHttpApp:
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
             raise HttpError(400, parsed.error, request_id=parsed.id)
-        if self._draining and isinstance(parsed, Request):
-            # A client's answer to one of our requests, or its cancel, still gets through: a
-            # request in flight may be waiting for it.
-            raise self._refused_draining(parsed.id)
-        if self.gate is not None:
-            assert principal is not None
-            request = parsed if isinstance(parsed, Request) else None
-            needed = self.gate.needed(
-                request.method if request else None, request.params if request else None
-            )
-            try:
-                # Before the engine sees it: every scope it needs, in one challenge.
-                self.gate.authorize(principal, needed)
-            except Refused as refused:
-                raise _refusal(refused, request.id if request else None) from None
+        if isinstance(parsed, Request):
+            # A client's answer to one of our requests, or its cancel, still gets through a
+            # drain: a request in flight may be waiting for it.
+            self.admission.check_serving(request_id=parsed.id)
+            self.admission.authorize(principal, [parsed], parsed.id)
+        else:
+            self.admission.authorize(principal, [])
         plain_initialize = (
             isinstance(parsed, Request)
             and parsed.method == "initialize"
@@ -1200,40 +1112,23 @@ class McpHttpApp:
         # Sessions still opening count too, so a burst cannot overshoot either limit. One
         # client is refused before everyone is: 429 for its own limit, 503 for the server's.
         # Both say when a session is next due to expire.
-        client = self._client_key(scope)
-        owned = self._by_client.get(client, set())
-        limit = self.options.max_sessions_per_client
-        if len(owned) >= limit:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this client already has {limit} sessions, the limit; end "
-                "one with DELETE, or retry later",
-                request_id=request.id,
-                headers=[self._retry_after(owned)],
-            )
-        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its session limit",
-                request_id=request.id,
-                headers=[self._retry_after(self.sessions.values())],
-            )
-        assert self._nursery is not None
+        registry = self.registry
+        client = registry.client_of(scope, principal)
+        registry.check(client, request_id=request.id)  # before anything is built for it
         session = HttpSession(
             self,
             mint_session_id(self.options.node_id),
             client=client,
             owner=identity(principal),
         )
-        self._opening.add(session)
-        self._by_client.setdefault(client, set()).add(session)
+        registry.claim(session, request_id=request.id)
         try:
-            await self._nursery.start(session.run)
+            assert registry.nursery is not None
+            await registry.nursery.start(session.run)
             await self._serve(scope, receive, send, session, request, principal)
         finally:
-            self._opening.discard(session)
             if session.id not in self.sessions:
-                self.forget(session)  # refused, or the POST failed: it holds no place
+                registry.forget(session)  # refused, or the POST failed: it holds no place
 
     async def _request(
         self,
@@ -1401,7 +1296,7 @@ class McpHttpApp:
         own engine can be resumed.
         """
         stream, events = self._begin(session, request)
-        self._posts.add(session)  # so that a drain can end its request
+        self.registry.posts.add(session)  # so that a drain can end its request
         try:
             async with trio.open_nursery() as nursery:
                 watcher = _Watcher(receive, nursery, session, request.id)
@@ -1421,7 +1316,7 @@ class McpHttpApp:
                     await self._answer_alone(scope, send, session, stream, events)
                     _wind_down(nursery, ended=True, own=watcher.started)
         finally:
-            self._posts.discard(session)
+            self.registry.posts.discard(session)
             self._end(session, stream, events)
             session.release()
 
@@ -1434,7 +1329,7 @@ class McpHttpApp:
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
-        self._serving += 1
+        self.registry.request_started()
         return stream, events
 
     def _end(
@@ -1445,10 +1340,7 @@ class McpHttpApp:
     ) -> None:
         stream.detach(events)
         session.idle()
-        self._serving -= 1
-        if self._serving == 0 and self._none_serving is not None:
-            self._none_serving.set()
-            self._none_serving = None
+        self.registry.request_ended()
 
     async def _answer_alone(
         self,
@@ -1502,7 +1394,6 @@ class McpHttpApp:
         request_id: RequestId,
     ) -> None:
         """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
-        self._opening.discard(session)
         if not session.connection.state.initialized:
             # Refused (bad params): no session is kept.
             session.close()
@@ -1522,7 +1413,7 @@ class McpHttpApp:
                     request_id=request_id,
                     headers=[(b"retry-after", b"1")],
                 ) from None
-        self.sessions[session.id] = session
+        self.registry.keep(session)
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
             await self._respond(scope, send, 200, items[-1][1], headers)
@@ -1898,7 +1789,7 @@ class McpHttpApp:
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
         session = self._session_for(scope, principal)
-        self.forget(session)
+        self.registry.forget(session)
         session.close()
         if self.options.session_store is not None:
             try:

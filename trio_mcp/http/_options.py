@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import attrs
 
-from ._asgi import Scope
 from ._event_store import EventStore
 from ._node_tags import check_node_id
 from ._relay import Relay
@@ -25,16 +24,26 @@ class HttpOptions:
     path: str = "/mcp"
     json_response: bool = False
     stateless: bool = False
+    #: A session of any transport (Streamable HTTP, HTTP+SSE, WebSocket) with no request in
+    #: flight and no stream open of its own ends this long after its last use: an HTTP+SSE
+    #: session's stream ends, a socket is closed with 1001.
     session_idle_timeout: float = 1800.0
+    #: Sessions of the app at once, over every transport (opening ones count); beyond it, 503.
     max_sessions: int = 10_000
-    #: Sessions one client may hold at once (opening ones count); beyond it, 429.
+    #: Sessions one client may hold at once, over every transport (opening ones count);
+    #: beyond it, 429.
     max_sessions_per_client: int = 100
-    #: A session that has carried no request (nor GET stream) since its ``initialize`` expires
-    #: this long after it was opened, whatever ``session_idle_timeout`` says.
+    #: A session that has carried no request (nor GET stream) since it was opened (by its
+    #: ``initialize``, its HTTP+SSE stream or its socket) expires this long after it was
+    #: opened, whatever ``session_idle_timeout`` says.
     unused_session_timeout: float = 60.0
-    #: Who a request comes from, for ``max_sessions_per_client``; None: :func:`client_address`
-    #: (with ``client_address_header``). A key may be anything a client cannot choose freely.
-    client_key: Callable[[Scope], str] | None = None
+    #: Who a request comes from, for ``max_sessions_per_client`` (counted over Streamable
+    #: HTTP, HTTP+SSE and WebSocket together): called ``(scope, principal)``, the principal
+    #: None for a request that is not authenticated (a hook of one argument gets the scope
+    #: alone, as before). None: the principal's identity when there is one, else
+    #: :func:`client_address` (with ``client_address_header``). A key may be anything a
+    #: client cannot choose freely.
+    client_key: Callable[..., str] | None = None
     #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
     #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
     #: connection, which behind a proxy is the proxy's. Set it only when every request comes
