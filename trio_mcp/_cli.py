@@ -1174,7 +1174,7 @@ def _serve(args: argparse.Namespace) -> int:
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
     if _over_http(args):
-        from .http._app import HttpOptions
+        from .http import HttpOptions
 
         try:
             options = HttpOptions(

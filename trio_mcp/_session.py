@@ -777,6 +777,10 @@ class Session:
     def in_flight(self, request_id: RequestId) -> InFlight | None:
         return self._in_flight.get(request_id)
 
+    def incoming(self) -> list[RequestId]:
+        """The ids of the peer's requests in flight (a server's drain ends them)."""
+        return list(self._in_flight)
+
     async def _run_request(self, route: Route, record: InFlight, sink: Sink | None) -> None:
         # Few locals, and no ``with`` (it keeps the scope's bound ``__exit__`` on the stack):
         # all of this frame is held by every parked request.

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from trio_mcp import ElicitRequestFormParams, ElicitResult, MCPError, open_client
-from trio_mcp.http._app import CUT_BY_SHUTDOWN
+from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
 from .._http import SseEvent, SseReader, call_body
 from . import system_packages

@@ -15,7 +15,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp.http import HttpOptions
-from trio_mcp.http._app import CUT_BY_SHUTDOWN
+from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
 from .._http import (
     GUARD,

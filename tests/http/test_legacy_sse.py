@@ -242,7 +242,8 @@ async def test_sessions_per_client_are_limited() -> None:
         async with sse_peer(served, initialize=False):
             second = await served.client.get(served.base + "/sse")
             assert second.status_code == 429
-            assert second.headers["retry-after"] == "1"
+            # When its session is due to expire: unused, at most unused_session_timeout.
+            assert 1 <= int(second.headers["retry-after"]) <= 60
         await eventually(lambda: not sse_sessions(served))
         async with sse_peer(served, initialize=False):
             pass

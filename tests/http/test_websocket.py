@@ -209,7 +209,8 @@ async def test_sockets_are_limited_per_client_and_in_all() -> None:
                 url, subprotocols=["mcp"], extra_headers=[(b"x-client", b"alice")]
             )
             assert refusal.status_code == 429
-            assert dict(refusal.headers)[b"retry-after"] == b"1"
+            # When the first of its sockets is due to expire: unused, at most a minute.
+            assert 1 <= int(dict(refusal.headers)[b"retry-after"]) <= 60
             async with socket(served, headers={"x-client": "bob"}):
                 refusal = await rejected(
                     url, subprotocols=["mcp"], extra_headers=[(b"x-client", b"carol")]

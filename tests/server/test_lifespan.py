@@ -249,12 +249,12 @@ async def test_server_run_http_says_why_it_cannot_start(tmp_path: Path) -> None:
 async def test_without_an_asgi_lifespan_nothing_is_served_and_nothing_entered(
     tmp_path: Path,
 ) -> None:
-    """Mounted in a host app that forwards no lifespan: every request is a 500 saying so, and
+    """Mounted in a host app that forwards no lifespan: every request is a 503 saying so, and
     the server's lifespan never starts; the host can hold it with ``app.running()``."""
     log = tmp_path / "log"
     async with serving(lifespan_server(log), lifespan=False) as served:
         response = await served.post(initialize_body(), version=None)
-        assert response.status_code == 500
+        assert response.status_code == 503
         assert "lifespan did not run" in orjson.loads(response.content)["error"]["message"]
         assert events(log) == []
         async with served.app.running():

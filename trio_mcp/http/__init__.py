@@ -5,11 +5,13 @@ The server (:mod:`trio_mcp.server`) knows nothing of this room: ``Server.http_ap
 ``Server.run("http")`` import it when they are called, so a stdio server never loads it.
 """
 
-from ._app import HttpOptions, McpHttpApp, client_address
+from ._app import McpHttpApp
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._hypercorn import serve_http
+from ._options import HttpOptions
 from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._session_store import MemorySessionStore, SessionRecord, SessionStore, SessionStoreUnavailable
+from ._sessions import client_address
 
 __all__ = [
     "EventStore",

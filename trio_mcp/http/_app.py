@@ -10,11 +10,7 @@ layer's (409 for an id in flight) can never disagree.
 from __future__ import annotations
 
 import enum
-import functools
-import ipaddress
 import logging
-import math
-import re
 import secrets
 import types
 from collections.abc import (
@@ -27,13 +23,12 @@ from collections.abc import (
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
-import attrs
 import orjson
 import trio
 
 from .._exception_groups import single_error
 from .._session import Session
-from ..auth._gate import METADATA_MAX_AGE, HttpAuth, Refused
+from ..auth._gate import METADATA_MAX_AGE, HttpAuth
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError
 from ..protocol._headers import ParamHeaders, check_request
@@ -68,12 +63,25 @@ from ..server._principal import Principal
 from ..server._registry import Registrations
 from ..server._tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
-from ._asgi import HttpError, Message, Receive, Scope, Send, _refusal
+from ._admission import Admission
+from ._asgi import (
+    HttpError,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    accepts,
+    header,
+    is_json,
+    mcp_headers,
+)
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._modern import is_modern, status_for
-from ._node_tags import check_node_id, is_minted_here, mint_session_id
+from ._node_tags import is_minted_here, mint_session_id
+from ._options import HttpOptions
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
+from ._sessions import RegisteredSession, SessionRegistry, TransportKind, identity
 from ._streams import (
     NO_STORE,
     ByteBudget,
@@ -90,20 +98,6 @@ from ._websocket import WebSocketEndpoint
 logger = logging.getLogger("trio_mcp.http")
 
 _T = TypeVar("_T")
-
-MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
-
-#: What a request refused while draining is told: nothing of it ran, so it can go elsewhere.
-DRAINING = (
-    "Service Unavailable: this server is shutting down; retry the request (another server takes it)"
-)
-#: What a request still running at the end of the drain's grace is answered with.
-CUT_BY_SHUTDOWN = (
-    "Server shutting down: the request was ended before it finished; it may have partly run, "
-    "retry it if that is safe (another server takes it)"
-)
-#: After the grace, how long the requests that were ended get to write their error.
-CUT_WRITE_GUARD = 2.0
 
 
 class HttpServable(Registrations, Protocol):
@@ -122,115 +116,12 @@ class HttpServable(Registrations, Protocol):
 
 class MountedEndpoints(Protocol):
     """Another transport's endpoints, served by the app beside its own (the HTTP+SSE
-    transport's): the app hands it the requests for its paths, and ends it at shutdown."""
+    transport's): the app hands it the requests for its paths; its sessions are the
+    registry's, which ends them at shutdown."""
 
     def handles(self, route: str) -> bool: ...
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None: ...
-
-    async def shutdown(self, grace: float) -> None: ...
-
-
-def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
-    if node_id is not None:
-        check_node_id(node_id)
-
-
-@attrs.define
-class HttpOptions:
-    """Settings of the Streamable HTTP endpoint (see :meth:`Server.http_app`)."""
-
-    path: str = "/mcp"
-    json_response: bool = False
-    stateless: bool = False
-    session_idle_timeout: float = 1800.0
-    max_sessions: int = 10_000
-    #: Sessions one client may hold at once (opening ones count); beyond it, 429.
-    max_sessions_per_client: int = 100
-    #: A session that has carried no request (nor GET stream) since its ``initialize`` expires
-    #: this long after it was opened, whatever ``session_idle_timeout`` says.
-    unused_session_timeout: float = 60.0
-    #: Who a request comes from, for ``max_sessions_per_client``; None: :func:`client_address`
-    #: (with ``client_address_header``). A key may be anything a client cannot choose freely.
-    client_key: Callable[[Scope], str] | None = None
-    #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
-    #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
-    #: connection, which behind a proxy is the proxy's. Set it only when every request comes
-    #: through that proxy, or a client can name itself anything.
-    client_address_header: str | None = None
-    #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
-    #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
-    #: loopback, as from a proxy on the same host), anything for one that arrived on another.
-    allowed_hosts: list[str] | None = None
-    #: Origin header values accepted; None: loopback origins on loopback, as for the Host.
-    allowed_origins: list[str] | None = None
-    max_body_bytes: int = 4 * 1024 * 1024
-    #: Origins allowed by CORS (``["*"]`` for any); None disables CORS headers.
-    cors_origins: list[str] | None = None
-    keepalive_interval: float = 15.0
-    retry_ms: int = 1000
-    shutdown_grace: float = 5.0
-    #: Where stream events are kept for a resume (None: a :class:`MemoryEventStore` of this
-    #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
-    #: serve a resume.
-    event_store: EventStore | None = None
-    #: Where handshake-era session records are kept (None: nowhere, and a session lives only
-    #: on the worker that opened it); a store shared by several workers
-    #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
-    #: expires ``session_idle_timeout`` after the session's last use on any worker.
-    session_store: SessionStore | None = None
-    #: With a session store, what carries the few messages of a session that belong to
-    #: another worker's copy of it (a client's response to that copy's request, a cancel of a
-    #: request running there, the end of the session): ``RedisRelay`` across processes. None:
-    #: they are not carried (such a response finds no request waiting, such a cancel no
-    #: request; other copies end when they next see the record gone, or idle).
-    relay: Relay | None = None
-    #: The writer's queue to the store: past either bound (the store too slow) a stream loses
-    #: its resumability, logged, and its live connection goes on; a write that takes longer
-    #: than ``event_store_timeout`` fails the same way.
-    max_store_queue_events: int = 4096
-    max_store_queue_bytes: int = 32 * 1024 * 1024
-    event_store_timeout: float = 5.0
-    #: How often a resume served from the shared store, for a session that lives on another
-    #: worker, looks for the stream's new events.
-    resume_poll_interval: float = 0.25
-    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
-    max_requests_per_session: int = 256
-    #: Events handed to one SSE connection and not yet written to it (a client that does not
-    #: read): past either bound the connection is ended, and its client resumes with
-    #: ``Last-Event-ID``.
-    max_pending_events: int = 1024
-    max_pending_bytes: int = 8 * 1024 * 1024
-    #: Events kept for a session's next GET while none is open (list changes, server requests),
-    #: the oldest dropped first.
-    max_backlog_events: int = 256
-    max_backlog_bytes: int = 1024 * 1024
-    #: All of those together, over every session and connection of the app.
-    max_buffered_bytes: int = 64 * 1024 * 1024
-    #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
-    #: a load balancer can route a session's requests to the node that holds it (an nginx
-    #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node
-    #: is an unknown session here (404). None: plain hex ids.
-    node_id: str | None = attrs.field(default=None, validator=_valid_node_id)
-    #: Where a load balancer or an orchestrator asks whether to send traffic here: ``GET`` is
-    #: 200 while serving, 503 before the lifespan started and once draining. None: no such path.
-    ready_path: str | None = "/ready"
-    #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
-    #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
-    drain_grace: float = 10.0
-    #: The 2024-11-05 HTTP+SSE transport, beside Streamable HTTP: ``GET sse_path`` opens a
-    #: session (its first event names the URL to POST to), ``POST sse_messages_path`` carries
-    #: its messages. None: not served.
-    sse_path: str | None = "/sse"
-    sse_messages_path: str = "/messages/"
-    #: Where WebSocket clients connect (``ws://host:port/ws``, subprotocol ``mcp``: see
-    #: ``_http_ws``); None: no WebSocket endpoint (every upgrade is refused).
-    ws_path: str | None = "/ws"
-    #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
-    ws_max_message_bytes: int = 4 * 1024 * 1024
-    #: How often the server sends each WebSocket client a ``ping`` request; one not answered
-    #: within the same time closes its socket (1011) and cancels its work. None: never.
-    ws_ping_interval: float | None = None
 
 
 class SessionKind(enum.Enum):
@@ -244,13 +135,17 @@ class SessionKind(enum.Enum):
     MODERN = "modern"
 
 
-class HttpSession(BaseSender):
+class HttpSession(RegisteredSession, BaseSender):
     """One MCP session over HTTP: its engine, its streams, and its idle deadline.
 
     It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
     its message to the engine, ``Session.feed``), which routes what the engine sends to the
-    session's streams. One object, not two that hold each other.
+    session's streams. One object, not two that hold each other. Its idle expiry, its caps and
+    its drain are the registry's (:class:`RegisteredSession`), as for every transport.
     """
+
+    over = TransportKind.STREAMABLE_HTTP
+    engine: Session
 
     def __init__(
         self,
@@ -262,8 +157,8 @@ class HttpSession(BaseSender):
         owner: str | None = None,
         replica: bool = False,
     ) -> None:
+        super().__init__(app.registry, session_id, client, owner)
         self.app = app
-        self.id = session_id
         self.kind = kind
         #: Whether it was built here from the record of a session opened on another worker.
         self.replica = replica
@@ -274,11 +169,6 @@ class HttpSession(BaseSender):
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
-        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
-        self.client = client
-        #: The ``Principal.identity`` of the request that opened it (None without
-        #: authorization): only that identity can use it, whatever its token's age.
-        self.owner = owner
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session
@@ -299,13 +189,7 @@ class HttpSession(BaseSender):
         self.standalone = self._new_stream(self._key_prefix + "0", self.store)
         self.request_streams: dict[RequestId, EventStream] = {}
         self._stream_numbers = 0
-        self.active = 0
-        #: Whether a request (or a GET stream) came after ``initialize``: until then the session
-        #: lives at most ``unused_session_timeout`` from its opening.
-        self.used = False
-        self.unused_until = trio.current_time() + app.options.unused_session_timeout
-        self.scope = trio.CancelScope()
-        self.ended = trio.Event()
+        # Its ``used`` (the registry's): a request (or a GET stream) came after ``initialize``.
         self._closing = False
         #: A POST's own engine: called (once) when its request's first event that is not the
         #: response is on its stream, to start streaming SSE (see ``McpHttpApp._serve_alone``).
@@ -372,9 +256,10 @@ class HttpSession(BaseSender):
         not: every copy hears them from the notification bus, the GET's own included."""
         app = self.app
         relay, node = app.options.relay, self.get_node
-        if relay is None or node is None or node == app.options.node_id or app._nursery is None:
+        nursery = app.registry.nursery
+        if relay is None or node is None or node == app.options.node_id or nursery is None:
             return False
-        app._nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
+        nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
         return True
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
@@ -486,19 +371,9 @@ class HttpSession(BaseSender):
 
     # -- lifetime ------------------------------------------------------------------------------
 
-    def busy(self) -> None:
-        self.active += 1
-        if self.kind is SessionKind.SESSION:  # the others have no task to expire
-            self.scope.deadline = math.inf
-
-    def idle(self) -> None:
-        self.active -= 1
-        self.touch()
-
-    def touch(self) -> None:
-        if self.kind is SessionKind.SESSION and self.active == 0 and self.engine.idle:
-            deadline = trio.current_time() + self.app.options.session_idle_timeout
-            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
+    @property
+    def expires(self) -> bool:
+        return self.kind is SessionKind.SESSION  # the others have no task to expire
 
     @property
     def closing(self) -> bool:
@@ -530,7 +405,7 @@ class HttpSession(BaseSender):
             self.app.server.connections.discard(self.connection)
             self.close_streams()
             self.forget_events()
-            self.app.forget(self)
+            self.registry.forget(self)
             self.ended.set()
 
     def close(self) -> None:
@@ -555,186 +430,6 @@ class HttpSession(BaseSender):
             self.store.end_session(self.id)  # a replica's end is not the session's
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    """A request header's value (``name`` lowercased); sent more than once, its values joined
-    with ``", "`` (as HTTP combines a repeated field), so that a single-valued header sent twice
-    fails its check rather than having one copy picked."""
-    return _header_table(scope).get(name)
-
-
-#: Where a request's header table is kept in its ASGI scope (scopes take extra keys).
-_HEADER_TABLE = "trio_mcp.headers"
-
-
-def _header_table(scope: Scope) -> dict[bytes, str]:
-    """Every request header by lowercased name, built once per request and kept in its scope:
-    a POST reads about nine of them, and each would otherwise walk the whole list."""
-    table: dict[bytes, str] | None = scope.get(_HEADER_TABLE)
-    if table is None:
-        table = {}
-        for key, value in scope.get("headers", ()):
-            name = bytes(key).lower()
-            text = bytes(value).decode("latin-1")
-            table[name] = table[name] + ", " + text if name in table else text
-        scope[_HEADER_TABLE] = table
-    return table
-
-
-def _mcp_headers(scope: Scope) -> dict[str, str]:
-    """A request's ``Mcp-`` headers, by lowercased name, repeated ones joined as by
-    :func:`_header`: all that a modern request's header check reads."""
-    return {
-        name.decode("latin-1"): value
-        for name, value in _header_table(scope).items()
-        if name.startswith(b"mcp-")
-    }
-
-
-def client_address(scope: Scope, *, header: str | None = None) -> str:
-    """The address a request came from: the peer of its connection (the ASGI ``client``), or,
-    with ``header``, the last value of that header, as a trusted proxy in front appends it
-    (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
-
-    Behind a proxy the peer is the proxy itself, so every client would share one key: name the
-    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
-    scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
-    writes it: a client can send any value.
-    """
-    if header is not None:
-        value = _header(scope, header.lower().encode("latin-1"))
-        if value:
-            last = value.rsplit(",", 1)[-1].strip()
-            if last:
-                return last
-    peer = scope.get("client")
-    return str(peer[0]) if peer else ""
-
-
-# RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_QUOTED = r'"(?:[^"\\]|\\.)*"'
-_MEDIA_TYPE = re.compile(
-    rf"\s*({_TOKEN}/{_TOKEN})((?:\s*;\s*{_TOKEN}\s*=\s*(?:{_TOKEN}|{_QUOTED}))*)\s*"
-)
-_PARAMETER = re.compile(rf"\s*;\s*({_TOKEN})\s*=\s*({_TOKEN}|{_QUOTED})")
-_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
-
-
-# The checks below are pure functions of a header's text, which a client sends the same on
-# every request: remembered (a bounded number of texts, so that no client can grow them).
-@functools.lru_cache(maxsize=256)
-def _is_json(content_type: str | None) -> bool:
-    """Whether a Content-Type is exactly one media type, ``application/json`` in any case,
-    with parameters or without (``text/plain, application/json`` is two, and refused)."""
-    match = _MEDIA_TYPE.fullmatch(content_type or "")
-    return match is not None and match[1].lower() == "application/json"
-
-
-@functools.lru_cache(maxsize=256)
-def _accepts(accept: str | None, media_type: str) -> bool:
-    """Whether an Accept header admits ``media_type``: the most specific range that matches it
-    (the type itself, then ``type/*``, then ``*/*``) decides, and ``q=0`` refuses. A range
-    that does not parse admits nothing."""
-    main = media_type.split("/")[0] + "/*"
-    best: tuple[int, bool] | None = None  # (specificity, acceptable)
-    for part in (accept or "").split(","):
-        match = _MEDIA_TYPE.fullmatch(part)
-        if match is None:
-            continue
-        media_range = match[1].lower()
-        if media_range == media_type:
-            specificity = 2
-        elif media_range == main:
-            specificity = 1
-        elif media_range == "*/*":
-            specificity = 0
-        else:
-            continue
-        acceptable = True
-        for name, value in _PARAMETER.findall(match[2]):
-            if name.lower() == "q":
-                acceptable = _QVALUE.fullmatch(value) is not None and float(value) > 0
-        if best is None or specificity > best[0]:
-            best = (specificity, acceptable)
-    return best is not None and best[1]
-
-
-_PORT = re.compile(r"[0-9]{1,5}")
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_host(value: str) -> tuple[str, str | None] | None:
-    """A Host header's host (lowercased: names are case-insensitive) and port, or None if it is
-    not ``host[:port]``: the port is digits, an IPv6 address is bracketed (``[::1]:8000``)."""
-    if value.startswith("["):
-        end = value.find("]")
-        host, rest = value[1:end], value[end + 1 :]
-        if end < 0 or not _is_ipv6(host):
-            return None
-    else:
-        host, colon, port = value.partition(":")
-        rest = colon + port
-    if not host:
-        return None
-    if not rest:
-        return host.lower(), None
-    if rest[0] == ":" and _PORT.fullmatch(rest[1:]):
-        return host.lower(), rest[1:]
-    return None
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _parse_origin(value: str) -> tuple[str, str, str | None] | None:
-    """An Origin's scheme (lowercased), host and port, or None if it is not
-    ``scheme://host[:port]`` (``null``, a path, user info)."""
-    scheme, sep, rest = value.partition("://")
-    if not sep or not scheme or any(c in rest for c in "/?#@\\"):
-        return None
-    parsed = _parse_host(rest)
-    return (scheme.lower(), *parsed) if parsed is not None else None
-
-
-def _host_allowed(host: tuple[str, str | None], allowed: Iterable[str]) -> bool:
-    """Whether a parsed Host is one of ``allowed`` (``host`` for any port, or ``host:port``)."""
-    for entry in allowed:
-        parsed = _parse_host(entry.strip())
-        if parsed is not None and parsed[0] == host[0] and parsed[1] in (None, host[1]):
-            return True
-    return False
-
-
-def _origin_allowed(origin: str, allowed: Iterable[str], *, wildcard: bool = True) -> bool:
-    """Whether an Origin is one of ``allowed``: the same scheme, host and port (scheme and host
-    in any case), or the same text (``null``, if it is listed); with ``wildcard``, ``*`` allows
-    any."""
-    parsed = _parse_origin(origin)
-    for entry in allowed:
-        if (wildcard and entry == "*") or entry.lower() == origin.lower():
-            return True
-        if parsed is not None and _parse_origin(entry) == parsed:
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=256)
-def _is_loopback(host: str) -> bool:
-    """Whether a host (as :func:`_parse_host` gives it, or an address) is a loopback name."""
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _route_path(scope: Scope) -> str:
     """The path below the app's mount point (``root_path``, e.g. Starlette's ``Mount("/api")``).
 
@@ -757,8 +452,13 @@ class McpHttpApp:
         self.store: EventStore = (
             self.options.event_store if self.options.event_store is not None else MemoryEventStore()
         )
-        self.sessions: dict[str, HttpSession] = {}
         options = self.options
+        #: Every session of every transport: the caps, the idle expiry, the drain, and whether
+        #: the app serves (its lifespan's nursery, draining, shutting down).
+        self.registry = SessionRegistry(options)
+        #: The Streamable HTTP sessions that are kept (their ``initialize`` succeeded), by id:
+        #: the registry's table of them.
+        self.sessions: dict[str, HttpSession] = self.registry.table(TransportKind.STREAMABLE_HTTP)
         #: The one task that writes every stream's events to the store, in order.
         self.writer = EventWriter(
             self.store,
@@ -782,26 +482,12 @@ class McpHttpApp:
         )
         #: What every backlog and every connection's pending events hold together.
         self.budget = ByteBudget(options.max_buffered_bytes)
-        self._nursery: trio.Nursery | None = None
-        self._shutting_down = False
-        self._draining = False
-        #: Requests being served (``_serve``), and the event set when they next are none: made
-        #: only while someone waits for that (a drain), not for every POST.
-        self._serving = 0
-        self._none_serving: trio.Event | None = None
-        #: The engines of modern and stateless POSTs, each alive for its one request.
-        self._posts: set[HttpSession] = set()
-        #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
-        self._opening: set[HttpSession] = set()
-        #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
-        self._by_client: dict[str, set[HttpSession]] = {}
-        self._client_key: Callable[[Scope], str] = self.options.client_key or functools.partial(
-            client_address, header=self.options.client_address_header
-        )
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
+        #: The checks every endpoint makes before anything of MCP runs.
+        self.admission = Admission(self.options, self.gate, self.registry)
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
         #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
@@ -857,14 +543,14 @@ class McpHttpApp:
                         self.options.relay.subscribe, self.options.node_id, self._on_relayed
                     )
                 started = True
-                self._nursery = nursery
-                self._shutting_down = False
-                self._draining = False
+                registry = self.registry
+                registry.nursery = nursery
+                registry.shutting_down = registry.draining = False
                 try:
                     yield self
                 finally:
-                    await self._shutdown()
-                    self._nursery = None
+                    await registry.shutdown(self.options.shutdown_grace)
+                    registry.nursery = None
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
@@ -902,18 +588,6 @@ class McpHttpApp:
                 with trio.CancelScope(shield=True):
                     await records.aclose()
 
-    async def _shutdown(self) -> None:
-        self._shutting_down = True
-        self.websockets.shutdown()
-        if self.sse is not None:
-            await self.sse.shutdown(self.options.shutdown_grace)
-        sessions = list(self.sessions.values())
-        for session in sessions:
-            session.close()
-        with trio.move_on_after(self.options.shutdown_grace):
-            for session in sessions:
-                await session.ended.wait()
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "lifespan.startup":
@@ -944,60 +618,36 @@ class McpHttpApp:
             return
         await send({"type": "lifespan.shutdown.complete"})
 
-    def forget(self, session: HttpSession) -> None:
-        if self.sessions.get(session.id) is session:
-            del self.sessions[session.id]
-        owned = self._by_client.get(session.client)
-        if owned is not None:
-            owned.discard(session)
-            if not owned:
-                del self._by_client[session.client]
-
-    def _retry_after(self, sessions: Iterable[HttpSession]) -> tuple[bytes, bytes]:
-        """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
-        none is (each has a request or a stream open), the time a session may stay unused."""
-        now = trio.current_time()
-        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
-        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
-        return (b"retry-after", str(max(1, math.ceil(wait))).encode())
-
     # -- readiness and drain -------------------------------------------------------------------
 
     @property
     def ready(self) -> bool:
         """Whether to send this app traffic: serving (its lifespan runs), and not draining."""
-        return self._nursery is not None and not (self._draining or self._shutting_down)
+        registry = self.registry
+        return registry.nursery is not None and not (registry.draining or registry.shutting_down)
 
     @property
     def draining(self) -> bool:
-        return self._draining
+        return self.registry.draining
 
     def begin_drain(self) -> None:
         """Stop taking work, at once: readiness answers 503, and every new request is refused
         with 503, ``Retry-After`` and ``Connection: close`` before any of it runs (so a proxy
-        may send it to another server). The requests in flight go on, and so do the client's
-        answers and cancels they may wait for."""
-        self._draining = True
+        may send it to another server), on every transport: a new HTTP+SSE session or socket
+        too, and a new request on an open one. The requests in flight go on, and so do the
+        client's answers and cancels they may wait for."""
+        self.registry.draining = True
 
     async def wait_idle(self) -> None:
-        """Return once no request is being served (GET streams do not count)."""
-        while self._serving:
-            if self._none_serving is None:
-                self._none_serving = trio.Event()
-            await self._none_serving.wait()
+        """Return once no request is in flight on any transport (GET streams do not count)."""
+        await self.registry.wait_idle()
 
     async def end_requests(self) -> None:
-        """End every request still running with a JSON-RPC error that tells its client to
-        retry (-32603, :data:`CUT_BY_SHUTDOWN`), on its own stream or as its JSON response,
-        never a silent end; then wait (a little) until those errors are written."""
-        error = ErrorObject.make(INTERNAL_ERROR, CUT_BY_SHUTDOWN, data={"retry": True})
-        for session in [*self.sessions.values(), *self._opening, *self._posts]:
-            for request_id in list(session.request_streams):
-                session.engine.cancel_incoming(
-                    request_id, "the server is shutting down", error=error
-                )
-        with trio.move_on_after(CUT_WRITE_GUARD):
-            await self.wait_idle()
+        """End every request still running, on every transport, with a JSON-RPC error that
+        tells its client to retry (-32603, :data:`CUT_BY_SHUTDOWN`), on its own stream, as its
+        JSON response, down its HTTP+SSE stream or its socket, never a silent end; then wait
+        (a little) until those errors are written."""
+        await self.registry.end_requests()
 
     async def drain(self, grace: float | None = None) -> None:
         """Shut down gracefully, as ``serve_http`` does on SIGTERM: :meth:`begin_drain`, let the
@@ -1008,21 +658,13 @@ class McpHttpApp:
             await self.wait_idle()
         await self.end_requests()
 
-    def _refused_draining(self, request_id: RequestId | None = None) -> HttpError:
-        return HttpError(
-            503,
-            DRAINING,
-            request_id=request_id,
-            headers=[(b"retry-after", b"1"), (b"connection", b"close")],
-        )
-
     async def _readiness(self, scope: Scope, send: Send) -> None:
         """``GET ready_path``: 200 while serving, 503 otherwise; no MCP, no authorization
         (it tells nothing but that), for a load balancer's or an orchestrator's probe."""
         if scope["method"] not in ("GET", "HEAD"):
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD")])
         ready = self.ready
-        stopping = self._draining or self._shutting_down
+        stopping = self.registry.draining or self.registry.shutting_down
         status = "ready" if ready else "draining" if stopping else "starting"
         body = b'{"status":"%s"}' % status.encode()
         headers = [(b"cache-control", b"no-store")]
@@ -1069,7 +711,7 @@ class McpHttpApp:
             await self._readiness(scope, send)
             return
         if self.gate is not None and self._is_metadata(scope, route):
-            self._check_host_and_origin(scope)
+            self.admission.check_host_and_origin(scope)
             await self._metadata(scope, send, self.gate)
             return
         if self.sse is not None and self.sse.handles(route):
@@ -1078,34 +720,18 @@ class McpHttpApp:
         if route not in self._paths:
             mounted = scope.get("root_path", "")
             raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
-        self._check_host_and_origin(scope)
+        admission = self.admission
         method = scope["method"]
-        if method == "OPTIONS" and self.options.cors_origins is not None:
-            await self._preflight(scope, send)
+        if await admission.answer_preflight(scope, send, b"GET, POST, DELETE, OPTIONS"):
             return
-        principal: Principal | None = None
-        if self.gate is not None and method != "OPTIONS":
-            # Who it is, before anything of MCP is read; a POST's scopes are checked once its
-            # body says what it asks for, anything else needs the base scopes.
-            try:
-                principal = await self.gate.authenticate(scope)
-                if method != "POST":
-                    self.gate.authorize(principal, self.gate.needed(None, None))
-            except Refused as refused:
-                raise _refusal(refused) from None
-        if self._nursery is None:
-            raise HttpError(
-                500,
-                ErrorObject.make(
-                    INTERNAL_ERROR,
-                    "Internal error: the app's lifespan did not run; serve it with an ASGI server "
-                    "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
-                ),
-            )
-        if self._shutting_down:
-            raise HttpError(503, "Service Unavailable: the server is shutting down")
-        if self._draining and method != "POST":
-            raise self._refused_draining()
+        # Who it is, before anything of MCP is read; a POST's scopes are checked once its body
+        # says what it asks for (and whether it is new work, which a drain refuses), anything
+        # else needs the base scopes, and is new work.
+        principal = await admission.admit(
+            scope, authenticate=method != "OPTIONS", base_scopes=method != "POST"
+        )
+        if method != "POST":
+            admission.check_serving()
         if self.options.session_store is not None and method in ("POST", "GET", "DELETE"):
             await self._follow_record(scope, principal, method)
         if method == "POST":
@@ -1119,100 +745,6 @@ class McpHttpApp:
 
     # -- checks --------------------------------------------------------------------------------
 
-    def _check_host_and_origin(self, scope: Scope) -> None:
-        # The default guards against DNS rebinding: a browser on this machine, tricked into
-        # resolving an attacker's name to 127.0.0.1, sends that name as Host and its page's
-        # origin as Origin. So a request that reached us on a loopback address (whatever the bind:
-        # 127.0.0.1, or 0.0.0.0 reached through loopback, as from a proxy on this host) needs
-        # loopback names, unless the names are configured. A request that reached a network
-        # address is not checked by default: that server is reachable without any rebinding.
-        server_addr = scope.get("server") or ("", None)
-        local = str(server_addr[0] or "")
-        on_loopback = _is_loopback(local)
-        host = _header(scope, b"host") or ""
-        # Compared as a host name (any case) and a port (digits): nothing else slips through.
-        parsed = _parse_host(host) if host else ("", None)
-        if parsed is None:
-            raise HttpError(
-                400, f"Bad Request: Host {host!r} is not a host name with an optional port number"
-            )
-        name = f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]
-        allowed_hosts = self.options.allowed_hosts
-        if allowed_hosts is not None:
-            if not host or not _host_allowed(parsed, allowed_hosts):
-                raise HttpError(
-                    403,
-                    f"Forbidden: Host {host!r} is not in allowed_hosts; to accept it, "
-                    f"add {name!r} to HttpOptions(allowed_hosts=[...]) "
-                    "or pass `--allowed-host` to trio-mcp serve",
-                )
-        elif on_loopback and not _is_loopback(parsed[0]):
-            raise HttpError(
-                403,
-                f"Forbidden: Host {host!r} refused: the request arrived on the loopback address "
-                f"{local}, where only loopback names (localhost, 127.0.0.1, [::1]) are accepted "
-                "by default, against DNS rebinding; if this name is yours (a proxy in front, "
-                f"say), accept it with HttpOptions(allowed_hosts=[{name!r}]) or "
-                f"`trio-mcp serve --allowed-host {name}`",
-            )
-        origin = _header(scope, b"origin")
-        if origin is None:
-            return
-        if _origin_allowed(origin, self.options.cors_origins or (), wildcard=False):
-            return  # an origin explicitly allowed to call us from a browser
-        allowed_origins = self.options.allowed_origins
-        if allowed_origins is not None:
-            if not _origin_allowed(origin, allowed_origins):
-                raise HttpError(
-                    403,
-                    f"Forbidden: Origin {origin!r} is not in allowed_origins; to accept it, "
-                    "add it to HttpOptions(allowed_origins=[...]) or pass `--allowed-origin` "
-                    "to trio-mcp serve",
-                )
-            return
-        origin_parts = _parse_origin(origin)
-        if on_loopback and (
-            origin_parts is None
-            or origin_parts[0] not in ("http", "https")
-            or not _is_loopback(origin_parts[1])
-        ):
-            raise HttpError(
-                403,
-                f"Forbidden: Origin {origin!r} refused: the request arrived on the loopback "
-                f"address {local}, where only loopback origins are accepted by default, against "
-                f"DNS rebinding; accept it with HttpOptions(allowed_origins=[{origin!r}]) or "
-                f"`trio-mcp serve --allowed-origin {origin}`",
-            )
-
-    def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
-        origins = self.options.cors_origins
-        origin = _header(scope, b"origin")
-        if origins is None or origin is None:
-            return []
-        if not _origin_allowed(origin, origins):
-            return []
-        exposed = b"mcp-session-id, mcp-protocol-version"
-        if self.gate is not None:
-            exposed += b", www-authenticate"  # a browser client reads the challenge
-        return [
-            (b"access-control-allow-origin", origin.encode()),
-            (b"access-control-expose-headers", exposed),
-            (b"vary", b"origin"),
-        ]
-
-    async def _preflight(
-        self, scope: Scope, send: Send, methods: bytes = b"GET, POST, DELETE, OPTIONS"
-    ) -> None:
-        headers = self._cors_headers(scope)
-        if headers:
-            headers += [
-                (b"access-control-allow-methods", methods),
-                (b"access-control-allow-headers", MCP_HEADERS.encode()),
-                (b"access-control-max-age", b"600"),
-            ]
-        await send({"type": "http.response.start", "status": 204, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
-
     def _is_metadata(self, scope: Scope, route: str) -> bool:
         """Whether a request is for the Protected Resource Metadata: its path below the mount
         point, or whole (a host app may route the well-known path to a mounted app as is)."""
@@ -1225,7 +757,7 @@ class McpHttpApp:
         and behind the same Host and Origin checks as the MCP path."""
         method = scope["method"]
         if method == "OPTIONS" and self.options.cors_origins is not None:
-            await self._preflight(scope, send, b"GET, HEAD, OPTIONS")
+            await self.admission.preflight(scope, send, b"GET, HEAD, OPTIONS")
             return
         if method not in ("GET", "HEAD"):
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD, OPTIONS")])
@@ -1234,7 +766,7 @@ class McpHttpApp:
             (b"cache-control", f"max-age={METADATA_MAX_AGE}".encode()),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            *self._cors_headers(scope),
+            *self.admission.cors_headers(scope),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if method == "GET" else b""})
@@ -1247,12 +779,12 @@ class McpHttpApp:
         since. Then the request is served as any other, and 404 if none of this applied."""
         store = self.options.session_store
         assert store is not None
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         if not session_id or len(session_id) > 200:
             return
         local = self.sessions.get(session_id)
         if local is None and method == "GET":
-            last_event = _header(scope, b"last-event-id")
+            last_event = header(scope, b"last-event-id")
             if last_event and parse_event_id(last_event) is not None:
                 return  # a resume of a stream held elsewhere: served from the event store
         pending = self._replicating.get(session_id)
@@ -1274,41 +806,41 @@ class McpHttpApp:
                     "Service Unavailable: the session store cannot be reached; retry",
                     headers=[(b"retry-after", b"1")],
                 ) from None
-            owner = _identity(principal)
+            owner = identity(principal)
             if record is None or record.owner != (owner or ""):
                 if record is None and local is not None and local.owner == owner:
-                    self.forget(local)  # ended elsewhere: gone here too
+                    self.registry.forget(local)  # ended elsewhere: gone here too
                     local.close()
                 return  # an unknown session, to this principal: 404 as usual
             if local is not None:
                 local.follow(record)
                 return
-            await self._replicate(scope, session_id, owner, record)
+            await self._replicate(scope, session_id, principal, record)
         finally:
             if local is None:
                 del self._replicating[session_id]
                 done.set()
 
     async def _replicate(
-        self, scope: Scope, session_id: str, owner: str | None, record: SessionRecord
+        self, scope: Scope, session_id: str, principal: Principal | None, record: SessionRecord
     ) -> None:
-        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its session limit",
-                headers=[self._retry_after(self.sessions.values())],
-            )
+        registry = self.registry
+        client = registry.client_of(scope, principal)
         session = HttpSession(
-            self, session_id, client=self._client_key(scope), owner=owner, replica=True
+            self, session_id, client=client, owner=identity(principal), replica=True
         )
+        # The session was opened (and counted for its client) elsewhere: here it counts
+        # against the server's cap only.
+        registry.claim(session, per_client=False)
         try:
             session.restore(record)
         except (ProtocolError, ValueError) as error:
+            registry.forget(session)
             logger.error("session %s: its record cannot be restored: %s", session_id, error)
             return  # 404: nothing of it can be served here
-        assert self._nursery is not None
-        await self._nursery.start(session.run)
-        self.sessions[session_id] = session
+        assert registry.nursery is not None
+        await registry.nursery.start(session.run)
+        registry.keep(session)
         session.touch()  # idle until its request registers: a refused one leaves it to expire
 
     async def _send_elsewhere(
@@ -1367,7 +899,7 @@ class McpHttpApp:
         if session is None or session.closing:
             return
         if kind == "end":
-            self.forget(session)
+            self.registry.forget(session)
             session.close()
             return
         if not isinstance(body, str):
@@ -1387,7 +919,7 @@ class McpHttpApp:
                 session.engine.feed(parsed)
 
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
         session = self._live_session(session_id, principal)
@@ -1406,12 +938,12 @@ class McpHttpApp:
         ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
-        if session is None or session.owner != _identity(principal):
+        if session is None or session.owner != identity(principal):
             return None
         return session
 
     def _check_version(self, scope: Scope) -> None:
-        version = _header(scope, b"mcp-protocol-version")
+        version = header(scope, b"mcp-protocol-version")
         if version is None:
             return  # assumed 2025-03-26
         if version not in KNOWN_VERSIONS:
@@ -1436,12 +968,36 @@ class McpHttpApp:
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes = b"application/json",
     ) -> None:
-        all_headers = [*headers, *self._cors_headers(scope)]
+        all_headers = [*headers, *self.admission.cors_headers(scope)]
         if body:
             all_headers.append((b"content-type", content_type))
         all_headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": all_headers})
         await send({"type": "http.response.body", "body": body})
+
+    # -- what the other endpoints (HTTP+SSE) share of the app's responses -----------------------
+
+    async def respond(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes = b"application/json",
+    ) -> None:
+        """A whole response, with the CORS headers of the request's origin."""
+        await self._respond(scope, send, status, body, headers, content_type)
+
+    async def read_body(self, receive: Receive) -> bytes:
+        """A request's body, up to ``max_body_bytes`` (413 past it)."""
+        return await self._read_body(receive)
+
+    async def sse_start(
+        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None:
+        """The start of an SSE response (not buffered by a proxy), with the CORS headers."""
+        await self._sse_start(scope, send, headers)
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
@@ -1465,18 +1021,18 @@ class McpHttpApp:
     async def _post(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
-        accept = _header(scope, b"accept")
+        accept = header(scope, b"accept")
         needs = (
             ["application/json"]
             if self.options.json_response
             else ["application/json", "text/event-stream"]
         )
-        if not all(_accepts(accept, media_type) for media_type in needs):
+        if not all(accepts(accept, media_type) for media_type in needs):
             raise HttpError(
                 406,
                 "Not Acceptable: the client must accept " + " and ".join(needs),
             )
-        if not _is_json(_header(scope, b"content-type")):
+        if not is_json(header(scope, b"content-type")):
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
@@ -1486,28 +1042,20 @@ class McpHttpApp:
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
             raise HttpError(400, parsed.error, request_id=parsed.id)
-        if self._draining and isinstance(parsed, Request):
-            # A client's answer to one of our requests, or its cancel, still gets through: a
-            # request in flight may be waiting for it.
-            raise self._refused_draining(parsed.id)
-        if self.gate is not None:
-            assert principal is not None
-            request = parsed if isinstance(parsed, Request) else None
-            needed = self.gate.needed(
-                request.method if request else None, request.params if request else None
-            )
-            try:
-                # Before the engine sees it: every scope it needs, in one challenge.
-                self.gate.authorize(principal, needed)
-            except Refused as refused:
-                raise _refusal(refused, request.id if request else None) from None
+        if isinstance(parsed, Request):
+            # A client's answer to one of our requests, or its cancel, still gets through a
+            # drain: a request in flight may be waiting for it.
+            self.admission.check_serving(request_id=parsed.id)
+            self.admission.authorize(principal, [parsed], parsed.id)
+        else:
+            self.admission.authorize(principal, [])
         plain_initialize = (
             isinstance(parsed, Request)
             and parsed.method == "initialize"
             and not has_envelope(parsed.params)
         )
         if is_modern(
-            _header(scope, b"mcp-protocol-version"),
+            header(scope, b"mcp-protocol-version"),
             self._has_session(scope, principal),
             plain_initialize,
         ):
@@ -1521,7 +1069,7 @@ class McpHttpApp:
             await self._respond(scope, send, 202)
             return
         if isinstance(parsed, Request) and parsed.method == "initialize":
-            if _header(scope, b"mcp-session-id"):
+            if header(scope, b"mcp-session-id"):
                 raise HttpError(
                     400,
                     "Invalid Request: Server already initialized",
@@ -1560,40 +1108,23 @@ class McpHttpApp:
         # Sessions still opening count too, so a burst cannot overshoot either limit. One
         # client is refused before everyone is: 429 for its own limit, 503 for the server's.
         # Both say when a session is next due to expire.
-        client = self._client_key(scope)
-        owned = self._by_client.get(client, set())
-        limit = self.options.max_sessions_per_client
-        if len(owned) >= limit:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this client already has {limit} sessions, the limit; end "
-                "one with DELETE, or retry later",
-                request_id=request.id,
-                headers=[self._retry_after(owned)],
-            )
-        if len(self.sessions) + len(self._opening) >= self.options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its session limit",
-                request_id=request.id,
-                headers=[self._retry_after(self.sessions.values())],
-            )
-        assert self._nursery is not None
+        registry = self.registry
+        client = registry.client_of(scope, principal)
+        registry.check(client, request_id=request.id)  # before anything is built for it
         session = HttpSession(
             self,
             mint_session_id(self.options.node_id),
             client=client,
-            owner=_identity(principal),
+            owner=identity(principal),
         )
-        self._opening.add(session)
-        self._by_client.setdefault(client, set()).add(session)
+        registry.claim(session, request_id=request.id)
         try:
-            await self._nursery.start(session.run)
+            assert registry.nursery is not None
+            await registry.nursery.start(session.run)
             await self._serve(scope, receive, send, session, request, principal)
         finally:
-            self._opening.discard(session)
             if session.id not in self.sessions:
-                self.forget(session)  # refused, or the POST failed: it holds no place
+                registry.forget(session)  # refused, or the POST failed: it holds no place
 
     async def _request(
         self,
@@ -1605,7 +1136,7 @@ class McpHttpApp:
         principal: Principal | None,
     ) -> None:
         if has_envelope(request.params):
-            if _header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
+            if header(scope, b"mcp-protocol-version") in MODERN_VERSIONS:
                 raise HttpError(
                     400,
                     "Invalid Request: this session negotiated the legacy lifecycle via "
@@ -1658,7 +1189,7 @@ class McpHttpApp:
     ) -> None:
         """A modern request: checked against its headers, then served inside this POST's own
         task, so the client closing the stream is the cancel (2026-07-28)."""
-        version = _header(scope, b"mcp-protocol-version") or ""
+        version = header(scope, b"mcp-protocol-version") or ""
         if version not in MODERN_VERSIONS:
             supported = {"supported": list(MODERN_VERSIONS), "requested": version}
             raise HttpError(
@@ -1668,7 +1199,7 @@ class McpHttpApp:
                 ),
                 request_id=getattr(message, "id", None),
             )
-        if _header(scope, b"mcp-session-id") is not None:
+        if header(scope, b"mcp-session-id") is not None:
             raise HttpError(
                 400,
                 "Invalid Request: a modern request belongs to no session; drop Mcp-Session-Id",
@@ -1680,7 +1211,7 @@ class McpHttpApp:
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         try:
-            check_request(message, _mcp_headers(scope), self._param_headers)
+            check_request(message, mcp_headers(scope), self._param_headers)
         except ProtocolError as problem:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
@@ -1761,7 +1292,7 @@ class McpHttpApp:
         own engine can be resumed.
         """
         stream, events = self._begin(session, request)
-        self._posts.add(session)  # so that a drain can end its request
+        self.registry.posts.add(session)  # so that a drain can end its request
         try:
             async with trio.open_nursery() as nursery:
                 watcher = _Watcher(receive, nursery, session, request.id)
@@ -1781,7 +1312,7 @@ class McpHttpApp:
                     await self._answer_alone(scope, send, session, stream, events)
                     _wind_down(nursery, ended=True, own=watcher.started)
         finally:
-            self._posts.discard(session)
+            self.registry.posts.discard(session)
             self._end(session, stream, events)
             session.release()
 
@@ -1794,7 +1325,7 @@ class McpHttpApp:
         stream = session.new_request_stream(request.id)
         events = stream.attach()
         session.busy()
-        self._serving += 1
+        self.registry.request_started()
         return stream, events
 
     def _end(
@@ -1805,10 +1336,7 @@ class McpHttpApp:
     ) -> None:
         stream.detach(events)
         session.idle()
-        self._serving -= 1
-        if self._serving == 0 and self._none_serving is not None:
-            self._none_serving.set()
-            self._none_serving = None
+        self.registry.request_ended()
 
     async def _answer_alone(
         self,
@@ -1862,7 +1390,6 @@ class McpHttpApp:
         request_id: RequestId,
     ) -> None:
         """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
-        self._opening.discard(session)
         if not session.connection.state.initialized:
             # Refused (bad params): no session is kept.
             session.close()
@@ -1882,7 +1409,7 @@ class McpHttpApp:
                     request_id=request_id,
                     headers=[(b"retry-after", b"1")],
                 ) from None
-        self.sessions[session.id] = session
+        self.registry.keep(session)
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
             await self._respond(scope, send, 200, items[-1][1], headers)
@@ -1912,7 +1439,7 @@ class McpHttpApp:
                     (b"cache-control", b"no-cache"),
                     (b"x-accel-buffering", b"no"),
                     *headers,
-                    *self._cors_headers(scope),
+                    *self.admission.cors_headers(scope),
                 ],
             }
         )
@@ -2062,12 +1589,12 @@ class McpHttpApp:
     def _has_session(self, scope: Scope, principal: Principal | None) -> bool:
         """Whether the request names a live session (of this principal): only then does a
         modern header stay on the session's (handshake-era) path."""
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         return session_id is not None and self._live_session(session_id, principal) is not None
 
     def _refuse_modern(self, scope: Scope, principal: Principal | None) -> None:
         """The modern era has one endpoint and POST only: GET and DELETE are 405 there."""
-        version = _header(scope, b"mcp-protocol-version")
+        version = header(scope, b"mcp-protocol-version")
         if is_modern(version, self._has_session(scope, principal), False):
             raise HttpError(
                 405,
@@ -2083,11 +1610,11 @@ class McpHttpApp:
             raise HttpError(
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
-        if not _accepts(_header(scope, b"accept"), "text/event-stream"):
+        if not accepts(header(scope, b"accept"), "text/event-stream"):
             raise HttpError(406, "Not Acceptable: the client must accept text/event-stream")
-        last_event = _header(scope, b"last-event-id")
+        last_event = header(scope, b"last-event-id")
         parsed = parse_event_id(last_event) if last_event else None
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         local = self.sessions.get(session_id) if session_id is not None else None
         elsewhere = local is None or (
             # With a session store, a stream none of this worker's copy holds may be live
@@ -2191,7 +1718,7 @@ class McpHttpApp:
             or replay is None
             or meta is None
             or meta.session_id != session_id
-            or meta.owner != _identity(principal)
+            or meta.owner != identity(principal)
         ):
             raise HttpError(404, "Session not found")
         await self._sse_start(scope, send)
@@ -2258,7 +1785,7 @@ class McpHttpApp:
                 405, "Method Not Allowed: this server is stateless", headers=[(b"allow", b"POST")]
             )
         session = self._session_for(scope, principal)
-        self.forget(session)
+        self.registry.forget(session)
         session.close()
         if self.options.session_store is not None:
             try:
@@ -2412,10 +1939,6 @@ def _orphaned(request_id: RequestId) -> bytes:
         "The server handling this request stopped before it answered; retry the request",
     )
     return encode(ErrorResponse(request_id, error))
-
-
-def _identity(principal: Principal | None) -> str | None:
-    return principal.identity if principal is not None else None
 
 
 def _waits(data: bytes) -> bool:

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._exception_groups import single_error
-from ._app import HttpOptions, McpHttpApp
+from ._app import McpHttpApp
 from ._hypercorn import serve_http
 from ._legacy_sse import SseEndpoint
+from ._options import HttpOptions
 
 if TYPE_CHECKING:
     from ..server import Server

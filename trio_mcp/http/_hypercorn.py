@@ -12,7 +12,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 
-from ._app import HttpOptions, McpHttpApp
+from ._app import McpHttpApp
+from ._options import HttpOptions
 
 
 class HttpServable(Protocol):

@@ -7,8 +7,10 @@ carries one JSON-RPC message (or a batch, which 2024-11-05 allows), is answered 
 is fed to the session's engine; what the engine answers goes down the GET stream.
 
 The GET stream is the session: when it closes, the session ends and its requests in flight are
-cancelled. The checks are the app's own (Host and Origin, the authorization gate, the body size
-limit), and so are the limits (sessions in all, per client; an unused session's lifetime).
+cancelled. The checks are the app's one admission step (Host and Origin, CORS, the
+authorization gate, whether the app serves), and the session is one of the app's registry, as a
+Streamable HTTP session or a socket is: the same caps (sessions in all, per client, counted over
+every transport), the same idle expiry (its stream ends), the same drain.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ import urllib.parse
 import trio
 
 from .._session import Session
-from ..auth._gate import Refused
 from ..protocol._jsonrpc import Batch, Invalid, Request, RequestId, parse
 from ..protocol._sse import KEEPALIVE, encode_event
 from ..server._connection import ServerConnection
 from ..server._principal import Principal
 from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
-from ._asgi import HttpError, Receive, Scope, Send, _refusal
+from ._asgi import HttpError, Receive, Scope, Send, header, is_json
+from ._sessions import RegisteredSession, TransportKind, identity
 
 logger = logging.getLogger("trio_mcp.http.sse")
 
@@ -52,6 +54,8 @@ class _StreamSender(BaseSender):
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
+        if final:
+            self._session.touch()  # a request ended: the session may be idle now
         if self.queued_bytes + len(data) > self._max_bytes:
             self._session.overflow()
             return
@@ -67,17 +71,22 @@ class _StreamSender(BaseSender):
     def taken(self, data: bytes) -> None:
         self.queued_bytes -= len(data)
 
+    def request_suppressed(self, request_id: RequestId) -> None:
+        self._session.touch()
 
-class SseSession:
-    """One HTTP+SSE session: its engine, and the queue its GET stream writes from."""
+
+class SseSession(RegisteredSession):
+    """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
+    its idle expiry and its drain are the registry's, as for every transport: idle past its
+    deadline, its task is cancelled and its stream ends."""
+
+    over = TransportKind.HTTP_SSE
+    engine: Session
 
     def __init__(self, endpoint: SseEndpoint, session_id: str, client: str, owner: str | None):
         app = endpoint.app
+        super().__init__(app.registry, session_id, client, owner)
         self.endpoint = endpoint
-        self.id = session_id
-        self.client = client
-        #: The ``Principal.identity`` of the GET that opened it: only that identity may POST.
-        self.owner = owner
         self.connection = ServerConnection(app.server)
         self.transport = _StreamSender(
             self, app.options.max_pending_events, app.options.max_pending_bytes
@@ -86,13 +95,17 @@ class SseSession:
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace
         )
         self.connection.session = self.engine
-        self.ended = trio.Event()
         self.overflowed = False
         self._closing = False
 
     @property
     def closing(self) -> bool:
-        return self._closing or self.engine.is_closed or self.ended.is_set()
+        return (
+            self._closing
+            or self.scope.cancel_called
+            or self.engine.is_closed
+            or self.ended.is_set()
+        )
 
     def overflow(self) -> None:
         if not self.overflowed:
@@ -113,20 +126,25 @@ class SseSession:
         server = self.endpoint.app.server
         server.connections.add(self.connection)
         try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(functools.partial(self.engine.run, pull=False))
-                task_status.started()
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(functools.partial(self.engine.run, pull=False))
+                    self.touch()  # its deadline runs from its opening
+                    task_status.started()
+            if self.expired:
+                logger.info("HTTP+SSE session %s was idle past its deadline; it ends", self.id)
         finally:
             self._closing = True
             server.connections.discard(self.connection)
             self.transport.outgoing.close()
-            self.endpoint.forget(self)
+            self.registry.forget(self)
             self.ended.set()
 
 
 class SseEndpoint:
     """The HTTP+SSE endpoints of one :class:`McpHttpApp`: ``GET sse_path`` and
-    ``POST sse_messages_path``. The app hands it the requests for those paths."""
+    ``POST sse_messages_path``. The app hands it the requests for those paths; admission and
+    the sessions are the app's (``app.admission``, ``app.registry``)."""
 
     def __init__(self, app: _app.McpHttpApp, sse_path: str, messages_path: str) -> None:
         self.app = app
@@ -134,61 +152,29 @@ class SseEndpoint:
         self.messages_path = messages_path
         self._sse_paths = _both_forms(sse_path)
         self._message_paths = _both_forms(messages_path)
-        self.sessions: dict[str, SseSession] = {}
-        self._by_client: dict[str, set[SseSession]] = {}
+
+    @property
+    def sessions(self) -> dict[str, SseSession]:
+        """The open HTTP+SSE sessions, by id (the registry's table of them)."""
+        return self.app.registry.table(TransportKind.HTTP_SSE)
 
     def handles(self, route: str) -> bool:
         return route in self._sse_paths or route in self._message_paths
 
-    def forget(self, session: SseSession) -> None:
-        if self.sessions.get(session.id) is session:
-            del self.sessions[session.id]
-        owned = self._by_client.get(session.client)
-        if owned is not None:
-            owned.discard(session)
-            if not owned:
-                del self._by_client[session.client]
-
-    async def shutdown(self, grace: float) -> None:
-        """End every session (their streams end), and give them ``grace`` to wind down."""
-        sessions = list(self.sessions.values())
-        for session in sessions:
-            session.close()
-        with trio.move_on_after(grace):
-            for session in sessions:
-                await session.ended.wait()
-
     # -- the requests ------------------------------------------------------------------------
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
-        app = self.app
-        app._check_host_and_origin(scope)
-        method = scope["method"]
-        if method == "OPTIONS" and app.options.cors_origins is not None:
-            await app._preflight(scope, send, b"GET, POST, OPTIONS")
+        admission = self.app.admission
+        if await admission.answer_preflight(scope, send, b"GET, POST, OPTIONS"):
             return
+        method = scope["method"]
         expected = "GET" if route in self._sse_paths else "POST"
         if method != expected:
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", expected.encode())])
-        principal: Principal | None = None
-        if app.gate is not None:
-            try:
-                principal = await app.gate.authenticate(scope)
-                if method == "GET":
-                    app.gate.authorize(principal, app.gate.needed(None, None))
-            except Refused as refused:
-                raise _refusal(refused) from None
-        if app._nursery is None:
-            raise HttpError(
-                500,
-                "Internal error: the app's lifespan did not run; serve it with an ASGI server "
-                "that runs lifespan (hypercorn does), or wrap it in `async with app.running()`",
-            )
-        if app._shutting_down:
-            raise HttpError(503, "Service Unavailable: the server is shutting down")
+        # A POST's scopes are checked once its body says what it asks for.
+        principal = await admission.admit(scope, base_scopes=method == "GET")
         if method == "GET":
-            if app.draining:
-                raise app._refused_draining()
+            admission.check_serving()  # a new session is new work: refused while draining
             await self._open(scope, receive, send, principal)
         else:
             await self._message(scope, receive, send, principal)
@@ -197,40 +183,25 @@ class SseEndpoint:
         self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
         """``GET sse_path``: a new session, whose stream lasts as long as this response."""
-        app = self.app
-        client = app._client_key(scope)
-        owned = self._by_client.get(client, set())
-        limit = app.options.max_sessions_per_client
-        if len(owned) >= limit:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this client already has {limit} sessions, the limit; "
-                "close one, or retry later",
-                headers=[(b"retry-after", b"1")],
-            )
-        if len(self.sessions) + len(app.sessions) + len(app._opening) >= app.options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its session limit",
-                headers=[(b"retry-after", b"1")],
-            )
-        assert app._nursery is not None
-        session = SseSession(self, secrets.token_hex(16), client, _app._identity(principal))
-        self.sessions[session.id] = session
-        self._by_client.setdefault(client, set()).add(session)
+        registry = self.app.registry
+        client = registry.client_of(scope, principal)
+        registry.check(client)  # before anything is built for it
+        session = SseSession(self, secrets.token_hex(16), client, identity(principal))
+        registry.claim(session)
+        registry.keep(session)
         try:
-            await app._nursery.start(session.run)
+            assert registry.nursery is not None
+            await registry.nursery.start(session.run)
             await self._stream(scope, receive, send, session)
         finally:
             # The stream is the session: when it ends (the client went away), so does it.
             session.close()
-            self.forget(session)
+            registry.forget(session)
 
     async def _stream(
         self, scope: Scope, receive: Receive, send: Send, session: SseSession
     ) -> None:
-        app = self.app
-        await app._sse_start(scope, send)
+        await self.app.sse_start(scope, send)
         root = str(scope.get("root_path") or "").rstrip("/")
         endpoint = urllib.parse.quote(root + self.messages_path) + f"?{SESSION_PARAM}={session.id}"
         body = encode_event(endpoint.encode(), event="endpoint")
@@ -247,12 +218,11 @@ class SseEndpoint:
 
     async def _pump(self, send: Send, session: SseSession) -> None:
         """Write the session's messages as they come, and keep-alive comments while idle, until
-        the session ends (or, never initialized, outlives ``unused_session_timeout``)."""
-        options = self.app.options
-        unused_until = trio.current_time() + options.unused_session_timeout
+        the session ends (closed, or idle past its deadline)."""
+        interval = self.app.options.keepalive_interval
         incoming = session.transport.incoming
         while True:
-            with trio.move_on_after(options.keepalive_interval):
+            with trio.move_on_after(interval):
                 try:
                     data = await incoming.receive()
                 except trio.EndOfChannel:
@@ -261,9 +231,6 @@ class SseEndpoint:
                 event = encode_event(data, event="message")
                 await send({"type": "http.response.body", "body": event, "more_body": True})
                 continue
-            if not session.connection.state.initialized and trio.current_time() >= unused_until:
-                logger.info("HTTP+SSE session %s was never initialized; it ends", session.id)
-                return
             await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
 
     async def _message(
@@ -276,34 +243,29 @@ class SseEndpoint:
         if len(ids) != 1 or not ids[0]:
             raise HttpError(400, f"Bad Request: the URL must name the session ({SESSION_PARAM})")
         session = self.sessions.get(ids[0])
-        if session is None or session.closing or session.owner != _app._identity(principal):
+        if session is None or session.closing or session.owner != identity(principal):
             raise HttpError(404, "Session not found")
-        if not _app._is_json(_app._header(scope, b"content-type")):
+        if not is_json(header(scope, b"content-type")):
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
-        body = await app._read_body(receive)
+        body = await app.read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
             raise HttpError(400, parsed.error, request_id=parsed.id)
         items = parsed.items if isinstance(parsed, Batch) else (parsed,)
         requests = [item for item in items if isinstance(item, Request)]
-        if app.draining and requests:
-            raise app._refused_draining(requests[0].id if len(items) == 1 else None)
-        if app.gate is not None:
-            assert principal is not None
-            needed = app.gate.needed(None, None)
-            for request in requests:
-                needed |= app.gate.needed(request.method, request.params)
-            try:
-                app.gate.authorize(principal, needed)
-            except Refused as refused:
-                rid = requests[0].id if len(items) == 1 and requests else None
-                raise _refusal(refused, rid) from None
+        rid = requests[0].id if len(items) == 1 and requests else None
+        if requests:
+            # Answers and cancels still get through a drain: a request may wait for them.
+            app.admission.check_serving(request_id=rid)
+        app.admission.authorize(principal, requests, rid)
         if session.closing:
             raise HttpError(404, "Session not found")  # ended while the body was read
+        session.arrived(request=any(r.method != "initialize" for r in requests))
         session.engine.feed(parsed, principal=principal)
-        await app._respond(scope, send, 202, b"Accepted", content_type=b"text/plain")
+        session.touch()
+        await app.respond(scope, send, 202, b"Accepted", content_type=b"text/plain")
 
 
 def _both_forms(path: str) -> set[str]:

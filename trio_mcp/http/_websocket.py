@@ -26,23 +26,27 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
 
-from ..auth._gate import HttpAuth, Refused
 from ..protocol._errors import ConnectionClosed, ProtocolError, RequestTimeout
 from ..protocol._jsonrpc import (
     Batch,
     ErrorResponse,
+    Invalid,
     Parsed,
+    Request,
     RequestId,
     encode,
     parse,
 )
 from ..server._principal import Principal
 from ..transports._transport import BaseTransport
-from ._asgi import HttpError, Receive, Scope, Send, _refusal
+from ._admission import Admission, draining_error
+from ._asgi import HttpError, Receive, Scope, Send
+from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 
 if TYPE_CHECKING:
     from .._session import Session
@@ -98,25 +102,40 @@ class WebSocketHost(Protocol):
     @property
     def server(self) -> object: ...
     @property
-    def gate(self) -> HttpAuth | None: ...
+    def admission(self) -> Admission: ...
     @property
-    def ready(self) -> bool: ...
-    def _check_host_and_origin(self, scope: Scope) -> None: ...
-    def _client_key(self, scope: Scope) -> str: ...
+    def registry(self) -> SessionRegistry: ...
+
+
+class SocketSession(RegisteredSession):
+    """One open socket, as the registry counts it: its caps, its idle expiry and its drain
+    are those of every transport. Idle past its deadline, it is closed with 1001."""
+
+    over = TransportKind.WEBSOCKET
+
+    def close(self) -> None:
+        self.scope.cancel()
 
 
 class WebSocketTransport(BaseTransport):
     """One accepted socket as the engine's transport: text frames in, text frames out."""
 
-    def __init__(self, receive: Receive, send: Send, *, max_message_bytes: int) -> None:
+    def __init__(
+        self, receive: Receive, send: Send, session: SocketSession, *, max_message_bytes: int
+    ) -> None:
         self._receive = receive
         self._send = send
+        self.session = session
         self.max_message_bytes = max_message_bytes
         #: How to close the socket once the engine is done (None: the peer closed it).
         self.close_code: int | None = NORMAL
         self.close_reason = ""
 
     async def receive(self) -> Parsed | Batch:
+        session = self.session
+        # The engine asks for the next message once it took the last one: its deadline runs
+        # from here if nothing is in flight.
+        session.touch()
         message = await self._receive()
         kind = message["type"]
         if kind == "websocket.disconnect":
@@ -133,7 +152,16 @@ class WebSocketTransport(BaseTransport):
         # A character is 1 to 4 bytes in UTF-8: most texts are decided without encoding them.
         if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
             raise self._closing(MESSAGE_TOO_BIG, f"message over the limit of {limit} bytes")
-        return parse(text)
+        parsed = parse(text)
+        if isinstance(parsed, Request):
+            if session.registry.draining:
+                # New work, refused as on every transport while draining; answers and cancels
+                # go on (a request in flight may wait for them).
+                return Invalid(parsed.id, draining_error())
+            session.arrived(request=parsed.method != "initialize")
+        else:
+            session.arrived(request=isinstance(parsed, Batch))
+        return parsed
 
     def _closing(self, code: int, reason: str) -> ConnectionClosed:
         """The socket is to be closed with ``code`` (a close reason fits in 123 bytes): what
@@ -144,11 +172,16 @@ class WebSocketTransport(BaseTransport):
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
+        if final:
+            self.session.touch()  # a request ended: the socket may be idle now
         try:
             await self._send({"type": "websocket.send", "text": data.decode()})
         except (OSError, RuntimeError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             # hypercorn refuses a send once the socket closed (its own error type).
             raise ConnectionClosed(f"cannot write to the peer: {exc}") from None
+
+    def request_suppressed(self, request_id: RequestId) -> None:
+        self.session.touch()
 
     async def close(self, code: int, reason: str = "") -> None:
         """Send the close frame (bounded, shielded: it is also sent while being cancelled)."""
@@ -160,7 +193,7 @@ class WebSocketTransport(BaseTransport):
 
 
 class WebSocketEndpoint:
-    """The app's WebSocket endpoint (``HttpOptions.ws_path``) and its open sockets."""
+    """The app's WebSocket endpoint (``HttpOptions.ws_path``); its sockets are the registry's."""
 
     def __init__(self, app: WebSocketHost) -> None:
         self.app = app
@@ -169,80 +202,75 @@ class WebSocketEndpoint:
         self._paths = (
             set() if normal is None else {normal, normal + "/"} if normal != "/" else {"/"}
         )
-        #: The cancel scope of every open socket's connection.
-        self.sockets: set[trio.CancelScope] = set()
-        #: Sockets accepted or being accepted, in all and by client (``HttpOptions.client_key``).
-        self._open_sockets = 0
-        self._by_client: dict[str, int] = {}
+
+    @property
+    def sockets(self) -> dict[str, SocketSession]:
+        """The open sockets, by the id the registry knows them by."""
+        return self.app.registry.table(TransportKind.WEBSOCKET)
 
     def shutdown(self) -> None:
-        """Close every open socket with 1001 (the app's lifespan is ending)."""
-        for scope in self.sockets:
-            scope.cancel()
+        """Close every open socket with 1001."""
+        for socket in list(self.sockets.values()):
+            socket.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         """Serve one ``websocket`` scope; ``route`` is its path below the app's mount point."""
         if (await receive())["type"] != "websocket.connect":
             return
+        registry = self.app.registry
         try:
             principal = await self._admit(scope, route)
-            client = self._claim(scope)  # no checkpoint since the check: a burst cannot overshoot
+            # No checkpoint since the check: a burst cannot overshoot the caps.
+            session = self._claim(scope, principal)
         except HttpError as error:
             await _refuse(scope, send, error)
             return
         try:
-            await self._open(scope, receive, send, principal)
+            await self._open(scope, receive, send, session, principal)
         finally:
-            self._release(client)
+            registry.forget(session)
+            session.ended.set()
 
-    def _claim(self, scope: Scope) -> str:
-        """Count a new socket against the limits, as ``initialize`` counts a session: 429 for
-        one client's (``max_sessions_per_client``), 503 for the server's (``max_sessions``).
-        Sockets are counted apart from Streamable HTTP sessions."""
-        options = self.app.options
-        client = self.app._client_key(scope)
-        if self._by_client.get(client, 0) >= options.max_sessions_per_client:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this client already has {options.max_sessions_per_client} "
-                "WebSockets open, the limit; close one, or retry later",
-                headers=[(b"retry-after", b"1")],
-            )
-        if self._open_sockets >= options.max_sessions:
-            raise HttpError(
-                503,
-                "Service Unavailable: the server has reached its WebSocket limit",
-                headers=[(b"retry-after", b"1")],
-            )
-        self._by_client[client] = self._by_client.get(client, 0) + 1
-        self._open_sockets += 1
-        return client
-
-    def _release(self, client: str) -> None:
-        self._open_sockets -= 1
-        left = self._by_client[client] - 1
-        if left:
-            self._by_client[client] = left
-        else:
-            del self._by_client[client]
+    def _claim(self, scope: Scope, principal: Principal | None) -> SocketSession:
+        """Count a new socket against the caps every session counts against: 429 for one
+        client's (``max_sessions_per_client``), 503 for the server's (``max_sessions``)."""
+        registry = self.app.registry
+        client = registry.client_of(scope, principal)
+        registry.check(client)
+        session = SocketSession(
+            registry, secrets.token_hex(16), client, principal.identity if principal else None
+        )
+        registry.claim(session)
+        registry.keep(session)
+        return session
 
     async def _open(
-        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: SocketSession,
+        principal: Principal | None,
     ) -> None:
         transport = WebSocketTransport(
-            receive, send, max_message_bytes=self.app.options.ws_max_message_bytes
+            receive, send, session, max_message_bytes=self.app.options.ws_max_message_bytes
         )
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
-        with trio.CancelScope() as socket_scope:
-            self.sockets.add(socket_scope)
+        with session.scope:
             try:
-                await self._serve(transport, principal)
+                await self._serve(transport, session, principal)
             except Exception:
                 logger.exception("unexpected error serving a WebSocket on %s", scope["path"])
                 transport.close_code, transport.close_reason = INTERNAL, "internal error"
             finally:
-                self.sockets.discard(socket_scope)
-                if trio.current_effective_deadline() == -math.inf:
+                if session.expired:
+                    transport.close_code = GOING_AWAY
+                    transport.close_reason = (
+                        f"idle for {self.app.registry.options.session_idle_timeout:g}s"
+                        if session.used
+                        else "no request came"
+                    )
+                elif trio.current_effective_deadline() == -math.inf:
                     # Cancelled: by the app's shutdown, or by hypercorn stopping. The close
                     # frame still goes out (shielded, bounded).
                     transport.close_code = GOING_AWAY
@@ -250,13 +278,12 @@ class WebSocketEndpoint:
                 if transport.close_code is not None:
                     await transport.close(transport.close_code, transport.close_reason)
 
-    async def _serve(self, transport: WebSocketTransport, principal: Principal | None) -> None:
+    async def _serve(
+        self, transport: WebSocketTransport, session: SocketSession, principal: Principal | None
+    ) -> None:
         """The socket's connection, and with ``ws_ping_interval`` its keep-alive beside it."""
         server = cast(_Serves, self.app.server)  # a Server: it serves any transport
         interval = self.app.options.ws_ping_interval
-        if interval is None:
-            await server.serve_transport(transport, principal=principal)
-            return
         async with trio.open_nursery() as nursery:
 
             async def serve(*, task_status: trio.TaskStatus[Session]) -> None:
@@ -267,12 +294,15 @@ class WebSocketEndpoint:
                 finally:
                     nursery.cancel_scope.cancel()  # the keep-alive ends with it
 
-            session = await nursery.start(serve)
-            nursery.start_soon(_keep_alive, session, transport, interval, nursery.cancel_scope)
+            session.engine = engine = await nursery.start(serve)
+            session.touch()  # its deadline runs from its opening
+            if interval is not None:
+                nursery.start_soon(_keep_alive, engine, transport, interval, nursery.cancel_scope)
 
     async def _admit(self, scope: Scope, route: str) -> Principal | None:
-        """The checks of a handshake, in the order Streamable HTTP makes them; raises
-        :class:`HttpError` for a refusal. Returns who the socket acts for."""
+        """The app's admission step, with the handshake's own checks (the path, the
+        subprotocol); raises :class:`HttpError` for a refusal. Returns who the socket acts
+        for."""
         app = self.app
         if route not in self._paths:
             mounted = scope.get("root_path", "")
@@ -282,28 +312,14 @@ class WebSocketEndpoint:
                 "Not Found: "
                 + (f"the WebSocket endpoint is {mounted}{where}" if where else "no WebSocket here"),
             )
-        app._check_host_and_origin(scope)
-        principal: Principal | None = None
-        gate = app.gate
-        if gate is not None:
-            try:
-                principal = await gate.authenticate(scope)
-                gate.authorize(principal, gate.needed(None, None))
-            except Refused as refused:
-                raise _refusal(refused) from None
+        principal = await app.admission.admit(scope)
         if SUBPROTOCOL not in (scope.get("subprotocols") or ()):
             raise HttpError(
                 400,
                 f"Bad Request: an MCP WebSocket needs the subprotocol {SUBPROTOCOL!r}: offer it "
                 f"(Sec-WebSocket-Protocol: {SUBPROTOCOL})",
             )
-        if not app.ready:  # not started (no lifespan), draining, or shutting down
-            raise HttpError(
-                503,
-                "Service Unavailable: this server is not serving (its lifespan has not started, "
-                "or it is shutting down); connect again (another server may take it)",
-                headers=[(b"retry-after", b"1")],
-            )
+        app.admission.check_serving()  # a new socket is new work: refused while draining
         return principal
 
 

@@ -1,0 +1,124 @@
+"""The settings of the HTTP app (:meth:`Server.http_app`), in one attrs class."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ._event_store import EventStore
+from ._node_tags import check_node_id
+from ._relay import Relay
+from ._session_store import SessionStore
+
+
+def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
+    if node_id is not None:
+        check_node_id(node_id)
+
+
+@attrs.define
+class HttpOptions:
+    """Settings of the Streamable HTTP endpoint (see :meth:`Server.http_app`)."""
+
+    path: str = "/mcp"
+    json_response: bool = False
+    stateless: bool = False
+    #: A session of any transport (Streamable HTTP, HTTP+SSE, WebSocket) with no request in
+    #: flight and no stream open of its own ends this long after its last use: an HTTP+SSE
+    #: session's stream ends, a socket is closed with 1001.
+    session_idle_timeout: float = 1800.0
+    #: Sessions of the app at once, over every transport (opening ones count); beyond it, 503.
+    max_sessions: int = 10_000
+    #: Sessions one client may hold at once, over every transport (opening ones count);
+    #: beyond it, 429.
+    max_sessions_per_client: int = 100
+    #: A session that has carried no request (nor GET stream) since it was opened (by its
+    #: ``initialize``, its HTTP+SSE stream or its socket) expires this long after it was
+    #: opened, whatever ``session_idle_timeout`` says.
+    unused_session_timeout: float = 60.0
+    #: Who a request comes from, for ``max_sessions_per_client`` (counted over Streamable
+    #: HTTP, HTTP+SSE and WebSocket together): called ``(scope, principal)``, the principal
+    #: None for a request that is not authenticated (a hook of one argument gets the scope
+    #: alone, as before). None: the principal's identity when there is one, else
+    #: :func:`client_address` (with ``client_address_header``). A key may be anything a
+    #: client cannot choose freely.
+    client_key: Callable[..., str] | None = None
+    #: The header a trusted reverse proxy puts the client's address in (``x-forwarded-for``,
+    #: ``x-real-ip``); its last value is the one taken. None: the peer address of the
+    #: connection, which behind a proxy is the proxy's. Set it only when every request comes
+    #: through that proxy, or a client can name itself anything.
+    client_address_header: str | None = None
+    #: Host header values accepted (``host`` or ``host:port``); None: loopback names for a
+    #: request that arrived on a loopback address (127.0.0.1, or a 0.0.0.0 bind reached through
+    #: loopback, as from a proxy on the same host), anything for one that arrived on another.
+    allowed_hosts: list[str] | None = None
+    #: Origin header values accepted; None: loopback origins on loopback, as for the Host.
+    allowed_origins: list[str] | None = None
+    max_body_bytes: int = 4 * 1024 * 1024
+    #: Origins allowed by CORS (``["*"]`` for any); None disables CORS headers.
+    cors_origins: list[str] | None = None
+    keepalive_interval: float = 15.0
+    retry_ms: int = 1000
+    shutdown_grace: float = 5.0
+    #: Where stream events are kept for a resume (None: a :class:`MemoryEventStore` of this
+    #: app's own); a store shared by several workers (``RedisEventStore``) lets any of them
+    #: serve a resume.
+    event_store: EventStore | None = None
+    #: Where handshake-era session records are kept (None: nowhere, and a session lives only
+    #: on the worker that opened it); a store shared by several workers
+    #: (``RedisSessionStore``) lets any of them serve any request of any session. A record
+    #: expires ``session_idle_timeout`` after the session's last use on any worker.
+    session_store: SessionStore | None = None
+    #: With a session store, what carries the few messages of a session that belong to
+    #: another worker's copy of it (a client's response to that copy's request, a cancel of a
+    #: request running there, the end of the session): ``RedisRelay`` across processes. None:
+    #: they are not carried (such a response finds no request waiting, such a cancel no
+    #: request; other copies end when they next see the record gone, or idle).
+    relay: Relay | None = None
+    #: The writer's queue to the store: past either bound (the store too slow) a stream loses
+    #: its resumability, logged, and its live connection goes on; a write that takes longer
+    #: than ``event_store_timeout`` fails the same way.
+    max_store_queue_events: int = 4096
+    max_store_queue_bytes: int = 32 * 1024 * 1024
+    event_store_timeout: float = 5.0
+    #: How often a resume served from the shared store, for a session that lives on another
+    #: worker, looks for the stream's new events.
+    resume_poll_interval: float = 0.25
+    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
+    max_requests_per_session: int = 256
+    #: Events handed to one SSE connection and not yet written to it (a client that does not
+    #: read): past either bound the connection is ended, and its client resumes with
+    #: ``Last-Event-ID``.
+    max_pending_events: int = 1024
+    max_pending_bytes: int = 8 * 1024 * 1024
+    #: Events kept for a session's next GET while none is open (list changes, server requests),
+    #: the oldest dropped first.
+    max_backlog_events: int = 256
+    max_backlog_bytes: int = 1024 * 1024
+    #: All of those together, over every session and connection of the app.
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
+    #: a load balancer can route a session's requests to the node that holds it (an nginx
+    #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node
+    #: is an unknown session here (404). None: plain hex ids.
+    node_id: str | None = attrs.field(default=None, validator=_valid_node_id)
+    #: Where a load balancer or an orchestrator asks whether to send traffic here: ``GET`` is
+    #: 200 while serving, 503 before the lifespan started and once draining. None: no such path.
+    ready_path: str | None = "/ready"
+    #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
+    #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
+    drain_grace: float = 10.0
+    #: The 2024-11-05 HTTP+SSE transport, beside Streamable HTTP: ``GET sse_path`` opens a
+    #: session (its first event names the URL to POST to), ``POST sse_messages_path`` carries
+    #: its messages. None: not served.
+    sse_path: str | None = "/sse"
+    sse_messages_path: str = "/messages/"
+    #: Where WebSocket clients connect (``ws://host:port/ws``, subprotocol ``mcp``: see
+    #: ``_http_ws``); None: no WebSocket endpoint (every upgrade is refused).
+    ws_path: str | None = "/ws"
+    #: The largest message a WebSocket client may send; a larger one closes its socket (1009).
+    ws_max_message_bytes: int = 4 * 1024 * 1024
+    #: How often the server sends each WebSocket client a ``ping`` request; one not answered
+    #: within the same time closes its socket (1011) and cancels its work. None: never.
+    ws_ping_interval: float | None = None

@@ -1,0 +1,354 @@
+"""One registry for the sessions of every transport of the app: Streamable HTTP sessions, HTTP+SSE
+sessions and WebSocket connections.
+
+Each is counted once against the same two caps (``max_sessions`` in all,
+``max_sessions_per_client`` for one client, whatever transport it uses), expires the same way
+(``session_idle_timeout`` after its last use, ``unused_session_timeout`` after its opening while
+it carried no request), and is drained the same way: the registry waits for the requests in
+flight on every transport, then ends those still running with one retryable error. It also
+holds whether the app serves at all (its lifespan's nursery, draining, shutting down), which
+admission reads.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import functools
+import inspect
+import math
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..protocol._jsonrpc import INTERNAL_ERROR, ErrorObject, RequestId
+from ..server._principal import Principal
+from . import _asgi
+from ._asgi import HttpError, Scope
+
+if TYPE_CHECKING:
+    from .._session import Session
+    from ._options import HttpOptions
+
+#: What a request still running at the end of the drain's grace is answered with.
+CUT_BY_SHUTDOWN = (
+    "Server shutting down: the request was ended before it finished; it may have partly run, "
+    "retry it if that is safe (another server takes it)"
+)
+#: After the grace, how long the requests that were ended get to write their error.
+CUT_WRITE_GUARD = 2.0
+
+
+class TransportKind(enum.Enum):
+    """Which transport a registered session came on; each has its own table of ids."""
+
+    STREAMABLE_HTTP = "Streamable HTTP"
+    HTTP_SSE = "HTTP+SSE"
+    WEBSOCKET = "WebSocket"
+
+
+#: Who a request comes from: ``(scope, principal)`` (the principal None when unauthenticated);
+#: a hook of one argument, the scope alone, is still taken as it always was.
+ClientKey = Callable[[Scope, Principal | None], str]
+
+
+def client_address(scope: Scope, *, header: str | None = None) -> str:
+    """The address a request came from: the peer of its connection (the ASGI ``client``), or,
+    with ``header``, the last value of that header, as a trusted proxy in front appends it
+    (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
+
+    Behind a proxy the peer is the proxy itself, so every client would share one key: name the
+    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
+    scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
+    writes it: a client can send any value.
+    """
+    if header is not None:
+        value = _asgi.header(scope, header.lower().encode("latin-1"))
+        if value:
+            last = value.rsplit(",", 1)[-1].strip()
+            if last:
+                return last
+    peer = scope.get("client")
+    return str(peer[0]) if peer else ""
+
+
+def default_client_key(
+    scope: Scope, principal: Principal | None, *, header: str | None = None
+) -> str:
+    """The principal, for an authenticated request (two users behind one address each have
+    their own limit, and one user cannot dodge it by changing address); the address
+    (:func:`client_address`) otherwise. The two kinds of key never collide."""
+    if principal is not None:
+        return "principal:" + principal.identity
+    return client_address(scope, header=header)
+
+
+def client_key_of(hook: Callable[..., str] | None, header: str | None) -> ClientKey:
+    """``HttpOptions.client_key`` as the registry calls it: ``(scope, principal)``. None is
+    :func:`default_client_key`; a hook that takes one argument gets the scope alone."""
+    if hook is None:
+        return functools.partial(default_client_key, header=header)
+    if _positional_arity(hook) >= 2:
+        return hook
+    one: Callable[[Scope], str] = hook
+    return lambda scope, _principal: one(scope)
+
+
+def _positional_arity(hook: Callable[..., str]) -> int:
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: the old form
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 2
+    return sum(1 for p in parameters if p.kind in kinds)
+
+
+def identity(principal: Principal | None) -> str | None:
+    return principal.identity if principal is not None else None
+
+
+class RegisteredSession(abc.ABC):
+    """What every transport's session is to the registry: its id, whose it is, and its idle
+    deadline, on the cancel scope its task runs in.
+
+    The deadline is infinite while it is busy (a request in flight, a stream open), and moves
+    to ``session_idle_timeout`` from now whenever it goes idle; until it carried a request
+    (``used``), it is never later than ``unused_session_timeout`` from its opening. Passing it
+    cancels the scope: the session ends as its transport allows (a Streamable HTTP session is
+    gone, an HTTP+SSE stream ends, a socket is closed with 1001).
+    """
+
+    #: The transport it came on, whose table it is kept in.
+    over: TransportKind
+    #: Its engine (None while a socket's has not started).
+    engine: Session | None
+
+    def __init__(
+        self, registry: SessionRegistry, session_id: str, client: str, owner: str | None
+    ) -> None:
+        self.registry = registry
+        self.id = session_id
+        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
+        self.client = client
+        #: The ``Principal.identity`` of the request that opened it (None without
+        #: authorization): only that identity can use it.
+        self.owner = owner
+        self.active = 0
+        #: Whether it carried a request since it was opened: until then it lives at most
+        #: ``unused_session_timeout`` from its opening.
+        self.used = False
+        self.unused_until = trio.current_time() + registry.options.unused_session_timeout
+        self.scope = trio.CancelScope()
+        self.ended = trio.Event()
+        self.engine = None
+
+    @property
+    def expires(self) -> bool:
+        """Whether it has an idle deadline (a POST's own engine has none: its POST ends it)."""
+        return True
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End it: its requests are cancelled, its stream or socket ends."""
+
+    @property
+    def engine_idle(self) -> bool:
+        engine = self.engine
+        return engine is None or engine.idle
+
+    def busy(self) -> None:
+        self.active += 1
+        if self.expires:
+            self.scope.deadline = math.inf
+
+    def idle(self) -> None:
+        self.active -= 1
+        self.touch()
+
+    def touch(self) -> None:
+        """It may have gone idle: start its idle timeout if it has nothing open or running."""
+        if self.expires and self.active == 0 and self.engine_idle:
+            deadline = trio.current_time() + self.registry.options.session_idle_timeout
+            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
+        self.registry.changed()
+
+    def arrived(self, *, request: bool) -> None:
+        """A message came in, which its engine takes next: no deadline until it is handled
+        (the next :meth:`touch`); a request (``initialize`` aside) makes the session a used
+        one."""
+        if request:
+            self.used = True
+        if self.expires:
+            self.scope.deadline = math.inf
+
+    @property
+    def expired(self) -> bool:
+        """Whether it ended because its idle deadline passed (not closed, not shut down)."""
+        return (
+            self.scope.cancel_called
+            and not self.registry.shutting_down
+            and trio.current_time() >= self.scope.deadline
+        )
+
+
+class SessionRegistry:
+    """Every session of the app, by transport and by client, with the caps, the drain and the
+    app's serving state (see the module's docstring)."""
+
+    def __init__(self, options: HttpOptions) -> None:
+        self.options = options
+        self.client_key: ClientKey = client_key_of(
+            options.client_key, options.client_address_header
+        )
+        #: Every session counted against the caps: opening or kept, on every transport.
+        self._counted: set[RegisteredSession] = set()
+        self._by_client: dict[str, set[RegisteredSession]] = {}
+        #: The sessions that can be looked up by id, one table per transport.
+        self._tables: dict[TransportKind, dict[str, Any]] = {kind: {} for kind in TransportKind}
+        #: The engines of modern and stateless POSTs, each alive for its one request.
+        self.posts: set[RegisteredSession] = set()
+        #: The nursery every session runs in: the app's lifespan's (None: not serving).
+        self.nursery: trio.Nursery | None = None
+        self.draining = False
+        self.shutting_down = False
+        #: Streamable HTTP requests being served (by their POSTs), and the event set when the
+        #: registry's state next changes: made only while a drain waits.
+        self._serving = 0
+        self._changed: trio.Event | None = None
+
+    # -- the caps --------------------------------------------------------------------------------
+
+    def client_of(self, scope: Scope, principal: Principal | None) -> str:
+        """Who a request comes from, for ``max_sessions_per_client``."""
+        return self.client_key(scope, principal)
+
+    def check(
+        self, client: str, *, request_id: RequestId | None = None, per_client: bool = True
+    ) -> None:
+        """Whether a new session of ``client`` may open: 429 past the client's limit (with
+        ``per_client``), 503 past the server's, both with ``Retry-After`` (the time until the
+        first session concerned is due to expire)."""
+        if per_client:
+            owned = self._by_client.get(client, set())
+            limit = self.options.max_sessions_per_client
+            if len(owned) >= limit:
+                raise HttpError(
+                    429,
+                    f"Too Many Requests: this client already has {limit} sessions, the limit "
+                    "(Streamable HTTP, HTTP+SSE and WebSocket together); end one, or retry later",
+                    request_id=request_id,
+                    headers=[self.retry_after(owned)],
+                )
+        if len(self._counted) >= self.options.max_sessions:
+            raise HttpError(
+                503,
+                "Service Unavailable: the server has reached its session limit",
+                request_id=request_id,
+                headers=[self.retry_after(self._counted)],
+            )
+
+    def claim(
+        self,
+        session: RegisteredSession,
+        *,
+        request_id: RequestId | None = None,
+        per_client: bool = True,
+    ) -> None:
+        """Count a new session, opening, once :meth:`check` let it in. Synchronous, with no
+        checkpoint between the check and the count: a burst cannot overshoot."""
+        self.check(session.client, request_id=request_id, per_client=per_client)
+        self._counted.add(session)
+        self._by_client.setdefault(session.client, set()).add(session)
+
+    def keep(self, session: RegisteredSession) -> None:
+        """Make a claimed session findable by its id."""
+        self._tables[session.over][session.id] = session
+
+    def table(self, transport: TransportKind) -> dict[str, Any]:
+        """The sessions of one transport that can be found by id (read it; change it through
+        :meth:`keep` and :meth:`forget`)."""
+        return self._tables[transport]
+
+    def forget(self, session: RegisteredSession) -> None:
+        """Removal by identity: a session kept later under the same id stays."""
+        table = self._tables[session.over]
+        if table.get(session.id) is session:
+            del table[session.id]
+        self._counted.discard(session)
+        owned = self._by_client.get(session.client)
+        if owned is not None:
+            owned.discard(session)
+            if not owned:
+                del self._by_client[session.client]
+        self.changed()
+
+    def __len__(self) -> int:
+        return len(self._counted)
+
+    def sessions(self, transport: TransportKind | None = None) -> list[RegisteredSession]:
+        """The counted sessions (of one transport)."""
+        return [s for s in self._counted if transport is None or s.over is transport]
+
+    def retry_after(self, sessions: Iterable[RegisteredSession]) -> tuple[bytes, bytes]:
+        """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
+        none is (each has a request or a stream open), the time a session may stay unused."""
+        now = trio.current_time()
+        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
+        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
+        return (b"retry-after", str(max(1, math.ceil(wait))).encode())
+
+    # -- requests and the drain ----------------------------------------------------------------
+
+    def request_started(self) -> None:
+        self._serving += 1
+
+    def request_ended(self) -> None:
+        self._serving -= 1
+        self.changed()
+
+    def changed(self) -> None:
+        """Something that a drain waits for may have happened: it looks again."""
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight on any transport (GET streams do not count)."""
+        return self._serving > 0 or not all(
+            session.engine_idle for session in (*self._counted, *self.posts)
+        )
+
+    async def wait_idle(self) -> None:
+        """Return once no request is in flight on any transport."""
+        while self.busy:
+            if self._changed is None:
+                self._changed = trio.Event()
+            await self._changed.wait()
+
+    async def end_requests(self) -> None:
+        """End every request still running, on every transport, with a JSON-RPC error that
+        tells its client to retry (-32603, :data:`CUT_BY_SHUTDOWN`), never a silent end; then
+        wait (a little) until those errors are written."""
+        error = ErrorObject.make(INTERNAL_ERROR, CUT_BY_SHUTDOWN, data={"retry": True})
+        for session in [*self._counted, *self.posts]:
+            engine = session.engine
+            if engine is None:
+                continue
+            for request_id in engine.incoming():
+                engine.cancel_incoming(request_id, "the server is shutting down", error=error)
+        with trio.move_on_after(CUT_WRITE_GUARD):
+            await self.wait_idle()
+
+    async def shutdown(self, grace: float) -> None:
+        """End every session (the lifespan is ending), and give them ``grace`` to wind down."""
+        self.shutting_down = True
+        sessions = list(self._counted)
+        for session in sessions:
+            session.close()
+        with trio.move_on_after(grace):
+            for session in sessions:
+                await session.ended.wait()
