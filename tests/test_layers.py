@@ -63,9 +63,6 @@ PROTOCOL_MAY_IMPORT = {"attrs", "cattrs", "orjson", "cryptography"}
 NO_IO = {"trio", "httpx", "hypercorn", "socket", "asyncio", "time", "threading", "os", "select"}
 
 LEVEL = {part: n for n, level in enumerate(LAYERS) for part in level}
-#: Rooms whose own reaches into other rooms' ``_``-members are not checked yet (what they define
-#: still counts: nobody may reach into them). The HTTP binding's reaches go with its rewrite.
-PENDING_ROOMS = frozenset({"http"})
 
 
 class Import(NamedTuple):
@@ -428,13 +425,12 @@ def private_reaches(root: Path = ROOT) -> list[Reach]:
     return sorted(found)
 
 
-def reach_violations(root: Path = ROOT, pending: frozenset[str] = PENDING_ROOMS) -> list[str]:
-    """The reaches of every room but the ``pending`` ones, one line each."""
+def reach_violations(root: Path = ROOT) -> list[str]:
+    """The reaches of every room, one line each."""
     return [
         f"  {r.source}:{r.line} reaches {r.name}, a private member of "
         + " and ".join(r.owners or ("another room's module",))
         for r in private_reaches(root)
-        if part_of(r.source) not in pending
     ]
 
 
@@ -524,7 +520,6 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
 
 def test_no_room_reaches_into_another_rooms_private_members() -> None:
     """Rooms talk through public names (docs/design.md); the rule is :func:`private_reaches`."""
-    assert set(LEVEL) >= PENDING_ROOMS, "PENDING_ROOMS names a room that does not exist"
     problems = reach_violations()
     assert not problems, "\n".join(problems)
 
@@ -532,7 +527,7 @@ def test_no_room_reaches_into_another_rooms_private_members() -> None:
 def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
     """Each kind of reach into another room, the inherited one included; and what is not one:
     a room's own members, dunders, outside libraries' members, public names of private
-    modules, a pending room's reaches."""
+    modules."""
     files = {
         "_session.py": (
             "class Session:\n"
@@ -580,9 +575,8 @@ def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
         ("server/_conn.py", 16, "_enqueue"),
         ("http/_app.py", 2, "_nursery"),
     }
-    pending = reach_violations(tmp_path)
-    assert len(pending) == 7 and not any("http/" in line for line in pending)
-    assert any("http/_app.py:2" in line for line in reach_violations(tmp_path, frozenset()))
+    lines = reach_violations(tmp_path)
+    assert len(lines) == 8 and any("http/_app.py:2" in line for line in lines)
 
 
 def main() -> int:
@@ -598,9 +592,6 @@ def main() -> int:
     problems = module_circles() + part_circles() + layer_violations() + convenience_violations()
     if reaches := reach_violations():
         problems += ["reaches into another room's private members:", *reaches]
-    if pending := reach_violations(pending=frozenset()):
-        print(f"reaches of the pending rooms ({', '.join(sorted(PENDING_ROOMS))}), not failed:")
-        print("\n".join(line for line in pending if line not in reaches))
     if protocol := protocol_violations():
         problems += ["protocol/ imports what a sans-IO layer must not:", *protocol]
     print("violations:" if problems else "no violations")
