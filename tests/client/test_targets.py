@@ -353,6 +353,20 @@ async def test_a_ws_url_with_the_old_headers_keyword_warns_once_and_still_connec
             assert text_of(await client.call_tool("whoami", {})) == "alice"
 
 
+async def test_a_misplaced_keyword_given_as_none_is_still_ignored_with_a_warning() -> None:
+    """Before, ``headers=None`` with a server (a caller forwarding its own options) was ignored:
+    it still is, for this release, with the advice to leave it out."""
+    with one_deprecation("headers=None, env=None has no effect with this target"):
+        opening = open_client(demo_server(), headers=None, env=None)
+    async with opening as client:
+        assert client.server_info.name == "trio-mcp-demo"
+    with one_deprecation("open_client(Command(command, stderr=...)); auth=None has no effect"):
+        opening = open_client([sys.executable, "-m", "trio_mcp", "demo"], stderr=None, auth=None)
+    with trio.fail_after(GUARD):
+        async with opening as client:
+            assert client.server_info.name == "trio-mcp-demo"
+
+
 def test_the_new_spelling_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")

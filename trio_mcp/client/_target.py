@@ -194,37 +194,46 @@ def resolve_target(target: Target, moved: Mapping[str, Any], *, stacklevel: int 
 
     ``moved`` holds the keywords that once were ``open_client``'s: with a short form they still
     build its target (with a ``DeprecationWarning`` naming the new spelling); with anything else,
-    or where they do not belong, they are a ``TypeError`` naming where they do.
+    or where they do not belong, they are a ``TypeError`` naming where they do. One given as
+    None where it does not belong was ignored before, and still is, with a warning.
     """
     unknown = sorted(moved.keys() - HOMES.keys())
     if unknown:
         raise TypeError(f"open_client() got an unexpected keyword argument {unknown[0]!r}")
-    kind: type[Command | HttpTarget | WebSocketTarget]
+    kind: type[Command | HttpTarget | WebSocketTarget] | None = None
+    allowed: set[str] = set()
     if isinstance(target, str) and is_ws_url(target):
         kind, allowed = WebSocketTarget, {"headers", "close_timeout"}
     elif _is_http_url(target):
         kind, allowed = HttpTarget, {"headers", "close_timeout", *HTTP_OPTIONS}
     elif _is_command(target):
         kind, allowed = Command, {"close_timeout", *PROCESS_OPTIONS}
-    else:
-        for key in moved:
-            raise misplaced(key)
-        return target  # type: ignore[return-value]  # checked by open_client's connect
-    for key in moved:
-        if key not in allowed:
-            if kind is WebSocketTarget and key in HTTP_OPTIONS:
-                raise TypeError(
-                    f"{key}= is an option of an http(s) URL: open_client(HttpTarget(url, "
-                    f"{key}=...)); a ws(s) URL takes headers= (an Authorization header, say)"
-                )
-            raise misplaced(key)
-    if moved:
-        spelled = ", ".join(f"{key}=..." for key in moved)
-        short = "url" if kind is not Command else "command"
-        warnings.warn(
-            f"open_client({short}, {spelled}) is deprecated: the options of a target go with it, "
-            f"open_client({kind.__name__}({short}, {spelled}))",
-            DeprecationWarning,
-            stacklevel=stacklevel + 1,
+    for key, value in moved.items():
+        if key in allowed or value is None:
+            continue
+        if kind is WebSocketTarget and key in HTTP_OPTIONS:
+            raise TypeError(
+                f"{key}= is an option of an http(s) URL: open_client(HttpTarget(url, "
+                f"{key}=...)); a ws(s) URL takes headers= (an Authorization header, say)"
+            )
+        raise misplaced(key)
+    kept = {key: value for key, value in moved.items() if key in allowed}
+    dropped = [f"{key}=None" for key in moved if key not in allowed]
+    notes = []
+    if kept:
+        assert kind is not None
+        spelled = ", ".join(f"{key}=..." for key in kept)
+        short = "command" if kind is Command else "url"
+        notes.append(
+            f"open_client({short}, {spelled}) is deprecated: the options of a target go with "
+            f"it, open_client({kind.__name__}({short}, {spelled}))"
         )
-    return kind(target, **moved)  # type: ignore[arg-type]
+    if dropped:
+        notes.append(
+            f"{', '.join(dropped)} has no effect with this target and is deprecated: leave it out"
+        )
+    if notes:
+        warnings.warn("; ".join(notes), DeprecationWarning, stacklevel=stacklevel + 1)
+    if kind is None:
+        return target  # type: ignore[return-value]  # checked by open_client's connect
+    return kind(target, **kept)  # type: ignore[arg-type]
