@@ -15,7 +15,7 @@ import orjson
 import pytest
 import trio
 
-from trio_mcp import Auth, __version__, open_client
+from trio_mcp import Auth, Command, __version__, open_client
 from trio_mcp.testing import stdio_client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,7 +386,7 @@ async def test_server_run_serves_stdio_and_http(tmp_path: Path) -> None:
     script.write_text(RUN_SCRIPT)
     with trio.fail_after(GUARD):
         async with open_client(
-            [sys.executable, str(script), "stdio"], stderr="discard", env=child_env()
+            Command([sys.executable, str(script), "stdio"], stderr="discard", env=child_env())
         ) as client:
             assert client.server_info.version == "1.2.3"
             assert (await client.call_tool("ping")).content[0].text == "pong"  # type: ignore[union-attr]

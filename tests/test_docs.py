@@ -26,7 +26,7 @@ import attrs
 import pytest
 import trio
 
-from trio_mcp import TextContent, open_client
+from trio_mcp import Command, TextContent, open_client
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: A hang guard for one example, never a performance assertion.
@@ -182,7 +182,7 @@ async def test_the_stdio_module_is_served_by_the_command_beside_it(tmp_path: Pat
     (tmp_path / "server.py").write_text(module.code)
     command = [sys.executable, "-m", "trio_mcp", "serve", "server:server"]
     with trio.fail_after(TIMEOUT):
-        async with open_client(command, env={"MCP_USER": "ada"}, cwd=tmp_path) as client:
+        async with open_client(Command(command, env={"MCP_USER": "ada"}, cwd=tmp_path)) as client:
             result = await client.call_tool("whoami")
     assert result.content == [TextContent("ada")]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp import ElicitResult, open_client
+from trio_mcp import Command, ElicitResult, open_client
 
 from ._http import serving
 from .servers.era_server import era_server
@@ -26,7 +26,8 @@ def target(transport: str, config: str) -> Any:
     pinned = config == "pinned"
     if transport == "memory":
         return era_server(pinned)
-    return [sys.executable, str(SERVERS / "era_server.py"), *(["pinned"] if pinned else [])]
+    argv = [sys.executable, str(SERVERS / "era_server.py"), *(["pinned"] if pinned else [])]
+    return Command(argv, stderr="discard")
 
 
 async def answer(params: Any) -> ElicitResult:
@@ -47,9 +48,8 @@ async def test_every_cell(mode: str, config: str, transport: str) -> None:
 
 async def check_cell(where: Any, mode: str, config: str) -> None:
     modern = mode in ("auto", "modern")
-    options: dict[str, Any] = {} if isinstance(where, str) else {"stderr": "discard"}
     with trio.fail_after(60):
-        async with open_client(where, mode=mode, on_elicit=answer, **options) as client:
+        async with open_client(where, mode=mode, on_elicit=answer) as client:
             assert client.modern is modern
             # The client offers 2025-11-25, which a pinned server echoes (a pin only answers
             # offers the server does not speak); the modern era has no negotiation at all.

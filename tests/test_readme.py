@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from trio_mcp import open_client
+from trio_mcp import Command, open_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +88,7 @@ async def test_the_quick_start_served_over_stdio_in_one_command(tmp_path: Path) 
     stdio, _, in_repo = serve_commands()
     for command, cwd in ((stdio, pasted(tmp_path)), (in_repo, ROOT)):
         with trio.fail_after(60):
-            async with open_client(as_child(command), cwd=cwd, env=child_env()) as client:
+            async with open_client(Command(as_child(command), cwd=cwd, env=child_env())) as client:
                 assert client.server_info.name == "demo"
                 added = await client.call_tool("add", {"a": 2, "b": 3})
                 assert added.structured_content == {"result": 5}

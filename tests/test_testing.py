@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -15,7 +16,7 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp import Client, ConnectionClosed, Context, Server, TextContent, open_client
+from trio_mcp import Client, Command, ConnectionClosed, Context, Server, TextContent, open_client
 from trio_mcp.http import HttpOptions
 from trio_mcp.testing import HttpServer, connected, http_client, http_server, stdio_client
 
@@ -81,6 +82,25 @@ async def test_mcp_http_is_a_real_server_on_loopback(
     assert response.status_code == 406
 
 
+async def test_http_client_takes_the_settings_of_an_http_target_as_its_own(
+    mcp_server: Server,
+) -> None:
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    with trio.fail_after(GUARD), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with (
+            http_server(mcp_server) as running,
+            httpx.AsyncClient(event_hooks={"request": [record]}) as raw,
+            http_client(running, headers={"X-Note": "mine"}, http_client=raw, mode="modern") as c,
+        ):
+            assert (await c.call_tool("era", {})).content == [TextContent("modern")]
+    assert sent and all(request.headers["x-note"] == "mine" for request in sent)
+
+
 async def test_http_server_stops_at_the_end_of_its_block(mcp_server: Server) -> None:
     with trio.fail_after(GUARD):
         async with http_server(mcp_server) as running, http_client(running, mode="modern") as c:
@@ -118,6 +138,20 @@ async def test_stdio_client_attaches_the_childs_stderr_to_a_failure() -> None:
         async with stdio_client([sys.executable, "-c", script]):
             pass  # pragma: no cover - connecting fails
     assert any("no server here" in note for note in caught.value.__notes__)
+
+
+async def test_stdio_client_takes_a_command_and_its_settings_as_its_own(tmp_path: Path) -> None:
+    """A helper for a child process: ``env=``/``cwd=`` are at home in it (no warning), given
+    loose or on a :class:`Command`; the child's stderr stays the helper's to collect."""
+    script = "from trio_mcp._demo import demo_server; demo_server().run()"
+    command = Command([sys.executable, "-c", script], env={"PYTHONPATH": str(ROOT)})
+    with trio.fail_after(GUARD), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with stdio_client(command, cwd=tmp_path, mode="legacy") as client:
+            assert client.server_info.name == "trio-mcp-demo"
+    with pytest.raises(TypeError, match="on_stderr="):
+        async with stdio_client(command, stderr="discard"):
+            pass  # pragma: no cover
 
 
 async def test_stdio_client_wants_a_sequence() -> None:

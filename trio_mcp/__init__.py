@@ -15,8 +15,10 @@ from ._version import __version__ as __version__
 from .client import (
     Client,
     ClientRegistration,
+    Command,
     DiscoverInfo,
     FileTokenStore,
+    HttpTarget,
     InitializeError,
     MemoryTokenStore,
     OAuthError,
@@ -28,6 +30,7 @@ from .client import (
     TokenSet,
     TokenStore,
     ToolTask,
+    WebSocketTarget,
     open_client,
 )
 from .protocol import (
@@ -249,6 +252,7 @@ __all__ = [
     "ClientCapabilities",
     "ClientCredentials",
     "ClientRegistration",
+    "Command",
     "CompleteResult",
     "Completion",
     "CompletionArgument",
@@ -272,6 +276,7 @@ __all__ = [
     "FileTokenStore",
     "GetPromptResult",
     "HttpOptions",
+    "HttpTarget",
     "Icon",
     "ImageContent",
     "Implementation",
@@ -362,6 +367,7 @@ __all__ = [
     "ToolTask",
     "ToolUseContent",
     "VerifierUnavailable",
+    "WebSocketTarget",
     "WorkloadIdentity",
     "from_wire",
     "open_client",

@@ -46,7 +46,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import orjson
 import trio
@@ -54,7 +54,7 @@ import trio
 from ._exception_groups import collapse_exception_groups
 from ._version import __version__
 from .auth import StaticTokenVerifier
-from .client import Client, open_client
+from .client import Client, HttpTarget, Target, WebSocketTarget, open_client
 from .client._redirect import LoopbackReceiver, open_browser
 from .protocol._errors import MCPError
 from .protocol._types import (
@@ -660,30 +660,43 @@ def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
 
 async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     """Run one client action, cancelled on the wire by Ctrl-C."""
-    if args.command == "login" and not (
-        isinstance(target, str) and target.lower().startswith(("http://", "https://"))
-    ):
+    http = isinstance(target, str) and target.lower().startswith(("http://", "https://"))
+    if args.command == "login" and not http:
         raise UsageError("login is for an http(s):// server URL")
-    options: dict[str, Any] = {}
-    if getattr(args, "transport", None) is not None:
-        if not isinstance(target, str):
-            raise UsageError("--transport is for an http(s):// TARGET")
-        options["transport"] = args.transport
+    transport = getattr(args, "transport", None)
+    if transport is not None and not http:
+        raise UsageError("--transport is for an http(s):// TARGET")
     headers = _headers(args.header)
-    if args.header:
-        if not isinstance(target, str):
-            raise UsageError("--header is for an http(s):// or ws(s):// TARGET")
-        options["headers"] = headers
+    if args.header and not isinstance(target, str):
+        raise UsageError("--header is for an http(s):// or ws(s):// TARGET")
     if not _wants_oauth(target, headers):
-        return await _drive_with(target, args, options)
+        return await _drive_with(_client_target(target, headers, transport), args)
     # The redirect receiver listens for the whole run: a sign-in may be needed at any request.
     async with LoopbackReceiver() as receiver:
-        return await _drive_with(target, args, {**options, "auth": _oauth(args, receiver)})
+        auth = _oauth(args, receiver)
+        return await _drive_with(_client_target(target, headers, transport, auth), args)
 
 
-async def _drive_with(
-    target: list[str] | str, args: argparse.Namespace, options: dict[str, Any]
-) -> int:
+def _client_target(
+    target: list[str] | str,
+    headers: dict[str, str],
+    transport: str | None,
+    auth: OAuth | None = None,
+) -> Target:
+    """What ``open_client`` connects to, with the command line's settings for it."""
+    if isinstance(target, list):
+        return target
+    if target.lower().startswith(("ws://", "wss://")):
+        return WebSocketTarget(target, headers=headers or None)
+    return HttpTarget(
+        target,
+        headers=headers or None,
+        auth=auth,
+        transport=cast('Literal["streamable-http", "sse"] | None', transport),
+    )
+
+
+async def _drive_with(target: Target, args: argparse.Namespace) -> int:
     out = Output(args.save_dir)
     interrupted = timed_out = False
     code = 0
@@ -701,7 +714,7 @@ async def _drive_with(
                 nonlocal code, timed_out
                 limit = math.inf if args.timeout is None else args.timeout
                 with trio.move_on_after(limit) as deadline:
-                    async with open_client(target, on_log=out.log, **options) as client:
+                    async with open_client(target, on_log=out.log) as client:
                         if args.command == "login":
                             out.note(f"trio-mcp: signed in to {target} (tokens in {token_dir()})")
                         else:

@@ -42,7 +42,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from .client import Client, Servable, open_client
+from .client import Client, Command, HttpTarget, Servable, open_client
 from .http import HttpOptions, McpHttpApp
 from .server import Server
 
@@ -90,9 +90,24 @@ class _StderrTail:
         return "\n".join(self.lines)
 
 
+def _split(options: dict[str, Any], target: type[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` parted into those of ``target`` (an attrs class) and the rest."""
+    own = {field.name for field in attrs.fields(target)}
+    return (
+        {k: v for k, v in options.items() if k in own},
+        {k: v for k, v in options.items() if k not in own},
+    )
+
+
+def _argv(command: Sequence[str] | Command) -> list[str]:
+    if isinstance(command, str):
+        raise TypeError("command is a sequence of the program and its arguments, not a string")
+    return list(command.argv if isinstance(command, Command) else command)
+
+
 @asynccontextmanager
 async def stdio_client(
-    command: Sequence[str],
+    command: Sequence[str] | Command,
     *,
     on_stderr: Callable[[str], None] | None = None,
     **options: Any,
@@ -101,9 +116,13 @@ async def stdio_client(
 
     The child's stderr is collected (and each line given to ``on_stderr``, if set): an
     exception raised while connecting or inside the block carries its last lines as a note.
-    ``options`` are :func:`~trio_mcp.open_client`'s (``env=``, ``cwd=``, ``mode=``, ...)."""
-    if isinstance(command, str):
-        raise TypeError("command is a sequence of the program and its arguments, not a string")
+    ``options`` are those of a :class:`~trio_mcp.Command` (``env=``, ``cwd=``, ...; a helper
+    for a child process takes them as its own) and :func:`~trio_mcp.open_client`'s
+    (``mode=``, ...)."""
+    argv = _argv(command)
+    process, options = _split(options, Command)
+    if "stderr" in process:
+        raise TypeError("stdio_client() collects the child's stderr: give on_stderr= instead")
     tail = _StderrTail()
 
     def collect(line: str) -> None:
@@ -111,12 +130,16 @@ async def stdio_client(
         if on_stderr is not None:
             on_stderr(line)
 
+    if isinstance(command, Command):
+        child = attrs.evolve(command, stderr=collect, **process)
+    else:
+        child = Command(argv, stderr=collect, **process)
     try:
-        async with open_client(list(command), stderr=collect, **options) as client:
+        async with open_client(child, **options) as client:
             yield client
     except Exception as exc:
         if tail.lines:
-            exc.add_note(f"stderr of {list(command)!r}:\n{tail.text()}")
+            exc.add_note(f"stderr of {argv!r}:\n{tail.text()}")
         raise
 
 
@@ -219,8 +242,11 @@ async def http_server(
 
 
 def http_client(running: HttpServer, **options: Any) -> AbstractAsyncContextManager[Client]:
-    """A client connected to ``running``'s MCP endpoint (``options``: open_client's)."""
-    return open_client(running.url, **options)
+    """A client connected to ``running``'s MCP endpoint. ``options`` are those of an
+    :class:`~trio_mcp.HttpTarget` (``headers=``, ``auth=``, ...; a helper for HTTP takes them
+    as its own) and :func:`~trio_mcp.open_client`'s (``mode=``, ...)."""
+    http, options = _split(options, HttpTarget)
+    return open_client(HttpTarget(running.url, **http), **options)
 
 
 # -- the pytest plugin -----------------------------------------------------------------------------
@@ -326,9 +352,11 @@ def mcp_stdio(
     and connects to it over stdio; what the children wrote to stderr is shown with a failure."""
     tails = request.node.stash.setdefault(_TAILS, [])
 
-    def spawn(command: Sequence[str], **options: Any) -> AbstractAsyncContextManager[Client]:
+    def spawn(
+        command: Sequence[str] | Command, **options: Any
+    ) -> AbstractAsyncContextManager[Client]:
         tail = _StderrTail()
-        tails.append((list(command), tail))
+        tails.append((_argv(command), tail))
         return stdio_client(command, on_stderr=tail, **options)
 
     return spawn

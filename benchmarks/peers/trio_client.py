@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from trio_mcp import Client, open_client
+from trio_mcp import Client, Command, open_client
 
 
 def now_ns() -> int:
@@ -84,7 +84,7 @@ class Driver:
 
 
 async def drive(spec: dict[str, Any], command: list[str]) -> dict[str, Any]:
-    async with open_client(command, stderr="inherit") as client:
+    async with open_client(Command(command, stderr="inherit")) as client:
         driver = Driver(client)
         # Warm up both paths: sequential calls, then as many over k concurrent callers.
         await driver.timed_calls(spec.get("warmup", 0), [])

@@ -25,7 +25,7 @@ import trio
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
-from trio_mcp import open_client
+from trio_mcp import HttpTarget, open_client
 
 from ._oidc import (
     BOB,
@@ -149,7 +149,9 @@ def provider_keys(response: httpx.Response) -> KeySet:
 
 
 async def whoami(mcp_url: str, token: str) -> str:
-    async with open_client(mcp_url, headers={"Authorization": f"Bearer {token}"}) as client:
+    async with open_client(
+        HttpTarget(mcp_url, headers={"Authorization": f"Bearer {token}"})
+    ) as client:
         result = await client.call_tool("whoami", {})
     assert not result.is_error
     text: str = result.content[0].text  # type: ignore[union-attr]

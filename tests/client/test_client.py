@@ -491,7 +491,7 @@ async def test_a_program_alone_is_a_command(tmp_path: Path) -> None:
     )
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     with trio.fail_after(60):
-        async with open_client(os.fspath(program), stderr="discard") as client:
+        async with open_client(os.fspath(program)) as client:
             assert client.server_info.name == "program"
 
 

@@ -20,7 +20,7 @@ import trio
 from joserfc import jwk, jwt
 
 from tests._http import GUARD, serving_app
-from trio_mcp import OAuth, open_client
+from trio_mcp import HttpTarget, OAuth, open_client
 from trio_mcp.client._grants import (
     CLIENT_ASSERTION_TYPE,
     ID_JAG,
@@ -544,6 +544,8 @@ async def test_open_client_raises_the_oauth_error(version: str) -> None:
             auth=OAuth(grant=WorkloadIdentity("a.b.c", client_id="w"))
         ) as http:
             with pytest.raises(OAuthError, match="invalid_grant") as caught:
-                async with open_client(f"{url}/mcp", http_client=http, protocol_version=version):
+                async with open_client(
+                    HttpTarget(f"{url}/mcp", http_client=http), protocol_version=version
+                ):
                     pass
     assert caught.value.step == "token"

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 from trio_mcp import (
     DPoPKey,
     FileTokenStore,
+    HttpTarget,
     MemoryTokenStore,
     OAuth,
     OAuthError,
@@ -345,7 +346,9 @@ def oauth(**options: Any) -> OAuth:
 async def test_authorizes_once_then_a_file_store_serves_the_next_run(tmp_path: Path) -> None:
     directory = tmp_path / "tokens"
     async with protected() as (realm, url):
-        async with open_client(url, auth=oauth(store=FileTokenStore(directory))) as client:
+        async with open_client(
+            HttpTarget(url, auth=oauth(store=FileTokenStore(directory)))
+        ) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
         [asked] = realm.hits("GET", "/authorize")
         assert asked["code_challenge_method"] == "S256"
@@ -356,7 +359,9 @@ async def test_authorizes_once_then_a_file_store_serves_the_next_run(tmp_path: P
         assert len(realm.hits("POST", "/register")) == 1
 
         # A new process: a new OAuth over the same directory needs no browser at all.
-        async with open_client(url, auth=oauth(store=FileTokenStore(directory))) as client:
+        async with open_client(
+            HttpTarget(url, auth=oauth(store=FileTokenStore(directory)))
+        ) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
         assert len(realm.hits("GET", "/authorize")) == 1
         assert len(realm.hits("POST", "/register")) == 1
@@ -396,7 +401,7 @@ async def test_refresh_before_expiry_keeps_an_unrotated_refresh_token() -> None:
     realm = Realm(rotate_refresh=False)
     async with protected(realm) as (realm, url):
         auth = oauth(store=store, clock=lambda: now[0])
-        async with open_client(url, auth=auth) as client:
+        async with open_client(HttpTarget(url, auth=auth)) as client:
             await client.call_tool("read", {})
             before = await store.get_tokens(url)
             assert before is not None and before.tokens.refresh_token is not None
@@ -414,7 +419,7 @@ async def test_refresh_before_expiry_keeps_an_unrotated_refresh_token() -> None:
 async def test_a_token_the_server_rejects_is_refreshed_and_a_rotated_one_replaces_it() -> None:
     store = MemoryTokenStore()
     async with protected() as (realm, url):
-        async with open_client(url, auth=oauth(store=store)) as client:
+        async with open_client(HttpTarget(url, auth=oauth(store=store))) as client:
             await client.call_tool("read", {})
             before = await store.get_tokens(url)
             realm.revoke_access()
@@ -427,14 +432,17 @@ async def test_a_token_the_server_rejects_is_refreshed_and_a_rotated_one_replace
         # A refused refresh token: the flow forgets it and authorizes again.
         realm.revoke_access()
         realm.refresh.clear()
-        async with open_client(url, auth=oauth(store=store)) as client:
+        async with open_client(HttpTarget(url, auth=oauth(store=store))) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
         assert len(realm.hits("GET", "/authorize")) == 2
 
 
 async def test_step_up_asks_for_the_union_of_the_scopes() -> None:
     realm = Realm(tool_scopes={"write": "mcp:write"})
-    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+    async with (
+        protected(realm) as (realm, url),
+        open_client(HttpTarget(url, auth=oauth())) as client,
+    ):
         assert text_of(await client.call_tool("read", {})) == "read ok"
         assert text_of(await client.call_tool("write", {})) == "write ok"
     scopes = [h.get("scope") for h in realm.hits("GET", "/authorize")]
@@ -443,7 +451,10 @@ async def test_step_up_asks_for_the_union_of_the_scopes() -> None:
 
 async def test_step_up_stops_after_three_authorizations_for_one_request() -> None:
     realm = Realm(ever_new_scopes=True)
-    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+    async with (
+        protected(realm) as (realm, url),
+        open_client(HttpTarget(url, auth=oauth())) as client,
+    ):
         await client.list_tools()
         before = len(realm.hits("GET", "/authorize"))
         with pytest.raises(ProtocolError, match="403"):
@@ -453,7 +464,10 @@ async def test_step_up_stops_after_three_authorizations_for_one_request() -> Non
 
 async def test_no_step_up_for_a_scope_already_asked_for() -> None:
     realm = Realm(tool_scopes={"write": "mcp:read"}, challenge_scope="mcp:read")
-    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+    async with (
+        protected(realm) as (realm, url),
+        open_client(HttpTarget(url, auth=oauth())) as client,
+    ):
         await client.list_tools()
         # The server grants less than asked; a 403 for the same scope cannot be helped.
         for token_value in list(realm.access):
@@ -479,7 +493,7 @@ async def test_a_grant_replaces_the_interactive_step() -> None:
 
     async with protected() as (realm, url):
         auth = OAuth(grant=client_credentials, timeout=5)
-        async with open_client(url, auth=auth) as client:
+        async with open_client(HttpTarget(url, auth=auth)) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
     assert asked == [(url, "mcp:read")]
     assert realm.hits("GET", "/authorize") == [] and realm.hits("POST", "/register") == []
@@ -488,7 +502,7 @@ async def test_a_grant_replaces_the_interactive_step() -> None:
 async def test_dpop_binds_the_tokens_and_takes_the_resource_servers_nonce() -> None:
     realm = Realm(rs_nonce="rs-nonce-1")
     async with protected(realm) as (realm, url):
-        async with open_client(url, auth=oauth(dpop=DPoPKey.generate())) as client:
+        async with open_client(HttpTarget(url, auth=oauth(dpop=DPoPKey.generate()))) as client:
             assert text_of(await client.call_tool("read", {})) == "read ok"
             realm.rs_nonce = "rs-nonce-2"  # rotated: one more use_dpop_nonce, then accepted
             assert text_of(await client.call_tool("read", {})) == "read ok"
@@ -505,7 +519,7 @@ async def test_dpop_binds_the_tokens_and_takes_the_resource_servers_nonce() -> N
 async def test_dpop_takes_the_authorization_servers_nonce_and_keeps_it() -> None:
     realm = Realm(as_nonce="as-nonce-1")
     auth = oauth(dpop=DPoPKey.generate())
-    async with protected(realm) as (realm, url), open_client(url, auth=auth) as client:
+    async with protected(realm) as (realm, url), open_client(HttpTarget(url, auth=auth)) as client:
         assert text_of(await client.call_tool("read", {})) == "read ok"
         realm.revoke_access()  # the next call refreshes, with the nonce it already has
         assert text_of(await client.call_tool("read", {})) == "read ok"
@@ -520,7 +534,7 @@ async def test_dpop_takes_the_authorization_servers_nonce_and_keeps_it() -> None
 
 async def connect_expecting(url: str, auth: OAuth) -> OAuthError:
     with pytest.raises(OAuthError) as caught:
-        async with open_client(url, auth=auth) as client:
+        async with open_client(HttpTarget(url, auth=auth)) as client:
             await client.list_tools()
     return caught.value
 
@@ -603,7 +617,10 @@ async def test_a_broken_resource_metadata_endpoint_is_not_taken_for_a_2025_03_26
 async def test_without_resource_metadata_the_server_origin_is_the_authorization_server() -> None:
     """The 2025-03-26 form: no PRM at all (404), metadata at the MCP server's root."""
     realm = Realm(prm_status=404)
-    async with protected(realm) as (realm, url), open_client(url, auth=oauth()) as client:
+    async with (
+        protected(realm) as (realm, url),
+        open_client(HttpTarget(url, auth=oauth())) as client,
+    ):
         assert text_of(await client.call_tool("read", {})) == "read ok"
     [asked] = realm.hits("GET", "/authorize")
     assert asked["resource"] == url
@@ -615,7 +632,7 @@ async def test_no_token_or_secret_reaches_a_log_or_a_message(
     caplog.set_level(logging.DEBUG, logger="trio_mcp")
     realm = Realm(auth_methods=["client_secret_basic"])
     async with protected(realm) as (realm, url):
-        async with open_client(url, auth=oauth()) as client:
+        async with open_client(HttpTarget(url, auth=oauth())) as client:
             await client.call_tool("read", {})
             realm.revoke_access()
             await client.call_tool("read", {})
@@ -661,7 +678,7 @@ async def test_the_default_driver_opens_the_browser_and_receives_the_redirect(
     opened: list[str] = []
     monkeypatch.setattr(webbrowser, "open", browser(opened))
     auth = OAuth(timeout=5, authorize_timeout=10)
-    async with protected() as (realm, url), open_client(url, auth=auth) as client:
+    async with protected() as (realm, url), open_client(HttpTarget(url, auth=auth)) as client:
         assert text_of(await client.call_tool("read", {})) == "read ok"
     [asked] = realm.hits("GET", "/authorize")
     redirect = urlsplit(asked["redirect_uri"])
@@ -746,7 +763,7 @@ def test_a_token_response_is_read_and_its_tokens_kept_out_of_repr() -> None:
 
 
 async def test_concurrent_requests_share_one_refresh() -> None:
-    async with protected() as (realm, url), open_client(url, auth=oauth()) as client:
+    async with protected() as (realm, url), open_client(HttpTarget(url, auth=oauth())) as client:
         await client.call_tool("read", {})
         realm.revoke_access()
         async with trio.open_nursery() as nursery:
@@ -760,7 +777,7 @@ async def test_a_refused_step_up_ends_the_connection_with_the_oauth_error() -> N
     realm = Realm(tool_scopes={"write": "mcp:write"})
     async with protected(realm) as (realm, url):
         with pytest.raises(OAuthError) as caught:
-            async with open_client(url, auth=oauth()) as client:
+            async with open_client(HttpTarget(url, auth=oauth())) as client:
                 await client.call_tool("read", {})
                 realm.deny = True
                 await client.call_tool("write", {})
@@ -771,7 +788,9 @@ async def test_an_expired_token_without_a_refresh_token_is_not_sent() -> None:
     now = [1_000_000.0]
     store = MemoryTokenStore()
     async with protected(Realm(issue_refresh=False)) as (realm, url):
-        async with open_client(url, auth=oauth(store=store, clock=lambda: now[0])) as client:
+        async with open_client(
+            HttpTarget(url, auth=oauth(store=store, clock=lambda: now[0]))
+        ) as client:
             await client.call_tool("read", {})
             sent = len(realm.hits("POST", "/mcp"))
             now[0] += 3600

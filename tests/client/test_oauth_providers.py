@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp import MemoryTokenStore, OAuth, TextContent, open_client
+from trio_mcp import HttpTarget, MemoryTokenStore, OAuth, TextContent, open_client
 
 from ..auth._oidc import (
     USERNAME,
@@ -31,7 +31,7 @@ async def refuse_to_sign_in(url: str) -> str:
 
 
 async def whoami(url: str, auth: OAuth) -> str:
-    async with open_client(url, auth=auth) as client:
+    async with open_client(HttpTarget(url, auth=auth)) as client:
         result = await client.call_tool("whoami", {})
     assert isinstance(result.content[0], TextContent), result
     return result.content[0].text

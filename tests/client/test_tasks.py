@@ -17,6 +17,7 @@ from trio_mcp import (
     Client,
     Context,
     ElicitResult,
+    HttpTarget,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
@@ -337,7 +338,7 @@ async def test_task_requests_over_http_name_their_task_in_mcp_name() -> None:
     async with (
         serving(tools.server) as served,
         httpx.AsyncClient(event_hooks={"request": [record]}) as http,
-        open_client(served.url, mode="modern", http_client=http) as client,
+        open_client(HttpTarget(served.url, http_client=http), mode="modern") as client,
     ):
         task = await client.call_tool_task("gated")
         await task.refresh()

@@ -29,6 +29,7 @@ from trio_mcp import (
     DPoPKey,
     ElicitResult,
     EnterpriseManaged,
+    HttpTarget,
     MCPError,
     OAuth,
     OAuthError,
@@ -282,11 +283,10 @@ async def run(url: str, scenario: Scenario, version: str, context: Context) -> N
     async def connect_and_run() -> None:
         nonlocal client
         async with open_client(
-            url,
+            HttpTarget(url, auth=scenario.auth(context) if scenario.auth is not None else None),
             protocol_version=version,
             on_elicit=on_elicit if scenario.on_elicit is not None else None,
             default_timeout=20,
-            auth=scenario.auth(context) if scenario.auth is not None else None,
         ) as connected:
             client = connected
             await scenario.run(connected, context)

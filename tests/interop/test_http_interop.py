@@ -24,7 +24,7 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp import open_client
+from trio_mcp import HttpTarget, open_client
 from trio_mcp._demo import README_TEXT
 
 from ._http_support import ServerProcess, client_driver, start_server
@@ -271,7 +271,7 @@ async def test_a_modern_http_cancel_posts_no_notification(nursery: trio.Nursery)
         server = await start_server(nursery, DEMO_HTTP)
         async with (
             wire.client() as http,
-            open_client(server.url, mode="modern", http_client=http) as client,
+            open_client(HttpTarget(server.url, http_client=http), mode="modern") as client,
         ):
             request_id = client.new_request_id()
             with trio.CancelScope() as scope:
@@ -307,7 +307,7 @@ async def test_our_client_drives_an_official_http_server(
         server = await start_server(nursery, server_command(peer))
         async with (
             wire.client() as http,
-            open_client(server.url, mode=mode, http_client=http) as client,
+            open_client(HttpTarget(server.url, http_client=http), mode=mode) as client,
         ):
             assert client.modern is modern
             assert client.protocol_version == (MODERN if modern else HANDSHAKE)

@@ -31,7 +31,7 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp import MemoryTokenStore, OAuth, TextContent, open_client
+from trio_mcp import HttpTarget, MemoryTokenStore, OAuth, TextContent, open_client
 from trio_mcp.protocol._oauth import parse_www_authenticate
 
 from ..auth._oidc import USERNAME, OidcProvider, drive_login, oidc_provider
@@ -208,7 +208,7 @@ async def test_our_client_signs_in_to_our_demo_and_steps_up(
     else:
         auth = OAuth(store=store, on_authorize=sign_in)
     with trio.fail_after(GUARD):
-        async with open_client(demo.url, auth=auth) as client:
+        async with open_client(HttpTarget(demo.url, auth=auth)) as client:
             assert sorted(tool.name for tool in await client.list_tools()) == SIGNED_IN_TOOLS
             whoami = await client.call_tool("whoami", {})
             assert len(authorizations) == 1

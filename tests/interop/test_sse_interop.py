@@ -19,11 +19,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import trio
 
-from trio_mcp import open_client
+from trio_mcp import HttpTarget, open_client
 from trio_mcp._demo import README_TEXT
 from trio_mcp.transports._sse_client import SseClientTransport
 
@@ -141,7 +142,7 @@ def sse_server_command(peer: str) -> list[str]:
 @pytest.mark.parametrize("transport", ["sse", None])
 @pytest.mark.parametrize(("peer", "scheme"), [("python", "py"), ("typescript", "ts")])
 async def test_our_client_drives_an_official_sse_server(
-    nursery: trio.Nursery, peer: str, scheme: str, transport: str | None
+    nursery: trio.Nursery, peer: str, scheme: str, transport: Literal["sse"] | None
 ) -> None:
     """``transport="sse"`` goes to the GET at once; with none, the Streamable HTTP
     ``initialize`` POST to the stream's URL is refused (405 from Starlette's GET-only route,
@@ -149,7 +150,7 @@ async def test_our_client_drives_an_official_sse_server(
     with trio.fail_after(HANG_GUARD):
         server = await start_server(nursery, sse_server_command(peer))
         url = server.url.removesuffix("/mcp") + "/sse" if peer == "typescript" else server.url
-        async with open_client(url, transport=transport) as client:
+        async with open_client(HttpTarget(url, transport=transport)) as client:
             assert isinstance(client.session.transport, SseClientTransport)
             assert client.protocol_version == HANDSHAKE
             assert client.server_info.name == f"{scheme}-interop-server"

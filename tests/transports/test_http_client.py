@@ -20,6 +20,7 @@ from trio_mcp import (
     Context,
     CreateMessageRequestParams,
     CreateMessageResult,
+    HttpTarget,
     ProtocolError,
     RequestRecord,
     Server,
@@ -254,10 +255,12 @@ async def test_headers_follow_the_negotiated_version_and_session() -> None:
     with trio.fail_after(GUARD):
         async with serving_app(app) as url, httpx.AsyncClient() as http:
             async with open_client(
-                url,
+                HttpTarget(
+                    url,
+                    headers={"Authorization": "Bearer t0k", "Mcp-Session-Id": "mine"},
+                    http_client=http,
+                ),
                 protocol_version="2025-06-18",
-                headers={"Authorization": "Bearer t0k", "Mcp-Session-Id": "mine"},
-                http_client=http,
             ) as client:
                 assert client.protocol_version == "2025-11-25"  # the counter-offer is adopted
                 await client.list_tools()
@@ -456,7 +459,7 @@ async def test_a_lost_request_post_fails_only_that_request() -> None:
         with trio.fail_after(GUARD):
             async with (
                 httpx.AsyncClient(transport=FlakyTransport()) as http,
-                open_client(url, http_client=http) as client,
+                open_client(HttpTarget(url, http_client=http)) as client,
             ):
                 with pytest.raises(ProtocolError) as info:
                     await client.call_tool("echo", {"text": "x"})
@@ -465,7 +468,7 @@ async def test_a_lost_request_post_fails_only_that_request() -> None:
 
 
 async def test_headers_are_only_for_urls() -> None:
-    with pytest.raises(TypeError, match="URL"):
+    with pytest.raises(TypeError, match=r"headers= is an option of an HTTP .*HttpTarget\(url"):
         async with open_client(demo_server(), headers={"a": "b"}):
             pass  # pragma: no cover
 

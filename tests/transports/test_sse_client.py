@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp import ConnectionClosed, Context, ProtocolError, Server, open_client
+from trio_mcp import ConnectionClosed, Context, HttpTarget, ProtocolError, Server, open_client
 from trio_mcp.http import HttpOptions
 from trio_mcp.transports._sse_client import (
     SseClientTransport,
@@ -53,7 +53,7 @@ def test_the_endpoint_is_resolved_against_the_stream_and_must_stay_on_its_origin
 
 async def test_explicit_sse_tools_progress_and_the_handshake_version() -> None:
     async with serving(demo()) as served:
-        async with open_client(served.base + "/sse", transport="sse") as client:
+        async with open_client(HttpTarget(served.base + "/sse", transport="sse")) as client:
             assert isinstance(client.session.transport, SseClientTransport)
             assert client.initialize_result is not None
             assert client.initialize_result.protocol_version == "2025-11-25"
@@ -70,7 +70,7 @@ async def test_explicit_sse_tools_progress_and_the_handshake_version() -> None:
             assert result.content[0].text == "did 3"  # type: ignore[union-attr]
             assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
         async with open_client(
-            served.base + "/sse", transport="sse", protocol_version="2024-11-05"
+            HttpTarget(served.base + "/sse", transport="sse"), protocol_version="2024-11-05"
         ) as client:
             assert client.initialize_result is not None
             assert client.initialize_result.protocol_version == "2024-11-05"
@@ -79,7 +79,10 @@ async def test_explicit_sse_tools_progress_and_the_handshake_version() -> None:
 async def test_a_cancelled_call_stops_the_servers_handler() -> None:
     server = demo()
     park = Park(server)
-    async with serving(server) as served, open_client(served.base + "/sse", transport="sse") as c:
+    async with (
+        serving(server) as served,
+        open_client(HttpTarget(served.base + "/sse", transport="sse")) as c,
+    ):
         with trio.move_on_after(GUARD) as scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(c.call_tool, "park", {})
@@ -102,7 +105,7 @@ async def test_auto_detection_falls_back_to_sse_when_the_post_gets_405() -> None
                 }
         # Not when Streamable HTTP is asked for.
         with pytest.raises(ConnectionClosed, match="transport='sse'"):
-            async with open_client(served.base + "/sse", transport="streamable-http"):
+            async with open_client(HttpTarget(served.base + "/sse", transport="streamable-http")):
                 pass
         # A Streamable HTTP server stays one.
         async with open_client(served.url) as client:
@@ -111,9 +114,11 @@ async def test_auto_detection_falls_back_to_sse_when_the_post_gets_405() -> None
 
 async def test_modern_mode_has_no_sse_transport() -> None:
     with pytest.raises(ValueError, match="no modern era"):
-        async with open_client("http://127.0.0.1:1/sse", transport="sse", mode="modern"):
+        async with open_client(
+            HttpTarget("http://127.0.0.1:1/sse", transport="sse"), mode="modern"
+        ):
             pass
-    with pytest.raises(TypeError, match="URL target"):
+    with pytest.raises(TypeError, match=r"transport= is an option of an HTTP target"):
         async with open_client(demo(), transport="sse"):
             pass
 
@@ -156,7 +161,7 @@ async def test_a_stream_that_names_no_usable_endpoint_fails_saying_why(
 ) -> None:
     async with hypercorn(app) as base:
         with pytest.raises(ConnectionClosed, match=message):
-            async with open_client(base + "/sse", transport="sse"):
+            async with open_client(HttpTarget(base + "/sse", transport="sse")):
                 pass
 
 
@@ -173,7 +178,7 @@ async def test_the_stream_ending_fails_the_calls_in_flight() -> None:
     async with serving(server) as served:
         with pytest.raises(ConnectionClosed):
             async with (
-                open_client(served.base + "/sse", transport="sse") as client,
+                open_client(HttpTarget(served.base + "/sse", transport="sse")) as client,
                 trio.open_nursery() as nursery,
             ):
 
@@ -192,7 +197,7 @@ async def test_a_refused_post_fails_its_request() -> None:
     options = HttpOptions(max_body_bytes=2000)
     async with (
         serving(demo(), options) as served,
-        open_client(served.base + "/sse", transport="sse") as client,
+        open_client(HttpTarget(served.base + "/sse", transport="sse")) as client,
     ):
         with pytest.raises(ProtocolError, match="Payload Too Large"):
             await client.call_tool("add", {"a": 1, "b": 2, "pad": "x" * 4000})

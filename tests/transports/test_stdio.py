@@ -13,7 +13,7 @@ import orjson
 import pytest
 import trio
 
-from trio_mcp import ConnectionClosed, open_client
+from trio_mcp import Command, ConnectionClosed, open_client
 from trio_mcp._session import INPUT_ENDED_MESSAGE
 
 from .._raw_stdio import DEMO, ROOT, SERVERS, raw_child
@@ -24,7 +24,7 @@ GUARD = 60
 
 async def test_our_client_drives_the_demo_over_stdio() -> None:
     with trio.fail_after(GUARD):
-        async with open_client(DEMO, stderr="discard") as client:
+        async with open_client(Command(DEMO, stderr="discard")) as client:
             assert client.server_info.name == "trio-mcp-demo"
             assert {t.name for t in await client.list_tools()} == {"echo", "add", "sleep"}
             echoed = await client.call_tool("echo", {"text": "héllo\nworld"})
@@ -61,7 +61,7 @@ async def test_print_inside_a_tool_does_not_reach_the_protocol_stream() -> None:
     lines: list[str] = []
     with trio.fail_after(GUARD):
         async with open_client(
-            [sys.executable, str(SERVERS / "noisy_server.py")], stderr=lines.append
+            Command([sys.executable, str(SERVERS / "noisy_server.py")], stderr=lines.append)
         ) as client:
             result = await client.call_tool("noisy", {})
             assert result.content[0].text == "quiet result"  # type: ignore[union-attr]
@@ -76,7 +76,7 @@ async def test_stderr_to_a_file(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     with trio.fail_after(GUARD):
         async with open_client(
-            [sys.executable, str(SERVERS / "noisy_server.py")], stderr=log
+            Command([sys.executable, str(SERVERS / "noisy_server.py")], stderr=log)
         ) as client:
             await client.call_tool("noisy", {})
     assert "print() from a tool" in log.read_text()
@@ -85,7 +85,7 @@ async def test_stderr_to_a_file(tmp_path: Path) -> None:
 async def test_a_killed_child_fails_the_pending_call_with_its_exit_status() -> None:
     errors: list[ConnectionClosed] = []
     with trio.fail_after(GUARD):
-        async with open_client(DEMO, stderr="discard") as client:
+        async with open_client(Command(DEMO, stderr="discard")) as client:
             transport: Any = client.session.transport
             started, failed = trio.Event(), trio.Event()
 
@@ -122,11 +122,13 @@ async def test_closing_leaves_no_process_behind(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     with trio.fail_after(GUARD):
         async with open_client(
-            [sys.executable, str(SERVERS / "stubborn_server.py")],
-            env={"STUBBORN_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
-            stderr="discard",
-            close_timeout=0.5,
-            terminate_timeout=0.5,
+            Command(
+                [sys.executable, str(SERVERS / "stubborn_server.py")],
+                env={"STUBBORN_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
+                stderr="discard",
+                close_timeout=0.5,
+                terminate_timeout=0.5,
+            )
         ) as client:
             assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
             child, grandchild = (int(p) for p in pidfile.read_text().split())
@@ -291,9 +293,11 @@ async def test_a_long_stderr_line_is_forwarded_cut_with_bounded_memory() -> None
     try:
         with trio.fail_after(GUARD):
             async with open_client(
-                UNRULY,
-                env={"UNRULY_STDERR_FLOOD": str(flood), "PYTHONPATH": str(ROOT)},
-                stderr=lines.append,
+                Command(
+                    UNRULY,
+                    env={"UNRULY_STDERR_FLOOD": str(flood), "PYTHONPATH": str(ROOT)},
+                    stderr=lines.append,
+                )
             ) as client:
                 assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
         peak = tracemalloc.get_traced_memory()[1]
@@ -311,7 +315,9 @@ async def test_a_reply_over_the_line_limit_fails_its_call_and_the_session_goes_o
     from trio_mcp import ProtocolError
 
     with trio.fail_after(GUARD):
-        async with open_client(UNRULY, env={"PYTHONPATH": str(ROOT)}, stderr="discard") as client:
+        async with open_client(
+            Command(UNRULY, env={"PYTHONPATH": str(ROOT)}, stderr="discard")
+        ) as client:
             with pytest.raises(ProtocolError) as failed:
                 await client.call_tool("big", {"size": 5 * 1024 * 1024})
             assert failed.value.code == -32600
@@ -443,9 +449,11 @@ async def test_closing_kills_a_grandchild_that_left_the_process_group(tmp_path: 
     try:
         with trio.fail_after(GUARD):
             async with open_client(
-                UNRULY,
-                env={"UNRULY_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
-                stderr="discard",
+                Command(
+                    UNRULY,
+                    env={"UNRULY_PIDFILE": str(pidfile), "PYTHONPATH": str(ROOT)},
+                    stderr="discard",
+                )
             ) as client:
                 assert (await client.call_tool("hello", {})).content[0].text == "hi"  # type: ignore[union-attr]
                 grandchild = int(pidfile.read_text())

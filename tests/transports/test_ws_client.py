@@ -14,7 +14,15 @@ import pytest
 import trio
 from trio_websocket import WebSocketRequest, serve_websocket
 
-from trio_mcp import Auth, ConnectionClosed, Principal, Server, StaticTokenVerifier, open_client
+from trio_mcp import (
+    Auth,
+    ConnectionClosed,
+    Principal,
+    Server,
+    StaticTokenVerifier,
+    WebSocketTarget,
+    open_client,
+)
 from trio_mcp._demo import demo_server
 from trio_mcp.http import HttpOptions
 from trio_mcp.server import Context
@@ -88,7 +96,7 @@ async def test_headers_carry_a_bearer_token_and_a_refusal_names_its_reason() -> 
 
     async with serving(server) as served:
         token = {"Authorization": "Bearer alice-token-0123456789"}
-        async with open_client(ws_url(served), headers=token) as client:
+        async with open_client(WebSocketTarget(ws_url(served), headers=token)) as client:
             assert text_of(await client.call_tool("whoami", {})) == "alice"
         with pytest.raises(ConnectionClosed, match="refused: HTTP 401"):
             async with open_client(ws_url(served)):

@@ -15,7 +15,7 @@ from ._client import (
     open_client,
 )
 from ._oauth_errors import OAuthError
-from ._target import Servable, Target
+from ._target import Command, HttpTarget, Servable, Target, WebSocketTarget
 from ._tasks import ToolTask
 from ._tokens import (
     ClientRegistration,
@@ -52,6 +52,7 @@ _LAZY = {
             "EnterpriseManaged",
             "Grant",
             "GrantRequest",
+            "HttpTarget",
             "WorkloadIdentity",
         ),
         "trio_mcp.client._grants",
@@ -74,6 +75,7 @@ __all__ = [
     "ClientAuth",
     "ClientCredentials",
     "ClientRegistration",
+    "Command",
     "DPoPKey",
     "DPoPSigner",
     "DiscoverInfo",
@@ -81,6 +83,7 @@ __all__ = [
     "FileTokenStore",
     "Grant",
     "GrantRequest",
+    "HttpTarget",
     "InitializeError",
     "MemoryTokenStore",
     "OAuth",
@@ -94,6 +97,7 @@ __all__ = [
     "TokenSet",
     "TokenStore",
     "ToolTask",
+    "WebSocketTarget",
     "WorkloadIdentity",
     "open_client",
 ]

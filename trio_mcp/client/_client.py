@@ -12,10 +12,9 @@ import functools
 import logging
 import math
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import attrs
 import trio
@@ -25,7 +24,6 @@ from .._session import InFlight, ProgressCallback, Route, Session
 from .._version import __version__
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._errors import ConnectionClosed, MCPError, ProtocolError, RequestTimeout
-from ..protocol._framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -79,15 +77,21 @@ from ..protocol._versions import (
     check_pin,
 )
 from ..transports._memory import memory_transport_pair
-from ..transports._stdio import StderrTarget, open_process_transport
+from ..transports._stdio import open_process_transport
 from ..transports._transport import Transport
-from ..transports._ws_client import is_ws_url, open_ws_transport
+from ..transports._ws_client import open_ws_transport
 from ._cache import ResultCache, invalidates
-from ._target import Servable, Target
+from ._target import (
+    Command,
+    HttpTarget,
+    MovedOptions,
+    Resolved,
+    Servable,
+    Target,
+    WebSocketTarget,
+    resolve_target,
+)
 from ._tasks import ToolTask
-
-if TYPE_CHECKING:
-    import httpx
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -958,8 +962,7 @@ def resolve_mode(mode: str | None, protocol_version: str | None) -> tuple[str, s
     return "legacy", check_pin(protocol_version)
 
 
-@asynccontextmanager
-async def open_client(
+def open_client(
     target: Target,
     *,
     client_info: Implementation | None = None,
@@ -975,80 +978,76 @@ async def open_client(
     default_timeout: float | None = None,
     tasks: bool = True,
     initialize_timeout: float | None = 60.0,
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-    stderr: StderrTarget = "inherit",
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    close_timeout: float = 2.0,
-    terminate_timeout: float = 2.0,
-    headers: Mapping[str, str] | None = None,
-    http_client: httpx.AsyncClient | None = None,
-    auth: httpx.Auth | None = None,
-    transport: str | None = None,
-) -> AsyncIterator[Client]:
-    """Connect to ``target`` and perform the handshake.
+    **moved: Unpack[MovedOptions],
+) -> AbstractAsyncContextManager[Client]:
+    """Connect to ``target`` and perform the handshake: ``async with open_client(...) as c``.
 
     ``target`` is one of:
 
     - a :class:`~trio_mcp.Server`, or anything else with its ``serve_transport``
       (:class:`Servable`): served in memory, inside this context;
-    - a command (a sequence of the program and its arguments, or a program alone as a
-      string): spawned as a child process in its own process group and spoken to over stdio
-      (``env`` adds to the environment, ``cwd``, ``stderr`` is ``"inherit"``, ``"discard"``, a
-      path or file, or a callable given each line). On exit its stdin is closed, then it is
-      sent SIGTERM after ``close_timeout``, then SIGKILL after ``terminate_timeout``; its
-      process group goes with it (and, on Linux, descendants that left the group);
-    - an ``http://`` or ``https://`` URL: Streamable HTTP. ``headers`` are sent with every
-      HTTP request; ``http_client`` is an ``httpx.AsyncClient`` to reuse (left open). On exit
-      the session is ended with a DELETE bounded by ``close_timeout``. If the server forgets
-      the session (HTTP 404), a new one is started and safe requests are repeated; others
-      fail with ``ProtocolError`` code ``SESSION_EXPIRED`` ("Session expired: ..."). ``auth``
-      authorizes every request: :class:`~trio_mcp.client.OAuth` runs the MCP authorization
-      flow (a failure raises its ``OAuthError``). A server that answers the ``initialize``
-      POST as a 2024-11-05 one does (HTTP 400, 404 or 405) is reached over the HTTP+SSE
-      transport instead, with a GET of the same URL; ``transport="sse"`` goes there at once
-      (the URL of its event stream, say ``http://host/sse``), ``"streamable-http"`` never;
-    - a ``ws://`` or ``wss://`` URL: WebSocket (subprotocol ``mcp``, needs the ``websocket``
-      extra); ``headers`` go on the upgrade request;
+    - a :class:`Command` (or, with its defaults, a program alone as a string, or a list of the
+      program and its arguments): spawned as a child process in its own process group and
+      spoken to over stdio;
+    - an :class:`HttpTarget` (or an ``http(s)://`` URL): Streamable HTTP, falling back to
+      HTTP+SSE for a 2024-11-05 server. If the server forgets the session (HTTP 404), a new
+      one is started and safe requests are repeated; others fail with ``ProtocolError`` code
+      ``SESSION_EXPIRED``;
+    - a :class:`WebSocketTarget` (or a ``ws(s)://`` URL): WebSocket;
     - a :class:`~trio_mcp.lowlevel.Transport` (its ``close()``, if it has one, is called on
       exit).
+
+    The settings of a transport live with its target (``Command(argv, env=..., cwd=...)``,
+    ``HttpTarget(url, headers=..., auth=...)``); those keywords given here with a string or
+    list target still work, with a ``DeprecationWarning``, and are a ``TypeError`` naming
+    their home anywhere else.
 
     ``tasks`` (on by default) declares the tasks extension on modern ``tools/call`` requests,
     so a server may answer one with a task; ``call_tool`` then polls it to its end, so its
     callers see an ordinary call (see ``Client.call_tool_task`` for the task itself).
     """
-    mode, version = resolve_mode(mode, protocol_version)
-    dispatcher = ClientDispatcher(
-        on_sample=on_sample,
-        on_elicit=on_elicit,
-        roots=roots,
-        on_log=on_log,
-        on_notification=on_notification,
+    # Read here, not on entry: a deprecated spelling is reported at the caller's line.
+    resolved = resolve_target(target, moved)
+    return _open_client(
+        resolved,
+        client_info=client_info or DEFAULT_CLIENT_INFO,
+        modes=(mode, protocol_version, initialize_timeout, probe_timeout),
+        default_timeout=default_timeout,
+        tasks=tasks,
+        cache=cache,
+        dispatcher=ClientDispatcher(
+            on_sample=on_sample,
+            on_elicit=on_elicit,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+        ),
     )
+
+
+@asynccontextmanager
+async def _open_client(
+    target: Resolved,
+    *,
+    client_info: Implementation,
+    modes: tuple[str | None, str | None, float | None, float],
+    default_timeout: float | None,
+    tasks: bool,
+    cache: bool,
+    dispatcher: ClientDispatcher,
+) -> AsyncIterator[Client]:
+    wanted, protocol_version, initialize_timeout, probe_timeout = modes
+    mode, version = resolve_mode(wanted, protocol_version)
     if cache:
         dispatcher.cache = ResultCache()
-    process_options: dict[str, Any] = {
-        "env": env,
-        "cwd": cwd,
-        "stderr": stderr,
-        "max_line_bytes": max_line_bytes,
-        "close_timeout": close_timeout,
-        "terminate_timeout": terminate_timeout,
-    }
-    http_options: dict[str, Any] = {"headers": headers, "http_client": http_client, "auth": auth}
-    if transport not in TRANSPORTS:
-        raise ValueError(f"transport must be one of {', '.join(map(str, TRANSPORTS))}")
-    if transport is not None and not _is_url(target):
-        raise TypeError("transport= applies only to an http(s) URL target")
+    transport = target.transport if isinstance(target, HttpTarget) else None
     if transport == "sse" and mode == "modern":
         raise ValueError("the HTTP+SSE transport has no modern era: it speaks the handshake")
     connect = functools.partial(
         _connected,
         target,
         dispatcher,
-        process_options,
-        http_options,
-        client_info=client_info or DEFAULT_CLIENT_INFO,
+        client_info=client_info,
         default_timeout=default_timeout,
         tasks=tasks,
         connect=(mode, version, initialize_timeout, probe_timeout),
@@ -1077,9 +1076,6 @@ async def open_client(
             yield client
 
 
-#: ``open_client(transport=...)`` for a URL: None detects (Streamable HTTP, falling back to
-#: HTTP+SSE when the server answers as a 2024-11-05 one), or either of them alone.
-TRANSPORTS = (None, "streamable-http", "sse")
 #: The HTTP statuses of a POST ``initialize`` that say "an HTTP+SSE server" (the spec's list).
 LEGACY_STATUSES = (400, 404, 405)
 
@@ -1090,10 +1086,8 @@ class _LegacyHttp(Exception):
 
 @asynccontextmanager
 async def _connected(
-    target: Target,
+    target: Resolved,
     dispatcher: ClientDispatcher,
-    process_options: dict[str, Any],
-    http_options: dict[str, Any],
     kind: str,
     *,
     client_info: Implementation,
@@ -1106,9 +1100,7 @@ async def _connected(
     try:
         async with trio.open_nursery() as nursery:
             try:
-                async with _connect(
-                    target, nursery, process_options, http_options, kind=kind
-                ) as transport:
+                async with _connect(target, nursery, kind=kind) as transport:
                     session = Session(transport, dispatcher)
                     await nursery.start(session.run)
                     client = Client(
@@ -1140,55 +1132,42 @@ async def _connected(
         raise
 
 
-def _is_url(target: Target) -> bool:
-    return isinstance(target, str) and target.lower().startswith(("http://", "https://"))
-
-
 @asynccontextmanager
 async def _connect(
-    target: Target,
-    nursery: trio.Nursery,
-    process_options: dict[str, Any],
-    http_options: dict[str, Any] | None = None,
-    *,
-    kind: str = "streamable-http",
+    target: Resolved, nursery: trio.Nursery, *, kind: str = "streamable-http"
 ) -> AsyncIterator[Transport]:
-    http_options = {k: v for k, v in (http_options or {}).items() if v is not None}
-    if isinstance(target, str) and is_ws_url(target):
-        if set(http_options) - {"headers"}:
-            raise TypeError(
-                "http_client= and auth= apply to an http(s) URL; a ws(s) URL takes headers= "
-                "(an Authorization header, say)"
-            )
+    """The transport of ``target``, open for the duration of the block."""
+    if isinstance(target, WebSocketTarget):
         async with open_ws_transport(
-            target,
-            headers=http_options.get("headers"),
-            close_timeout=process_options.get("close_timeout", 2.0),
+            target.url, headers=target.headers, close_timeout=target.close_timeout
         ) as ws_transport:
             yield ws_transport
-        return
-    if http_options and not _is_url(target):
-        raise TypeError("headers=, http_client= and auth= apply only to an http(s) URL target")
-    if isinstance(target, str) and _is_url(target) and kind == "sse":
+    elif isinstance(target, HttpTarget):
+        from ..transports._http_client import open_http_transport
         from ..transports._sse_client import open_sse_transport
 
-        async with open_sse_transport(
-            target,
+        opener = open_sse_transport if kind == "sse" else open_http_transport
+        async with opener(
+            target.url,
             nursery,
-            close_timeout=process_options.get("close_timeout", 2.0),
-            **http_options,
-        ) as sse_transport:
-            yield sse_transport
-    elif isinstance(target, str) and _is_url(target):
-        from ..transports._http_client import open_http_transport
-
-        async with open_http_transport(
-            target,
-            nursery,
-            close_timeout=process_options.get("close_timeout", 2.0),
-            **http_options,
+            headers=target.headers,
+            http_client=target.http_client,
+            auth=target.auth,
+            close_timeout=target.close_timeout,
         ) as http_transport:
             yield http_transport
+    elif isinstance(target, Command):
+        async with open_process_transport(
+            target.argv,
+            nursery,
+            env=target.env,
+            cwd=target.cwd,
+            stderr=target.stderr,
+            max_line_bytes=target.max_line_bytes,
+            close_timeout=target.close_timeout,
+            terminate_timeout=target.terminate_timeout,
+        ) as process_transport:
+            yield process_transport
     elif isinstance(target, Servable):
         ours, theirs = memory_transport_pair()
         nursery.start_soon(target.serve_transport, theirs)
@@ -1203,14 +1182,9 @@ async def _connect(
             close = getattr(target, "close", None)
             if callable(close):
                 close()
-    elif isinstance(target, str) or (
-        isinstance(target, Sequence) and all(isinstance(a, str) for a in target)
-    ):
-        command = [target] if isinstance(target, str) else list(target)
-        async with open_process_transport(command, nursery, **process_options) as transport:
-            yield transport
     else:
         raise TypeError(
             f"cannot connect to {target!r}: expected a Server (anything with serve_transport), "
-            "a command, an http(s) URL or a transport (see trio_mcp.lowlevel.BaseTransport)"
+            "a Command, an HttpTarget, a WebSocketTarget or a transport (see "
+            "trio_mcp.lowlevel.BaseTransport)"
         )

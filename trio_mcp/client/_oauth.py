@@ -1,8 +1,8 @@
 """OAuth for MCP clients: an ``httpx.Auth`` that runs the whole authorization flow on Trio.
 
-``open_client(url, auth=OAuth(...))`` sends every HTTP request of the connection through
-:meth:`OAuth.async_auth_flow`. A request goes out with the stored access token (refreshed
-first when it is about to expire). On a 401 the flow starts, in this order (MCP
+``open_client(HttpTarget(url, auth=OAuth(...)))`` sends every HTTP request of the connection
+through :meth:`OAuth.async_auth_flow`. A request goes out with the stored access token
+(refreshed first when it is about to expire). On a 401 the flow starts, in this order (MCP
 "Authorization", 2025-11-25 and 2026-07-28):
 
 1. discovery: the Protected Resource Metadata (RFC 9728) at the challenge's
@@ -163,7 +163,7 @@ class _Server:
 
 
 class OAuth(httpx.Auth):
-    """The MCP authorization flow, as an ``httpx.Auth`` for ``open_client(url, auth=...)``.
+    """The MCP authorization flow, as an ``httpx.Auth`` for ``HttpTarget(url, auth=...)``.
 
     - ``store``: where tokens and registrations live (default: in memory);
     - ``client_id``/``client_secret``/``token_endpoint_auth_method``: pre-registered
