@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from trio_mcp import (
+    Command,
     Completion,
     Context,
     ElicitResult,
@@ -192,7 +193,7 @@ async def test_a_downstream_cancel_cancels_the_upstream_call_on_the_wire() -> No
 
 
 async def test_an_upstream_that_dies_is_a_clear_error_and_the_next_call_reconnects() -> None:
-    async with open_client(proxy(MORTAL, stderr="discard")) as client:
+    async with open_client(proxy(Command(MORTAL, stderr="discard"))) as client:
         first = text(await client.call_tool("echo", {"text": "a"}))
         with pytest.raises(ProtocolError) as died:
             await client.call_tool("die")
@@ -203,7 +204,7 @@ async def test_an_upstream_that_dies_is_a_clear_error_and_the_next_call_reconnec
 
 
 async def test_an_upstream_that_cannot_start_refuses_the_handshake_clearly() -> None:
-    front = proxy(["/nonexistent/mcp-server"], name="front", stderr="discard")
+    front = proxy(Command(["/nonexistent/mcp-server"], stderr="discard"), name="front")
     with pytest.raises(ProtocolError) as refused:
         async with open_client(front):
             pass  # pragma: no cover
@@ -252,7 +253,7 @@ async def test_trio_mcp_proxy_serves_a_proxy_of_a_command() -> None:
     """``trio-mcp proxy TARGET`` (stdio here): a host spawns it like any server."""
     upstream = " ".join(MORTAL)
     command = [sys.executable, "-m", "trio_mcp", "proxy", upstream]
-    async with open_client(command, stderr="discard") as client:
+    async with open_client(Command(command, stderr="discard")) as client:
         assert client.server_info.name == f"proxy of {upstream}"
         assert [t.name for t in await client.list_tools()] == ["echo", "die"]
         assert text(await client.call_tool("echo", {"text": "hop"})).startswith("hop (pid")

@@ -39,7 +39,7 @@ import trio
 from ._exception_groups import single_error
 from ._session import InFlight
 from .client._client import Client, open_client
-from .client._target import Target
+from .client._target import Command, HttpTarget, Target, WebSocketTarget
 from .protocol._errors import ConnectionClosed, ProtocolError
 from .protocol._jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, JSONObject
 from .protocol._types import LoggingMessageNotificationParams, to_wire
@@ -73,11 +73,12 @@ def proxy(
 ) -> Server:
     """A server that fronts ``target``: serve it on any transport, or mount it in another.
 
-    ``target`` is what :func:`~trio_mcp.open_client` takes: a command (a stdio child), an
-    ``http(s)://`` URL, or a :class:`~trio_mcp.Server` (in memory). ``client_options`` are
-    ``open_client``'s keywords for the upstream side (``mode``, ``protocol_version``, ``env``,
-    ``cwd``, ``stderr``, ``headers``, ``auth``, ...), except the callbacks, which the proxy
-    sets to forward to the downstream client. The upstream's tasks (SEP-2663) are not used:
+    ``target`` is what :func:`~trio_mcp.open_client` takes: a command (a stdio child; a
+    :class:`~trio_mcp.Command` carries its ``env``, ``cwd`` and ``stderr``), an ``http(s)://``
+    URL (an :class:`~trio_mcp.HttpTarget` carries its ``headers`` and ``auth``), or a
+    :class:`~trio_mcp.Server` (in memory). ``client_options`` are ``open_client``'s keywords
+    for the upstream side (``mode``, ``protocol_version``, ...), except the callbacks, which the
+    proxy sets to forward to the downstream client. The upstream's tasks (SEP-2663) are not used:
     a task-capable upstream tool answers the proxy as an ordinary call.
 
     >>> front = proxy(["python", "server.py"], name="front")
@@ -99,6 +100,8 @@ def _describe(target: Target) -> str:
         return f"proxy of {target}"
     if isinstance(target, list | tuple):
         return f"proxy of {' '.join(target)}"
+    if isinstance(target, Command | HttpTarget | WebSocketTarget):
+        return f"proxy of {target}"
     return "proxy"
 
 
