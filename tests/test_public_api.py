@@ -8,6 +8,7 @@ import builtins
 import functools
 import importlib.metadata
 import inspect
+import re
 import subprocess
 import sys
 import tomllib
@@ -114,8 +115,64 @@ def _met_by_users(obj: object) -> Iterator[tuple[str, type]]:
                 yield f"{obj.__name__}.{field.name}", cls
 
 
+#: The public modules: each has an ``__all__``, and docs/api.md lists exactly its names.
+PUBLIC_MODULES = (
+    "trio_mcp",
+    "trio_mcp.protocol",
+    "trio_mcp.server",
+    "trio_mcp.client",
+    "trio_mcp.http",
+    "trio_mcp.auth",
+    "trio_mcp.redis",
+    "trio_mcp.middleware",
+    "trio_mcp.lowlevel",
+    "trio_mcp.transports",
+    "trio_mcp.testing",
+)
+API_PAGE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+
+
+def _listed_on_the_api_page() -> dict[str, list[str]]:
+    """Each ``## `module` `` section's ``Names:`` paragraph, as a list of names."""
+    listed: dict[str, list[str]] = {}
+    module = None
+    for paragraph in API_PAGE.read_text().split("\n\n"):
+        if paragraph.startswith("## `"):
+            module = paragraph.strip().removeprefix("## `").removesuffix("`")
+        elif paragraph.startswith("Names:") and module is not None:
+            listed[module] = re.findall(r"`(\w+)`", paragraph)
+    return listed
+
+
+def test_the_api_page_lists_exactly_each_public_modules_names() -> None:
+    listed = _listed_on_the_api_page()
+    assert sorted(listed) == sorted(PUBLIC_MODULES), "a public module without a section, or back"
+    for name in PUBLIC_MODULES:
+        exported = importlib.import_module(name).__all__
+        missing = sorted(set(exported) - set(listed[name]))
+        extra = sorted(set(listed[name]) - set(exported))
+        assert not missing and not extra, (
+            f"{name}: not on docs/api.md {missing}, not exported {extra}"
+        )
+
+
+def test_the_api_page_check_sees_a_missing_name(tmp_path: Path, monkeypatch: Any) -> None:
+    page = tmp_path / "api.md"
+    page.write_text("## `trio_mcp.auth`\n\nVerifiers.\n\nNames: `JWTVerifier`.\n")
+    monkeypatch.setattr(sys.modules[__name__], "API_PAGE", page)
+    assert _listed_on_the_api_page() == {"trio_mcp.auth": ["JWTVerifier"]}
+
+
+def test_the_protocols_codes_left_the_root_and_are_still_found_there_with_a_warning() -> None:
+    assert "INVALID_PARAMS" not in trio_mcp.__all__ and "to_wire" not in trio_mcp.__all__
+    with pytest.warns(DeprecationWarning, match=r"trio_mcp\.protocol\.INVALID_PARAMS"):
+        assert trio_mcp.INVALID_PARAMS == trio_mcp.protocol.INVALID_PARAMS  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match=r"trio_mcp\.protocol\.to_wire"):
+        assert trio_mcp.to_wire is trio_mcp.protocol.to_wire  # type: ignore[attr-defined]
+
+
 def test_every_name_in_the_public_modules_resolves() -> None:
-    for module in [trio_mcp, trio_mcp.lowlevel, trio_mcp.protocol, trio_mcp.middleware]:
+    for module in map(importlib.import_module, PUBLIC_MODULES):
         assert len(set(module.__all__)) == len(module.__all__)
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{module.__name__}.{name}"
@@ -136,13 +193,15 @@ def test_nothing_of_the_engine_is_in_the_root() -> None:
 
 def test_the_root_exports_every_type_its_public_methods_return() -> None:
     """Closed over the exports: what an exported class returns must itself be exported. The
-    engine's hooks (``Context.connection``, say) are reached through ``trio_mcp.lowlevel``."""
+    engine's hooks (``Context.connection``, say) are reached through ``trio_mcp.lowlevel``, the
+    wire types (``TaskRecord.state``, a ``TaskState``) through ``trio_mcp.protocol``."""
     root = _exported(trio_mcp)
     lowlevel = _exported(trio_mcp.lowlevel)
+    protocol = _exported(trio_mcp.protocol)  # the wire types a user meets but seldom names
     missing: list[str] = []
     for name in trio_mcp.__all__:
         for where, cls in _met_by_users(getattr(trio_mcp, name)):
-            if id(cls) not in root and id(cls) not in lowlevel:
+            if id(cls) not in root and id(cls) not in lowlevel and id(cls) not in protocol:
                 missing.append(f"{where} -> {cls.__module__}.{cls.__qualname__}")
     assert not missing, "not importable from trio_mcp:\n" + "\n".join(sorted(set(missing)))
 
@@ -163,9 +222,7 @@ def test_the_walk_finds_what_a_method_returns() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "module", ["trio_mcp.protocol", "trio_mcp.client", "trio_mcp.server", "trio_mcp.middleware"]
-)
+@pytest.mark.parametrize("module", PUBLIC_MODULES[1:])
 def test_a_name_the_root_shares_with_a_public_package_is_the_same_object(module: str) -> None:
     public = importlib.import_module(module)
     for name in set(trio_mcp.__all__) & set(public.__all__):

@@ -8,8 +8,10 @@ protocol core in :mod:`trio_mcp.protocol`.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING
 
+from . import protocol
 from ._proxy import proxy
 from ._version import __version__ as __version__
 from .client import (
@@ -34,24 +36,6 @@ from .client import (
     open_client,
 )
 from .protocol import (
-    HANDSHAKE_VERSIONS,
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LATEST_HANDSHAKE_VERSION,
-    LATEST_MODERN_VERSION,
-    LOGGING_LEVELS,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    MODERN_VERSIONS,
-    NO_DATA,
-    PARSE_ERROR,
-    RATE_LIMITED,
-    RESOURCE_NOT_FOUND,
-    SESSION_EXPIRED,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    URL_ELICITATION_REQUIRED,
     Annotations,
     AudioContent,
     BlobResourceContents,
@@ -68,8 +52,6 @@ from .protocol import (
     ElicitRequestURLParams,
     ElicitResult,
     EmbeddedResource,
-    Era,
-    ErrorObject,
     GetPromptResult,
     Icon,
     ImageContent,
@@ -91,7 +73,6 @@ from .protocol import (
     ProtocolError,
     ReadResourceResult,
     RequestCancelled,
-    RequestId,
     RequestTimeout,
     Resource,
     ResourceLink,
@@ -100,7 +81,6 @@ from .protocol import (
     Root,
     SamplingMessage,
     ServerCapabilities,
-    TaskState,
     TextContent,
     TextResourceContents,
     Tool,
@@ -109,8 +89,6 @@ from .protocol import (
     ToolExecution,
     ToolResultContent,
     ToolUseContent,
-    from_wire,
-    to_wire,
 )
 from .server import (
     Auth,
@@ -209,9 +187,49 @@ _LAZY = {
 }
 
 
+#: Names of the protocol that the root exported until 0.1 and that live in ``trio_mcp.protocol``
+#: (its error codes and wire types): still found here, with a warning, for one release.
+_MOVED_TO_PROTOCOL = frozenset(
+    {
+        "HEADER_MISMATCH",
+        "INTERNAL_ERROR",
+        "INVALID_PARAMS",
+        "INVALID_REQUEST",
+        "METHOD_NOT_FOUND",
+        "MISSING_REQUIRED_CLIENT_CAPABILITY",
+        "PARSE_ERROR",
+        "RATE_LIMITED",
+        "RESOURCE_NOT_FOUND",
+        "SESSION_EXPIRED",
+        "UNSUPPORTED_PROTOCOL_VERSION",
+        "URL_ELICITATION_REQUIRED",
+        "NO_DATA",
+        "ErrorObject",
+        "RequestId",
+        "Era",
+        "HANDSHAKE_VERSIONS",
+        "MODERN_VERSIONS",
+        "LATEST_HANDSHAKE_VERSION",
+        "LATEST_MODERN_VERSION",
+        "LOGGING_LEVELS",
+        "from_wire",
+        "to_wire",
+        "TaskState",
+    }
+)
+
+
 if not TYPE_CHECKING:  # type checkers see the imports above, and no other name
 
     def __getattr__(name: str) -> object:
+        if name in _MOVED_TO_PROTOCOL:
+            warnings.warn(
+                f"trio_mcp.{name} is trio_mcp.protocol.{name}: the root keeps what a server or "
+                "client author uses, the protocol's codes and wire types stay in trio_mcp.protocol",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(protocol, name)
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -221,24 +239,6 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no other name
 
 
 __all__ = [
-    "HANDSHAKE_VERSIONS",
-    "HEADER_MISMATCH",
-    "INTERNAL_ERROR",
-    "INVALID_PARAMS",
-    "INVALID_REQUEST",
-    "LATEST_HANDSHAKE_VERSION",
-    "LATEST_MODERN_VERSION",
-    "LOGGING_LEVELS",
-    "METHOD_NOT_FOUND",
-    "MISSING_REQUIRED_CLIENT_CAPABILITY",
-    "MODERN_VERSIONS",
-    "NO_DATA",
-    "PARSE_ERROR",
-    "RATE_LIMITED",
-    "RESOURCE_NOT_FOUND",
-    "SESSION_EXPIRED",
-    "UNSUPPORTED_PROTOCOL_VERSION",
-    "URL_ELICITATION_REQUIRED",
     "Annotations",
     "AudioContent",
     "Auth",
@@ -269,8 +269,6 @@ __all__ = [
     "Elicited",
     "EmbeddedResource",
     "EnterpriseManaged",
-    "Era",
-    "ErrorObject",
     "EventStore",
     "EventStoreUnavailable",
     "FileTokenStore",
@@ -327,7 +325,6 @@ __all__ = [
     "RelayUnavailable",
     "Replay",
     "RequestCancelled",
-    "RequestId",
     "RequestOptions",
     "RequestRecord",
     "RequestTimeout",
@@ -350,7 +347,6 @@ __all__ = [
     "StreamMeta",
     "Subscription",
     "TaskRecord",
-    "TaskState",
     "TaskStore",
     "TaskStoreUnavailable",
     "TextContent",
@@ -369,9 +365,7 @@ __all__ = [
     "VerifierUnavailable",
     "WebSocketTarget",
     "WorkloadIdentity",
-    "from_wire",
     "open_client",
     "proxy",
     "serve_http",
-    "to_wire",
 ]

@@ -15,7 +15,6 @@ from trio_mcp import (
     Context,
     CreateMessageResult,
     ElicitResult,
-    Era,
     InitializeError,
     MCPError,
     ProtocolError,
@@ -25,6 +24,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._exception_groups import collapse_exception_groups
+from trio_mcp.protocol import Era
 from trio_mcp.transports import memory_transport_pair
 
 from ..wire import WirePeer

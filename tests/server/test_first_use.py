@@ -14,7 +14,6 @@ import pytest
 import trio
 
 from trio_mcp import (
-    RESOURCE_NOT_FOUND,
     CallToolResult,
     Context,
     CreateMessageRequestParams,
@@ -29,8 +28,8 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
     open_client,
-    to_wire,
 )
+from trio_mcp.protocol import RESOURCE_NOT_FOUND, to_wire
 from trio_mcp.transports import LineTransport
 
 INVALID_PARAMS = -32602

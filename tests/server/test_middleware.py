@@ -12,16 +12,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from trio_mcp import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    Context,
-    MiddlewareContext,
-    ProtocolError,
-    Server,
-    ToolError,
-    open_client,
-)
+from trio_mcp import Context, MiddlewareContext, ProtocolError, Server, ToolError, open_client
 from trio_mcp.middleware import (
     RATE_LIMITED,
     CallNext,
@@ -31,6 +22,7 @@ from trio_mcp.middleware import (
     ResponseCacheMiddleware,
     TimingMiddleware,
 )
+from trio_mcp.protocol import INTERNAL_ERROR, INVALID_PARAMS
 
 from .._http import serving
 from ..wire import wire_to

@@ -43,9 +43,9 @@ from trio_mcp import (
     TextResourceContents,
     ToolError,
     open_client,
-    to_wire,
 )
 from trio_mcp.lowlevel import memory_transport_pair
+from trio_mcp.protocol import to_wire
 from trio_mcp.protocol._types import ListToolsResult
 
 from ..wire import WirePeer, wire_to

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trio_mcp import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from trio_mcp import ProtocolError
+from trio_mcp.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from trio_mcp.protocol._types import LOGGING_LEVELS, ClientCapabilities, Implementation
 from trio_mcp.protocol._versions import Era
 from trio_mcp.server._state import ConnectionState
