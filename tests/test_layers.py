@@ -33,6 +33,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"auth": ("auth/",)},
     # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.
     {"http": ("http/",)},
+    # What a second worker needs of the HTTP app: sessions served by any worker of a fleet.
+    {"scaleout": ("scaleout/",)},
     # The only importer of the Redis client: the stores and the bus of the rooms below it.
     {"redis": ("redis/",)},
     {"entry points": ()},
@@ -42,6 +44,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
 #: module -> the binding's modules it may name.
 CONVENIENCES = {
     "trio_mcp/server/_server.py": {"trio_mcp/http/_binding.py", "trio_mcp/http/__init__.py"},
+    # An app whose options name a store or a relay that workers share builds its fleet.
+    "trio_mcp/http/_app.py": {"trio_mcp/scaleout/__init__.py"},
 }
 #: What importing the ``Server`` module alone must not load: the bindings and their libraries.
 NOT_LOADED_BY_SERVER = (
