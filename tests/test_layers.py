@@ -473,6 +473,24 @@ def test_the_server_module_alone_loads_no_binding() -> None:
     assert not wrong, f"importing the Server module loaded {wrong}"
 
 
+def test_a_single_process_app_loads_no_scale_out_code() -> None:
+    """An HTTP app with no store or relay that workers share holds no fleet, and the scaleout
+    room is never imported; one that names a session store builds its fleet from it."""
+    code = (
+        "import sys\nfrom trio_mcp import Server\nfrom trio_mcp.http import McpHttpApp\n"
+        "app = Server('x').http_app()\n"
+        "print(app.fleet is None, 'trio_mcp.scaleout' in sys.modules)\n"
+        "from trio_mcp.http import HttpOptions, MemorySessionStore\n"
+        "app = McpHttpApp(Server('x'), HttpOptions(session_store=MemorySessionStore(), "
+        "node_id='a'))\n"
+        "print(type(app.fleet).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["True", "False", "SharedFleet"]
+
+
 def test_protocol_imports_only_itself_the_standard_library_and_its_listed_dependencies() -> None:
     problems = protocol_violations()
     rule = f"allowed: {sorted(PROTOCOL_MAY_IMPORT)}, never {sorted(NO_IO)}"
