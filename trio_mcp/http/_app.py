@@ -164,7 +164,9 @@ class HttpSession(RegisteredSession, BaseSender):
         # Stream keys of a replica name its node, and a random part: its streams never share
         # a name in a shared event store with those of the session's other copies, nor with
         # those of an earlier replica on this node.
-        self._key_prefix = f"{app.options.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        self._key_prefix = (
+            f"{app.options.scale_out.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        )
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
@@ -259,7 +261,7 @@ class HttpSession(RegisteredSession, BaseSender):
             self.standalone.push(data)
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
-        limit = self.app.options.max_requests_per_session
+        limit = self.app.options.limits.max_requests_per_session
         if self.kind is SessionKind.SESSION and len(self.request_streams) >= limit:
             raise HttpError(
                 429,
@@ -392,7 +394,9 @@ class McpHttpApp:
         self.server = server
         self.options = options or HttpOptions()
         self.store: EventStore = (
-            self.options.event_store if self.options.event_store is not None else MemoryEventStore()
+            self.options.scale_out.event_store
+            if self.options.scale_out.event_store is not None
+            else MemoryEventStore()
         )
         options = self.options
         #: Every session of every transport: the caps, the idle expiry, the drain, and whether
@@ -404,9 +408,9 @@ class McpHttpApp:
         #: The one task that writes every stream's events to the store, in order.
         self.writer = EventWriter(
             self.store,
-            max_queued=options.max_store_queue_events,
-            max_queued_bytes=options.max_store_queue_bytes,
-            timeout=options.event_store_timeout,
+            max_queued=options.scale_out.max_store_queue_events,
+            max_queued_bytes=options.scale_out.max_store_queue_bytes,
+            timeout=options.scale_out.event_store_timeout,
             live_sessions=self.sessions.keys,
         )
         #: Where the streams of sessions hand their events: the writer, or, for a store whose
@@ -417,20 +421,20 @@ class McpHttpApp:
             else self.writer
         )
         self.limits = StreamLimits(
-            pending_events=options.max_pending_events,
-            pending_bytes=options.max_pending_bytes,
-            backlog_events=options.max_backlog_events,
-            backlog_bytes=options.max_backlog_bytes,
+            pending_events=options.limits.max_pending_events,
+            pending_bytes=options.limits.max_pending_bytes,
+            backlog_events=options.limits.max_backlog_events,
+            backlog_bytes=options.limits.max_backlog_bytes,
         )
         #: What every backlog and every connection's pending events hold together.
-        self.budget = ByteBudget(options.max_buffered_bytes)
+        self.budget = ByteBudget(options.limits.max_buffered_bytes)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: The checks every endpoint makes before anything of MCP runs.
         self.admission = Admission(self.options, self.gate, self.registry)
-        #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
+        #: The HTTP+SSE endpoints (``HttpOptions.legacy_sse``), which :meth:`Server.http_app`
         #: attaches; None: not served.
         self.sse: MountedEndpoints | None = None
         self.websockets = WebSocketEndpoint(self)
@@ -438,9 +442,9 @@ class McpHttpApp:
         #: single process, which never imports the code that serves them.
         self.fleet: Fleet[HttpSession] | None = None
         if (
-            options.session_store is not None
-            or options.relay is not None
-            or options.event_store is not None
+            options.scale_out.session_store is not None
+            or options.scale_out.relay is not None
+            or options.scale_out.event_store is not None
         ):
             from ..scaleout import SharedFleet
 
@@ -670,7 +674,7 @@ class McpHttpApp:
         """The Protected Resource Metadata (RFC 9728): public, cacheable for a few minutes,
         and behind the same Host and Origin checks as the MCP path."""
         method = scope["method"]
-        if method == "OPTIONS" and self.options.cors_origins is not None:
+        if method == "OPTIONS" and self.options.hosts.cors_origins is not None:
             await self.admission.preflight(scope, send, b"GET, HEAD, OPTIONS")
             return
         if method not in ("GET", "HEAD"):
@@ -700,8 +704,8 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
-        if self.options.session_store is None and not is_minted_here(
-            session_id, self.options.node_id
+        if self.options.scale_out.session_store is None and not is_minted_here(
+            session_id, self.options.scale_out.node_id
         ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
@@ -775,9 +779,10 @@ class McpHttpApp:
                 raise HttpError(400, "Bad Request: the client disconnected")
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.options.max_body_bytes:
+            if size > self.options.limits.max_body_bytes:
                 raise HttpError(
-                    413, f"Payload Too Large: the limit is {self.options.max_body_bytes} bytes"
+                    413,
+                    f"Payload Too Large: the limit is {self.options.limits.max_body_bytes} bytes",
                 )
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -880,7 +885,7 @@ class McpHttpApp:
         registry.check(client, request_id=request.id)  # before anything is built for it
         session = HttpSession(
             self,
-            mint_session_id(self.options.node_id),
+            mint_session_id(self.options.scale_out.node_id),
             client=client,
             owner=identity(principal),
         )

@@ -40,9 +40,9 @@ class SharedFleet:
     def __init__(self, app: McpHttpApp) -> None:
         self.app = app
         options = app.options
-        self.session_store: SessionStore | None = options.session_store
-        self.relay: Relay | None = options.relay
-        self.node_id = options.node_id
+        self.session_store: SessionStore | None = options.scale_out.session_store
+        self.relay: Relay | None = options.scale_out.relay
+        self.node_id = options.scale_out.node_id
         if self.session_store is not None and self.node_id is None:
             raise ValueError(
                 "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
@@ -83,7 +83,7 @@ class SharedFleet:
         """Push forward the records of the sessions busy here (a tool running for longer than
         the idle timeout, a GET stream held open), which no request may touch meanwhile: a
         session in use anywhere never expires everywhere else."""
-        ttl = self.app.options.session_idle_timeout
+        ttl = self.app.options.limits.session_idle_timeout
         while True:
             await trio.sleep(ttl / 3)
             for session in list(self.app.sessions.values()):
@@ -100,13 +100,13 @@ class SharedFleet:
     def opened(self, session: HttpSession) -> None:
         store = self.session_store
         if store is not None:
-            ttl = self.app.options.session_idle_timeout
+            ttl = self.app.options.limits.session_idle_timeout
             session.connection.on_change = functools.partial(save, session, store, ttl)
 
     async def save(self, session: HttpSession) -> None:
         """Write the session's record (raises ProtocolError if the store failed)."""
         assert self.session_store is not None
-        await save(session, self.session_store, self.app.options.session_idle_timeout)
+        await save(session, self.session_store, self.app.options.limits.session_idle_timeout)
 
     async def initialized(self, session: HttpSession, request_id: RequestId) -> None:
         if self.session_store is None:
@@ -170,7 +170,7 @@ class SharedFleet:
             self._replicating[session_id] = done
         try:
             try:
-                record = await store.touch(session_id, app.options.session_idle_timeout)
+                record = await store.touch(session_id, app.options.limits.session_idle_timeout)
             except SessionStoreUnavailable as error:
                 logger.error("session %s: %s", session_id, error)
                 if local is not None:

@@ -82,8 +82,8 @@ async def resume_elsewhere(
                         body = encode_event(_orphaned(meta.request_id), event="message")
                         await send({"type": "http.response.body", "body": body, "more_body": True})
                     break
-                await trio.sleep(options.resume_poll_interval)
-                idle += options.resume_poll_interval
+                await trio.sleep(options.scale_out.resume_poll_interval)
+                idle += options.scale_out.resume_poll_interval
                 if idle >= options.keepalive_interval:
                     await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                     idle = 0.0
