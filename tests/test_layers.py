@@ -480,9 +480,9 @@ def test_a_single_process_app_loads_no_scale_out_code() -> None:
         "import sys\nfrom trio_mcp import Server\nfrom trio_mcp.http import McpHttpApp\n"
         "app = Server('x').http_app()\n"
         "print(app.fleet is None, 'trio_mcp.scaleout' in sys.modules)\n"
-        "from trio_mcp.http import HttpOptions, MemorySessionStore\n"
-        "app = McpHttpApp(Server('x'), HttpOptions(session_store=MemorySessionStore(), "
-        "node_id='a'))\n"
+        "from trio_mcp.http import HttpOptions, MemorySessionStore, ScaleOut\n"
+        "app = McpHttpApp(Server('x'), HttpOptions(scale_out=ScaleOut("
+        "session_store=MemorySessionStore(), node_id='a')))\n"
         "print(type(app.fleet).__name__)\n"
     )
     out = subprocess.run(
