@@ -1,7 +1,7 @@
 """The app's few questions to the other workers of its fleet, as a protocol.
 
 One process needs none of this. With a store or a relay shared by several workers
-(``HttpOptions(session_store=..., relay=..., event_store=...)``) a session opened on one worker
+(``ScaleOut(session_store=..., relay=..., event_store=...)``) a session opened on one worker
 may be served by any: a request for a session this worker does not hold follows its record, a
 client's answer to another worker's copy is relayed there, a resume of a stream held elsewhere
 is served from the shared event store. That code is the ``scaleout`` room's

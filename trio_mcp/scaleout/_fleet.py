@@ -34,7 +34,7 @@ logger = logging.getLogger("trio_mcp.http")
 
 class SharedFleet:
     """The :class:`~trio_mcp.http._fleet.Fleet` of an app whose options name a shared store or
-    a relay (``HttpOptions(session_store=..., relay=..., event_store=...)``): the app builds
+    a relay (``ScaleOut(session_store=..., relay=..., event_store=...)``): the app builds
     it, and calls it where a session may live on another worker."""
 
     def __init__(self, app: McpHttpApp) -> None:
@@ -45,7 +45,7 @@ class SharedFleet:
         self.node_id = options.scale_out.node_id
         if self.session_store is not None and self.node_id is None:
             raise ValueError(
-                "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
+                "ScaleOut(session_store=...) needs a node_id: it names this worker's streams "
                 "and the messages other workers send it"
             )
         #: Sessions whose record is being read to build a replica here, by id.
