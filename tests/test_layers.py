@@ -33,6 +33,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"auth": ("auth/",)},
     # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.
     {"http": ("http/",)},
+    # What a second worker needs of the HTTP app: sessions served by any worker of a fleet.
+    {"scaleout": ("scaleout/",)},
     # The only importer of the Redis client: the stores and the bus of the rooms below it.
     {"redis": ("redis/",)},
     {"entry points": ()},
@@ -42,6 +44,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
 #: module -> the binding's modules it may name.
 CONVENIENCES = {
     "trio_mcp/server/_server.py": {"trio_mcp/http/_binding.py", "trio_mcp/http/__init__.py"},
+    # An app whose options name a store or a relay that workers share builds its fleet.
+    "trio_mcp/http/_app.py": {"trio_mcp/scaleout/__init__.py"},
 }
 #: What importing the ``Server`` module alone must not load: the bindings and their libraries.
 NOT_LOADED_BY_SERVER = (
@@ -467,6 +471,24 @@ def test_the_server_module_alone_loads_no_binding() -> None:
         m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_LOADED_BY_SERVER)
     ]
     assert not wrong, f"importing the Server module loaded {wrong}"
+
+
+def test_a_single_process_app_loads_no_scale_out_code() -> None:
+    """An HTTP app with no store or relay that workers share holds no fleet, and the scaleout
+    room is never imported; one that names a session store builds its fleet from it."""
+    code = (
+        "import sys\nfrom trio_mcp import Server\nfrom trio_mcp.http import McpHttpApp\n"
+        "app = Server('x').http_app()\n"
+        "print(app.fleet is None, 'trio_mcp.scaleout' in sys.modules)\n"
+        "from trio_mcp.http import HttpOptions, MemorySessionStore, ScaleOut\n"
+        "app = McpHttpApp(Server('x'), HttpOptions(scale_out=ScaleOut("
+        "session_store=MemorySessionStore(), node_id='a')))\n"
+        "print(type(app.fleet).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["True", "False", "SharedFleet"]
 
 
 def test_protocol_imports_only_itself_the_standard_library_and_its_listed_dependencies() -> None:

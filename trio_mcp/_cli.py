@@ -1187,16 +1187,19 @@ def _serve(args: argparse.Namespace) -> int:
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
     if _over_http(args):
-        from .http import HttpOptions
+        from .http import HostRules, HttpOptions, ScaleOut
 
         try:
             options = HttpOptions(
-                allowed_hosts=args.allowed_host,
-                allowed_origins=args.allowed_origin,
-                event_store=event_store,
-                session_store=session_store,
-                relay=relay,
-                node_id=args.node_id,
+                hosts=HostRules(
+                    allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin
+                ),
+                scale_out=ScaleOut(
+                    event_store=event_store,
+                    session_store=session_store,
+                    relay=relay,
+                    node_id=args.node_id,
+                ),
                 ready_path=args.ready_path,
                 drain_grace=args.drain_grace,
             )

@@ -27,7 +27,7 @@ from types import FrameType
 
 from trio_server import build
 
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, Limits
 
 
 def _stamps_fd() -> int | None:
@@ -41,7 +41,9 @@ def _options() -> HttpOptions:
     json_response = os.environ.get("BENCH_JSON_RESPONSE") == "1"
     per_client = os.environ.get("BENCH_MAX_SESSIONS_PER_CLIENT")
     if per_client:
-        return HttpOptions(json_response=json_response, max_sessions_per_client=int(per_client))
+        return HttpOptions(
+            json_response=json_response, limits=Limits(max_sessions_per_client=int(per_client))
+        )
     return HttpOptions(json_response=json_response)
 
 

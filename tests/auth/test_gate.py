@@ -33,7 +33,7 @@ from trio_mcp import (
     StaticTokenVerifier,
     VerifierUnavailable,
 )
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HostRules, HttpOptions
 from trio_mcp.protocol._oauth import Challenge, parse_www_authenticate
 
 from .._http import (
@@ -256,7 +256,9 @@ async def test_the_metadata_follows_the_resource_path_not_the_app_path() -> None
 
 async def test_the_metadata_has_the_same_host_and_origin_checks_as_the_mcp_path() -> None:
     server, _ = protected()
-    async with serving(server, HttpOptions(cors_origins=["http://app.example"])) as served:
+    async with serving(
+        server, HttpOptions(hosts=HostRules(cors_origins=["http://app.example"]))
+    ) as served:
         url = served.base + PRM + "/mcp"
         rebound = await served.client.get(url, headers={"host": "evil.example"})
         assert rebound.status_code == 403
@@ -654,7 +656,9 @@ async def test_bearer_only_mode_publishes_nothing_and_names_no_metadata() -> Non
 
 async def test_a_browser_client_can_read_the_challenge() -> None:
     server, _ = protected()
-    async with serving(server, HttpOptions(cors_origins=["http://app.example"])) as served:
+    async with serving(
+        server, HttpOptions(hosts=HostRules(cors_origins=["http://app.example"]))
+    ) as served:
         # A preflight carries no credential and needs none.
         preflight = await served.client.options(
             served.url,

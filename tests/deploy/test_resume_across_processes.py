@@ -29,7 +29,7 @@ APP = textwrap.dedent(
 
     import trio
 
-    from trio_mcp import HttpOptions, RedisEventStore, Server
+    from trio_mcp import HttpOptions, RedisEventStore, ScaleOut, Server
     from trio_mcp.server import Context
 
     server = Server("resume-probe")
@@ -46,7 +46,7 @@ APP = textwrap.dedent(
 
 
     store = RedisEventStore(os.environ["PROBE_REDIS_URL"], heartbeat=0.2)
-    app = server.http_app(HttpOptions(event_store=store))
+    app = server.http_app(HttpOptions(scale_out=ScaleOut(event_store=store)))
     """
 )
 

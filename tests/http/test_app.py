@@ -16,7 +16,7 @@ import trio
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions, McpHttpApp
+from trio_mcp.http import HostRules, HttpOptions, Limits, McpHttpApp
 
 from .._http import (
     GUARD,
@@ -249,7 +249,9 @@ async def test_host_not_loopback_gets_403_naming_the_setting() -> None:
 
 
 async def test_allowed_hosts_replace_the_loopback_rule() -> None:
-    async with serving(demo_server(), HttpOptions(allowed_hosts=["mcp.example"])) as served:
+    async with serving(
+        demo_server(), HttpOptions(hosts=HostRules(allowed_hosts=["mcp.example"]))
+    ) as served:
         ok = await served.post(initialize_body(), headers=served.headers(host="mcp.example"))
         assert ok.status_code == 200
         refused = await served.post(initialize_body(), headers=served.headers())
@@ -269,7 +271,7 @@ async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
         headers = served.headers(session, origin="http://localhost:5173")
         assert (await served.post(request_body(2, "ping"), headers=headers)).status_code == 200
     async with serving(
-        demo_server(), HttpOptions(allowed_origins=["https://app.example"])
+        demo_server(), HttpOptions(hosts=HostRules(allowed_origins=["https://app.example"]))
     ) as served:
         headers = served.headers(version=None, origin="https://app.example")
         assert (await served.post(initialize_body(), headers=headers)).status_code == 200
@@ -296,7 +298,7 @@ async def test_host_is_a_name_in_any_case_and_a_numeric_port() -> None:
             response = await served.post(initialize_body(), headers=headers)
             assert response.status_code in (400, 403), host
         assert len(served.app.sessions) == 5
-    options = HttpOptions(allowed_hosts=["MCP.example", "other.example:8443"])
+    options = HttpOptions(hosts=HostRules(allowed_hosts=["MCP.example", "other.example:8443"]))
     async with serving(demo_server(), options) as served:
         for host, status in (
             ("mcp.EXAMPLE", 200),
@@ -333,7 +335,7 @@ async def test_origin_is_a_scheme_a_host_and_a_numeric_port() -> None:
             response = await served.post(request_body(2, "ping"), headers=headers)
             assert response.status_code == 403, origin
             assert "Origin" in error_of(response)["message"]
-    options = HttpOptions(allowed_origins=["https://App.example", "null"])
+    options = HttpOptions(hosts=HostRules(allowed_origins=["https://App.example", "null"]))
     async with serving(demo_server(), options) as served:
         for origin, status in (
             ("https://app.EXAMPLE", 200),
@@ -436,7 +438,7 @@ async def test_accept_ranges_follow_http_semantics() -> None:
 
 @pytest.mark.invariant(11)
 async def test_body_over_the_limit_gets_413() -> None:
-    async with serving(demo_server(), HttpOptions(max_body_bytes=1024)) as served:
+    async with serving(demo_server(), HttpOptions(limits=Limits(max_body_bytes=1024))) as served:
         session = await served.initialize()
         body = call_body(1, "echo", {"text": "x" * 4096})
         response = await served.post(body, session)
@@ -504,7 +506,7 @@ async def test_a_protocol_version_header_sent_twice_is_not_one_version() -> None
 
 @pytest.mark.invariant(11)
 async def test_session_cap_gets_503_with_retry_after() -> None:
-    async with serving(demo_server(), HttpOptions(max_sessions=2)) as served:
+    async with serving(demo_server(), HttpOptions(limits=Limits(max_sessions=2))) as served:
         first = await served.initialize()
         await served.initialize()
         response = await served.post(initialize_body(), version=None)
@@ -573,7 +575,9 @@ async def test_503_while_the_app_shuts_down() -> None:
 
 
 async def test_cors_preflight_and_exposed_headers() -> None:
-    async with serving(demo_server(), HttpOptions(cors_origins=["http://app.example"])) as served:
+    async with serving(
+        demo_server(), HttpOptions(hosts=HostRules(cors_origins=["http://app.example"]))
+    ) as served:
         preflight = await served.client.options(
             served.url,
             headers={

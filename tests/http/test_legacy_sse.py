@@ -19,7 +19,7 @@ import orjson
 import trio
 
 from trio_mcp import Auth, Context, Principal, Server, StaticTokenVerifier
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, LegacySse, Limits
 from trio_mcp.http._legacy_sse import SseEndpoint, SseSession
 from trio_mcp.protocol._oauth import parse_www_authenticate
 
@@ -181,7 +181,7 @@ async def test_mounted_under_a_root_path_the_endpoint_names_it() -> None:
 
 
 async def test_refusals_of_the_messages_endpoint() -> None:
-    async with serving(demo(), HttpOptions(max_body_bytes=1000)) as served:
+    async with serving(demo(), HttpOptions(limits=Limits(max_body_bytes=1000))) as served:
         client = served.client
         messages = served.base + "/messages/"
         ping = request_body(1, "ping")
@@ -227,18 +227,18 @@ async def test_the_host_and_origin_checks_are_streamable_https() -> None:
 
 
 async def test_the_sse_endpoints_can_be_moved_or_switched_off() -> None:
-    options = HttpOptions(sse_path="/events", sse_messages_path="/post")
+    options = HttpOptions(legacy_sse=LegacySse(path="/events", messages_path="/post"))
     async with serving(demo(), options) as served:
         assert (await served.client.get(served.base + "/sse")).status_code == 404
         async with served.client.stream("GET", served.base + "/events") as response:
             first = await SseReader(response).next()
             assert first is not None and first.data.startswith("/post?session_id=")
-    async with serving(demo(), HttpOptions(sse_path=None)) as served:
+    async with serving(demo(), HttpOptions(legacy_sse=None)) as served:
         assert (await served.client.get(served.base + "/sse")).status_code == 404
 
 
 async def test_sessions_per_client_are_limited() -> None:
-    async with serving(demo(), HttpOptions(max_sessions_per_client=1)) as served:
+    async with serving(demo(), HttpOptions(limits=Limits(max_sessions_per_client=1))) as served:
         async with sse_peer(served, initialize=False):
             second = await served.client.get(served.base + "/sse")
             assert second.status_code == 429
@@ -250,7 +250,7 @@ async def test_sessions_per_client_are_limited() -> None:
 
 
 async def test_a_session_never_initialized_ends_after_unused_session_timeout() -> None:
-    options = HttpOptions(unused_session_timeout=0.2, keepalive_interval=0.05)
+    options = HttpOptions(keepalive_interval=0.05, limits=Limits(unused_session_timeout=0.2))
     async with serving(demo(), options) as served, sse_peer(served, initialize=False) as peer:
         with trio.fail_after(GUARD):
             assert await peer.reader.rest() == []  # the stream ends, with no message
@@ -401,7 +401,7 @@ async def test_a_client_that_does_not_read_has_its_session_ended() -> None:
             raise
         return "never"
 
-    options = HttpOptions(max_pending_events=8)
+    options = HttpOptions(limits=Limits(max_pending_events=8))
     async with serving(server, options) as served, sse_peer(served) as peer:
         (session,) = sse_sessions(served).values()
         await peer.send(call_body(1, "flood"))
@@ -409,7 +409,7 @@ async def test_a_client_that_does_not_read_has_its_session_ended() -> None:
         await flooding.wait()
         await cancelled.wait()
         assert session.overflowed  # ended by its bound, not by anything else
-        assert session.transport.queued_bytes <= options.max_pending_bytes
+        assert session.transport.queued_bytes <= options.limits.max_pending_bytes
         await eventually(lambda: not sse_sessions(served))
 
 

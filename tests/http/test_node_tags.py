@@ -9,7 +9,7 @@ import pytest
 
 from trio_mcp import Server
 from trio_mcp._cli import main
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, ScaleOut
 from trio_mcp.http._node_tags import (
     check_node_id,
     is_minted_here,
@@ -41,7 +41,7 @@ def test_a_node_id_is_a_short_token(bad: str) -> None:
     with pytest.raises(ValueError, match="node_id must be"):
         check_node_id(bad)
     with pytest.raises(ValueError, match="node_id must be"):
-        HttpOptions(node_id=bad)
+        HttpOptions(scale_out=ScaleOut(node_id=bad))
     assert check_node_id("Node-7") == "Node-7"
 
 
@@ -66,7 +66,7 @@ async def echo_status(served: Served, session: str) -> tuple[int, dict[str, obje
 
 
 async def test_sessions_carry_the_tag_and_other_tags_are_unknown_sessions() -> None:
-    async with serving(tools_server(), HttpOptions(node_id="n1")) as served:
+    async with serving(tools_server(), HttpOptions(scale_out=ScaleOut(node_id="n1"))) as served:
         session = await served.initialize()
         node, _, random = session.partition(".")
         assert node == "n1" and HEX.fullmatch(random)

@@ -18,7 +18,7 @@ from trio.testing import MockClock
 from trio_websocket import ConnectionClosed
 
 from trio_mcp import Auth, Principal, Server, StaticTokenVerifier
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, Limits
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
 from .._http import GUARD, Park, Served, SseReader, call_body, initialize_body, serving
@@ -53,7 +53,7 @@ async def ws_status(served: Served, **headers: str) -> int:
 
 
 async def test_a_client_at_its_cap_on_streamable_http_opens_no_sse_session_and_no_socket() -> None:
-    options = HttpOptions(max_sessions_per_client=2)
+    options = HttpOptions(limits=Limits(max_sessions_per_client=2))
     async with serving(Server("capped"), options) as served:
         first = await served.initialize()
         await served.initialize()
@@ -70,7 +70,7 @@ async def test_a_client_at_its_cap_on_streamable_http_opens_no_sse_session_and_n
 
 
 async def test_sse_sessions_and_sockets_count_against_the_streamable_http_cap() -> None:
-    options = HttpOptions(max_sessions_per_client=2)
+    options = HttpOptions(limits=Limits(max_sessions_per_client=2))
     async with serving(Server("capped"), options) as served:
         async with sse_peer(served), socket(served):
             refused = await served.post(initialize_body(), version=None)
@@ -80,7 +80,7 @@ async def test_sse_sessions_and_sockets_count_against_the_streamable_http_cap() 
 
 
 async def test_the_global_cap_holds_across_the_three_transports() -> None:
-    options = HttpOptions(max_sessions=3)
+    options = HttpOptions(limits=Limits(max_sessions=3))
     async with serving(Server("capped"), options) as served:
         await served.initialize()
         async with sse_peer(served), socket(served):
@@ -103,7 +103,9 @@ def two_users() -> Server:
 
 
 async def test_two_principals_behind_one_address_each_get_their_own_cap() -> None:
-    async with serving(two_users(), HttpOptions(max_sessions_per_client=2)) as served:
+    async with serving(
+        two_users(), HttpOptions(limits=Limits(max_sessions_per_client=2))
+    ) as served:
         alice = {"authorization": f"Bearer {ALICE}"}
         bob = {"authorization": f"Bearer {BOB}"}
 
@@ -133,12 +135,12 @@ async def test_a_client_key_hook_sees_the_principal_and_an_old_one_the_scope_alo
         seen.append(principal)
         return "everyone"
 
-    options = HttpOptions(max_sessions_per_client=1, client_key=by_principal)
+    options = HttpOptions(limits=Limits(max_sessions_per_client=1, client_key=by_principal))
     async with serving(two_users(), options) as served:
         async with sse_peer(served, initialize=False, authorization=f"Bearer {ALICE}"):
             assert await ws_status(served, authorization=f"Bearer {BOB}") == 429
         assert [p.subject if p else None for p in seen] == ["alice", "bob"]
-    options = HttpOptions(max_sessions_per_client=1, client_key=lambda scope: "one")
+    options = HttpOptions(limits=Limits(max_sessions_per_client=1, client_key=lambda scope: "one"))
     async with (
         serving(two_users(), options) as served,
         sse_peer(served, initialize=False, authorization=f"Bearer {ALICE}"),
@@ -154,7 +156,9 @@ async def test_an_idle_sse_session_expires_and_its_stream_ends(mock_clock: MockC
     """Used, then idle past ``session_idle_timeout``: the stream ends, the session is gone. A
     request before the deadline moves it."""
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=TIMEOUT, keepalive_interval=10 * TIMEOUT)
+    options = HttpOptions(
+        keepalive_interval=10 * TIMEOUT, limits=Limits(session_idle_timeout=TIMEOUT)
+    )
     async with (
         serving(Server("idle"), options, guard=JUMPING_GUARD) as served,
         sse_peer(served) as peer,
@@ -178,7 +182,7 @@ async def ping_sse(peer: SsePeer, rid: int) -> None:
 
 async def test_an_idle_socket_is_closed_with_1001(mock_clock: MockClock) -> None:
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    options = HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT))
     async with (
         serving(Server("idle"), options, guard=JUMPING_GUARD) as served,
         socket(served) as peer,
@@ -208,7 +212,9 @@ async def test_a_socket_that_sends_no_request_closes_at_the_unused_timeout(
     mock_clock: MockClock,
 ) -> None:
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    options = HttpOptions(
+        limits=Limits(session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    )
     async with (
         serving(Server("idle"), options, guard=JUMPING_GUARD) as served,
         socket(served) as peer,
@@ -223,7 +229,9 @@ async def test_a_socket_with_a_request_in_flight_does_not_expire(mock_clock: Moc
     clock = flowing(mock_clock)
     server, park = parks()
     async with (
-        serving(server, HttpOptions(session_idle_timeout=TIMEOUT), guard=JUMPING_GUARD) as served,
+        serving(
+            server, HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT)), guard=JUMPING_GUARD
+        ) as served,
         socket(served) as peer,
     ):
         assert "result" in await peer.initialize()

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.http import HttpOptions, MemorySessionStore
+from trio_mcp.http import HttpOptions, Limits, MemorySessionStore, ScaleOut
 from trio_mcp.http._relay import MemoryRelay
 from trio_mcp.protocol._errors import ProtocolError
 from trio_mcp.server import Context
@@ -74,7 +74,9 @@ async def two_workers(
     first, second = servers or (chatty_server(), chatty_server())
 
     def options(node: str) -> HttpOptions:
-        return HttpOptions(session_store=store, node_id=node, relay=shared, json_response=json)
+        return HttpOptions(
+            json_response=json, scale_out=ScaleOut(session_store=store, node_id=node, relay=shared)
+        )
 
     async with (
         serving(first, options("a")) as a,
@@ -244,7 +246,7 @@ async def test_only_the_owner_gets_a_replica_built() -> None:
     (first, _), (second, _) = protected(), protected()
 
     def options(node: str) -> HttpOptions:
-        return HttpOptions(session_store=store, node_id=node, relay=relay)
+        return HttpOptions(scale_out=ScaleOut(session_store=store, node_id=node, relay=relay))
 
     async with serving(first, options("a")) as a, serving(second, options("b")) as b:
         session = await open_session(a, ALICE_TOKEN)
@@ -276,7 +278,10 @@ async def test_a_session_busy_on_one_worker_past_the_idle_timeout_stays_everywhe
     store = MemorySessionStore()
 
     def options(node: str) -> HttpOptions:
-        return HttpOptions(session_store=store, node_id=node, session_idle_timeout=0.6)
+        return HttpOptions(
+            limits=Limits(session_idle_timeout=0.6),
+            scale_out=ScaleOut(session_store=store, node_id=node),
+        )
 
     async with serving(first, options("a")) as a, serving(second, options("b")) as b:
         session = await a.initialize()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, Limits, ScaleOut
 from trio_mcp.http._session_store import MemorySessionStore, SessionRecord
 from trio_mcp.redis._session_store import RedisSessionStore
 
@@ -20,7 +20,9 @@ from ..deploy._services import free_port, redis_server
 async def test_initialize_writes_the_record_and_changes_rewrite_it() -> None:
     store = MemorySessionStore()
     server = demo_server()
-    async with serving(server, HttpOptions(session_store=store, node_id="n1")) as served:
+    async with serving(
+        server, HttpOptions(scale_out=ScaleOut(session_store=store, node_id="n1"))
+    ) as served:
         session = await served.initialize(capabilities={"elicitation": {}})
         record = await store.get(session)
         assert record == SessionRecord(
@@ -49,7 +51,9 @@ async def test_initialize_writes_the_record_and_changes_rewrite_it() -> None:
 
 async def test_a_refused_initialize_writes_nothing() -> None:
     store = MemorySessionStore()
-    async with serving(demo_server(), HttpOptions(session_store=store, node_id="n1")) as served:
+    async with serving(
+        demo_server(), HttpOptions(scale_out=ScaleOut(session_store=store, node_id="n1"))
+    ) as served:
         body = initialize_body()
         del body["params"]["clientInfo"]
         response = await served.post(body, version=None)
@@ -59,7 +63,10 @@ async def test_a_refused_initialize_writes_nothing() -> None:
 
 async def test_a_record_expires_with_the_idle_timeout_and_use_refreshes_it() -> None:
     store = MemorySessionStore()
-    options = HttpOptions(session_store=store, session_idle_timeout=60, node_id="n1")
+    options = HttpOptions(
+        limits=Limits(session_idle_timeout=60),
+        scale_out=ScaleOut(session_store=store, node_id="n1"),
+    )
     async with serving(demo_server(), options) as served:
         session = await served.initialize()
         before = store._records[session][1]
@@ -75,7 +82,9 @@ async def test_a_record_expires_with_the_idle_timeout_and_use_refreshes_it() -> 
 async def test_the_session_store_lost_mid_run_is_a_clear_error(tmp_path: Path) -> None:
     async with redis_server(tmp_path) as redis:
         store = RedisSessionStore(redis.url, timeout=1)
-        async with serving(demo_server(), HttpOptions(session_store=store, node_id="n1")) as served:
+        async with serving(
+            demo_server(), HttpOptions(scale_out=ScaleOut(session_store=store, node_id="n1"))
+        ) as served:
             session = await served.initialize()
             await redis.stop()
             # The session itself goes on on this worker...
@@ -96,7 +105,9 @@ async def test_the_session_store_lost_mid_run_is_a_clear_error(tmp_path: Path) -
 
 async def test_a_session_store_down_at_start_fails_the_start_naming_it() -> None:
     url = f"redis://probe:hunter2@127.0.0.1:{free_port()}/0"
-    options = HttpOptions(session_store=RedisSessionStore(url, timeout=1), node_id="n1")
+    options = HttpOptions(
+        scale_out=ScaleOut(session_store=RedisSessionStore(url, timeout=1), node_id="n1")
+    )
     app = demo_server().http_app(options)
     with pytest.raises(Exception, match="cannot be reached") as raised:
         async with app.running():
@@ -106,4 +117,4 @@ async def test_a_session_store_down_at_start_fails_the_start_naming_it() -> None
 
 def test_a_session_store_needs_a_node_id() -> None:
     with pytest.raises(ValueError, match="needs a node_id"):
-        demo_server().http_app(HttpOptions(session_store=MemorySessionStore()))
+        demo_server().http_app(HttpOptions(scale_out=ScaleOut(session_store=MemorySessionStore())))

@@ -20,7 +20,7 @@ from trio.testing import MockClock
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions, McpHttpApp
+from trio_mcp.http import HostRules, HttpOptions, Limits, McpHttpApp
 from trio_mcp.server import Context
 
 from .._http import (
@@ -193,7 +193,7 @@ async def expired(served: Served, session: str) -> None:
 
 async def test_an_idle_session_expires(mock_clock: MockClock) -> None:
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    options = HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT))
     async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
         assert (await served.call(session, request_body(1, "ping")))["result"] == {}
@@ -217,7 +217,7 @@ async def test_activity_keeps_a_session_alive(mock_clock: MockClock) -> None:
     clock = flowing(mock_clock)
     server = demo_server()
     park = Park(server)
-    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    options = HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT))
     async with serving(server, options, guard=JUMPING_GUARD) as served:
         listening = await served.initialize()
         working = await served.initialize()
@@ -244,7 +244,7 @@ async def test_activity_keeps_a_session_alive(mock_clock: MockClock) -> None:
 async def test_a_session_whose_get_client_went_away_can_expire(mock_clock: MockClock) -> None:
     """hypercorn reports the disconnect; the GET stream lets go of the session."""
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    options = HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT))
     async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
         state = served.app.sessions[session]
@@ -264,7 +264,7 @@ async def test_a_request_that_finishes_after_its_client_left_lets_the_session_ex
     clock = flowing(mock_clock)
     server = demo_server()
     park = Park(server)
-    options = HttpOptions(session_idle_timeout=TIMEOUT)
+    options = HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT))
     async with serving(server, options, guard=JUMPING_GUARD) as served:
         session = await served.initialize()
         async with served.stream_post(call_body("p", "park"), session) as reader:
@@ -288,7 +288,9 @@ async def test_a_never_used_session_expires_at_the_unused_timeout(mock_clock: Mo
     from its opening, whatever else it is sent; a request or a GET makes it a used one, which
     keeps the (longer) idle timeout."""
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=5 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    options = HttpOptions(
+        limits=Limits(session_idle_timeout=5 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    )
     async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         unused = await served.initialize()  # initialize and notifications/initialized only
         pinged = await served.initialize()
@@ -329,7 +331,7 @@ async def test_one_client_cannot_take_every_session(mock_clock: MockClock) -> No
     expire); another address still gets a session, and a DELETE makes room again."""
     clock = flowing(mock_clock)
     options = HttpOptions(
-        max_sessions=10, max_sessions_per_client=2, unused_session_timeout=TIMEOUT
+        limits=Limits(max_sessions=10, max_sessions_per_client=2, unused_session_timeout=TIMEOUT)
     )
     async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
         first = await served.initialize()
@@ -360,13 +362,16 @@ async def test_a_forwarded_address_counts_only_when_configured() -> None:
     """Without ``client_address_header`` a client cannot dodge its limit by naming itself;
     with it, the proxy's header (its last value, the one the proxy wrote) is the client."""
     body = orjson.dumps(initialize_body())
-    options = HttpOptions(max_sessions_per_client=1)
+    options = HttpOptions(limits=Limits(max_sessions_per_client=1))
     async with serving(demo_server(), options) as served:
         for forwarded in ("10.0.0.1", "10.0.0.2"):
             headers = served.headers(version=None, x_forwarded_for=forwarded)
             response = await served.client.post(served.url, content=body, headers=headers)
         assert response.status_code == 429
-    options = HttpOptions(max_sessions_per_client=1, client_address_header="X-Forwarded-For")
+    options = HttpOptions(
+        limits=Limits(max_sessions_per_client=1),
+        hosts=HostRules(client_address_header="X-Forwarded-For"),
+    )
     async with serving(demo_server(), options) as served:
         statuses = []
         for forwarded in ("10.0.0.1", "1.2.3.4, 10.0.0.2", "10.0.0.2", "10.0.0.1, 10.0.0.3"):
@@ -377,7 +382,9 @@ async def test_a_forwarded_address_counts_only_when_configured() -> None:
         owners = sorted(s.client for s in served.app.sessions.values())
         assert owners == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     # The key is a function of the request: a principal, say, once there is one.
-    options = HttpOptions(max_sessions_per_client=1, client_key=lambda scope: "everyone")
+    options = HttpOptions(
+        limits=Limits(max_sessions_per_client=1, client_key=lambda scope: "everyone")
+    )
     async with serving(demo_server(), options) as served:
         assert (await served.post(initialize_body(), version=None)).status_code == 200
         async with from_address("127.0.0.3") as other:
@@ -395,7 +402,9 @@ async def test_the_session_cap_says_when_a_session_is_next_due_to_expire(
     server = demo_server()
     park = Park(server)
     options = HttpOptions(
-        max_sessions=2, session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT
+        limits=Limits(
+            max_sessions=2, session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT
+        )
     )
     async with serving(server, options, guard=JUMPING_GUARD) as served:
         used = await served.initialize()
@@ -450,7 +459,7 @@ async def test_a_request_racing_idle_expiry_gets_404_never_500(
     500 (on the real clock, about once in 1,200 requests). The timeout is a minute: nothing
     but the test's jump reaches it."""
     clock = flowing(mock_clock)
-    app = demo_server().http_app(HttpOptions(session_idle_timeout=TIMEOUT))
+    app = demo_server().http_app(HttpOptions(limits=Limits(session_idle_timeout=TIMEOUT)))
     messages = {
         "request": ("POST", request_body(1, "ping")),
         "notification": ("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -582,7 +591,9 @@ async def test_sessions_created_and_expired_leave_nothing_behind(mock_clock: Moc
     kept session would be ~10 kB, and the bound is 1 kB per session. They expire when the clock
     is moved past their timeout, once each batch is in."""
     clock = flowing(mock_clock)
-    options = HttpOptions(session_idle_timeout=TIMEOUT, max_sessions_per_client=10_000)
+    options = HttpOptions(
+        limits=Limits(session_idle_timeout=TIMEOUT, max_sessions_per_client=10_000)
+    )
     async with serving(demo_server(), options, guard=600 + 40 * PAST) as served:
         app = served.app
 
@@ -665,7 +676,7 @@ async def test_an_initialize_without_an_id_gets_202_and_no_session() -> None:
 
 @pytest.mark.invariant(11)
 async def test_concurrent_initializes_cannot_overshoot_the_session_cap() -> None:
-    async with serving(Server("capped"), HttpOptions(max_sessions=1)) as served:
+    async with serving(Server("capped"), HttpOptions(limits=Limits(max_sessions=1))) as served:
         statuses: list[int] = []
 
         async def initialize() -> None:

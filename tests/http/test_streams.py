@@ -16,7 +16,7 @@ import trio.testing
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions, MemoryEventStore, Replay, StreamMeta
+from trio_mcp.http import HttpOptions, Limits, MemoryEventStore, Replay, ScaleOut, StreamMeta
 from trio_mcp.http._app import HttpSession
 from trio_mcp.http._streams import (
     NO_STORE,
@@ -493,7 +493,8 @@ async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     messages: the resume is refused instead, while the request is still running."""
     server, gates = stepper_server()
     async with serving(
-        server, HttpOptions(event_store=MemoryEventStore(max_events_per_stream=1))
+        server,
+        HttpOptions(scale_out=ScaleOut(event_store=MemoryEventStore(max_events_per_stream=1))),
     ) as served:
         session = await served.initialize()
         gates[0].set()
@@ -599,7 +600,7 @@ async def test_the_get_backlog_keeps_the_newest_events_within_its_bounds() -> No
     """What waits for a GET that is not open is bounded in count and bytes per session, the
     oldest dropped first; the GET then gets the newest ones."""
     server = demo_server()
-    options = HttpOptions(max_backlog_events=5, max_backlog_bytes=1000)
+    options = HttpOptions(limits=Limits(max_backlog_events=5, max_backlog_bytes=1000))
     async with serving(server, options) as served:
         session = await served.initialize()
         state = served.app.sessions[session]
@@ -611,7 +612,7 @@ async def test_the_get_backlog_keeps_the_newest_events_within_its_bounds() -> No
         assert [event.id for event in got if event is not None] == [
             f"{session}.0.{seq}" for seq in range(96, 101)
         ]
-    options = HttpOptions(max_backlog_bytes=200)
+    options = HttpOptions(limits=Limits(max_backlog_bytes=200))
     async with serving(server, options) as served:
         session = await served.initialize()
         state = served.app.sessions[session]
@@ -629,7 +630,7 @@ async def test_the_backlogs_of_all_sessions_share_one_bound() -> None:
     """Past ``max_buffered_bytes`` for all the sessions' backlogs together, the oldest event of
     them all goes first: each session keeps its newest."""
     server = demo_server()
-    async with serving(server, HttpOptions(max_buffered_bytes=1000)) as served:
+    async with serving(server, HttpOptions(limits=Limits(max_buffered_bytes=1000))) as served:
         sessions = [await served.initialize() for _ in range(4)]
         states = [served.app.sessions[session] for session in sessions]
         for number in range(1, 51):  # one at a time, so that the sessions' events interleave
@@ -678,7 +679,8 @@ async def test_a_client_that_does_not_read_its_stream_is_cut_before_memory_grows
     (bounded) store. The server's memory stays bounded meanwhile."""
     server, done = flood_server(400, 64 * 1024)
     options = HttpOptions(
-        max_pending_bytes=MIB, event_store=MemoryEventStore(max_stream_bytes=2 * MIB)
+        limits=Limits(max_pending_bytes=MIB),
+        scale_out=ScaleOut(event_store=MemoryEventStore(max_stream_bytes=2 * MIB)),
     )
     async with serving(server, options) as served:
         session = await served.initialize()
@@ -703,7 +705,9 @@ async def test_a_client_cut_for_not_reading_resumes_where_it_stopped() -> None:
     store = MemoryEventStore(
         max_events_per_stream=1000, max_stream_bytes=64 * MIB, max_bytes=64 * MIB
     )
-    options = HttpOptions(max_pending_bytes=MIB, event_store=store)
+    options = HttpOptions(
+        limits=Limits(max_pending_bytes=MIB), scale_out=ScaleOut(event_store=store)
+    )
     async with serving(server, options) as served:
         session = await served.initialize()
         async with served.stream_post(call_body("f", "flood"), session) as reader:
@@ -738,7 +742,7 @@ async def test_a_request_whose_client_is_away_queues_nothing_beyond_the_store() 
         await trio.sleep_forever()
         return "never"  # pragma: no cover
 
-    options = HttpOptions(event_store=MemoryEventStore(max_stream_bytes=MIB))
+    options = HttpOptions(scale_out=ScaleOut(event_store=MemoryEventStore(max_stream_bytes=MIB)))
     async with serving(server, options) as served:
         session = await served.initialize()
         state = served.app.sessions[session]
@@ -770,7 +774,7 @@ async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
         await gate.wait()
         return "waited"
 
-    async with serving(server, HttpOptions(max_requests_per_session=2)) as served:
+    async with serving(server, HttpOptions(limits=Limits(max_requests_per_session=2))) as served:
         session = await served.initialize()
         state = served.app.sessions[session]
         answers: list[Any] = []
@@ -960,5 +964,5 @@ async def test_an_app_writes_a_memory_store_at_once_and_any_other_through_its_wr
         pass
 
     assert isinstance(Server("s").http_app().sink, MemorySink)
-    given = Server("s").http_app(HttpOptions(event_store=Subclassed()))
+    given = Server("s").http_app(HttpOptions(scale_out=ScaleOut(event_store=Subclassed())))
     assert given.sink is given.writer

@@ -19,7 +19,7 @@ from trio_websocket import (
 
 from trio_mcp import Auth, Principal, Server, StaticTokenVerifier
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HostRules, HttpOptions, Limits, WebSocketOptions
 from trio_mcp.server import Context
 
 from .._http import Park, Served, eventually, serving
@@ -127,16 +127,20 @@ async def test_another_path_is_404_and_the_endpoint_can_be_moved_or_switched_off
         refusal = await rejected(ws_url(served, "/mcp"), subprotocols=["mcp"])
         assert refusal.status_code == 404
         assert "/ws" in error_message(refusal)
-    async with serving(demo_server(), HttpOptions(ws_path="/socket")) as served:
+    async with serving(
+        demo_server(), HttpOptions(websocket=WebSocketOptions(path="/socket"))
+    ) as served:
         async with socket(served, path="/socket") as peer:
             assert "result" in await peer.initialize()
         assert (await rejected(ws_url(served), subprotocols=["mcp"])).status_code == 404
     # The MCP path itself: an upgrade there is a WebSocket, any other request Streamable HTTP.
-    async with serving(demo_server(), HttpOptions(ws_path="/mcp")) as served:
+    async with serving(
+        demo_server(), HttpOptions(websocket=WebSocketOptions(path="/mcp"))
+    ) as served:
         async with socket(served, path="/mcp") as peer:
             assert "result" in await peer.initialize()
         assert (await served.initialize()).strip()
-    async with serving(demo_server(), HttpOptions(ws_path=None)) as served:
+    async with serving(demo_server(), HttpOptions(websocket=None)) as served:
         refusal = await rejected(ws_url(served, "/ws"), subprotocols=["mcp"])
         assert refusal.status_code == 404
         assert "no WebSocket" in error_message(refusal)
@@ -152,7 +156,7 @@ async def test_a_foreign_origin_or_host_is_refused_before_the_accept() -> None:
         ok = [(b"origin", b"http://localhost:3000")]
         async with open_websocket_url(ws_url(served), subprotocols=["mcp"], extra_headers=ok):
             pass
-    options = HttpOptions(allowed_hosts=["mcp.example"])
+    options = HttpOptions(hosts=HostRules(allowed_hosts=["mcp.example"]))
     async with serving(demo_server(), options) as served:
         refusal = await rejected(ws_url(served), subprotocols=["mcp"])
         assert refusal.status_code == 403
@@ -200,7 +204,9 @@ async def test_sockets_are_limited_per_client_and_in_all() -> None:
     def client_key(scope: Any) -> str:
         return str(dict(scope["headers"]).get(b"x-client", b"").decode())
 
-    options = HttpOptions(max_sessions_per_client=2, max_sessions=3, client_key=client_key)
+    options = HttpOptions(
+        limits=Limits(max_sessions_per_client=2, max_sessions=3, client_key=client_key)
+    )
     async with serving(demo_server(), options) as served:
         url = ws_url(served)
         alice = {"x-client": "alice"}
@@ -235,7 +241,7 @@ async def test_a_binary_frame_closes_the_socket_with_1003() -> None:
 
 
 async def test_a_message_over_the_limit_closes_the_socket_with_1009() -> None:
-    options = HttpOptions(ws_max_message_bytes=1000)
+    options = HttpOptions(websocket=WebSocketOptions(max_message_bytes=1000))
     async with serving(demo_server(), options) as served, socket(served) as peer:
         assert "result" in await peer.initialize()
         # Just under the limit is served: the limit is on bytes, and this text is 999 of them.
@@ -431,7 +437,7 @@ async def test_a_client_that_does_not_read_holds_up_its_writer_not_the_servers_m
 
 
 async def test_with_ws_ping_interval_a_client_that_never_answers_is_closed_with_1011() -> None:
-    options = HttpOptions(ws_ping_interval=0.2)
+    options = HttpOptions(websocket=WebSocketOptions(ping_interval=0.2))
     async with serving(demo_server(), options) as served, socket(served) as peer:
         assert "result" in await peer.initialize()
         ping = await peer.recv()
@@ -444,7 +450,7 @@ async def test_with_ws_ping_interval_a_client_that_never_answers_is_closed_with_
 
 
 async def test_with_ws_ping_interval_a_client_that_answers_stays() -> None:
-    options = HttpOptions(ws_ping_interval=0.3)
+    options = HttpOptions(websocket=WebSocketOptions(ping_interval=0.3))
     async with serving(demo_server(), options) as served, socket(served) as peer:
         assert "result" in await peer.initialize()
         for _ in range(3):

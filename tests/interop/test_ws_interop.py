@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, WebSocketOptions
 from trio_mcp.server import Context
 
 from .._http import serving
@@ -75,7 +75,9 @@ async def test_the_typescript_websocket_client_drives_our_endpoint() -> None:
     server, hold = interop_server()
     with trio.fail_after(HANG_GUARD):
         # Keep-alive pings all along, which the SDK answers (or its socket would be closed).
-        async with serving(server, HttpOptions(ws_ping_interval=0.5)) as served:
+        async with serving(
+            server, HttpOptions(websocket=WebSocketOptions(ping_interval=0.5))
+        ) as served:
             url = served.base.replace("http://", "ws://", 1) + "/ws"
             out: Any = await run_json([node22(), str(HERE / "ts_ws_client.mjs"), url])
             assert out["serverVersion"] == {"name": "ws-interop", "version": "1.0.0"}

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from trio_mcp import ConnectionClosed, Context, HttpTarget, ProtocolError, Server, open_client
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, Limits
 from trio_mcp.transports._sse_client import (
     SseClientTransport,
     open_sse_transport,
@@ -194,7 +194,7 @@ async def test_the_stream_ending_fails_the_calls_in_flight() -> None:
 
 async def test_a_refused_post_fails_its_request() -> None:
     """413 from the messages endpoint: that call fails with a ProtocolError, the rest goes on."""
-    options = HttpOptions(max_body_bytes=2000)
+    options = HttpOptions(limits=Limits(max_body_bytes=2000))
     async with (
         serving(demo(), options) as served,
         open_client(HttpTarget(served.base + "/sse", transport="sse")) as client,

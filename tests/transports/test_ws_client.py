@@ -24,7 +24,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._demo import demo_server
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, WebSocketOptions
 from trio_mcp.server import Context
 from trio_mcp.transports._ws_client import MISSING, open_ws_transport
 
@@ -49,7 +49,7 @@ async def test_tools_and_progress_over_a_socket(mode: str | None) -> None:
 
 
 async def test_our_client_answers_the_servers_keep_alive_pings() -> None:
-    options = HttpOptions(ws_ping_interval=0.3)
+    options = HttpOptions(websocket=WebSocketOptions(ping_interval=0.3))
     async with (
         serving(demo_server(), options) as served,
         open_client(ws_url(served)) as client,

@@ -8,7 +8,7 @@ The server (:mod:`trio_mcp.server`) knows nothing of this room: ``Server.http_ap
 from ._app import McpHttpApp
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._hypercorn import serve_http
-from ._options import HttpOptions
+from ._options import HostRules, HttpOptions, LegacySse, Limits, ScaleOut, WebSocketOptions
 from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._session_store import MemorySessionStore, SessionRecord, SessionStore, SessionStoreUnavailable
 from ._sessions import client_address
@@ -16,7 +16,10 @@ from ._sessions import client_address
 __all__ = [
     "EventStore",
     "EventStoreUnavailable",
+    "HostRules",
     "HttpOptions",
+    "LegacySse",
+    "Limits",
     "McpHttpApp",
     "MemoryEventStore",
     "MemoryRelay",
@@ -24,10 +27,12 @@ __all__ = [
     "Relay",
     "RelayUnavailable",
     "Replay",
+    "ScaleOut",
     "SessionRecord",
     "SessionStore",
     "SessionStoreUnavailable",
     "StreamMeta",
+    "WebSocketOptions",
     "client_address",
     "serve_http",
 ]

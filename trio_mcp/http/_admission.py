@@ -120,7 +120,7 @@ class Admission:
 
     async def answer_preflight(self, scope: Scope, send: Send, methods: bytes) -> bool:
         """A CORS preflight (``OPTIONS`` with CORS on) answered: True. Nothing else is."""
-        if scope["method"] != "OPTIONS" or self.options.cors_origins is None:
+        if scope["method"] != "OPTIONS" or self.options.hosts.cors_origins is None:
             return False
         self.check_host_and_origin(scope)
         await self.preflight(scope, send, methods)
@@ -144,7 +144,7 @@ class Admission:
                 400, f"Bad Request: Host {host!r} is not a host name with an optional port number"
             )
         name = f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]
-        allowed_hosts = self.options.allowed_hosts
+        allowed_hosts = self.options.hosts.allowed_hosts
         if allowed_hosts is not None:
             if not host or not host_allowed(parsed, allowed_hosts):
                 raise HttpError(
@@ -165,9 +165,9 @@ class Admission:
         origin = header(scope, b"origin")
         if origin is None:
             return
-        if origin_allowed(origin, self.options.cors_origins or (), wildcard=False):
+        if origin_allowed(origin, self.options.hosts.cors_origins or (), wildcard=False):
             return  # an origin explicitly allowed to call us from a browser
-        allowed_origins = self.options.allowed_origins
+        allowed_origins = self.options.hosts.allowed_origins
         if allowed_origins is not None:
             if not origin_allowed(origin, allowed_origins):
                 raise HttpError(
@@ -192,7 +192,7 @@ class Admission:
             )
 
     def cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
-        origins = self.options.cors_origins
+        origins = self.options.hosts.cors_origins
         origin = header(scope, b"origin")
         if origins is None or origin is None:
             return []

@@ -23,7 +23,6 @@ from collections.abc import (
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
-import orjson
 import trio
 
 from .._exception_groups import single_error
@@ -43,12 +42,10 @@ from ..protocol._jsonrpc import (
     Notification,
     Request,
     RequestId,
-    Response,
     encode,
     parse,
 )
 from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
-from ..protocol._types import ClientCapabilities, Implementation, from_wire, to_wire
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -71,16 +68,18 @@ from ._asgi import (
     Scope,
     Send,
     accepts,
+    cancel_on_disconnect,
     header,
     is_json,
     mcp_headers,
 )
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
+from ._fleet import Fleet
 from ._modern import is_modern, status_for
 from ._node_tags import is_minted_here, mint_session_id
 from ._options import HttpOptions
-from ._relay import Relay, RelayUnavailable
-from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
+from ._relay import RelayUnavailable
+from ._session_store import SessionStoreUnavailable
 from ._sessions import RegisteredSession, SessionRegistry, TransportKind, identity
 from ._streams import (
     NO_STORE,
@@ -165,7 +164,9 @@ class HttpSession(RegisteredSession, BaseSender):
         # Stream keys of a replica name its node, and a random part: its streams never share
         # a name in a shared event store with those of the session's other copies, nor with
         # those of an earlier replica on this node.
-        self._key_prefix = f"{app.options.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        self._key_prefix = (
+            f"{app.options.scale_out.node_id}-{secrets.token_hex(3)}-" if replica else ""
+        )
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
@@ -174,14 +175,11 @@ class HttpSession(RegisteredSession, BaseSender):
             self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
-        # With a session store, the ids of the requests this copy sends name its node: the
-        # client's response may reach any worker, which relays it here.
-        prefix = f"{app.options.node_id}/" if app.options.session_store is not None else ""
         self.engine = Session(
             self,
             self.connection,
             drain_timeout=app.options.shutdown_grace,
-            id_prefix=prefix,
+            id_prefix=app.fleet.id_prefix if app.fleet is not None else "",
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
@@ -194,8 +192,8 @@ class HttpSession(RegisteredSession, BaseSender):
         #: A POST's own engine: called (once) when its request's first event that is not the
         #: response is on its stream, to start streaming SSE (see ``McpHttpApp._serve_alone``).
         self.on_event: Callable[[], None] | None = None
-        if kind is SessionKind.SESSION and app.options.session_store is not None:
-            self.connection.on_change = self.save
+        if kind is SessionKind.SESSION and app.fleet is not None:
+            app.fleet.opened(self)
 
     def release(self) -> None:
         """A POST's own session, once its POST has ended: its engine and its connection let
@@ -239,7 +237,13 @@ class HttpSession(RegisteredSession, BaseSender):
                 start, self.on_event = self.on_event, None
                 start()
             return
-        if related is not None and self.standalone.listener is None and self._forward_get(data):
+        fleet = self.app.fleet
+        if (
+            related is not None
+            and self.standalone.listener is None
+            and fleet is not None
+            and fleet.forward_get(self, data)
+        ):
             return
         if related is not None and self.standalone.listener is None and not _waits(data):
             # A request's progress and log messages that its own stream cannot carry (a JSON
@@ -250,20 +254,14 @@ class HttpSession(RegisteredSession, BaseSender):
             return
         self.standalone.push(data)
 
-    def _forward_get(self, data: bytes) -> bool:
-        """A request's message for the GET stream, which another node's copy holds: sent
-        there (True). Messages not tied to a request (list changes, resource updates) are
-        not: every copy hears them from the notification bus, the GET's own included."""
-        app = self.app
-        relay, node = app.options.relay, self.get_node
-        nursery = app.registry.nursery
-        if relay is None or node is None or node == app.options.node_id or nursery is None:
-            return False
-        nursery.start_soon(_send_relayed, relay, node, _relayed("get", self.id, data))
-        return True
+    def push_get(self, data: bytes) -> None:
+        """A request's message for the GET stream that another worker's copy of the session
+        relayed here: as for this copy's own, progress and logs only to a GET open now."""
+        if self.standalone.listener is not None or _waits(data):
+            self.standalone.push(data)
 
     def new_request_stream(self, request_id: RequestId) -> EventStream:
-        limit = self.app.options.max_requests_per_session
+        limit = self.app.options.limits.max_requests_per_session
         if self.kind is SessionKind.SESSION and len(self.request_streams) >= limit:
             raise HttpError(
                 429,
@@ -314,60 +312,6 @@ class HttpSession(RegisteredSession, BaseSender):
             if stream.key == key:
                 return stream
         return None
-
-    # -- its record ----------------------------------------------------------------------------
-
-    def record(self) -> SessionRecord:
-        state = self.connection.state
-        info = state.client_info
-        return SessionRecord(
-            self.owner or "",
-            state.protocol_version,
-            to_wire(info) if info is not None else {},
-            to_wire(state.client_capabilities),
-            state.announced,
-            state.log_level,
-            frozenset(self.connection.subscriptions),
-            self.get_node,
-        )
-
-    async def save(self) -> None:
-        """Write the session's record (after ``initialize``, and when the client changed its log
-        level or its subscriptions), so that every worker serves it as this one does."""
-        store = self.app.options.session_store
-        assert store is not None
-        try:
-            await store.put(self.id, self.record(), self.app.options.session_idle_timeout)
-        except SessionStoreUnavailable as error:
-            logger.error("session %s: %s", self.id, error)
-            raise ProtocolError(
-                INTERNAL_ERROR,
-                "Internal error: the change applies to this worker only, the session store "
-                f"failed: {error}",
-            ) from None
-
-    def restore(self, record: SessionRecord) -> None:
-        """Become the session the record describes, as its ``initialize`` left it."""
-        self.connection.state.restore(
-            record.protocol_version,
-            from_wire(record.client_info, Implementation),
-            from_wire(record.client_capabilities, ClientCapabilities),
-            record.announced,
-            record.log_level,
-        )
-        self.connection.subscriptions.update(record.subscriptions)
-        self.get_node = record.get_node
-        self.used = True
-
-    def follow(self, record: SessionRecord) -> None:
-        """Take what another worker changed: the log level and the subscriptions."""
-        state = self.connection.state
-        if record.log_level is not None and record.log_level != state.log_level:
-            state.set_log_level(record.log_level)
-        self.get_node = record.get_node
-        if record.subscriptions != self.connection.subscriptions:
-            self.connection.subscriptions.clear()
-            self.connection.subscriptions.update(record.subscriptions)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -450,7 +394,9 @@ class McpHttpApp:
         self.server = server
         self.options = options or HttpOptions()
         self.store: EventStore = (
-            self.options.event_store if self.options.event_store is not None else MemoryEventStore()
+            self.options.scale_out.event_store
+            if self.options.scale_out.event_store is not None
+            else MemoryEventStore()
         )
         options = self.options
         #: Every session of every transport: the caps, the idle expiry, the drain, and whether
@@ -462,9 +408,9 @@ class McpHttpApp:
         #: The one task that writes every stream's events to the store, in order.
         self.writer = EventWriter(
             self.store,
-            max_queued=options.max_store_queue_events,
-            max_queued_bytes=options.max_store_queue_bytes,
-            timeout=options.event_store_timeout,
+            max_queued=options.scale_out.max_store_queue_events,
+            max_queued_bytes=options.scale_out.max_store_queue_bytes,
+            timeout=options.scale_out.event_store_timeout,
             live_sessions=self.sessions.keys,
         )
         #: Where the streams of sessions hand their events: the writer, or, for a store whose
@@ -475,30 +421,34 @@ class McpHttpApp:
             else self.writer
         )
         self.limits = StreamLimits(
-            pending_events=options.max_pending_events,
-            pending_bytes=options.max_pending_bytes,
-            backlog_events=options.max_backlog_events,
-            backlog_bytes=options.max_backlog_bytes,
+            pending_events=options.limits.max_pending_events,
+            pending_bytes=options.limits.max_pending_bytes,
+            backlog_events=options.limits.max_backlog_events,
+            backlog_bytes=options.limits.max_backlog_bytes,
         )
         #: What every backlog and every connection's pending events hold together.
-        self.budget = ByteBudget(options.max_buffered_bytes)
+        self.budget = ByteBudget(options.limits.max_buffered_bytes)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: The checks every endpoint makes before anything of MCP runs.
         self.admission = Admission(self.options, self.gate, self.registry)
-        #: Sessions whose record is being read to build a replica here, by id.
-        self._replicating: dict[str, trio.Event] = {}
-        #: The HTTP+SSE endpoints (``HttpOptions.sse_path``), which :meth:`Server.http_app`
+        #: The HTTP+SSE endpoints (``HttpOptions.legacy_sse``), which :meth:`Server.http_app`
         #: attaches; None: not served.
         self.sse: MountedEndpoints | None = None
         self.websockets = WebSocketEndpoint(self)
-        if options.session_store is not None and options.node_id is None:
-            raise ValueError(
-                "HttpOptions(session_store=...) needs a node_id: it names this worker's streams "
-                "and the messages other workers send it"
-            )
+        #: The other workers of the fleet, with a store or a relay they share; None in a
+        #: single process, which never imports the code that serves them.
+        self.fleet: Fleet[HttpSession] | None = None
+        if (
+            options.scale_out.session_store is not None
+            or options.scale_out.relay is not None
+            or options.scale_out.event_store is not None
+        ):
+            from ..scaleout import SharedFleet
+
+            self.fleet = SharedFleet(self)
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -525,23 +475,17 @@ class McpHttpApp:
         """
         await self.store.start()
         started = False
-        records = self.options.session_store
+        fleet = self.fleet
         try:
-            if records is not None:
-                await records.start()
             async with (
-                self._records_open(records),
+                fleet.open() if fleet is not None else _nothing(),
                 self.server.running(),
                 trio.open_nursery() as nursery,
             ):
                 await nursery.start(self.writer.run)
                 await nursery.start(self.server.run_notifications)
-                if records is not None:
-                    nursery.start_soon(self._keep_records, records)
-                if self.options.relay is not None and self.options.node_id is not None:
-                    await nursery.start(
-                        self.options.relay.subscribe, self.options.node_id, self._on_relayed
-                    )
+                if fleet is not None:
+                    await fleet.start(nursery)
                 started = True
                 registry = self.registry
                 registry.nursery = nursery
@@ -561,32 +505,6 @@ class McpHttpApp:
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
-
-    async def _keep_records(self, records: SessionStore) -> None:
-        """Push forward the records of the sessions busy here (a tool running for longer than
-        the idle timeout, a GET stream held open), which no request may touch meanwhile: a
-        session in use anywhere never expires everywhere else."""
-        ttl = self.options.session_idle_timeout
-        while True:
-            await trio.sleep(ttl / 3)
-            for session in list(self.sessions.values()):
-                if session.closing or (session.active == 0 and session.engine.idle):
-                    continue
-                try:
-                    await records.touch(session.id, ttl)
-                except SessionStoreUnavailable as error:
-                    logger.warning("the records of busy sessions were not refreshed: %s", error)
-                    break
-
-    @asynccontextmanager
-    async def _records_open(self, records: SessionStore | None) -> AsyncIterator[None]:
-        """Close the session store (started just before) when the block ends."""
-        try:
-            yield
-        finally:
-            if records is not None:
-                with trio.CancelScope(shield=True):
-                    await records.aclose()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -732,8 +650,8 @@ class McpHttpApp:
         )
         if method != "POST":
             admission.check_serving()
-        if self.options.session_store is not None and method in ("POST", "GET", "DELETE"):
-            await self._follow_record(scope, principal, method)
+        if self.fleet is not None and method in ("POST", "GET", "DELETE"):
+            await self.fleet.before_request(scope, principal, method)
         if method == "POST":
             await self._post(scope, receive, send, principal)
         elif method == "GET":
@@ -756,7 +674,7 @@ class McpHttpApp:
         """The Protected Resource Metadata (RFC 9728): public, cacheable for a few minutes,
         and behind the same Host and Origin checks as the MCP path."""
         method = scope["method"]
-        if method == "OPTIONS" and self.options.cors_origins is not None:
+        if method == "OPTIONS" and self.options.hosts.cors_origins is not None:
             await self.admission.preflight(scope, send, b"GET, HEAD, OPTIONS")
             return
         if method not in ("GET", "HEAD"):
@@ -770,153 +688,6 @@ class McpHttpApp:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body if method == "GET" else b""})
-
-    async def _follow_record(self, scope: Scope, principal: Principal | None, method: str) -> None:
-        """With a session store, before a request of a session is served: its record, read
-        with its expiry pushed forward. A session held here takes what other workers changed,
-        and ends if its record is gone (DELETEd elsewhere, or expired); a session held
-        elsewhere gets a replica here, as its ``initialize`` left it and as its client set it
-        since. Then the request is served as any other, and 404 if none of this applied."""
-        store = self.options.session_store
-        assert store is not None
-        session_id = header(scope, b"mcp-session-id")
-        if not session_id or len(session_id) > 200:
-            return
-        local = self.sessions.get(session_id)
-        if local is None and method == "GET":
-            last_event = header(scope, b"last-event-id")
-            if last_event and parse_event_id(last_event) is not None:
-                return  # a resume of a stream held elsewhere: served from the event store
-        pending = self._replicating.get(session_id)
-        if local is None and pending is not None:
-            await pending.wait()  # another request is building the replica
-            return
-        done = trio.Event()
-        if local is None:
-            self._replicating[session_id] = done
-        try:
-            try:
-                record = await store.touch(session_id, self.options.session_idle_timeout)
-            except SessionStoreUnavailable as error:
-                logger.error("session %s: %s", session_id, error)
-                if local is not None:
-                    return  # held here: it goes on as it is
-                raise HttpError(
-                    503,
-                    "Service Unavailable: the session store cannot be reached; retry",
-                    headers=[(b"retry-after", b"1")],
-                ) from None
-            owner = identity(principal)
-            if record is None or record.owner != (owner or ""):
-                if record is None and local is not None and local.owner == owner:
-                    self.registry.forget(local)  # ended elsewhere: gone here too
-                    local.close()
-                return  # an unknown session, to this principal: 404 as usual
-            if local is not None:
-                local.follow(record)
-                return
-            await self._replicate(scope, session_id, principal, record)
-        finally:
-            if local is None:
-                del self._replicating[session_id]
-                done.set()
-
-    async def _replicate(
-        self, scope: Scope, session_id: str, principal: Principal | None, record: SessionRecord
-    ) -> None:
-        registry = self.registry
-        client = registry.client_of(scope, principal)
-        session = HttpSession(
-            self, session_id, client=client, owner=identity(principal), replica=True
-        )
-        # The session was opened (and counted for its client) elsewhere: here it counts
-        # against the server's cap only.
-        registry.claim(session, per_client=False)
-        try:
-            session.restore(record)
-        except (ProtocolError, ValueError) as error:
-            registry.forget(session)
-            logger.error("session %s: its record cannot be restored: %s", session_id, error)
-            return  # 404: nothing of it can be served here
-        assert registry.nursery is not None
-        await registry.nursery.start(session.run)
-        registry.keep(session)
-        session.touch()  # idle until its request registers: a refused one leaves it to expire
-
-    async def _send_elsewhere(
-        self, session: HttpSession, message: Notification | Response | ErrorResponse, body: bytes
-    ) -> bool:
-        """Send on a message that belongs to another worker's copy of the session: True if it
-        was sent on (or is for every copy), False if it is this copy's."""
-        relay = self.options.relay
-        assert relay is not None
-        node: str | None
-        if isinstance(message, Notification):
-            if message.method != "notifications/cancelled":
-                return False
-            params = message.params or {}
-            rid = params.get("requestId")
-            if rid is None or session.engine.in_flight(rid) is not None:
-                return False  # runs here (or is nothing): this copy's
-            node, kind = None, "cancel"  # it runs elsewhere, if anywhere: every copy hears it
-        else:
-            rid = message.id
-            mine = f"{self.options.node_id}/"
-            if not isinstance(rid, str) or "/" not in rid or rid.startswith(mine):
-                return False
-            node, kind = rid.partition("/")[0], "message"
-        try:
-            await relay.send(node, _relayed(kind, session.id, body))
-        except RelayUnavailable as error:
-            logger.error("session %s: %s", session.id, error)
-            raise HttpError(
-                503,
-                "Service Unavailable: the message is for another worker, and the relay to it "
-                "failed; retry",
-                headers=[(b"retry-after", b"1")],
-            ) from None
-        return True
-
-    async def _hold_get(self, session: HttpSession) -> None:
-        """This copy holds the session's GET stream now: say so in the record, so that the
-        other copies send it their requests' messages for it."""
-        session.get_node = self.options.node_id
-        try:
-            await session.save()
-        except ProtocolError as error:
-            # The stream works here; the other copies keep the messages for a GET of theirs.
-            logger.warning("session %s: %s", session.id, error.message)
-
-    def _on_relayed(self, data: bytes) -> None:
-        """A message another worker relayed to this one (or to every one)."""
-        try:
-            note = orjson.loads(data)
-            kind, session_id, body = note["k"], note["s"], note.get("m")
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            logger.warning("relay: ignored a message that is not one of ours")
-            return
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None or session.closing:
-            return
-        if kind == "end":
-            self.registry.forget(session)
-            session.close()
-            return
-        if not isinstance(body, str):
-            return
-        parsed = parse(body)
-        if kind == "get":
-            data = body.encode()
-            # As for this copy's own: progress and logs only to a GET open now.
-            if session.standalone.listener is not None or _waits(data):
-                session.standalone.push(data)
-        elif kind == "message" and isinstance(parsed, Response | ErrorResponse):
-            session.engine.feed(parsed)
-            session.touch()
-        elif kind == "cancel" and isinstance(parsed, Notification):
-            rid = (parsed.params or {}).get("requestId")
-            if rid is not None and session.engine.in_flight(rid) is not None:
-                session.engine.feed(parsed)
 
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = header(scope, b"mcp-session-id")
@@ -933,8 +704,8 @@ class McpHttpApp:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
         seen elsewhere is worth nothing without its owner's token."""
-        if self.options.session_store is None and not is_minted_here(
-            session_id, self.options.node_id
+        if self.options.scale_out.session_store is None and not is_minted_here(
+            session_id, self.options.scale_out.node_id
         ):
             return None  # another node's tag, or no id of ours: never looked up
         session = self.sessions.get(session_id)
@@ -1008,9 +779,10 @@ class McpHttpApp:
                 raise HttpError(400, "Bad Request: the client disconnected")
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.options.max_body_bytes:
+            if size > self.options.limits.max_body_bytes:
                 raise HttpError(
-                    413, f"Payload Too Large: the limit is {self.options.max_body_bytes} bytes"
+                    413,
+                    f"Payload Too Large: the limit is {self.options.limits.max_body_bytes} bytes",
                 )
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -1083,7 +855,7 @@ class McpHttpApp:
             await self._request(scope, receive, send, session, parsed, principal)
             return
         # A notification, or the client's response to one of our requests.
-        if self.options.relay is not None and await self._send_elsewhere(session, parsed, body):
+        if self.fleet is not None and await self.fleet.send_elsewhere(session, parsed, body):
             await self._respond(scope, send, 202)
             return
         session.engine.feed(parsed)
@@ -1113,7 +885,7 @@ class McpHttpApp:
         registry.check(client, request_id=request.id)  # before anything is built for it
         session = HttpSession(
             self,
-            mint_session_id(self.options.node_id),
+            mint_session_id(self.options.scale_out.node_id),
             client=client,
             owner=identity(principal),
         )
@@ -1396,19 +1168,8 @@ class McpHttpApp:
             data = items[-1][1] if items else b""
             await self._respond(scope, send, 200, data)
             return
-        if self.options.session_store is not None:
-            try:
-                # Before the client learns the id: its next request may reach any worker.
-                await session.save()
-            except ProtocolError:
-                session.close()
-                raise HttpError(
-                    503,
-                    "Service Unavailable: the session could not be recorded for the other "
-                    "workers; retry",
-                    request_id=request_id,
-                    headers=[(b"retry-after", b"1")],
-                ) from None
+        if self.fleet is not None:
+            await self.fleet.initialized(session, request_id)
         self.registry.keep(session)
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
@@ -1494,7 +1255,7 @@ class McpHttpApp:
             await self._relay(send, stream, events, prefix)  # nothing left to wait for
             return
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
             _wind_down(nursery, ended=await self._relay(send, stream, events, prefix), own=1)
 
     async def _relay(
@@ -1615,20 +1376,17 @@ class McpHttpApp:
         last_event = header(scope, b"last-event-id")
         parsed = parse_event_id(last_event) if last_event else None
         session_id = header(scope, b"mcp-session-id")
-        local = self.sessions.get(session_id) if session_id is not None else None
-        elsewhere = local is None or (
-            # With a session store, a stream none of this worker's copy holds may be live
-            # on another worker's copy of the session.
-            self.options.session_store is not None
-            and parsed is not None
-            and parsed[0] == local.id
-            and local.stream_for_key(parsed[1]) is None
-        )
-        if parsed is not None and session_id is not None and elsewhere:
+        fleet = self.fleet
+        if (
+            parsed is not None
+            and session_id is not None
+            and fleet is not None
+            and fleet.resumes_elsewhere(session_id, parsed)
+        ):
             # Not here: a session of another worker (or one that died), whose streams a shared
             # store may hold.
             self._check_version(scope)
-            await self._resume_elsewhere(scope, receive, send, principal, session_id, parsed)
+            await fleet.resume_elsewhere(scope, receive, send, principal, session_id, parsed)
             return
         session = self._session_for(scope, principal)
         self._check_version(scope)
@@ -1641,7 +1399,7 @@ class McpHttpApp:
             stream = session.stream_for_key(key)
             if stream is None:
                 # Finished: replay what the store still has, if it knows the stream at all.
-                replay = await self._replay(stream_id(session.id, key), after)
+                replay = await self.replay(stream_id(session.id, key), after)
                 if replay is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
                 await self._sse(scope, send, _items(session.id, key, replay.events), ())
@@ -1657,13 +1415,13 @@ class McpHttpApp:
         events = stream.attach(resumed=after is not None)
         session.busy()
         try:
-            if stream is session.standalone and self.options.session_store is not None:
-                await self._hold_get(session)
+            if stream is session.standalone and self.fleet is not None:
+                await self.fleet.hold_get(session)
             missed: list[tuple[str, bytes]] = []
             if after is not None and after < upto:
                 replay = None
                 if not session.store.is_lost(stream.stream_id):
-                    replay = await self._replay(stream.stream_id, after)
+                    replay = await self.replay(stream.stream_id, after)
                 if replay is None:
                     # Live, but what the client missed is no longer kept: a silent gap would
                     # lose messages, so say so and let the client start over.
@@ -1677,7 +1435,7 @@ class McpHttpApp:
             stream.detach(events)
             session.idle()
 
-    async def _replay(self, stream: str, after: int) -> Replay | None:
+    async def replay(self, stream: str, after: int) -> Replay | None:
         """What the store holds of ``stream`` after ``after``, once everything this app handed
         its writer is in it; 503 while the store cannot be reached."""
         try:
@@ -1691,93 +1449,6 @@ class McpHttpApp:
                 headers=[(b"retry-after", b"5")],
             ) from None
 
-    async def _resume_elsewhere(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        principal: Principal | None,
-        session_id: str,
-        parsed: tuple[str, str, int],
-    ) -> None:
-        """A resume of a stream whose session this worker does not hold, from the shared store.
-
-        Served only if the event id names the session of the request, and the store has that
-        stream for the same owner; anything else is the 404 of an unknown session. Then the
-        events after the id, and, while the stream is not finished and its session lives on
-        another worker (its liveness key), the new ones as they come. A stream that ends
-        unfinished, its session living nowhere (its worker died), ends with an error response
-        for its request: the client never waits for an answer that cannot come.
-        """
-        owner, key, after = parsed
-        stream = stream_id(owner, key) if owner == session_id else None
-        replay = await self._replay(stream, after) if stream is not None else None
-        meta = replay.meta if replay is not None else None
-        if (
-            stream is None
-            or replay is None
-            or meta is None
-            or meta.session_id != session_id
-            or meta.owner != identity(principal)
-        ):
-            raise HttpError(404, "Session not found")
-        await self._sse_start(scope, send)
-        options = self.options
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-                last = after
-                idle = 0.0
-                while True:
-                    for seq, data in replay.events:
-                        body = encode_event(data, event="message", id=event_id(owner, key, seq))
-                        await send({"type": "http.response.body", "body": body, "more_body": True})
-                        last = seq
-                        idle = 0.0
-                    if replay.finished:
-                        break
-                    try:
-                        alive = await self.store.session_alive(session_id)
-                        if not alive:
-                            # Its worker is gone: anything it wrote before it went is in the
-                            # store by now.
-                            replay = await self.store.replay(stream, last)
-                    except EventStoreUnavailable as error:
-                        logger.error("a resumed stream lost its store: %s", error)
-                        alive, replay = False, None
-                    if not alive:
-                        if replay is not None:
-                            for seq, data in replay.events:
-                                body = encode_event(
-                                    data, event="message", id=event_id(owner, key, seq)
-                                )
-                                await send(
-                                    {"type": "http.response.body", "body": body, "more_body": True}
-                                )
-                        if (replay is None or not replay.finished) and meta.request_id is not None:
-                            body = encode_event(_orphaned(meta.request_id), event="message")
-                            await send(
-                                {"type": "http.response.body", "body": body, "more_body": True}
-                            )
-                        break
-                    await trio.sleep(options.resume_poll_interval)
-                    idle += options.resume_poll_interval
-                    if idle >= options.keepalive_interval:
-                        await send(
-                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
-                        )
-                        idle = 0.0
-                    try:
-                        replay = await self.store.replay(stream, last)
-                    except EventStoreUnavailable:
-                        replay = None
-                    if replay is None:
-                        break  # forgotten (delivered, or its session ended) or dropped
-                nursery.cancel_scope.cancel()
-            await send({"type": "http.response.body", "body": b""})
-        except OSError:
-            return  # the client went away; it may resume again
-
     async def _delete(self, scope: Scope, send: Send, principal: Principal | None) -> None:
         self._refuse_modern(scope, principal)
         if self.options.stateless:
@@ -1787,44 +1458,15 @@ class McpHttpApp:
         session = self._session_for(scope, principal)
         self.registry.forget(session)
         session.close()
-        if self.options.session_store is not None:
-            try:
-                await self.options.session_store.delete(session.id)
-                if self.options.relay is not None:
-                    await self.options.relay.send(None, _relayed("end", session.id))
-            except RelayUnavailable as error:
-                # Its record is gone: every other copy ends at its next request, or idle.
-                logger.warning("session %s: no other worker was told: %s", session.id, error)
-            except SessionStoreUnavailable as error:
-                logger.error("session %s: %s", session.id, error)
-                raise HttpError(
-                    503,
-                    "Service Unavailable: the session ended on this worker, but the session "
-                    "store failed: retry the DELETE",
-                    headers=[(b"retry-after", b"1")],
-                ) from None
+        if self.fleet is not None:
+            await self.fleet.ended(session)
         await self._respond(scope, send, 200)
 
 
-async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
-    try:
-        await relay.send(node, message)
-    except RelayUnavailable as error:
-        logger.error("a message for the GET stream on %s was lost: %s", node, error)
-
-
-def _relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
-    note: dict[str, str] = {"k": kind, "s": session_id}
-    if body is not None:
-        note["m"] = body.decode()
-    return orjson.dumps(note)
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    """Cancel ``scope`` once the client has gone away (its request body was already read)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    scope.cancel()
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    """What a single process opens at its start where a fleet opens its shared stores."""
+    yield
 
 
 class _Watcher:
@@ -1890,7 +1532,7 @@ def _on_first_yield(
 async def _watch_disconnect(
     receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
 ) -> None:
-    """:func:`_cancel_on_disconnect` for a POST's own engine: a disconnect once its request has
+    """:func:`cancel_on_disconnect` for a POST's own engine: a disconnect once its request has
     ended cancels nothing, for hypercorn reports the end of a complete response as a
     disconnect too."""
     while (await receive())["type"] != "http.disconnect":
@@ -1930,15 +1572,6 @@ def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
     """Stored events as a stream writes them: with their event ids."""
     return [(event_id(session_id, key, seq), data) for seq, data in events]
-
-
-def _orphaned(request_id: RequestId) -> bytes:
-    """The end of a resumed stream whose request can no longer be answered."""
-    error = ErrorObject.make(
-        INTERNAL_ERROR,
-        "The server handling this request stopped before it answered; retry the request",
-    )
-    return encode(ErrorResponse(request_id, error))
 
 
 def _waits(data: bytes) -> bool:

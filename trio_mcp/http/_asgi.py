@@ -8,6 +8,8 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+import trio
+
 from ..auth._gate import Refused
 from ..protocol._jsonrpc import INVALID_REQUEST, ErrorObject, RequestId
 
@@ -129,3 +131,10 @@ def accepts(accept: str | None, media_type: str) -> bool:
         if best is None or specificity > best[0]:
             best = (specificity, acceptable)
     return best is not None and best[1]
+
+
+async def cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the client has gone away (its request body was already read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()

@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 
 
 def build_app(server: Server, options: HttpOptions | None) -> McpHttpApp:
-    """The server's ASGI app: Streamable HTTP, with the HTTP+SSE endpoint where ``sse_path`` is
-    set (WebSocket is the app's own, at ``ws_path``)."""
+    """The server's ASGI app: Streamable HTTP, with the HTTP+SSE endpoint unless
+    ``legacy_sse`` is None (WebSocket is the app's own, at ``websocket.path``)."""
     app = McpHttpApp(server, options)
-    if app.options.sse_path is not None:
-        app.sse = SseEndpoint(app, app.options.sse_path, app.options.sse_messages_path)
+    legacy = app.options.legacy_sse
+    if legacy is not None:
+        app.sse = SseEndpoint(app, legacy.path, legacy.messages_path)
     return app
 
 
@@ -39,12 +40,14 @@ def run_blocking(
     chosen = options or HttpOptions()
     endpoint = chosen.path
     if transport == "sse":
-        endpoint = chosen.sse_path or ""
+        endpoint = chosen.legacy_sse.path if chosen.legacy_sse is not None else ""
         if not endpoint:
-            raise ValueError("transport 'sse' needs HttpOptions(sse_path=...), not None")
-    ws_path = chosen.ws_path
+            raise ValueError("transport 'sse' needs HttpOptions(legacy_sse=LegacySse()), not None")
+    ws_path = chosen.websocket.path if chosen.websocket is not None else None
     if transport == "ws" and ws_path is None:
-        raise ValueError("transport 'ws' needs a WebSocket endpoint: HttpOptions.ws_path")
+        raise ValueError(
+            "transport 'ws' needs a WebSocket endpoint: HttpOptions(websocket=WebSocketOptions())"
+        )
 
     def ready(binds: list[str]) -> None:
         if transport == "ws":  # http://... -> ws://..., https://... -> wss://...

@@ -34,7 +34,8 @@ async def serve_http(
 ) -> None:
     """Run ``server.http_app(options)`` on hypercorn until SIGINT or SIGTERM, then drain.
 
-    Binds 127.0.0.1 unless told otherwise; a wider bind should come with ``allowed_hosts``.
+    Binds 127.0.0.1 unless told otherwise; a wider bind should come with
+    ``HostRules.allowed_hosts``.
 
     The first signal starts :meth:`McpHttpApp.drain`: the readiness path answers 503 at once,
     new requests get 503 with ``Retry-After`` and ``Connection: close``, the requests in flight

@@ -1,10 +1,11 @@
 """The 2024-11-05 HTTP+SSE transport, server side, beside Streamable HTTP in the same ASGI app.
 
-A client opens a session with ``GET sse_path``: an SSE stream whose first event, ``endpoint``,
-names the URL it POSTs its messages to (``sse_messages_path?session_id=...``, relative, below the
-app's mount point); every message of the server follows as an ``event: message``. Each POST
-carries one JSON-RPC message (or a batch, which 2024-11-05 allows), is answered 202 Accepted, and
-is fed to the session's engine; what the engine answers goes down the GET stream.
+A client opens a session with ``GET LegacySse.path``: an SSE stream whose first event,
+``endpoint``, names the URL it POSTs its messages to (``LegacySse.messages_path?session_id=...``,
+relative, below the app's mount point); every message of the server follows as an
+``event: message``. Each POST carries one JSON-RPC message (or a batch, which 2024-11-05 allows),
+is answered 202 Accepted, and is fed to the session's engine; what the engine answers goes down
+the GET stream.
 
 The GET stream is the session: when it closes, the session ends and its requests in flight are
 cancelled. The checks are the app's one admission step (Host and Origin, CORS, the
@@ -89,7 +90,7 @@ class SseSession(RegisteredSession):
         self.endpoint = endpoint
         self.connection = ServerConnection(app.server)
         self.transport = _StreamSender(
-            self, app.options.max_pending_events, app.options.max_pending_bytes
+            self, app.options.limits.max_pending_events, app.options.limits.max_pending_bytes
         )
         self.engine = Session(
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace

@@ -59,7 +59,7 @@ def client_address(scope: Scope, *, header: str | None = None) -> str:
     (``x-forwarded-for``) or sets it (``x-real-ip``); the peer when the header is absent.
 
     Behind a proxy the peer is the proxy itself, so every client would share one key: name the
-    proxy's header (``HttpOptions.client_address_header``), or let the ASGI server rewrite the
+    proxy's header (``HostRules.client_address_header``), or let the ASGI server rewrite the
     scope (hypercorn's ``ProxyFixMiddleware``). Never trust the header without a proxy that
     writes it: a client can send any value.
     """
@@ -85,7 +85,7 @@ def default_client_key(
 
 
 def client_key_of(hook: Callable[..., str] | None, header: str | None) -> ClientKey:
-    """``HttpOptions.client_key`` as the registry calls it: ``(scope, principal)``. None is
+    """``Limits.client_key`` as the registry calls it: ``(scope, principal)``. None is
     :func:`default_client_key`; a hook that takes one argument gets the scope alone."""
     if hook is None:
         return functools.partial(default_client_key, header=header)
@@ -131,7 +131,7 @@ class RegisteredSession(abc.ABC):
     ) -> None:
         self.registry = registry
         self.id = session_id
-        #: Whose it is, for the per-client limit (see ``HttpOptions.client_key``).
+        #: Whose it is, for the per-client limit (see ``Limits.client_key``).
         self.client = client
         #: The ``Principal.identity`` of the request that opened it (None without
         #: authorization): only that identity can use it.
@@ -140,7 +140,7 @@ class RegisteredSession(abc.ABC):
         #: Whether it carried a request since it was opened: until then it lives at most
         #: ``unused_session_timeout`` from its opening.
         self.used = False
-        self.unused_until = trio.current_time() + registry.options.unused_session_timeout
+        self.unused_until = trio.current_time() + registry.options.limits.unused_session_timeout
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self.engine = None
@@ -171,7 +171,7 @@ class RegisteredSession(abc.ABC):
     def touch(self) -> None:
         """It may have gone idle: start its idle timeout if it has nothing open or running."""
         if self.expires and self.active == 0 and self.engine_idle:
-            deadline = trio.current_time() + self.registry.options.session_idle_timeout
+            deadline = trio.current_time() + self.registry.options.limits.session_idle_timeout
             self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
         self.registry.changed()
 
@@ -201,7 +201,7 @@ class SessionRegistry:
     def __init__(self, options: HttpOptions) -> None:
         self.options = options
         self.client_key: ClientKey = client_key_of(
-            options.client_key, options.client_address_header
+            options.limits.client_key, options.hosts.client_address_header
         )
         #: Every session counted against the caps: opening or kept, on every transport.
         self._counted: set[RegisteredSession] = set()
@@ -233,7 +233,7 @@ class SessionRegistry:
         first session concerned is due to expire)."""
         if per_client:
             owned = self._by_client.get(client, set())
-            limit = self.options.max_sessions_per_client
+            limit = self.options.limits.max_sessions_per_client
             if len(owned) >= limit:
                 raise HttpError(
                     429,
@@ -242,7 +242,7 @@ class SessionRegistry:
                     request_id=request_id,
                     headers=[self.retry_after(owned)],
                 )
-        if len(self._counted) >= self.options.max_sessions:
+        if len(self._counted) >= self.options.limits.max_sessions:
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",
@@ -297,7 +297,9 @@ class SessionRegistry:
         none is (each has a request or a stream open), the time a session may stay unused."""
         now = trio.current_time()
         deadline = min((session.scope.deadline for session in sessions), default=math.inf)
-        wait = deadline - now if deadline != math.inf else self.options.unused_session_timeout
+        wait = (
+            deadline - now if deadline != math.inf else self.options.limits.unused_session_timeout
+        )
         return (b"retry-after", str(max(1, math.ceil(wait))).encode())
 
     # -- requests and the drain ----------------------------------------------------------------

@@ -13,8 +13,8 @@ Host/Origin checks of Streamable HTTP (the same functions) and the authorization
 its challenge), then a client that does not offer the ``mcp`` subprotocol (400: the TypeScript
 SDK's ``WebSocketClientTransport`` offers it, and a browser refuses a socket whose server picked
 none it offered). Once open, the socket is closed with 1003 on a binary frame, 1009 on a
-message over ``HttpOptions.ws_max_message_bytes``, 1001 when the server shuts down, 1011 when
-the client did not answer a keep-alive ``ping`` request (``HttpOptions.ws_ping_interval``: ASGI
+message over ``WebSocketOptions.max_message_bytes``, 1001 when the server shuts down, 1011 when
+the client did not answer a keep-alive ``ping`` request (``WebSocketOptions.ping_interval``: ASGI
 has no WebSocket ping for an app to send), 1000 when the connection simply ends. A dropped
 socket is the peer gone: what it had in flight is cancelled. Writes wait for the socket
 (hypercorn writes to TCP before a send returns), so a client that does not read holds up its own
@@ -46,6 +46,7 @@ from ..server._principal import Principal
 from ..transports._transport import BaseTransport
 from ._admission import Admission, draining_error
 from ._asgi import HttpError, Receive, Scope, Send
+from ._options import HttpOptions, WebSocketOptions
 from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 
 if TYPE_CHECKING:
@@ -80,25 +81,12 @@ class _Serves(Protocol):
     ) -> None: ...
 
 
-class _WsOptions(Protocol):
-    @property
-    def ws_path(self) -> str | None: ...
-    @property
-    def ws_max_message_bytes(self) -> int: ...
-    @property
-    def ws_ping_interval(self) -> float | None: ...
-    @property
-    def max_sessions(self) -> int: ...
-    @property
-    def max_sessions_per_client(self) -> int: ...
-
-
 class WebSocketHost(Protocol):
     """What the endpoint needs of the app it is part of (``McpHttpApp``, which imports this
     module: named here by its shape)."""
 
     @property
-    def options(self) -> _WsOptions: ...
+    def options(self) -> HttpOptions: ...
     @property
     def server(self) -> object: ...
     @property
@@ -193,15 +181,23 @@ class WebSocketTransport(BaseTransport):
 
 
 class WebSocketEndpoint:
-    """The app's WebSocket endpoint (``HttpOptions.ws_path``); its sockets are the registry's."""
+    """The app's WebSocket endpoint (``HttpOptions.websocket``); its sockets are the registry's."""
 
     def __init__(self, app: WebSocketHost) -> None:
         self.app = app
-        path = app.options.ws_path
+        #: The endpoint's settings; None: no endpoint (every upgrade is refused).
+        self.settings = app.options.websocket
+        path = self.settings.path if self.settings is not None else None
         normal = (path.rstrip("/") or "/") if path is not None else None
         self._paths = (
             set() if normal is None else {normal, normal + "/"} if normal != "/" else {"/"}
         )
+
+    @property
+    def _settings(self) -> WebSocketOptions:
+        """The settings of an endpoint that serves (a socket was admitted on its path)."""
+        assert self.settings is not None
+        return self.settings
 
     @property
     def sockets(self) -> dict[str, SocketSession]:
@@ -253,7 +249,7 @@ class WebSocketEndpoint:
         principal: Principal | None,
     ) -> None:
         transport = WebSocketTransport(
-            receive, send, session, max_message_bytes=self.app.options.ws_max_message_bytes
+            receive, send, session, max_message_bytes=self._settings.max_message_bytes
         )
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
         with session.scope:
@@ -266,7 +262,7 @@ class WebSocketEndpoint:
                 if session.expired:
                     transport.close_code = GOING_AWAY
                     transport.close_reason = (
-                        f"idle for {self.app.registry.options.session_idle_timeout:g}s"
+                        f"idle for {self.app.registry.options.limits.session_idle_timeout:g}s"
                         if session.used
                         else "no request came"
                     )
@@ -281,9 +277,9 @@ class WebSocketEndpoint:
     async def _serve(
         self, transport: WebSocketTransport, session: SocketSession, principal: Principal | None
     ) -> None:
-        """The socket's connection, and with ``ws_ping_interval`` its keep-alive beside it."""
+        """The socket's connection, and with ``ping_interval`` its keep-alive beside it."""
         server = cast(_Serves, self.app.server)  # a Server: it serves any transport
-        interval = self.app.options.ws_ping_interval
+        interval = self._settings.ping_interval
         async with trio.open_nursery() as nursery:
 
             async def serve(*, task_status: trio.TaskStatus[Session]) -> None:
@@ -306,7 +302,7 @@ class WebSocketEndpoint:
         app = self.app
         if route not in self._paths:
             mounted = scope.get("root_path", "")
-            where = app.options.ws_path
+            where = self.settings.path if self.settings is not None else None
             raise HttpError(
                 404,
                 "Not Found: "

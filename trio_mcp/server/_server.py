@@ -880,7 +880,7 @@ class Server:
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
         at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport and WebSocket
         beside it), ``"sse"`` (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same,
-        announcing its WebSocket endpoint, ``HttpOptions.ws_path``). Ctrl-C stops the server
+        announcing its WebSocket endpoint, ``HttpOptions.websocket``). Ctrl-C stops the server
         without a traceback: over stdio it exits with status 130, over HTTP it shuts down
         gracefully and returns.
         """

@@ -1,0 +1,347 @@
+"""One worker's part in a fleet whose workers share their stores: the app's ``Fleet``.
+
+With a session store, a request for a session this worker does not hold follows the session's
+record and builds a replica here; a session held here follows what other workers changed, and
+ends when its record is gone. With a relay, the few messages of a session that belong to
+another worker's copy go there (a client's answer to that copy's request, a cancel of a
+request running there, the end of the session, a message for a GET stream held there). With a
+shared event store, a resume of a stream held elsewhere is served from the store.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import orjson
+import trio
+
+from ..http import Relay, RelayUnavailable, SessionRecord, SessionStore, SessionStoreUnavailable
+from ..http._app import HttpSession, McpHttpApp
+from ..http._asgi import HttpError, Receive, Scope, Send, header
+from ..http._sessions import identity
+from ..protocol._errors import ProtocolError
+from ..protocol._jsonrpc import ErrorResponse, Notification, RequestId, Response, parse
+from ..protocol._sse import parse_event_id
+from ..server._principal import Principal
+from ._records import follow, restore, save
+from ._resume import resume_elsewhere
+
+logger = logging.getLogger("trio_mcp.http")
+
+
+class SharedFleet:
+    """The :class:`~trio_mcp.http._fleet.Fleet` of an app whose options name a shared store or
+    a relay (``ScaleOut(session_store=..., relay=..., event_store=...)``): the app builds
+    it, and calls it where a session may live on another worker."""
+
+    def __init__(self, app: McpHttpApp) -> None:
+        self.app = app
+        options = app.options
+        self.session_store: SessionStore | None = options.scale_out.session_store
+        self.relay: Relay | None = options.scale_out.relay
+        self.node_id = options.scale_out.node_id
+        if self.session_store is not None and self.node_id is None:
+            raise ValueError(
+                "ScaleOut(session_store=...) needs a node_id: it names this worker's streams "
+                "and the messages other workers send it"
+            )
+        #: Sessions whose record is being read to build a replica here, by id.
+        self._replicating: dict[str, trio.Event] = {}
+
+    @property
+    def id_prefix(self) -> str:
+        # With a session store, the ids of the requests a copy sends name its node: the
+        # client's response may reach any worker, which relays it here.
+        return f"{self.node_id}/" if self.session_store is not None else ""
+
+    # -- lifespan ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[None]:
+        """Start the session store, and close it when the block ends."""
+        records = self.session_store
+        if records is None:
+            yield
+            return
+        await records.start()
+        try:
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await records.aclose()
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        if self.session_store is not None:
+            nursery.start_soon(self._keep_records, self.session_store)
+        if self.relay is not None and self.node_id is not None:
+            await nursery.start(self.relay.subscribe, self.node_id, self._on_relayed)
+
+    async def _keep_records(self, records: SessionStore) -> None:
+        """Push forward the records of the sessions busy here (a tool running for longer than
+        the idle timeout, a GET stream held open), which no request may touch meanwhile: a
+        session in use anywhere never expires everywhere else."""
+        ttl = self.app.options.limits.session_idle_timeout
+        while True:
+            await trio.sleep(ttl / 3)
+            for session in list(self.app.sessions.values()):
+                if session.closing or (session.active == 0 and session.engine.idle):
+                    continue
+                try:
+                    await records.touch(session.id, ttl)
+                except SessionStoreUnavailable as error:
+                    logger.warning("the records of busy sessions were not refreshed: %s", error)
+                    break
+
+    # -- records -------------------------------------------------------------------------------
+
+    def opened(self, session: HttpSession) -> None:
+        store = self.session_store
+        if store is not None:
+            ttl = self.app.options.limits.session_idle_timeout
+            session.connection.on_change = functools.partial(save, session, store, ttl)
+
+    async def save(self, session: HttpSession) -> None:
+        """Write the session's record (raises ProtocolError if the store failed)."""
+        assert self.session_store is not None
+        await save(session, self.session_store, self.app.options.limits.session_idle_timeout)
+
+    async def initialized(self, session: HttpSession, request_id: RequestId) -> None:
+        if self.session_store is None:
+            return
+        try:
+            # Before the client learns the id: its next request may reach any worker.
+            await self.save(session)
+        except ProtocolError:
+            session.close()
+            raise HttpError(
+                503,
+                "Service Unavailable: the session could not be recorded for the other "
+                "workers; retry",
+                request_id=request_id,
+                headers=[(b"retry-after", b"1")],
+            ) from None
+
+    async def ended(self, session: HttpSession) -> None:
+        if self.session_store is None:
+            return
+        try:
+            await self.session_store.delete(session.id)
+            if self.relay is not None:
+                await self.relay.send(None, relayed("end", session.id))
+        except RelayUnavailable as error:
+            # Its record is gone: every other copy ends at its next request, or idle.
+            logger.warning("session %s: no other worker was told: %s", session.id, error)
+        except SessionStoreUnavailable as error:
+            logger.error("session %s: %s", session.id, error)
+            raise HttpError(
+                503,
+                "Service Unavailable: the session ended on this worker, but the session "
+                "store failed: retry the DELETE",
+                headers=[(b"retry-after", b"1")],
+            ) from None
+
+    async def before_request(self, scope: Scope, principal: Principal | None, method: str) -> None:
+        """With a session store, before a request of a session is served: its record, read
+        with its expiry pushed forward. A session held here takes what other workers changed,
+        and ends if its record is gone (DELETEd elsewhere, or expired); a session held
+        elsewhere gets a replica here, as its ``initialize`` left it and as its client set it
+        since. Then the request is served as any other, and 404 if none of this applied."""
+        store = self.session_store
+        if store is None:
+            return
+        session_id = header(scope, b"mcp-session-id")
+        if not session_id or len(session_id) > 200:
+            return
+        app = self.app
+        local = app.sessions.get(session_id)
+        if local is None and method == "GET":
+            last_event = header(scope, b"last-event-id")
+            if last_event and parse_event_id(last_event) is not None:
+                return  # a resume of a stream held elsewhere: served from the event store
+        pending = self._replicating.get(session_id)
+        if local is None and pending is not None:
+            await pending.wait()  # another request is building the replica
+            return
+        done = trio.Event()
+        if local is None:
+            self._replicating[session_id] = done
+        try:
+            try:
+                record = await store.touch(session_id, app.options.limits.session_idle_timeout)
+            except SessionStoreUnavailable as error:
+                logger.error("session %s: %s", session_id, error)
+                if local is not None:
+                    return  # held here: it goes on as it is
+                raise HttpError(
+                    503,
+                    "Service Unavailable: the session store cannot be reached; retry",
+                    headers=[(b"retry-after", b"1")],
+                ) from None
+            owner = identity(principal)
+            if record is None or record.owner != (owner or ""):
+                if record is None and local is not None and local.owner == owner:
+                    app.registry.forget(local)  # ended elsewhere: gone here too
+                    local.close()
+                return  # an unknown session, to this principal: 404 as usual
+            if local is not None:
+                follow(local, record)
+                return
+            await self._replicate(scope, session_id, principal, record)
+        finally:
+            if local is None:
+                del self._replicating[session_id]
+                done.set()
+
+    async def _replicate(
+        self, scope: Scope, session_id: str, principal: Principal | None, record: SessionRecord
+    ) -> None:
+        app = self.app
+        registry = app.registry
+        client = registry.client_of(scope, principal)
+        session = HttpSession(
+            app, session_id, client=client, owner=identity(principal), replica=True
+        )
+        # The session was opened (and counted for its client) elsewhere: here it counts
+        # against the server's cap only.
+        registry.claim(session, per_client=False)
+        try:
+            restore(session, record)
+        except (ProtocolError, ValueError) as error:
+            registry.forget(session)
+            logger.error("session %s: its record cannot be restored: %s", session_id, error)
+            return  # 404: nothing of it can be served here
+        assert registry.nursery is not None
+        await registry.nursery.start(session.run)
+        registry.keep(session)
+        session.touch()  # idle until its request registers: a refused one leaves it to expire
+
+    # -- the relay -----------------------------------------------------------------------------
+
+    async def send_elsewhere(
+        self, session: HttpSession, message: Notification | Response | ErrorResponse, body: bytes
+    ) -> bool:
+        """Send on a message that belongs to another worker's copy of the session: True if it
+        was sent on (or is for every copy), False if it is this copy's."""
+        relay = self.relay
+        if relay is None:
+            return False
+        node: str | None
+        if isinstance(message, Notification):
+            if message.method != "notifications/cancelled":
+                return False
+            params = message.params or {}
+            rid = params.get("requestId")
+            if rid is None or session.engine.in_flight(rid) is not None:
+                return False  # runs here (or is nothing): this copy's
+            node, kind = None, "cancel"  # it runs elsewhere, if anywhere: every copy hears it
+        else:
+            rid = message.id
+            mine = f"{self.node_id}/"
+            if not isinstance(rid, str) or "/" not in rid or rid.startswith(mine):
+                return False
+            node, kind = rid.partition("/")[0], "message"
+        try:
+            await relay.send(node, relayed(kind, session.id, body))
+        except RelayUnavailable as error:
+            logger.error("session %s: %s", session.id, error)
+            raise HttpError(
+                503,
+                "Service Unavailable: the message is for another worker, and the relay to it "
+                "failed; retry",
+                headers=[(b"retry-after", b"1")],
+            ) from None
+        return True
+
+    def forward_get(self, session: HttpSession, data: bytes) -> bool:
+        """A request's message for the GET stream, which another node's copy holds: sent
+        there (True). Messages not tied to a request (list changes, resource updates) are
+        not: every copy hears them from the notification bus, the GET's own included."""
+        relay, node = self.relay, session.get_node
+        nursery = self.app.registry.nursery
+        if relay is None or node is None or node == self.node_id or nursery is None:
+            return False
+        nursery.start_soon(_send_relayed, relay, node, relayed("get", session.id, data))
+        return True
+
+    async def hold_get(self, session: HttpSession) -> None:
+        """This copy holds the session's GET stream now: say so in the record, so that the
+        other copies send it their requests' messages for it."""
+        if self.session_store is None:
+            return
+        session.get_node = self.node_id
+        try:
+            await self.save(session)
+        except ProtocolError as error:
+            # The stream works here; the other copies keep the messages for a GET of theirs.
+            logger.warning("session %s: %s", session.id, error.message)
+
+    def _on_relayed(self, data: bytes) -> None:
+        """A message another worker relayed to this one (or to every one)."""
+        try:
+            note = orjson.loads(data)
+            kind, session_id, body = note["k"], note["s"], note.get("m")
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            logger.warning("relay: ignored a message that is not one of ours")
+            return
+        app = self.app
+        session = app.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None or session.closing:
+            return
+        if kind == "end":
+            app.registry.forget(session)
+            session.close()
+            return
+        if not isinstance(body, str):
+            return
+        parsed = parse(body)
+        if kind == "get":
+            # As for this copy's own: progress and logs only to a GET open now.
+            session.push_get(body.encode())
+        elif kind == "message" and isinstance(parsed, Response | ErrorResponse):
+            session.engine.feed(parsed)
+            session.touch()
+        elif kind == "cancel" and isinstance(parsed, Notification):
+            rid = (parsed.params or {}).get("requestId")
+            if rid is not None and session.engine.in_flight(rid) is not None:
+                session.engine.feed(parsed)
+
+    # -- resumes -------------------------------------------------------------------------------
+
+    def resumes_elsewhere(self, session_id: str, event: tuple[str, str, int]) -> bool:
+        local = self.app.sessions.get(session_id)
+        return local is None or (
+            # With a session store, a stream none of this worker's copy holds may be live
+            # on another worker's copy of the session.
+            self.session_store is not None
+            and event[0] == local.id
+            and local.stream_for_key(event[1]) is None
+        )
+
+    async def resume_elsewhere(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal | None,
+        session_id: str,
+        event: tuple[str, str, int],
+    ) -> None:
+        await resume_elsewhere(self.app, scope, receive, send, principal, session_id, event)
+
+
+async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
+    try:
+        await relay.send(node, message)
+    except RelayUnavailable as error:
+        logger.error("a message for the GET stream on %s was lost: %s", node, error)
+
+
+def relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
+    """A message for the relay: its kind, its session, and the JSON-RPC message it carries."""
+    note: dict[str, str] = {"k": kind, "s": session_id}
+    if body is not None:
+        note["m"] = body.decode()
+    return orjson.dumps(note)
