@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp import proxy
+from trio_mcp import Command, proxy
 
 from .._http import serving
 from ._http_support import client_driver
@@ -59,7 +59,7 @@ async def test_the_official_python_client_cancels_through_a_proxy_of_server_ever
 ) -> None:
     node()
     log = tmp_path / "upstream.jsonl"
-    front = proxy(recorded(log, [str(EVERYTHING)]), name="front", stderr="discard")
+    front = proxy(Command(recorded(log, [str(EVERYTHING)]), stderr="discard"), name="front")
     with trio.fail_after(HANG_GUARD):
         async with serving(front, guard=HANG_GUARD) as served:
             command = [sys.executable, "-m", "tests.interop.py_proxy_client", mode, served.url]

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-import trio_mcp
+import trio_mcp.protocol
 from trio_mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -139,7 +139,7 @@ def _code_constants(path: Path) -> dict[str, int]:
     return found
 
 
-def test_every_error_code_is_defined_beside_the_others_and_exported() -> None:
+def test_every_error_code_is_defined_beside_the_others_and_exported_by_the_protocol() -> None:
     package = Path(trio_mcp.__file__).parent
     home = package / "protocol" / "_jsonrpc.py"
     elsewhere = {
@@ -148,7 +148,7 @@ def test_every_error_code_is_defined_beside_the_others_and_exported() -> None:
         if path != home and (names := _code_constants(path))
     }
     assert not elsewhere, f"error codes defined outside protocol/_jsonrpc.py: {elsewhere}"
-    assert set(_code_constants(home)) <= set(trio_mcp.__all__)
+    assert set(_code_constants(home)) <= set(trio_mcp.protocol.__all__)
 
 
 def test_the_error_codes_are_distinct() -> None:
