@@ -14,7 +14,8 @@ import trio
 
 from trio_mcp import Context, Server
 from trio_mcp.http import HttpOptions
-from trio_mcp.http._app import _DISCONNECT_GRACE, HttpSession
+from trio_mcp.http._app import HttpSession
+from trio_mcp.http._modern_post import _DISCONNECT_GRACE
 from trio_mcp.lowlevel import Session
 from trio_mcp.protocol._headers import tool_param_headers
 from trio_mcp.server._connection import ServerConnection

@@ -16,12 +16,9 @@ import logging
 import math
 import re
 import secrets
-import types
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Coroutine,
-    Generator,
     Iterable,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -86,6 +83,7 @@ from ._event_store import (
     StreamSink,
 )
 from ._modern import is_modern, status_for
+from ._modern_post import ModernPost, _on_first_yield, _wind_down, serve_modern
 from ._node_tags import check_node_id, is_minted_here, mint_session_id
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
@@ -793,8 +791,11 @@ class McpHttpApp:
         #: only while someone waits for that (a drain), not for every POST.
         self._serving = 0
         self._none_serving: trio.Event | None = None
-        #: The engines of modern and stateless POSTs, each alive for its one request.
+        #: The engines of stateless POSTs (and of modern ones on a server with mounts), each
+        #: alive for its one request.
         self._posts: set[HttpSession] = set()
+        #: The modern POSTs being served (``_modern_post``), each the connection of its request.
+        self._alone: set[ModernPost] = set()
         #: Sessions whose initialize is still running: not yet kept, but counted for the cap.
         self._opening: set[HttpSession] = set()
         #: Each client's sessions, opening or kept (``HttpOptions.max_sessions_per_client``).
@@ -1000,6 +1001,9 @@ class McpHttpApp:
                 session.engine.cancel_incoming(
                     request_id, "the server is shutting down", error=error
                 )
+        for post in self._alone:
+            if post.record is not None:
+                post.record.cancel("the server is shutting down", error=error)
         with trio.move_on_after(CUT_WRITE_GUARD):
             await self.wait_idle()
 
@@ -1689,6 +1693,10 @@ class McpHttpApp:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
             ) from None
+        if not self.server.mounts:
+            await serve_modern(self, scope, receive, send, message, principal)
+            return
+        # Mounted servers and proxies read their connection's engine: this request gets one.
         session = HttpSession(self, "modern", kind=SessionKind.MODERN)
         # Registered while it runs, so that list changes reach its listen streams.
         self.server.connections.add(session.connection)
@@ -1809,6 +1817,10 @@ class McpHttpApp:
     ) -> None:
         stream.detach(events)
         session.idle()
+        self._request_done()
+
+    def _request_done(self) -> None:
+        """A request served here ended (see :meth:`wait_idle`)."""
         self._serving -= 1
         if self._serving == 0 and self._none_serving is not None:
             self._none_serving.set()
@@ -2327,43 +2339,6 @@ class _Watcher:
         )
 
 
-@types.coroutine
-def _on_first_yield(
-    coro: Coroutine[Any, Any, _T], first: Callable[[], None]
-) -> Generator[Any, Any, _T]:
-    """Await ``coro``, calling ``first`` when it first yields to trio, before trio acts on it.
-
-    A POST's own request that ends without ever yielding (most tools) needs no disconnect
-    watcher: nothing else could have run while it did, the watcher included. Started at the
-    first yield, the watcher runs when it would have run had it been started before the
-    request, and a request that never blocks saves its task.
-    """
-    try:
-        trap = coro.send(None)
-    except StopIteration as done:
-        result: _T = done.value
-        return result
-    first()
-    while True:
-        try:
-            sent = yield trap
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                trap = coro.throw(exc)
-            except StopIteration as done:
-                result = done.value
-                return result
-        else:
-            try:
-                trap = coro.send(sent)
-            except StopIteration as done:
-                result = done.value
-                return result
-
-
 async def _watch_disconnect(
     receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
 ) -> None:
@@ -2382,26 +2357,6 @@ async def _watch_disconnect(
 #: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
 #: first write, for a request about to end; a cancel's POST, for the request it cancelled.
 _PATIENCE = 2
-
-#: How long a POST whose response is complete waits for its disconnect watcher to see the end.
-_DISCONNECT_GRACE = 5.0
-
-
-def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
-    """End a POST's nursery once its response is written (``ended``) or given up.
-
-    A complete response lets its disconnect watcher end by itself: an ASGI server reports the
-    end of a complete response as a disconnect (hypercorn does so before the last ``send``
-    returns), which costs less than cancelling the watcher. Only when the response was cut,
-    or something more than the POST's ``own`` tasks (its watcher, its stream's task) is left in
-    the nursery (a handler's), is it cancelled; and a server that never reports the end is
-    waited for only ``_DISCONNECT_GRACE``.
-    """
-    left = len(nursery.child_tasks)
-    if not ended or left > own:
-        nursery.cancel_scope.cancel()
-    elif left:
-        nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
