@@ -83,7 +83,7 @@ from ._event_store import (
     StreamSink,
 )
 from ._modern import is_modern, status_for
-from ._modern_post import ModernPost, _on_first_yield, _wind_down, serve_modern
+from ._modern_post import _DISCONNECT_GRACE, ModernPost, _on_first_yield, serve_modern
 from ._node_tags import check_node_id, is_minted_here, mint_session_id
 from ._relay import Relay, RelayUnavailable
 from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
@@ -2357,6 +2357,23 @@ async def _watch_disconnect(
 #: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
 #: first write, for a request about to end; a cancel's POST, for the request it cancelled.
 _PATIENCE = 2
+
+
+def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
+    """End a POST's nursery once its response is written (``ended``) or given up.
+
+    A complete response lets its disconnect watcher end by itself: an ASGI server reports the
+    end of a complete response as a disconnect (hypercorn does so before the last ``send``
+    returns), which costs less than cancelling the watcher. Only when the response was cut,
+    or something more than the POST's ``own`` tasks (its watcher, its stream's task) is left in
+    the nursery (a handler's), is it cancelled; and a server that never reports the end is
+    waited for only ``_DISCONNECT_GRACE``.
+    """
+    left = len(nursery.child_tasks)
+    if not ended or left > own:
+        nursery.cancel_scope.cancel()
+    elif left:
+        nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:

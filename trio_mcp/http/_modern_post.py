@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -53,6 +53,8 @@ _T = TypeVar("_T")
 
 #: How long a POST whose response is complete waits for its disconnect watcher to see the end.
 _DISCONNECT_GRACE = 5.0
+#: How long a POST that fails waits for its helpers to end once they are cancelled.
+_ABANDON_GUARD = 2.0
 
 
 class _Server(Registrations, Protocol):
@@ -81,6 +83,8 @@ class ModernHost(Protocol):
     def budget(self) -> ByteBudget: ...
     @property
     def _alone(self) -> set[ModernPost]: ...
+    @property
+    def _nursery(self) -> trio.Nursery | None: ...
 
     _serving: int
 
@@ -113,14 +117,15 @@ async def serve_modern(
     app._alone.add(post)
     app._serving += 1
     try:
-        async with trio.open_nursery() as nursery:
-            post._nursery = nursery
-            answer = await _on_first_yield(run_alone(route, record), post._yielded)
-            post._settle(answer)
-            if not post._streaming:  # nothing was streamed: the answer alone
-                await post._answer_whole(answer)
-                _wind_down(nursery, ended=True, own=post._watching)
+        answer = await _on_first_yield(run_alone(route, record), post._yielded)
+        post._settle(answer)
+        if not (post._streaming or post._gone):  # nothing was streamed: the answer alone
+            await post._answer_whole(answer)
+        if post._helpers:
+            await post._wind_down()
     finally:
+        if post._helpers:
+            await post._abandon()
         post._end()
         server.connections.discard(post)
         app._alone.discard(post)
@@ -133,6 +138,12 @@ class ModernPost(ServerConnection):
     A ``ServerConnection`` with no engine: what its handler sends (:meth:`notify`,
     :meth:`notify_nowait`) is kept here, in order, for the POST's SSE response. It holds
     nothing that holds it, so reference counting frees it when its POST ends.
+
+    Its helpers, a watcher of ``receive`` and the task that writes its SSE response, are
+    started only when needed (most requests need neither), in the app's nursery rather than
+    in a nursery of the POST's own, whose opening and closing (a scope, and a checkpoint)
+    would cost every request; the POST waits for them before it returns
+    (:meth:`_wind_down`), so neither outlives it.
     """
 
     def __init__(self, app: ModernHost, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,12 +161,18 @@ class ModernPost(ServerConnection):
         #: byte budget too, as every connection's pending events are).
         self._events: list[bytes] = []
         self._pending_bytes = 0
-        #: Set when the client fell too far behind: its stream is ended, the request cancelled.
-        self._cut = False
-        self._nursery: trio.Nursery | None = None
-        self._watching = False
+        #: The client went away before the request settled, or fell too far behind its stream:
+        #: the request is cancelled, nothing more is written.
+        self._gone = False
+        #: The helper tasks running, their scopes, and what the POST waits on while any runs.
+        self._helpers = 0
+        self._watcher: trio.CancelScope | None = None
+        self._streamer: trio.CancelScope | None = None
+        self._helper_ended: trio.Event | None = None
+        #: Whether the SSE response was started, and then whether it was written whole.
         self._streaming = False
-        #: What the stream's task waits on while there is nothing to write.
+        self._streamed = False
+        #: What the SSE task waits on while there is nothing to write.
         self._wake: trio.Event | None = None
 
     # -- what the handler sends ----------------------------------------------------------------
@@ -184,6 +201,7 @@ class ModernPost(ServerConnection):
         # and none in JSON mode, whose response carries one message.
         if (
             self.settled
+            or self._gone
             or record is None
             or related_request_id != record.id
             or self._app.options.json_response
@@ -193,6 +211,12 @@ class ModernPost(ServerConnection):
 
     def _push(self, data: bytes) -> None:
         app = self._app
+        if not self._streaming:
+            # The first event that is not the answer: from here on the answer is SSE.
+            self._streamer = self._start(self._stream)
+            if self._streamer is None:
+                return  # the app is shutting down: no stream starts, the answer goes alone
+            self._streaming = True
         size = len(data)
         limits, budget = app.limits, app.budget
         if self._events and (
@@ -206,17 +230,12 @@ class ModernPost(ServerConnection):
                 len(self._events),
                 self._pending_bytes,
             )
-            self._cut = True
-        else:
-            self._events.append(data)
-            self._pending_bytes += size
-            budget.used += size
-        if self._streaming:
-            self._wake_stream()
-        elif self._nursery is not None:
-            # The first event that is not the answer: from here on the answer is SSE.
-            self._streaming = True
-            self._nursery.start_soon(self._stream)
+            self._cancel()
+            return
+        self._events.append(data)
+        self._pending_bytes += size
+        budget.used += size
+        self._wake_stream()
 
     def _take(self) -> bytes:
         """The events waiting to be written, encoded, and forgotten."""
@@ -237,9 +256,7 @@ class ModernPost(ServerConnection):
     def _yielded(self) -> None:
         """The request blocked for the first time: from now on the client may go away while it
         runs, so a watcher looks out for that."""
-        assert self._nursery is not None
-        self._watching = True
-        self._nursery.start_soon(self._watch)
+        self._watcher = self._start(self._watch)
 
     def _settle(self, answer: Message | None) -> None:
         """The request ended: ``answer`` is its response (None: suppressed). Decided with no
@@ -248,12 +265,83 @@ class ModernPost(ServerConnection):
         self._answer = answer
         self._wake_stream()
 
+    def _cancel(self) -> None:
+        """The client is gone, or cannot keep up with its stream: the request is cancelled, its
+        stream ends, nothing more is written."""
+        self._gone = True
+        if self.record is not None:
+            self.record.cancel("the client closed the connection")
+        if self._streamer is not None:
+            self._streamer.cancel()
+
     def _end(self) -> None:
         """The POST is over: whatever is still pending leaves the byte budget."""
-        self._nursery = None
         self._events.clear()
         self._app.budget.used -= self._pending_bytes
         self._pending_bytes = 0
+
+    # -- its helpers ---------------------------------------------------------------------------
+
+    def _start(self, helper: Callable[[], Awaitable[None]]) -> trio.CancelScope | None:
+        """Start a helper in the app's nursery, under a scope of its own (returned, made now
+        so that it can be cancelled before the task first runs); None when the app is
+        shutting down and takes no new task."""
+        nursery = self._app._nursery
+        if nursery is None:
+            return None
+        scope = trio.CancelScope()
+        try:
+            nursery.start_soon(self._helper, helper, scope)
+        except RuntimeError:
+            return None  # the nursery is closing
+        self._helpers += 1
+        return scope
+
+    async def _helper(self, helper: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await helper()
+        except Exception:
+            # The app's nursery must never see it: it would end every session.
+            logger.exception("a modern POST's %s failed", getattr(helper, "__name__", helper))
+        finally:
+            self._helpers -= 1
+            ended = self._helper_ended
+            if ended is not None:
+                self._helper_ended = None
+                ended.set()
+
+    async def _wait_helpers(self) -> None:
+        while self._helpers:
+            self._helper_ended = ended = trio.Event()
+            await ended.wait()
+
+    async def _wind_down(self) -> None:
+        """Wait for the helpers once the request has settled: the SSE task writes the answer
+        (or gives up), then the watcher ends by itself, on the disconnect that an ASGI server
+        reports once a response is complete (hypercorn does so before the last ``send``
+        returns), which costs less than cancelling it. A server that never reports it is waited
+        for only ``_DISCONNECT_GRACE``; after a response that was cut, not at all."""
+        if self._streaming:
+            while self._helpers > (self._watcher is not None):
+                self._helper_ended = ended = trio.Event()
+                await ended.wait()
+        if self._watcher is not None:
+            if self._streaming and not self._streamed:
+                self._watcher.cancel()
+            else:
+                self._watcher.deadline = trio.current_time() + _DISCONNECT_GRACE
+        await self._wait_helpers()
+
+    async def _abandon(self) -> None:
+        """The POST is ending with its helpers running (it failed, or was cancelled): they are
+        cancelled, and waited for, shielded and bounded, so that neither outlives it."""
+        for scope in (self._watcher, self._streamer):
+            if scope is not None:
+                scope.cancel()
+        with trio.move_on_after(_ABANDON_GUARD) as guard:
+            guard.shield = True
+            await self._wait_helpers()
 
     async def _watch(self) -> None:
         """Cancel the request once the client has gone away. A disconnect once the request has
@@ -262,19 +350,15 @@ class ModernPost(ServerConnection):
         receive = self._receive
         while (await receive())["type"] != "http.disconnect":
             pass
-        if self.settled or self.record is None:
-            return
-        self.record.cancel("the client closed the connection")
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
+        if not self.settled:
+            self._cancel()
 
     # -- the answer ----------------------------------------------------------------------------
 
     async def _answer_whole(self, answer: Message | None) -> None:
         """The whole answer, once the request has settled with nothing streamed: its response
         as JSON, with the status its error code calls for; an empty 202 when it was cancelled
-        with no response (the client went away), never the 500 an ASGI server answers for an
-        app that sent nothing."""
+        with no response, never the 500 an ASGI server answers for an app that sent nothing."""
         app = self._app
         if answer is None:
             await app._respond(self._scope, self._send, 202)
@@ -284,15 +368,12 @@ class ModernPost(ServerConnection):
 
     async def _stream(self) -> None:
         """The SSE response of a request whose notifications come before its answer, as they
-        come; then the POST winds down. A cut or a client gone cancels the request, which
-        nobody could read any more."""
-        ended = False
-        try:
-            await self._app._sse_start(self._scope, self._send)
-            ended = await self._relay()
-        finally:
-            if self._nursery is not None:
-                _wind_down(self._nursery, ended=ended, own=1 + self._watching)
+        come, the answer last. A cut or a client gone cancels the request, which nobody could
+        read any more."""
+        await self._app._sse_start(self._scope, self._send)
+        self._streamed = await self._relay()
+        if not self._streamed:
+            self._cancel()
 
     async def _relay(self) -> bool:
         """Write the events as they come, and the answer last; True once the response is
@@ -303,14 +384,12 @@ class ModernPost(ServerConnection):
         interval = self._app.options.keepalive_interval
         ended = False
         try:
-            while not self._cut:
+            while True:
                 if not self._events and not self.settled:
                     self._wake = wake = trio.Event()
                     with trio.move_on_after(interval):
                         await wake.wait()
                     self._wake = None
-                    if self._cut:
-                        break
                     if not self._events and not self.settled:
                         await send(
                             {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
@@ -337,7 +416,6 @@ class ModernPost(ServerConnection):
                     except OSError:
                         pass
             raise
-        return False  # cut
 
 
 @types.coroutine
@@ -375,20 +453,3 @@ def _on_first_yield(
             except StopIteration as done:
                 result = done.value
                 return result
-
-
-def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
-    """End a POST's nursery once its response is written (``ended``) or given up.
-
-    A complete response lets its disconnect watcher end by itself: an ASGI server reports the
-    end of a complete response as a disconnect (hypercorn does so before the last ``send``
-    returns), which costs less than cancelling the watcher. Only when the response was cut,
-    or something more than the POST's ``own`` tasks (its watcher, its stream's task) is left in
-    the nursery (a handler's), is it cancelled; and a server that never reports the end is
-    waited for only ``_DISCONNECT_GRACE``.
-    """
-    left = len(nursery.child_tasks)
-    if not ended or left > own:
-        nursery.cancel_scope.cancel()
-    elif left:
-        nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
