@@ -22,7 +22,7 @@ from collections.abc import (
     Iterable,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -90,8 +90,6 @@ from ._session_store import SessionRecord, SessionStore, SessionStoreUnavailable
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")
-
-_T = TypeVar("_T")
 
 MCP_HEADERS = "content-type, mcp-session-id, mcp-protocol-version, last-event-id, authorization"
 
