@@ -93,7 +93,9 @@ class InFlight:
     """One incoming request while it runs: the handler's view of its own lifecycle."""
 
     request: Request
-    session: Session
+    #: The engine it came in on; None for a request served alone, with no engine
+    #: (:func:`run_alone`: a modern Streamable HTTP POST).
+    session: Session | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     cancel_requested: bool = False
     cancel_reason: str | None = None
@@ -123,6 +125,18 @@ class InFlight:
     def finished(self) -> bool:
         """True once nothing more may be sent for this request."""
         return self.settled or self.cancel_requested
+
+    def cancel(self, reason: str | None = None, *, error: ErrorObject | None = None) -> bool:
+        """Cancel the request as ``notifications/cancelled`` would (False: it had already
+        settled or been cancelled); with ``error``, it is answered with that error instead of
+        nothing."""
+        if self.settled or self.cancel_requested:
+            return False
+        self.cancel_requested = True
+        self.cancel_reason = reason
+        self.cancel_error = error
+        self.scope.cancel()
+        return True
 
 
 @attrs.define(eq=False)
@@ -221,12 +235,12 @@ class _BatchSink:
 
     def _flush(self) -> None:
         if self._sealed and self._waiting == 0 and self._responses:
-            encoded = b",".join(_encode_response(m) for m in self._responses)
+            encoded = b",".join(encode_response(m) for m in self._responses)
             self._session._enqueue(b"[" + encoded + b"]", None)
             self._responses = []
 
 
-def _encode_response(message: Message) -> bytes:
+def encode_response(message: Message) -> bytes:
     """Encode an answer; a result that cannot be serialized becomes a generic -32603."""
     try:
         return encode(message)
@@ -565,7 +579,7 @@ class Session:
         self._borrowed = True
         try:
             await self.transport.send(
-                _encode_response(message), related_request_id=message.id, final=True
+                encode_response(message), related_request_id=message.id, final=True
             )
         except _WRITE_ERRORS as exc:
             self._write_failed(exc)
@@ -681,7 +695,7 @@ class Session:
         if message is None:
             return
         assert isinstance(message, Response | ErrorResponse)
-        self._enqueue(_encode_response(message), message.id, final=True)
+        self._enqueue(encode_response(message), message.id, final=True)
 
     def _on_request(self, request: Request, sink: Sink | None, principal: Any = None) -> None:
         admitted = self._admit(request, sink, principal)
@@ -796,7 +810,7 @@ class Session:
                 else:
                     record.scope.__exit__(None, None, None)
             except BaseException as exc:
-                outcome = self._error_outcome(record, exc)
+                outcome = _error_outcome(record, exc)
             # Settle exactly once, synchronously: a cancel that arrived first suppresses.
             if record.cancel_requested:
                 outcome = _cancelled_outcome(route, record)
@@ -829,41 +843,13 @@ class Session:
             self._all_done.set()
             self._all_done = None
 
-    def _error_outcome(self, record: InFlight, exc: BaseException) -> Message | None:
-        """Map a handler's exception to its answer; re-raise what is not the handler's."""
-        only = single_error(exc)
-        if only is None and all_cancelled(exc):
-            raise exc  # the connection itself is going away
-        if isinstance(only, RequestCancelled):
-            if not record.cancel_requested:
-                record.cancel_requested = True
-                record.cancel_reason = only.reason
-            return None
-        if isinstance(only, ProtocolError):
-            return ErrorResponse(record.request.id, only.error)
-        if only is not None and not isinstance(only, Exception):
-            raise exc  # Cancelled from an outer scope, KeyboardInterrupt, ...
-        logger.error(
-            "unhandled error in %s (request id %r)",
-            record.request.method,
-            record.request.id,
-            exc_info=exc,
-        )
-        return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
-
     def cancel_incoming(
         self, request_id: RequestId, reason: str | None = None, *, error: ErrorObject | None = None
     ) -> bool:
         """Cancel an incoming request as ``notifications/cancelled`` would; with ``error``, it
         is answered with that error instead of nothing."""
         record = self._in_flight.get(request_id)
-        if record is None or record.settled or record.cancel_requested:
-            return False
-        record.cancel_requested = True
-        record.cancel_reason = reason
-        record.cancel_error = error
-        record.scope.cancel()
-        return True
+        return record is not None and record.cancel(reason, error=error)
 
     # -- notifications -------------------------------------------------------------------------
 
@@ -1036,6 +1022,53 @@ class Session:
             pending.send.send_nowait(_Answered(message.result))
         else:
             pending.send.send_nowait(_Failed(message.error))
+
+
+def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
+    """Map a handler's exception to its answer; re-raise what is not the handler's."""
+    only = single_error(exc)
+    if only is None and all_cancelled(exc):
+        raise exc  # the connection itself is going away
+    if isinstance(only, RequestCancelled):
+        if not record.cancel_requested:
+            record.cancel_requested = True
+            record.cancel_reason = only.reason
+        return None
+    if isinstance(only, ProtocolError):
+        return ErrorResponse(record.request.id, only.error)
+    if only is not None and not isinstance(only, Exception):
+        raise exc  # Cancelled from an outer scope, KeyboardInterrupt, ...
+    logger.error(
+        "unhandled error in %s (request id %r)",
+        record.request.method,
+        record.request.id,
+        exc_info=exc,
+    )
+    return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
+
+
+async def run_alone(route: Route, record: InFlight) -> Message | None:
+    """Run one request in the caller's task, with no engine, and settle it: its answer, or
+    None when it is suppressed.
+
+    For a request that is the whole of its connection (a modern Streamable HTTP POST): routed
+    by its dispatcher, it runs under its own scope and settles exactly as a request of an
+    engine does (``Session._run_request``): a cancel (:meth:`InFlight.cancel`) that came first
+    suppresses it, or answers it with its error; a handler's error becomes its answer, never
+    leaking internals. What to do with the answer (:func:`encode_response`) is the caller's.
+    """
+    outcome: Message | None = None
+    try:
+        try:
+            with record.scope:
+                outcome = Response(record.request.id, await route.handler(record))
+        except BaseException as exc:
+            outcome = _error_outcome(record, exc)
+        if record.cancel_requested:
+            outcome = _cancelled_outcome(route, record)
+    finally:
+        record.settled = True
+    return outcome
 
 
 def _cancelled_outcome(route: Route, record: InFlight) -> Message | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import gc
+from collections.abc import MutableMapping
 from typing import Annotated, Any
 
 import httpx
@@ -13,8 +14,10 @@ import pytest
 import trio
 
 from trio_mcp import Context, Server
-from trio_mcp.http import HttpOptions
-from trio_mcp.http._app import _DISCONNECT_GRACE, HttpSession
+from trio_mcp.http import HttpOptions, Limits
+from trio_mcp.http._app import HttpSession
+from trio_mcp.http._modern_post import _DISCONNECT_GRACE
+from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 from trio_mcp.lowlevel import Session
 from trio_mcp.protocol._headers import tool_param_headers
 from trio_mcp.server._connection import ServerConnection
@@ -426,4 +429,102 @@ async def test_a_complete_response_ends_the_post_without_waiting(mock_clock: Any
             assert done.status == 200
             result = orjson.loads(done.body)["result"]
             assert result["content"] == [{"type": "text", "text": "hi"}]
+        assert not app.server.connections
+
+
+async def test_a_streamed_request_cut_by_a_drain_ends_its_stream_with_the_retry_error() -> None:
+    """A modern request whose progress already went out as SSE, still running at the end of a
+    drain's grace: its stream ends with the error that tells the client to retry."""
+    server = Server("drained-modern")
+    entered = trio.Event()
+
+    @server.tool()
+    async def slow(ctx: Context) -> str:
+        await ctx.report_progress(1, 2)
+        entered.set()
+        await trio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    async with serving(server) as served:
+        body = modern_body(1, "tools/call", {"name": "slow"})
+        body["params"]["_meta"]["progressToken"] = "p"
+        replies: dict[str, httpx.Response] = {}
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                replies["slow"] = await post(served, body, modern_headers("tools/call", "slow"))
+
+            nursery.start_soon(call)
+            await entered.wait()
+            with trio.fail_after(10):
+                await served.app.drain(grace=0.1)
+        response = replies["slow"]
+        assert response.headers["content-type"] == "text/event-stream"
+        messages = [e.json() for e in parse_sse(response.text) if e.data]
+        assert messages[0]["method"] == "notifications/progress"
+        assert messages[-1]["id"] == 1
+        assert messages[-1]["error"] == {
+            "code": -32603,
+            "message": CUT_BY_SHUTDOWN,
+            "data": {"retry": True},
+        }
+        assert not served.app.server.connections
+
+
+async def test_a_client_that_does_not_read_its_stream_is_cut_and_its_request_cancelled(
+    mock_clock: Any,
+) -> None:
+    """A modern request's events wait for the client within the stream's bounds; a client
+    that reads none of them falls behind, and then its request is cancelled rather than its
+    events piling up."""
+    mock_clock.autojump_threshold = 0
+    log: list[str] = []
+    server = Server("unread")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        try:
+            for step in range(100):
+                await ctx.report_progress(step)
+        finally:
+            log.append(f"cancelled={ctx.cancelled}")
+        return "done"  # pragma: no cover
+
+    app = server.http_app(HttpOptions(limits=Limits(max_pending_events=4)))
+    body = modern_body(1, "tools/call", {"name": "chatty"})
+    body["params"]["_meta"]["progressToken"] = "p"
+    headers = modern_headers("tools/call", "chatty")
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in {"host": "localhost", **headers}.items()],
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+    }
+    given = False
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": orjson.dumps(body), "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            await trio.sleep_forever()  # the client reads nothing
+
+    async with app.running():
+        with trio.fail_after(60):
+            await app(scope, receive, send)
+        assert log == ["cancelled=True"]
+        assert (b"content-type", b"text/event-stream") in sent[0]["headers"]
+        assert app.budget.used == 0
         assert not app.server.connections

@@ -12,16 +12,13 @@ from __future__ import annotations
 import enum
 import logging
 import secrets
-import types
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Coroutine,
-    Generator,
     Iterable,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import trio
 
@@ -76,6 +73,7 @@ from ._asgi import (
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._fleet import Fleet
 from ._modern import is_modern, status_for
+from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
 from ._node_tags import is_minted_here, mint_session_id
 from ._options import HttpOptions
 from ._relay import RelayUnavailable
@@ -95,8 +93,6 @@ from ._streams import (
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")
-
-_T = TypeVar("_T")
 
 
 class HttpServable(Registrations, Protocol):
@@ -988,6 +984,10 @@ class McpHttpApp:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
             ) from None
+        if not self.server.mounts:
+            await serve_modern(self, scope, receive, send, message, principal)
+            return
+        # Mounted servers and proxies read their connection's engine: this request gets one.
         session = HttpSession(self, "modern", kind=SessionKind.MODERN)
         # Registered while it runs, so that list changes reach its listen streams.
         self.server.connections.add(session.connection)
@@ -1492,43 +1492,6 @@ class _Watcher:
         )
 
 
-@types.coroutine
-def _on_first_yield(
-    coro: Coroutine[Any, Any, _T], first: Callable[[], None]
-) -> Generator[Any, Any, _T]:
-    """Await ``coro``, calling ``first`` when it first yields to trio, before trio acts on it.
-
-    A POST's own request that ends without ever yielding (most tools) needs no disconnect
-    watcher: nothing else could have run while it did, the watcher included. Started at the
-    first yield, the watcher runs when it would have run had it been started before the
-    request, and a request that never blocks saves its task.
-    """
-    try:
-        trap = coro.send(None)
-    except StopIteration as done:
-        result: _T = done.value
-        return result
-    first()
-    while True:
-        try:
-            sent = yield trap
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                trap = coro.throw(exc)
-            except StopIteration as done:
-                result = done.value
-                return result
-        else:
-            try:
-                trap = coro.send(sent)
-            except StopIteration as done:
-                result = done.value
-                return result
-
-
 async def _watch_disconnect(
     receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
 ) -> None:
@@ -1547,9 +1510,6 @@ async def _watch_disconnect(
 #: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
 #: first write, for a request about to end; a cancel's POST, for the request it cancelled.
 _PATIENCE = 2
-
-#: How long a POST whose response is complete waits for its disconnect watcher to see the end.
-_DISCONNECT_GRACE = 5.0
 
 
 def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:

@@ -18,7 +18,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -194,6 +194,13 @@ class RegisteredSession(abc.ABC):
         )
 
 
+class AloneRequest(Protocol):
+    """A request its POST serves with no session at all (a light modern POST): counted while it
+    runs (``request_started``/``request_ended``) and ended by the drain like any other."""
+
+    def end_request(self, reason: str, error: ErrorObject) -> None: ...
+
+
 class SessionRegistry:
     """Every session of the app, by transport and by client, with the caps, the drain and the
     app's serving state (see the module's docstring)."""
@@ -208,8 +215,11 @@ class SessionRegistry:
         self._by_client: dict[str, set[RegisteredSession]] = {}
         #: The sessions that can be looked up by id, one table per transport.
         self._tables: dict[TransportKind, dict[str, Any]] = {kind: {} for kind in TransportKind}
-        #: The engines of modern and stateless POSTs, each alive for its one request.
+        #: The engines of stateless POSTs (and of modern ones on a server with mounts), each
+        #: alive for its one request.
         self.posts: set[RegisteredSession] = set()
+        #: The modern POSTs being served with no session, each the connection of its request.
+        self.alone: set[AloneRequest] = set()
         #: The nursery every session runs in: the app's lifespan's (None: not serving).
         self.nursery: trio.Nursery | None = None
         self.draining = False
@@ -342,6 +352,8 @@ class SessionRegistry:
                 continue
             for request_id in engine.incoming():
                 engine.cancel_incoming(request_id, "the server is shutting down", error=error)
+        for request in list(self.alone):
+            request.end_request("the server is shutting down", error)
         with trio.move_on_after(CUT_WRITE_GUARD):
             await self.wait_idle()
 

@@ -223,7 +223,7 @@ class ServerConnection:
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
-    def route(self, request: Request, session: Session) -> Route:
+    def route(self, request: Request, session: Session | None = None) -> Route:
         method = request.method
         if has_envelope(request.params):
             return self._route_modern(request)
@@ -536,16 +536,32 @@ class ServerConnection:
         runs: see ``HttpSession.release``."""
         self._routes.clear()
 
-    def _notify(
+    async def notify(
         self,
         method: str,
         params: JSONObject | None = None,
-        related: RequestId | None = None,
+        *,
+        related_request_id: RequestId | None = None,
     ) -> None:
+        """Send a notification to the client (queued in order: it never waits for the client);
+        ``ConnectionClosed`` once the connection is gone. Everything a handler sends goes
+        through here or :meth:`notify_nowait`: a connection with no engine (one modern HTTP
+        POST) routes it itself."""
+        await self.session.notify(method, params, related_request_id=related_request_id)
+
+    def notify_nowait(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        related_request_id: RequestId | None = None,
+    ) -> None:
+        """:meth:`notify` from code that cannot wait (the server's notifications): nothing is
+        sent once the connection is gone."""
         if self.session.is_closed:
             return
         try:
-            self.session.notify_nowait(method, params, related_request_id=related)
+            self.session.notify_nowait(method, params, related_request_id=related_request_id)
         except ConnectionClosed:
             pass
 
@@ -554,24 +570,24 @@ class ServerConnection:
         asked for this kind (tagged with their subscription, on their listen stream)."""
         self._routes.clear()
         if self.state.initialized and kind in self.state.announced:
-            self._notify(f"notifications/{kind}/list_changed")
+            self.notify_nowait(f"notifications/{kind}/list_changed")
         for listener in list(self.listeners.values()):
             if kind in listener.kinds:
-                self._notify(
+                self.notify_nowait(
                     f"notifications/{kind}/list_changed",
                     {"_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
-                    listener.id,
+                    related_request_id=listener.id,
                 )
 
     def send_resource_updated(self, uri: str) -> None:
         if self.state.initialized and uri in self.subscriptions:
-            self._notify("notifications/resources/updated", {"uri": uri})
+            self.notify_nowait("notifications/resources/updated", {"uri": uri})
         for listener in list(self.listeners.values()):
             if uri in listener.uris:
-                self._notify(
+                self.notify_nowait(
                     "notifications/resources/updated",
                     {"uri": uri, "_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
-                    listener.id,
+                    related_request_id=listener.id,
                 )
 
     def send_task_status(self, task: TaskState) -> None:
@@ -580,7 +596,7 @@ class ServerConnection:
             if task.task_id in listener.task_ids:
                 params = detailed_task(task)
                 params["_meta"] = {SUBSCRIPTION_ID_KEY: listener.id}
-                self._notify("notifications/tasks", params, listener.id)
+                self.notify_nowait("notifications/tasks", params, related_request_id=listener.id)
 
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
@@ -588,6 +604,24 @@ class ServerConnection:
     @property
     def lifespan_state(self) -> Any:
         return self.server.lifespan_state
+
+
+def admit_alone(
+    conn: ServerConnection, request: Request, principal: Principal | None = None
+) -> tuple[Route, InFlight]:
+    """Route one request of a connection that carries it alone and has no engine: its route
+    and its record, for the engine's ``run_alone`` to run in the caller's task (a modern
+    Streamable HTTP POST, whose one object is its connection, ``conn``); or the
+    ``ProtocolError`` it is answered with (an unknown method, a missing capability, a bad
+    envelope) before anything of it runs.
+
+    The engine's admission of a request, less what only a connection of many requests needs:
+    an id cannot be in flight twice where there is one request. ``principal`` is who the
+    transport vouches sent it (``ctx.auth``)."""
+    if request.method.startswith("notifications/"):
+        # A notification method sent with an id: answered -32601, its handler never runs.
+        raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
+    return conn.route(request), InFlight(request, None, principal=principal)
 
 
 # -- handlers of the standard methods ---------------------------------------------------------
@@ -772,7 +806,7 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
     listener = Listener(record.id, frozenset(kinds), subscribed, watched or frozenset())
     conn.listeners[record.id] = listener
     try:
-        await conn.session.notify(
+        await conn.notify(
             "notifications/subscriptions/acknowledged",
             {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: record.id}},
             related_request_id=record.id,

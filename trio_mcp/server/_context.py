@@ -17,7 +17,7 @@ import trio
 from .._exception_groups import collapse_exception_groups
 from .._session import InFlight, Session
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
-from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, RequestId
+from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JSONObject, RequestId
 from ..protocol._methods import CLIENT_REQUEST_CAPABILITY
 from ..protocol._types import (
     LOGGING_LEVELS,
@@ -87,8 +87,9 @@ class NestedRequestError(ProtocolError):
 
 class ConnectionView(Protocol):
     """What a :class:`Context` reads of the connection its request came in on: the lifecycle
-    state and the engine. A ``ServerConnection`` is one; typing against this keeps the
-    connection's module, which builds contexts, from being imported back."""
+    state and the engine, and the way its notifications go (``notify``: through the engine,
+    or, on a connection with none, its own way). A ``ServerConnection`` is one; typing against
+    this keeps the connection's module, which builds contexts, from being imported back."""
 
     @property
     def state(self) -> ConnectionState: ...
@@ -98,6 +99,13 @@ class ConnectionView(Protocol):
     def principal(self) -> Principal | None: ...
     @property
     def lifespan_state(self) -> Any: ...
+    async def notify(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        related_request_id: RequestId | None = None,
+    ) -> None: ...
 
 
 class Context:
@@ -224,7 +232,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._connection.session.notify(
+        await self._connection.notify(
             "notifications/progress", params, related_request_id=self._record.id
         )
 
@@ -239,7 +247,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._connection.session.notify(
+        await self._connection.notify(
             "notifications/message", params, related_request_id=self._record.id
         )
 
