@@ -26,7 +26,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     # _version.py holds one constant and imports nothing: every layer may read it.
     {"protocol": ("protocol/", "_version.py")},
     {"transports": ("transports/",)},
-    {"engine": ("_session.py", "_exception_groups.py")},
+    {"engine": ("_engine.py", "_exception_groups.py")},
     # What a user writes a server against, and the client: neither knows HTTP, Redis or JOSE.
     {"server": ("server/",), "client": ("client/",)},
     # The resource server: the token verifiers and the HTTP gate.
@@ -509,7 +509,7 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
         "server/_b.py": "import trio\nfrom . import _a\nfrom .._session import x\n",
         "client/_c.py": "",
         "_cli.py": "import trio_mcp.server._b\n",
-        "_session.py": "",
+        "_engine.py": "",
     }
     for name, text in files.items():
         (tmp_path / "trio_mcp" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -524,12 +524,12 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
         ("server/_a.py", "trio_mcp/client/_c.py"),
         ("server/_b.py", "trio"),
         ("server/_b.py", "trio_mcp/server/_a.py"),
-        ("server/_b.py", "trio_mcp/_session.py"),
+        ("server/_b.py", "trio_mcp/_engine.py"),
         ("_cli.py", "trio_mcp/server/_b.py"),
     }
     internal_edges = {(i.source, i.target) for i in internal(tmp_path)}
     assert circles(internal_edges) == [["trio_mcp/server/_a.py", "trio_mcp/server/_b.py"]]
-    assert [part_of(p) for p in ("trio_mcp/_cli.py", "trio_mcp/_session.py")] == [
+    assert [part_of(p) for p in ("trio_mcp/_cli.py", "trio_mcp/_engine.py")] == [
         "entry points",
         "engine",
     ]
@@ -551,7 +551,7 @@ def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
     a room's own members, dunders, outside libraries' members, public names of private
     modules."""
     files = {
-        "_session.py": (
+        "_engine.py": (
             "class Session:\n"
             "    __slots__ = ('_slot',)\n"
             "    _field: int\n"
@@ -563,7 +563,7 @@ def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
         "server/_conn.py": (
             "from .._session import Session, _HELPER\n"  # 1: an engine's private name
             "from .. import _session as engine\n"
-            "import trio_mcp._session\n"
+            "import trio_mcp._engine\n"
             "class Conn:\n"
             "    def __init__(self, session):\n"
             "        self._own, self._closed = session, False\n"
@@ -572,7 +572,7 @@ def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
             "        getattr(self.session, '_slot')\n"  # 9: a slot, by getattr
             "        other._own, self._own, x._replace(), x.__class__\n"
             "        other._closed, self._closed\n"  # 11: both rooms define it: counts
-            "        engine._anything, engine.Session, trio_mcp._session.Session\n"  # 12
+            "        engine._anything, engine.Session, trio_mcp._engine.Session\n"  # 12
             "        return x._field\n"  # 13: an attrs field
             "class View(Session):\n"
             "    def g(self):\n"

@@ -185,7 +185,7 @@ def test_nothing_of_the_engine_is_in_the_root() -> None:
     for name in trio_mcp.__all__:
         value = getattr(trio_mcp, name)
         assert getattr(value, "__module__", None) not in {
-            "trio_mcp._session",
+            "trio_mcp._engine",
             "trio_mcp.transports._transport",
             "trio_mcp.transports._memory",
         }, name

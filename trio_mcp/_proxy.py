@@ -36,8 +36,8 @@ from typing import Any
 import attrs
 import trio
 
+from ._engine import InFlight
 from ._exception_groups import single_error
-from ._session import InFlight
 from .client._client import Client, open_client
 from .client._target import Command, HttpTarget, Target, WebSocketTarget
 from .protocol._errors import ConnectionClosed, ProtocolError

@@ -10,7 +10,7 @@ connection's own tasks), ``ServerConnection.share``, ``handle`` and ``authorize`
 answering on another server's connection).
 """
 
-from ._session import Dispatcher, InFlight, ProgressCallback, Route, Session
+from ._engine import Dispatcher, InFlight, ProgressCallback, Route, Session
 from .client._client import ClientDispatcher
 from .server._connection import ServerConnection
 from .server._context import ConnectionView

@@ -106,7 +106,7 @@ async def _run_calls(
     lines: LineTransport, to_us: trio.testing.MemorySendStream, reply: bytes, outcomes: list[str]
 ) -> None:
     from trio_mcp import ProtocolError
-    from trio_mcp._session import Session
+    from trio_mcp._engine import Session
 
     class NoMethods:
         def route(self, request: object, session: object) -> object:

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from trio_mcp import Command, ConnectionClosed, open_client
-from trio_mcp._session import INPUT_ENDED_MESSAGE
+from trio_mcp._engine import INPUT_ENDED_MESSAGE
 
 from .._raw_stdio import DEMO, ROOT, SERVERS, raw_child
 

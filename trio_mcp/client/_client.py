@@ -19,8 +19,8 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 import attrs
 import trio
 
+from .._engine import InFlight, ProgressCallback, Route, Session
 from .._exception_groups import collapse_exception_groups, single_error
-from .._session import InFlight, ProgressCallback, Route, Session
 from .._version import __version__
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._errors import ConnectionClosed, MCPError, ProtocolError, RequestTimeout

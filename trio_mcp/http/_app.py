@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import trio
 
+from .._engine import Session
 from .._exception_groups import single_error
-from .._session import Session
 from ..auth._gate import METADATA_MAX_AGE, HttpAuth
 from ..protocol._envelope import has_envelope
 from ..protocol._errors import ProtocolError

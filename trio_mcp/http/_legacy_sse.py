@@ -23,7 +23,7 @@ import urllib.parse
 
 import trio
 
-from .._session import Session
+from .._engine import Session
 from ..protocol._jsonrpc import Batch, Invalid, Request, RequestId, parse
 from ..protocol._sse import KEEPALIVE, encode_event
 from ..server._connection import ServerConnection

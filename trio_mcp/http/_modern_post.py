@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from .._session import InFlight, encode_response, run_alone
+from .._engine import InFlight, encode_response, run_alone
 from ..protocol._errors import ConnectionClosed, ProtocolError
 from ..protocol._jsonrpc import (
     ErrorObject,

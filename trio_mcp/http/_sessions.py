@@ -28,7 +28,7 @@ from . import _asgi
 from ._asgi import HttpError, Scope
 
 if TYPE_CHECKING:
-    from .._session import Session
+    from .._engine import Session
     from ._options import HttpOptions
 
 #: What a request still running at the end of the drain's grace is answered with.

@@ -50,7 +50,7 @@ from ._options import HttpOptions, WebSocketOptions
 from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 
 if TYPE_CHECKING:
-    from .._session import Session
+    from .._engine import Session
     from ..transports._transport import Transport
 
 logger = logging.getLogger("trio_mcp.http")

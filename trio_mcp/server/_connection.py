@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from .._engine import InFlight, Route, Session
 from .._exception_groups import single_error
-from .._session import InFlight, Route, Session
 from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
     SERVER_INFO_KEY,

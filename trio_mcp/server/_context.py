@@ -14,8 +14,8 @@ from typing import Any, Protocol, TypeVar, overload
 import attrs
 import trio
 
+from .._engine import InFlight, Session
 from .._exception_groups import collapse_exception_groups
-from .._session import InFlight, Session
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JSONObject, RequestId
 from ..protocol._methods import CLIENT_REQUEST_CAPABILITY

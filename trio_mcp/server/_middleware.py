@@ -31,8 +31,8 @@ import attrs
 import orjson
 import trio
 
+from .._engine import InFlight
 from .._exception_groups import single_error
-from .._session import InFlight
 from ..protocol._envelope import has_envelope, read_envelope
 from ..protocol._errors import ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import INVALID_PARAMS, RATE_LIMITED, JSONObject, RequestId

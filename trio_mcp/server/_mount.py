@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
-from .._session import InFlight
+from .._engine import InFlight
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INVALID_PARAMS, JSONObject
 from ..protocol._tasks import TaskState

@@ -59,7 +59,7 @@ _BATCH_BYTES = 1024 * 1024
 INPUT_ENDED_MESSAGE = "Request cancelled: the input ended and it did not finish in time"
 #: The name of every request's task: what trio would derive from ``Session._run_request``, given
 #: as a constant so that no task builds (and holds) a string of its own.
-_REQUEST_TASK_NAME = "trio_mcp._session.Session._run_request"
+_REQUEST_TASK_NAME = "trio_mcp._engine.Session._run_request"
 
 
 class Dispatcher(Protocol):
