@@ -381,7 +381,7 @@ def private_reaches(root: Path = ROOT) -> list[Reach]:
     for module, path in names.items():
         room = str(part_of(path))
         package = module if path.endswith("/__init__.py") else module.rpartition(".")[0]
-        #: Local names bound to a module of another room (``from .. import _session``).
+        #: Local names bound to a module of another room (``from .. import _engine``).
         foreign: set[str] = set()
         for node in ast.walk(trees[path]):
             if isinstance(node, ast.ImportFrom):
@@ -506,7 +506,7 @@ def test_the_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._b import B\n"
             "class Server:\n    def f(self):\n        from ..client import _c\n"
         ),
-        "server/_b.py": "import trio\nfrom . import _a\nfrom .._session import x\n",
+        "server/_b.py": "import trio\nfrom . import _a\nfrom .._engine import x\n",
         "client/_c.py": "",
         "_cli.py": "import trio_mcp.server._b\n",
         "_engine.py": "",
@@ -561,8 +561,8 @@ def test_the_reach_check_sees_every_kind_of_reach(tmp_path: Path) -> None:
             "_HELPER = 1\n"
         ),
         "server/_conn.py": (
-            "from .._session import Session, _HELPER\n"  # 1: an engine's private name
-            "from .. import _session as engine\n"
+            "from .._engine import Session, _HELPER\n"  # 1: an engine's private name
+            "from .. import _engine as engine\n"
             "import trio_mcp._engine\n"
             "class Conn:\n"
             "    def __init__(self, session):\n"

@@ -35,7 +35,7 @@ ENGINE = {
     "OutgoingMessage",
     "Route",
     "ServerConnection",
-    "Session",
+    "Engine",
     "Transport",
     "memory_transport_pair",
 }
@@ -313,9 +313,14 @@ def test_the_testing_module_is_public_and_names_only_public_types() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def test_the_engines_old_name_is_found_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"lowlevel\.Engine"):
+        assert trio_mcp.lowlevel.Session is trio_mcp.lowlevel.Engine
+
+
 def test_an_unknown_root_name_is_an_attribute_error() -> None:
-    with pytest.raises(AttributeError, match="Session"):
-        trio_mcp.Session  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="Engine"):
+        trio_mcp.Engine  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_the_middleware_module_gives_what_its_classes_return() -> None:

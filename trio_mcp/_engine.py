@@ -57,7 +57,7 @@ DEFAULT_MAX_IN_FLIGHT = 4096
 _BATCH_BYTES = 1024 * 1024
 #: The error a request still running when a half-closed connection's drain timeout ends gets.
 INPUT_ENDED_MESSAGE = "Request cancelled: the input ended and it did not finish in time"
-#: The name of every request's task: what trio would derive from ``Session._run_request``, given
+#: The name of every request's task: what trio would derive from ``Engine._run_request``, given
 #: as a constant so that no task builds (and holds) a string of its own.
 _REQUEST_TASK_NAME = "trio_mcp._engine.Session._run_request"
 
@@ -65,11 +65,11 @@ _REQUEST_TASK_NAME = "trio_mcp._engine.Session._run_request"
 class Dispatcher(Protocol):
     """The server's or client's knowledge of methods, used by the engine."""
 
-    def route(self, request: Request, session: Session) -> Route:
+    def route(self, request: Request, session: Engine) -> Route:
         """Find the handler for a request, or raise :class:`ProtocolError` (synchronously)."""
         ...
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         """Handle a notification other than cancellation and progress (synchronously)."""
         ...
 
@@ -95,7 +95,7 @@ class InFlight:
     request: Request
     #: The engine it came in on; None for a request served alone, with no engine
     #: (:func:`run_alone`: a modern Streamable HTTP POST).
-    session: Session | None
+    session: Engine | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     cancel_requested: bool = False
     cancel_reason: str | None = None
@@ -153,7 +153,7 @@ class _Outgoing:
 #: What a transport's write raises when the peer can no longer be written to.
 _WRITE_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionClosed)
 
-#: What :meth:`Session._enqueue` returns for a message handed to a delivering transport: taken
+#: What :meth:`Engine._enqueue` returns for a message handed to a delivering transport: taken
 #: at once, so it can be neither withdrawn nor suppressed (one shared record, not one per message).
 _DELIVERED = _Outgoing(b"", None, taken=True)
 
@@ -174,7 +174,7 @@ class _Failed:
 
 @attrs.frozen
 class _Cancelled:
-    """Cancelled by id (:meth:`Session.cancel`), not by the caller's own scope."""
+    """Cancelled by id (:meth:`Engine.cancel`), not by the caller's own scope."""
 
     reason: str | None
 
@@ -210,7 +210,7 @@ Sink: TypeAlias = "Callable[[Message | None], None]"
 class _BatchSink:
     """Collects the responses of one batch and writes them as one array."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Engine) -> None:
         self._session = session
         self._responses: list[Message] = []
         self._waiting = 0
@@ -256,7 +256,7 @@ def _error(
     return ErrorResponse(rid, ErrorObject.make(code, message, data=data))
 
 
-class Session:
+class Engine:
     """One MCP connection, in either role. Run it with :meth:`run` in a nursery."""
 
     def __init__(
@@ -324,7 +324,7 @@ class Session:
         self,
         *,
         pull: bool = True,
-        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Dispatch and write until the peer goes away or the caller cancels.
 
@@ -1053,7 +1053,7 @@ async def run_alone(route: Route, record: InFlight) -> Message | None:
 
     For a request that is the whole of its connection (a modern Streamable HTTP POST): routed
     by its dispatcher, it runs under its own scope and settles exactly as a request of an
-    engine does (``Session._run_request``): a cancel (:meth:`InFlight.cancel`) that came first
+    engine does (``Engine._run_request``): a cancel (:meth:`InFlight.cancel`) that came first
     suppresses it, or answers it with its error; a handler's error becomes its answer, never
     leaking internals. What to do with the answer (:func:`encode_response`) is the caller's.
     """

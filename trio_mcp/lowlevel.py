@@ -1,16 +1,16 @@
 """The engine and its hooks: for writing a transport or a dispatcher, not for daily use.
 
-:class:`Session` runs one connection in either role: it reads framed messages from a
+:class:`Engine` runs one connection in either role: it reads framed messages from a
 :class:`Transport`, asks a :class:`Dispatcher` where each request goes, runs every request in its
 own task and cancel scope, and writes through one ordered writer. The server's dispatcher is
 :class:`ServerConnection`, the client's :class:`ClientDispatcher`.
 
-What composition and proxies are built on is here too, public: ``Session.nursery`` (the
+What composition and proxies are built on is here too, public: ``Engine.nursery`` (the
 connection's own tasks), ``ServerConnection.share``, ``handle`` and ``authorize`` (a server
 answering on another server's connection).
 """
 
-from ._engine import Dispatcher, InFlight, ProgressCallback, Route, Session
+from ._engine import Dispatcher, Engine, InFlight, ProgressCallback, Route
 from .client._client import ClientDispatcher
 from .server._connection import ServerConnection
 from .server._context import ConnectionView
@@ -23,6 +23,7 @@ __all__ = [
     "ClientDispatcher",
     "ConnectionView",
     "Dispatcher",
+    "Engine",
     "InFlight",
     "MemoryTransport",
     "OutgoingMessage",
@@ -30,7 +31,19 @@ __all__ = [
     "Route",
     "Sender",
     "ServerConnection",
-    "Session",
     "Transport",
     "memory_transport_pair",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Session":  # its name until 0.1: an engine, not an MCP session
+        import warnings
+
+        warnings.warn(
+            "trio_mcp.lowlevel.Session is trio_mcp.lowlevel.Engine",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Engine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from trio_mcp import Context, RequestCancelled, Server, open_client
-from trio_mcp.lowlevel import Session
+from trio_mcp.lowlevel import Engine
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
@@ -154,16 +154,16 @@ async def test_a_minimal_transport_is_enough(autojump_clock: Any) -> None:
 
 
 class NoDispatch:
-    def route(self, request: Request, session: Session) -> Any:
+    def route(self, request: Request, session: Engine) -> Any:
         raise AssertionError("unexpected request")  # pragma: no cover
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         pass  # pragma: no cover
 
 
 async def test_a_task_in_the_connections_nursery_ends_with_the_connection() -> None:
     ours, theirs = memory_transport_pair()
-    session = Session(ours, NoDispatch())
+    session = Engine(ours, NoDispatch())
     with pytest.raises(RuntimeError, match="not running"):
         session.nursery  # noqa: B018
     ended = trio.Event()
@@ -188,7 +188,7 @@ async def test_a_task_in_the_connections_nursery_ends_with_the_connection() -> N
 async def test_concurrent_writers_never_interleave_lines() -> None:
     wire_out = trio.testing.MemorySendStream()
     lines = LineTransport(trio.testing.MemoryReceiveStream(), wire_out)
-    session = Session(lines, NoDispatch())
+    session = Engine(lines, NoDispatch())
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
 
@@ -291,7 +291,7 @@ class Answers:
     def __init__(self) -> None:
         self.tasks: dict[Any, trio.lowlevel.Task] = {}
 
-    def route(self, request: Request, session: Session) -> Any:
+    def route(self, request: Request, session: Engine) -> Any:
         from trio_mcp.lowlevel import Route
 
         async def echo(record: Any) -> dict[str, Any]:
@@ -300,7 +300,7 @@ class Answers:
 
         return Route(echo)
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         pass  # pragma: no cover
 
 
@@ -309,7 +309,7 @@ async def test_a_response_is_written_by_its_own_task_while_the_writer_is_idle() 
     a response waits its turn, in order."""
     ours, theirs = memory_transport_pair()
     transport, dispatcher = Writers(ours), Answers()
-    session = Session(transport, dispatcher)
+    session = Engine(transport, dispatcher)
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "echo"}))
@@ -337,7 +337,7 @@ async def test_a_drain_waits_for_a_response_written_in_place() -> None:
     ours, theirs = memory_transport_pair()
     transport, dispatcher = Writers(ours), Answers()
     transport.hold = trio.Event()
-    session = Session(transport, dispatcher, drain_timeout=5)
+    session = Engine(transport, dispatcher, drain_timeout=5)
     ended = trio.Event()
 
     async def run() -> None:

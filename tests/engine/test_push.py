@@ -9,7 +9,7 @@ import orjson
 import pytest
 import trio
 
-from trio_mcp.lowlevel import BaseSender, InFlight, Route, Session
+from trio_mcp.lowlevel import BaseSender, Engine, InFlight, Route
 from trio_mcp.protocol._jsonrpc import JSONObject, Notification, Request, RequestId
 
 
@@ -41,10 +41,10 @@ class Parking:
         self.parked = trio.Event()
         self.cancelled: list[str] = []
 
-    def route(self, request: Request, session: Session) -> Route:
+    def route(self, request: Request, session: Engine) -> Route:
         return Route(self._echo if request.method == "echo" else self._park)
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         pass
 
     async def _echo(self, record: InFlight) -> JSONObject:
@@ -63,7 +63,7 @@ class Parking:
 
 async def test_a_pushed_session_answers_what_it_is_fed() -> None:
     transport, dispatcher = Pushed(), Parking()
-    session = Session(transport, dispatcher)
+    session = Engine(transport, dispatcher)
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(session.run, pull=False))
         assert session.idle
@@ -77,7 +77,7 @@ async def test_a_pushed_session_answers_what_it_is_fed() -> None:
 
 async def test_feed_eof_cancels_what_is_in_flight_and_ends_the_run() -> None:
     transport, dispatcher = Pushed(), Parking()
-    session = Session(transport, dispatcher, drain_timeout=5)
+    session = Engine(transport, dispatcher, drain_timeout=5)
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(session.run, pull=False))
         session.feed(Request("p", "park", None))
@@ -93,7 +93,7 @@ async def test_feed_eof_cancels_what_is_in_flight_and_ends_the_run() -> None:
 
 async def test_an_invalid_frame_fed_is_answered_at_once() -> None:
     transport = Pushed()
-    session = Session(transport, Parking())
+    session = Engine(transport, Parking())
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(session.run, pull=False))
         session.feed(Request(7, "notifications/initialized", None))
@@ -104,7 +104,7 @@ async def test_an_invalid_frame_fed_is_answered_at_once() -> None:
 
 
 async def test_a_transport_with_no_receive_cannot_be_pulled() -> None:
-    session = Session(Pushed(), Parking())
+    session = Engine(Pushed(), Parking())
     with pytest.raises(BaseExceptionGroup) as raised:
         await session.run()
     assert raised.group_contains(TypeError, match="run its session with pull=False")
@@ -131,7 +131,7 @@ class Delivered(BaseSender):
 
 async def test_a_delivering_transport_gets_each_message_in_the_deciding_task() -> None:
     transport = Delivered()
-    session = Session(transport, Parking())
+    session = Engine(transport, Parking())
     async with trio.open_nursery() as nursery:
         await nursery.start(functools.partial(session.run, pull=False))
         session.notify_nowait("notifications/message", {"n": 1}, related_request_id=3)
@@ -146,7 +146,7 @@ async def test_a_delivering_transport_gets_each_message_in_the_deciding_task() -
 
 async def test_serve_one_runs_the_request_in_the_callers_task_and_closes() -> None:
     transport, dispatcher = Delivered(), Parking()
-    session = Session(transport, dispatcher)
+    session = Engine(transport, dispatcher)
     caller = trio.lowlevel.current_task()
     seen: list[trio.lowlevel.Task] = []
 
@@ -165,7 +165,7 @@ async def test_serve_one_runs_the_request_in_the_callers_task_and_closes() -> No
 
 async def test_serve_one_cancelled_by_id_is_suppressed_in_order() -> None:
     transport, dispatcher = Delivered(), Parking()
-    session = Session(transport, dispatcher)
+    session = Engine(transport, dispatcher)
     async with trio.open_nursery() as nursery:
 
         async def cancel_when_parked() -> None:
@@ -180,7 +180,7 @@ async def test_serve_one_cancelled_by_id_is_suppressed_in_order() -> None:
 
 async def test_serve_one_refuses_a_notification_method_with_an_id() -> None:
     transport = Delivered()
-    session = Session(transport, Parking())
+    session = Engine(transport, Parking())
     async with trio.open_nursery() as nursery:
         await session.serve_one(Request(9, "notifications/cancelled", None), nursery)
     ((answer, related, final),) = transport.log
@@ -188,7 +188,7 @@ async def test_serve_one_refuses_a_notification_method_with_an_id() -> None:
 
 
 async def test_serve_one_needs_a_delivering_transport() -> None:
-    session = Session(Pushed(), Parking())
+    session = Engine(Pushed(), Parking())
     async with trio.open_nursery() as nursery:
         with pytest.raises(TypeError, match="a transport that delivers"):
             await session.serve_one(Request(1, "echo", None), nursery)

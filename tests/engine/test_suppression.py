@@ -1,7 +1,7 @@
 """A cancel that arrived first decides: a handler that ignores it (its work shielded) and
 returns a normal result afterwards gets no response, on every transport.
 
-These fail if ``Session._run_request`` stops suppressing the outcome of a request whose cancel
+These fail if ``Engine._run_request`` stops suppressing the outcome of a request whose cancel
 arrived before it settled (the "a cancel that arrived first suppresses" branch).
 """
 

@@ -18,7 +18,7 @@ from trio_mcp.http import HttpOptions, Limits
 from trio_mcp.http._app import HttpSession
 from trio_mcp.http._modern_post import _DISCONNECT_GRACE
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
-from trio_mcp.lowlevel import Session
+from trio_mcp.lowlevel import Engine
 from trio_mcp.protocol._headers import tool_param_headers
 from trio_mcp.server._connection import ServerConnection
 
@@ -366,7 +366,7 @@ async def test_routing_between_the_eras() -> None:
 
 def _engine_objects() -> int:
     """How many engines, connections and HTTP sessions the cycle collector tracks, dead or alive."""
-    kinds = (HttpSession, Session, ServerConnection)
+    kinds = (HttpSession, Engine, ServerConnection)
     return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
 
 

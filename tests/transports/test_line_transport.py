@@ -106,7 +106,7 @@ async def _run_calls(
     lines: LineTransport, to_us: trio.testing.MemorySendStream, reply: bytes, outcomes: list[str]
 ) -> None:
     from trio_mcp import ProtocolError
-    from trio_mcp._engine import Session
+    from trio_mcp._engine import Engine
 
     class NoMethods:
         def route(self, request: object, session: object) -> object:
@@ -116,7 +116,7 @@ async def _run_calls(
             pass
 
     async with trio.open_nursery() as nursery:
-        session = Session(lines, NoMethods())  # type: ignore[arg-type]
+        session = Engine(lines, NoMethods())  # type: ignore[arg-type]
         await nursery.start(session.run)
 
         async def call(n: int) -> None:

@@ -14,11 +14,11 @@ from trio_mcp.http._app import HttpSession
 from trio_mcp.lowlevel import (
     BaseSender,
     BaseTransport,
+    Engine,
     MemoryTransport,
     OutgoingMessage,
     Route,
     Sender,
-    Session,
     Transport,
 )
 from trio_mcp.protocol import Notification, Request, RequestId
@@ -50,10 +50,10 @@ class Recorder(BaseTransport):
 class NoRequests:
     """A dispatcher for an engine that is only ever the one asking."""
 
-    def route(self, request: Request, session: Session) -> Route:
+    def route(self, request: Request, session: Engine) -> Route:
         raise AssertionError("no request expected")  # pragma: no cover
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         pass  # pragma: no cover
 
 
@@ -133,7 +133,7 @@ def test_request_suppressed_does_nothing_by_default() -> None:
 
 async def test_the_engine_hands_a_queued_batch_over_with_every_hint() -> None:
     recorder = Recorder()
-    session = Session(recorder, NoRequests())
+    session = Engine(recorder, NoRequests())
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         # Queued with no checkpoint in between: the writer finds them together.
@@ -155,7 +155,7 @@ async def test_a_request_withdrawn_behind_a_slow_write_never_reaches_the_wire() 
     cancel for it is written."""
     recorder = Recorder()
     recorder.gate = trio.Event()
-    session = Session(recorder, NoRequests())
+    session = Engine(recorder, NoRequests())
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         asking = trio.CancelScope()

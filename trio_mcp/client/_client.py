@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 import attrs
 import trio
 
-from .._engine import InFlight, ProgressCallback, Route, Session
+from .._engine import Engine, InFlight, ProgressCallback, Route
 from .._exception_groups import collapse_exception_groups, single_error
 from .._version import __version__
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
@@ -256,7 +256,7 @@ class ClientDispatcher:
             roots={"listChanged": True} if self.roots is not None else None,
         )
 
-    def route(self, request: Request, session: Session) -> Route:
+    def route(self, request: Request, session: Engine) -> Route:
         method = request.method
         if method == "ping":
             return Route(self._ping)
@@ -301,7 +301,7 @@ class ClientDispatcher:
         await trio.lowlevel.checkpoint()
         return {}
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         params = notification.params or {}
         if self.cache is not None and invalidates(notification.method):
             self.cache.invalidate(notification.method, params)
@@ -392,7 +392,7 @@ class Client:
 
     def __init__(
         self,
-        session: Session,
+        session: Engine,
         dispatcher: ClientDispatcher,
         *,
         client_info: Implementation,
@@ -1101,7 +1101,7 @@ async def _connected(
         async with trio.open_nursery() as nursery:
             try:
                 async with _connect(target, nursery, kind=kind) as transport:
-                    session = Session(transport, dispatcher)
+                    session = Engine(transport, dispatcher)
                     await nursery.start(session.run)
                     client = Client(
                         session,

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import trio
 
-from .._engine import Session
+from .._engine import Engine
 from .._exception_groups import single_error
 from ..auth._gate import METADATA_MAX_AGE, HttpAuth
 from ..protocol._envelope import has_envelope
@@ -134,13 +134,13 @@ class HttpSession(RegisteredSession, BaseSender):
     """One MCP session over HTTP: its engine, its streams, and its idle deadline.
 
     It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
-    its message to the engine, ``Session.feed``), which routes what the engine sends to the
+    its message to the engine, ``Engine.feed``), which routes what the engine sends to the
     session's streams. One object, not two that hold each other. Its idle expiry, its caps and
     its drain are the registry's (:class:`RegisteredSession`), as for every transport.
     """
 
     over = TransportKind.STREAMABLE_HTTP
-    engine: Session
+    engine: Engine
 
     def __init__(
         self,
@@ -171,7 +171,7 @@ class HttpSession(RegisteredSession, BaseSender):
             self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
-        self.engine = Session(
+        self.engine = Engine(
             self,
             self.connection,
             drain_timeout=app.options.shutdown_grace,
@@ -330,9 +330,7 @@ class HttpSession(RegisteredSession, BaseSender):
             or self.ended.is_set()
         )
 
-    async def run(
-        self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
         self.app.server.connections.add(self.connection)
         try:
@@ -1056,7 +1054,7 @@ class McpHttpApp:
     ) -> None:
         """Serve the one request of this POST's own engine (modern, stateless) in this task.
 
-        The engine runs the request right here (``Session.serve_one``): no engine task and no
+        The engine runs the request right here (``Engine.serve_one``): no engine task and no
         writer. A watcher beside it sees the client go away, which is the request's cancel.
         The answer is written once the request has ended (one JSON object, or an SSE body of
         its one event), unless a notification comes first: a task of this POST then streams

@@ -23,7 +23,7 @@ import urllib.parse
 
 import trio
 
-from .._engine import Session
+from .._engine import Engine
 from ..protocol._jsonrpc import Batch, Invalid, Request, RequestId, parse
 from ..protocol._sse import KEEPALIVE, encode_event
 from ..server._connection import ServerConnection
@@ -82,7 +82,7 @@ class SseSession(RegisteredSession):
     deadline, its task is cancelled and its stream ends."""
 
     over = TransportKind.HTTP_SSE
-    engine: Session
+    engine: Engine
 
     def __init__(self, endpoint: SseEndpoint, session_id: str, client: str, owner: str | None):
         app = endpoint.app
@@ -92,7 +92,7 @@ class SseSession(RegisteredSession):
         self.transport = _StreamSender(
             self, app.options.limits.max_pending_events, app.options.limits.max_pending_bytes
         )
-        self.engine = Session(
+        self.engine = Engine(
             self.transport, self.connection, drain_timeout=app.options.shutdown_grace
         )
         self.connection.session = self.engine

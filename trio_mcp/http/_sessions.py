@@ -28,7 +28,7 @@ from . import _asgi
 from ._asgi import HttpError, Scope
 
 if TYPE_CHECKING:
-    from .._engine import Session
+    from .._engine import Engine
     from ._options import HttpOptions
 
 #: What a request still running at the end of the drain's grace is answered with.
@@ -124,7 +124,7 @@ class RegisteredSession(abc.ABC):
     #: The transport it came on, whose table it is kept in.
     over: TransportKind
     #: Its engine (None while a socket's has not started).
-    engine: Session | None
+    engine: Engine | None
 
     def __init__(
         self, registry: SessionRegistry, session_id: str, client: str, owner: str | None

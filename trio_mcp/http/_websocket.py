@@ -50,7 +50,7 @@ from ._options import HttpOptions, WebSocketOptions
 from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 
 if TYPE_CHECKING:
-    from .._engine import Session
+    from .._engine import Engine
     from ..transports._transport import Transport
 
 logger = logging.getLogger("trio_mcp.http")
@@ -77,7 +77,7 @@ class _Serves(Protocol):
         transport: Transport,
         *,
         principal: Principal | None = None,
-        task_status: trio.TaskStatus[Session] = ...,
+        task_status: trio.TaskStatus[Engine] = ...,
     ) -> None: ...
 
 
@@ -282,7 +282,7 @@ class WebSocketEndpoint:
         interval = self._settings.ping_interval
         async with trio.open_nursery() as nursery:
 
-            async def serve(*, task_status: trio.TaskStatus[Session]) -> None:
+            async def serve(*, task_status: trio.TaskStatus[Engine]) -> None:
                 try:
                     await server.serve_transport(
                         transport, principal=principal, task_status=task_status
@@ -320,7 +320,7 @@ class WebSocketEndpoint:
 
 
 async def _keep_alive(
-    session: Session, transport: WebSocketTransport, interval: float, scope: trio.CancelScope
+    session: Engine, transport: WebSocketTransport, interval: float, scope: trio.CancelScope
 ) -> None:
     """Every ``interval``, a ``ping`` request; a client that does not answer it within another
     ``interval`` is taken for gone (a half-open TCP connection, say): its socket is closed with

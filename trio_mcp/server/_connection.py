@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from .._engine import InFlight, Route, Session
+from .._engine import Engine, InFlight, Route
 from .._exception_groups import single_error
 from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
@@ -173,7 +173,7 @@ def _named(entries: Mapping[str, E], params: JSONObject, method: str, kind: str)
 class ServerConnection:
     """The server side of one connection."""
 
-    session: Session
+    session: Engine
 
     def __init__(self, server: Registrations) -> None:
         self.server = server
@@ -223,7 +223,7 @@ class ServerConnection:
 
     # -- Dispatcher ----------------------------------------------------------------------------
 
-    def route(self, request: Request, session: Session | None = None) -> Route:
+    def route(self, request: Request, session: Engine | None = None) -> Route:
         method = request.method
         if has_envelope(request.params):
             return self._route_modern(request)
@@ -369,7 +369,7 @@ class ServerConnection:
 
         return Route(self._instrument(modern, incoming))
 
-    def on_notification(self, notification: Notification, session: Session) -> None:
+    def on_notification(self, notification: Notification, session: Engine) -> None:
         custom = self.server.custom_methods.get(notification.method)
         if custom is None:
             return

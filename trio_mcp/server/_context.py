@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar, overload
 import attrs
 import trio
 
-from .._engine import InFlight, Session
+from .._engine import Engine, InFlight
 from .._exception_groups import collapse_exception_groups
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JSONObject, RequestId
@@ -94,7 +94,7 @@ class ConnectionView(Protocol):
     @property
     def state(self) -> ConnectionState: ...
     @property
-    def session(self) -> Session: ...
+    def session(self) -> Engine: ...
     @property
     def principal(self) -> Principal | None: ...
     @property

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 import trio
 
-from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Session
+from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Engine
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
@@ -774,7 +774,7 @@ class Server:
         transport: Transport,
         *,
         principal: Principal | None = None,
-        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve one connection until the peer goes away (or the caller cancels).
 
@@ -785,7 +785,7 @@ class Server:
         """
         connection = ServerConnection(self)
         connection.principal = principal
-        session = Session(
+        session = Engine(
             transport,
             connection,
             max_queued_bytes=self.max_queued_bytes,

@@ -3,7 +3,7 @@
 A transport moves whole messages and never interprets them. The engine calls every method of
 the contract directly. :class:`Transport` is one the engine reads (byte streams, memory
 channels); :class:`Sender`, its output half, is all a transport that pushes what it receives
-(``Session.feed``) must be. :class:`BaseTransport` and :class:`BaseSender` give the defaults, so
+(``Engine.feed``) must be. :class:`BaseTransport` and :class:`BaseSender` give the defaults, so
 a new transport writes ``send`` (and ``receive``) and nothing else.
 """
 
@@ -33,7 +33,7 @@ class OutgoingMessage:
 @runtime_checkable
 class Sender(Protocol):
     """The output half of a transport: all the engine needs from one that pushes what it
-    receives (``Session.feed``, as the Streamable HTTP server does) instead of being read."""
+    receives (``Engine.feed``, as the Streamable HTTP server does) instead of being read."""
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
