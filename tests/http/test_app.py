@@ -259,6 +259,22 @@ async def test_allowed_hosts_replace_the_loopback_rule() -> None:
         assert "allowed_hosts" in error_of(refused)["message"]
 
 
+async def test_a_remembered_pass_never_outlives_its_rules_and_a_refusal_is_never_kept() -> None:
+    """Admission remembers the Host and Origin a request passed with, for the next request of
+    the same client: never a refusal (refused twice, the same answer), and never across a change
+    of the rules (an app whose host rules are replaced checks again)."""
+    async with serving(demo_server()) as served:
+        for _ in range(2):
+            refused = await served.post(initialize_body(), headers=served.headers(host="evil.x"))
+            assert refused.status_code == 403
+        ok = await served.post(initialize_body(), headers=served.headers(host="localhost"))
+        assert ok.status_code == 200
+        served.app.options.hosts = HostRules(allowed_hosts=["mcp.example"])
+        again = await served.post(initialize_body(), headers=served.headers(host="localhost"))
+        assert again.status_code == 403
+        assert "allowed_hosts" in error_of(again)["message"]
+
+
 async def test_origin_not_allowed_gets_403_naming_the_setting() -> None:
     async with serving(demo_server()) as served:
         session = await served.initialize()

@@ -48,6 +48,10 @@ def draining_error() -> ErrorObject:
     return ErrorObject.make(INVALID_REQUEST, DRAINING, data={"retry": True})
 
 
+#: How many passing (rules, address, Host, Origin) combinations an app remembers.
+_PASSED_MAX = 1024
+
+
 class Admission:
     """The checks of one app: its options, its authorization gate (None: none), and the
     registry that knows whether the app serves."""
@@ -58,6 +62,11 @@ class Admission:
         self.options = options
         self.gate = gate
         self.registry = registry
+        #: The (host rules, local address, Host, Origin) a request passed the checks with: a
+        #: client sends the same ones on every request, so its every request after the first
+        #: costs a lookup, not a parse. Only passes are kept (a refusal is decided afresh each
+        #: time), and at most ``_PASSED_MAX``: a client cannot grow it past that.
+        self._passed: set[tuple[int, str, str, str | None]] = set()
 
     async def admit(
         self, scope: Scope, *, authenticate: bool = True, base_scopes: bool = True
@@ -135,8 +144,18 @@ class Admission:
         # address is not checked by default: that server is reachable without any rebinding.
         server_addr = scope.get("server") or ("", None)
         local = str(server_addr[0] or "")
-        on_loopback = is_loopback(local)
         host = header(scope, b"host") or ""
+        origin = header(scope, b"origin")
+        seen = (id(self.options.hosts), local, host, origin)
+        if seen in self._passed:
+            return
+        self._check_host_and_origin(local, host, origin)
+        if len(self._passed) >= _PASSED_MAX:
+            self._passed.clear()
+        self._passed.add(seen)
+
+    def _check_host_and_origin(self, local: str, host: str, origin: str | None) -> None:
+        on_loopback = is_loopback(local)
         # Compared as a host name (any case) and a port (digits): nothing else slips through.
         parsed = parse_host(host) if host else ("", None)
         if parsed is None:
@@ -162,7 +181,6 @@ class Admission:
                 f"say), accept it with HttpOptions(allowed_hosts=[{name!r}]) or "
                 f"`trio-mcp serve --allowed-host {name}`",
             )
-        origin = header(scope, b"origin")
         if origin is None:
             return
         if origin_allowed(origin, self.options.hosts.cors_origins or (), wildcard=False):
