@@ -370,17 +370,13 @@ def check_request(
             INVALID_PARAMS,
             f"Invalid params: missing or invalid `{PROTOCOL_VERSION_KEY}` in `_meta`",
         )
-    tool = params.get("name")
-    declared = _declared(tool, declarations) if request.method == "tools/call" else {}
-    expected = modern_headers(
-        request.method, params, {tool: declared} if isinstance(tool, str) else None
-    )
-    if expected.get(PROTOCOL_VERSION_HEADER) != version:
-        raise _mismatch("MCP-Protocol-Version", version, meta[PROTOCOL_VERSION_KEY])
+    body_version = meta[PROTOCOL_VERSION_KEY]
+    if body_version != version:  # (a body version that is no string never equals a header)
+        raise _mismatch("MCP-Protocol-Version", version, body_version)
     method = sent.get(METHOD_HEADER)
     if method is None:
         raise ProtocolError(HEADER_MISMATCH, "Header mismatch: the Mcp-Method header is missing")
-    if method != expected[METHOD_HEADER]:
+    if method != request.method:
         raise _mismatch("Mcp-Method", method, request.method)
     field = NAMED.get(request.method)
     if field is not None:
@@ -389,10 +385,17 @@ def check_request(
             raise ProtocolError(
                 HEADER_MISMATCH, f"Header mismatch: {request.method} needs an Mcp-Name header"
             )
+        # What the client sent (either form, decoded) against the body's name itself: the
+        # header a client must send for it decodes to exactly that name.
         text = decode_header_value(name)
-        want = expected.get(NAME_HEADER)
-        if want is None or text != decode_header_value(want):
-            raise _mismatch("Mcp-Name", text, params.get(field))
+        named = params.get(field)
+        if not isinstance(named, str) or text != named:
+            raise _mismatch("Mcp-Name", text, named)
+    tool = params.get("name")
+    declared = _declared(tool, declarations) if request.method == "tools/call" else {}
+    if not declared:
+        return
+    expected = param_headers(declared, params.get("arguments"))
     arguments = params.get("arguments")
     for path, param in declared.items():
         header = PARAM_HEADER_PREFIX + param
