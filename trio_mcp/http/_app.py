@@ -155,6 +155,7 @@ class HttpSession(RegisteredSession, BaseSender):
         super().__init__(app.registry, session_id, client, owner)
         self.app = app
         self.kind = kind
+        self.expires = kind is SessionKind.SESSION  # the others have no task to expire
         #: Whether it was built here from the record of a session opened on another worker.
         self.replica = replica
         # Stream keys of a replica name its node, and a random part: its streams never share
@@ -310,10 +311,6 @@ class HttpSession(RegisteredSession, BaseSender):
         return None
 
     # -- lifetime ------------------------------------------------------------------------------
-
-    @property
-    def expires(self) -> bool:
-        return self.kind is SessionKind.SESSION  # the others have no task to expire
 
     @property
     def closing(self) -> bool:

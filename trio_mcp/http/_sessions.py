@@ -145,10 +145,9 @@ class RegisteredSession(abc.ABC):
         self.ended = trio.Event()
         self.engine = None
 
-    @property
-    def expires(self) -> bool:
-        """Whether it has an idle deadline (a POST's own engine has none: its POST ends it)."""
-        return True
+    #: Whether it has an idle deadline (a POST's own engine has none: its POST ends it). A plain
+    #: attribute, read on every request.
+    expires = True
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -173,7 +172,8 @@ class RegisteredSession(abc.ABC):
         if self.expires and self.active == 0 and self.engine_idle:
             deadline = trio.current_time() + self.registry.options.limits.session_idle_timeout
             self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
-        self.registry.changed()
+        if self.registry._waiter is not None:  # a drain waits for this: it looks again
+            self.registry.changed()
 
     def arrived(self, *, request: bool) -> None:
         """A message came in, which its engine takes next: no deadline until it is handled
@@ -227,7 +227,7 @@ class SessionRegistry:
         #: Streamable HTTP requests being served (by their POSTs), and the event set when the
         #: registry's state next changes: made only while a drain waits.
         self._serving = 0
-        self._changed: trio.Event | None = None
+        self._waiter: trio.Event | None = None
 
     # -- the caps --------------------------------------------------------------------------------
 
@@ -323,9 +323,9 @@ class SessionRegistry:
 
     def changed(self) -> None:
         """Something that a drain waits for may have happened: it looks again."""
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        if self._waiter is not None:
+            self._waiter.set()
+            self._waiter = None
 
     @property
     def busy(self) -> bool:
@@ -337,9 +337,9 @@ class SessionRegistry:
     async def wait_idle(self) -> None:
         """Return once no request is in flight on any transport."""
         while self.busy:
-            if self._changed is None:
-                self._changed = trio.Event()
-            await self._changed.wait()
+            if self._waiter is None:
+                self._waiter = trio.Event()
+            await self._waiter.wait()
 
     async def end_requests(self) -> None:
         """End every request still running, on every transport, with a JSON-RPC error that
