@@ -77,18 +77,26 @@ class Admission:
         :meth:`authorize`), then whether the app serves (:meth:`check_serving`, for what is
         no new work: a draining app still takes answers and cancels). Raises
         :class:`HttpError`; returns who the request acts for."""
-        self.check_host_and_origin(scope)
-        principal: Principal | None = None
         gate = self.gate
-        if gate is not None and authenticate:
-            try:
-                principal = await gate.authenticate(scope)
-                if base_scopes:
-                    gate.authorize(principal, gate.needed(None, None))
-            except Refused as refused:
-                raise _refusal(refused) from None
+        if gate is None or not authenticate:
+            self.admit_anonymous(scope)
+            return None
+        self.check_host_and_origin(scope)
+        try:
+            principal = await gate.authenticate(scope)
+            if base_scopes:
+                gate.authorize(principal, gate.needed(None, None))
+        except Refused as refused:
+            raise _refusal(refused) from None
         self.check_serving(new_work=False)
         return principal
+
+    def admit_anonymous(self, scope: Scope) -> None:
+        """:meth:`admit` for a request that needs no token (an app with no gate): the same
+        checks, decided without a checkpoint, so a POST of such an app runs no coroutine for
+        them."""
+        self.check_host_and_origin(scope)
+        self.check_serving(new_work=False)
 
     def check_serving(self, *, new_work: bool = True, request_id: RequestId | None = None) -> None:
         """503 unless the app serves: its lifespan not run, shutting down, or (for

@@ -631,14 +631,20 @@ class McpHttpApp:
             raise HttpError(404, "Not Found: the MCP endpoint is " + mounted + self.options.path)
         admission = self.admission
         method = scope["method"]
-        if await admission.answer_preflight(scope, send, b"GET, POST, DELETE, OPTIONS"):
+        if method == "OPTIONS" and await admission.answer_preflight(
+            scope, send, b"GET, POST, DELETE, OPTIONS"
+        ):
             return
         # Who it is, before anything of MCP is read; a POST's scopes are checked once its body
         # says what it asks for (and whether it is new work, which a drain refuses), anything
         # else needs the base scopes, and is new work.
-        principal = await admission.admit(
-            scope, authenticate=method != "OPTIONS", base_scopes=method != "POST"
-        )
+        principal: Principal | None = None
+        if self.gate is None:
+            admission.admit_anonymous(scope)
+        else:
+            principal = await admission.admit(
+                scope, authenticate=method != "OPTIONS", base_scopes=method != "POST"
+            )
         if method != "POST":
             admission.check_serving()
         if self.fleet is not None and method in ("POST", "GET", "DELETE"):
