@@ -101,7 +101,6 @@ from .server import (
     InvalidToken,
     LifespanFailed,
     LocalBus,
-    MemoryTaskStore,
     MiddlewareContext,
     MiddlewareServer,
     Mount,
@@ -111,13 +110,11 @@ from .server import (
     RequestRecord,
     ResourceNotFound,
     Server,
-    TaskRecord,
-    TaskStore,
-    TaskStoreUnavailable,
     TokenVerifier,
     ToolError,
     VerifierUnavailable,
 )
+from .tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
 
 if TYPE_CHECKING:
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokenVerifier

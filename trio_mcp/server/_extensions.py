@@ -15,7 +15,7 @@ nothing):
 - the notification bus events it handles (:meth:`~Extension.on_bus_event`).
 
 ``Server(extensions=[...])`` or ``server.use(extension)`` adds one; :meth:`Extension.attach`
-then gives it its :class:`Host`.
+then gives it its :class:`ExtensionHost`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ ToolCall = Callable[[ServerConnection, InFlight], Awaitable[JSONObject]]
 ToolCallHook = Callable[[ServerConnection, InFlight, str, ToolCall], Awaitable[JSONObject]]
 
 
-class Host(Protocol):
+class ExtensionHost(Protocol):
     """What an extension sees of the server it is added to."""
 
     @property
@@ -59,10 +59,10 @@ class Extension:
 
     name: str = ""
 
-    def attach(self, host: Host) -> None:
+    def attach(self, host: ExtensionHost) -> None:
         """Called once, when the extension is added to a server."""
 
-    def capability(self, host: Host) -> JSONObject | None:
+    def capability(self, host: ExtensionHost) -> JSONObject | None:
         """Its entry under ``extensions`` in the capabilities; None: not announced now."""
         return None
 
@@ -106,7 +106,7 @@ class Extensions:
     def __init__(self) -> None:
         self._all: list[Extension] = []
 
-    def add(self, extension: Extension, host: Host) -> None:
+    def add(self, extension: Extension, host: ExtensionHost) -> None:
         if not extension.name:
             raise ValueError("an extension needs a name (its key under 'extensions')")
         if self.get(extension.name) is not None:
@@ -123,7 +123,7 @@ class Extensions:
     def __bool__(self) -> bool:
         return bool(self._all)
 
-    def capabilities(self, host: Host) -> JSONObject:
+    def capabilities(self, host: ExtensionHost) -> JSONObject:
         """The ``extensions`` capability: every extension announcing itself now."""
         found = {}
         for extension in self._all:

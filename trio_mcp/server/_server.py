@@ -64,7 +64,7 @@ from ._schema import explicit_signature, function_signature
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
     from ..http import HttpOptions, McpHttpApp
-    from ._tasks import TaskManager, TaskStore
+    from ..tasks import TaskManager, TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -391,7 +391,7 @@ class Server:
         """The tasks extension (SEP-2663), which every server has unless given its own: so
         ``Server(task_store=..., task_ttl_ms=..., max_tasks=...)``, ``server.tool(task=...)``
         and ``server.tasks`` keep their spelling. Only its given options are passed on."""
-        from ._tasks_extension import TasksExtension
+        from ..tasks import TasksExtension
 
         given = self.extensions.get(TasksExtension.name)
         if given is None:

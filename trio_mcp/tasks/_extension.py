@@ -28,12 +28,13 @@ from ..protocol._tasks import (
     task_id_of,
     tasks_required,
 )
-from ._bus import BusEvent
-from ._connection import MethodHandler, ServerConnection, subject_of
-from ._extensions import Extension, Host, ToolCall, ToolCallHook
-from ._input import ModernRequest, StartTask
-from ._registry import ToolEntry
-from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
+from ..server._bus import BusEvent
+from ..server._connection import MethodHandler, ServerConnection, subject_of
+from ..server._extensions import Extension, ExtensionHost, ToolCall, ToolCallHook
+from ..server._input import ModernRequest, StartTask
+from ..server._registry import ToolEntry
+from ._manager import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager
+from ._store import TaskStore
 
 #: A task's state changed on some worker (params: ``taskId``); the others read it again from
 #: the shared task store (waking or cancelling its work if it runs there).
@@ -67,19 +68,19 @@ class TasksExtension(Extension):
         max_running: int = DEFAULT_MAX_RUNNING,
     ) -> None:
         self.manager = TaskManager(store, ttl_ms=ttl_ms, max_running=max_running)
-        self._host: Host | None = None
+        self._host: ExtensionHost | None = None
         self._routes: dict[str, MethodHandler] = {
             "tasks/get": self._get,
             "tasks/update": self._update,
             "tasks/cancel": self._cancel,
         }
 
-    def attach(self, host: Host) -> None:
+    def attach(self, host: ExtensionHost) -> None:
         self._host = host
         self.manager.on_change = self._changed
         self.manager.on_publish = self._publish
 
-    def capability(self, host: Host) -> JSONObject | None:
+    def capability(self, host: ExtensionHost) -> JSONObject | None:
         # Announced while a task-capable tool is registered.
         return {} if any(e.options.get("task") for e in host.tools.values()) else None
 
