@@ -52,6 +52,8 @@ CONVENIENCES = {
         # Every Server installs the tasks extension (its keywords, ``server.tasks``).
         "trio_mcp/tasks/__init__.py",
     },
+    # Every Client follows tasks (unless tasks=False); call_tool_task hands out a ToolTask.
+    "trio_mcp/client/_client.py": {"trio_mcp/tasks/__init__.py"},
     # An app whose options name a store or a relay that workers share builds its fleet.
     "trio_mcp/http/_app.py": {"trio_mcp/scaleout/__init__.py"},
 }

@@ -31,7 +31,6 @@ from .client import (
     Subscription,
     TokenSet,
     TokenStore,
-    ToolTask,
     WebSocketTarget,
     open_client,
 )
@@ -114,7 +113,7 @@ from .server import (
     ToolError,
     VerifierUnavailable,
 )
-from .tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
+from .tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable, ToolTask
 
 if TYPE_CHECKING:
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokenVerifier

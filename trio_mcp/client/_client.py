@@ -93,7 +93,7 @@ from ._target import (
 )
 
 if TYPE_CHECKING:
-    from ._tasks import ToolTask
+    from ..tasks import ToolTask
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -503,7 +503,7 @@ class Client:
 
     def _use_tasks(self) -> None:
         """The tasks extension's client half, which a client has unless ``tasks=False``."""
-        from ._tasks import ClientTasks
+        from ..tasks import ClientTasks
 
         self.extensions.append(ClientTasks())
 
@@ -736,7 +736,7 @@ class Client:
         a tool that is not task-capable, ``open_client(tasks=False)``), ``task_id`` is None and
         the handle is already ``completed``. Its requests use this call's ``timeout``.
         """
-        from ._tasks import ToolTask
+        from ..tasks import ToolTask
 
         raw = await self._tool_call(name, arguments, options)
         return ToolTask(name, raw, self._sender(options), self._fulfil_all)

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import trio
 
+from ..client._extensions import ClientExtension, Fulfiller, Requester
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import JSONObject
 from ..protocol._tasks import (
@@ -27,7 +28,6 @@ from ..protocol._tasks import (
     TERMINAL,
 )
 from ..protocol._types import CallToolResult, from_wire
-from ._extensions import ClientExtension, Fulfiller, Requester
 
 #: Polling never runs faster than this (seconds), whatever ``pollIntervalMs`` says.
 POLL_FLOOR: Final = 0.05
