@@ -206,7 +206,10 @@ class Server:
         # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
         # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
-        #: The extensions (``docs/design.md``): ``extensions=[...]`` and :meth:`use`.
+        #: The extensions (``docs/design.md``): ``extensions=[...]`` and :meth:`use`. The tasks
+        #: extension (SEP-2663) is always there: ``task_store`` (in memory by default),
+        #: ``task_ttl_ms`` (how long a settled task is kept) and ``max_tasks`` (how many run or
+        #: wait for input at once here) configure it, unless ``extensions`` gives one already.
         self.extensions = Extensions()
         for extension in extensions:
             self.use(extension)
