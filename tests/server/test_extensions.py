@@ -155,6 +155,8 @@ def test_a_server_given_its_own_tasks_extension_uses_it() -> None:
     server = Server("own", extensions=[tasks])
     assert server.tasks is tasks.manager and server.tasks.store is store
     assert Server("default").tasks.ttl_ms == 300_000
+    with pytest.raises(ValueError, match="give them to the TasksExtension"):
+        Server("both", extensions=[TasksExtension()], task_store=store)
 
 
 def test_the_core_names_no_extension() -> None:

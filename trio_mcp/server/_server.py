@@ -397,6 +397,12 @@ class Server:
         from ..tasks import TasksExtension
 
         given = self.extensions.get(TasksExtension.name)
+        configured = (store, ttl_ms, max_running) != (None, _TASKS_DEFAULT, _TASKS_DEFAULT)
+        if given is not None and configured:
+            raise ValueError(
+                "task_store, task_ttl_ms and max_tasks configure the default tasks extension: "
+                "give them to the TasksExtension in extensions=[...] instead"
+            )
         if given is None:
             options: dict[str, Any] = {}
             if ttl_ms is not _TASKS_DEFAULT:
