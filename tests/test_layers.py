@@ -29,6 +29,9 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"engine": ("_engine.py", "_exception_groups.py")},
     # What a user writes a server against, and the client: neither knows HTTP, Redis or JOSE.
     {"server": ("server/",), "client": ("client/",)},
+    # The extensions, each in a room of its own: it plugs into the server's extension seam
+    # (server/_extensions.py), which names none of them.
+    {"tasks": ("tasks/",)},
     # The resource server: the token verifiers and the HTTP gate.
     {"auth": ("auth/",)},
     # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.
@@ -43,7 +46,14 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
 #: under ``if TYPE_CHECKING:`` for its annotations), never when the module is imported: source
 #: module -> the binding's modules it may name.
 CONVENIENCES = {
-    "trio_mcp/server/_server.py": {"trio_mcp/http/_binding.py", "trio_mcp/http/__init__.py"},
+    "trio_mcp/server/_server.py": {
+        "trio_mcp/http/_binding.py",
+        "trio_mcp/http/__init__.py",
+        # Every Server installs the tasks extension (its keywords, ``server.tasks``).
+        "trio_mcp/tasks/__init__.py",
+    },
+    # Every Client follows tasks (unless tasks=False); call_tool_task hands out a ToolTask.
+    "trio_mcp/client/_client.py": {"trio_mcp/tasks/__init__.py"},
     # An app whose options name a store or a relay that workers share builds its fleet.
     "trio_mcp/http/_app.py": {"trio_mcp/scaleout/__init__.py"},
 }

@@ -120,6 +120,7 @@ PUBLIC_MODULES = (
     "trio_mcp",
     "trio_mcp.protocol",
     "trio_mcp.server",
+    "trio_mcp.tasks",
     "trio_mcp.client",
     "trio_mcp.http",
     "trio_mcp.auth",

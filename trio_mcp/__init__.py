@@ -31,7 +31,6 @@ from .client import (
     Subscription,
     TokenSet,
     TokenStore,
-    ToolTask,
     WebSocketTarget,
     open_client,
 )
@@ -101,7 +100,6 @@ from .server import (
     InvalidToken,
     LifespanFailed,
     LocalBus,
-    MemoryTaskStore,
     MiddlewareContext,
     MiddlewareServer,
     Mount,
@@ -111,13 +109,11 @@ from .server import (
     RequestRecord,
     ResourceNotFound,
     Server,
-    TaskRecord,
-    TaskStore,
-    TaskStoreUnavailable,
     TokenVerifier,
     ToolError,
     VerifierUnavailable,
 )
+from .tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable, ToolTask
 
 if TYPE_CHECKING:
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokenVerifier

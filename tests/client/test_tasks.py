@@ -26,8 +26,8 @@ from trio_mcp import (
     ToolTask,
     open_client,
 )
-from trio_mcp.client._tasks import POLL_CEILING, POLL_FLOOR, poll_interval
 from trio_mcp.protocol._tasks import TASKS_EXTENSION
+from trio_mcp.tasks._client import POLL_CEILING, POLL_FLOOR, poll_interval
 
 from .._http import serving
 

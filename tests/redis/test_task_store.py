@@ -28,7 +28,7 @@ from trio_mcp.redis._bus import RedisBus
 from trio_mcp.redis._task_store import WORKER_LOST, RedisTaskStore
 from trio_mcp.server import Server
 from trio_mcp.server._input import InputRequired
-from trio_mcp.server._tasks import TaskManager, TaskRecord, TaskStoreUnavailable
+from trio_mcp.tasks import TaskManager, TaskRecord, TaskStoreUnavailable
 
 from .._http import request_body, serving
 from ..deploy._services import free_port, redis_server

@@ -15,7 +15,7 @@ import trio.testing
 
 from trio_mcp import Auth, Context, Principal, ProtocolError, Server, StaticTokenVerifier, ToolError
 from trio_mcp.protocol._tasks import TASKS_EXTENSION, TaskState
-from trio_mcp.server._tasks import MemoryTaskStore, TaskManager, TaskRecord
+from trio_mcp.tasks import MemoryTaskStore, TaskManager, TaskRecord
 from trio_mcp.transports import memory_transport_pair
 
 from .._http import request_body, serving

@@ -16,7 +16,6 @@ from ._client import (
 )
 from ._oauth_errors import OAuthError
 from ._target import Command, HttpTarget, Servable, Target, WebSocketTarget
-from ._tasks import ToolTask
 from ._tokens import (
     ClientRegistration,
     FileTokenStore,
@@ -96,7 +95,6 @@ __all__ = [
     "Target",
     "TokenSet",
     "TokenStore",
-    "ToolTask",
     "WebSocketTarget",
     "WorkloadIdentity",
     "open_client",

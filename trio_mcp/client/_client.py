@@ -12,9 +12,9 @@ import functools
 import logging
 import math
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 import attrs
 import trio
@@ -36,7 +36,6 @@ from ..protocol._jsonrpc import (
     RequestId,
     is_valid_id,
 )
-from ..protocol._tasks import TASK_METHODS, TASKS_EXTENSION
 from ..protocol._types import (
     LOGGING_LEVELS,
     CallToolResult,
@@ -81,6 +80,7 @@ from ..transports._stdio import open_process_transport
 from ..transports._transport import Transport
 from ..transports._ws_client import open_ws_transport
 from ._cache import ResultCache, invalidates
+from ._extensions import ClientExtension, Requester
 from ._target import (
     Command,
     HttpTarget,
@@ -91,7 +91,9 @@ from ._target import (
     WebSocketTarget,
     resolve_target,
 )
-from ._tasks import ToolTask
+
+if TYPE_CHECKING:
+    from ..tasks import ToolTask
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -413,6 +415,11 @@ class Client:
         self.log_level: str | None = None
         #: Whether modern ``tools/call`` (and ``tasks/*``) requests declare the tasks extension.
         self.tasks = tasks
+        #: The client halves of extensions (``ClientExtension``): the tasks extension's unless
+        #: ``tasks=False``.
+        self.extensions: list[ClientExtension] = []
+        if tasks:
+            self._use_tasks()
 
     # -- handshake -----------------------------------------------------------------------------
 
@@ -494,10 +501,18 @@ class Client:
             return False
         raise InitializeError("no mutually supported modern protocol version")
 
-    def _envelope(self, version: str | None = None, *, tasks: bool = False) -> JSONObject:
+    def _use_tasks(self) -> None:
+        """The tasks extension's client half, which a client has unless ``tasks=False``."""
+        from ..tasks import ClientTasks
+
+        self.extensions.append(ClientTasks())
+
+    def _envelope(
+        self, version: str | None = None, *, declared: Iterable[ClientExtension] = ()
+    ) -> JSONObject:
         caps = to_wire(self._dispatcher.capabilities())
-        if tasks:
-            caps["extensions"] = {**caps.get("extensions", {}), TASKS_EXTENSION: {}}
+        if entries := {e.name: e.capability() for e in declared}:
+            caps["extensions"] = {**caps.get("extensions", {}), **entries}
         return make_envelope(
             version or (self.discovered.protocol_version if self.discovered else "2026-07-28"),
             caps,
@@ -612,8 +627,8 @@ class Client:
         retried with a new id, the answers, and the requestState echoed untouched.
         """
         deadline = math.inf if max_total is None else trio.current_time() + max_total
-        declares = self.tasks and (method == "tools/call" or method in TASK_METHODS)
-        envelope = self._envelope(tasks=declares)
+        declared = [e for e in self.extensions if e.declares(method)]
+        envelope = self._envelope(declared=declared)
         retry: JSONObject = {}
         for round_number in range(self.max_input_rounds + 1):
             user_meta = body.get("_meta")
@@ -628,7 +643,7 @@ class Client:
                 request_id=request_id if round_number == 0 else None,
             )
             kind = result.get("resultType", "complete")
-            if kind == "complete" or (kind == "task" and declares and method == "tools/call"):
+            if kind == "complete" or any(e.accepts(method, kind) for e in declared):
                 return result
             if kind != "input_required":
                 raise MCPError(f"the server answered {method} with an unknown resultType {kind!r}")
@@ -694,17 +709,19 @@ class Client:
         """
         max_total = options.get("max_total")
         deadline = math.inf if max_total is None else trio.current_time() + max_total
-        task = await self.call_tool_task(name, arguments, **options)
-        if task.task_id is None:
-            return await task.result()
-        with trio.CancelScope(deadline=deadline):
-            try:
-                return await task.result()
-            except BaseException:
-                if not task.terminal:
-                    await task.cancel_shielded()
-                raise
-        raise RequestTimeout("tools/call", options.get("timeout"), max_total)
+        raw = await self._tool_call(name, arguments, options)
+        kind = raw.get("resultType", "complete")
+        if kind != "complete":
+            for extension in self.extensions:
+                if extension.declares("tools/call") and extension.accepts("tools/call", kind):
+                    send, fulfil = self._sender(options), self._fulfil_all
+                    try:
+                        return await extension.follow_tool_call(name, raw, send, fulfil, deadline)
+                    except trio.TooSlowError:
+                        raise RequestTimeout(
+                            "tools/call", options.get("timeout"), max_total
+                        ) from None
+        return from_wire(raw, CallToolResult)
 
     async def call_tool_task(
         self,
@@ -719,6 +736,15 @@ class Client:
         a tool that is not task-capable, ``open_client(tasks=False)``), ``task_id`` is None and
         the handle is already ``completed``. Its requests use this call's ``timeout``.
         """
+        from ..tasks import ToolTask
+
+        raw = await self._tool_call(name, arguments, options)
+        return ToolTask(name, raw, self._sender(options), self._fulfil_all)
+
+    async def _tool_call(
+        self, name: str, arguments: dict[str, Any] | None, options: RequestOptions
+    ) -> JSONObject:
+        """A ``tools/call``'s raw answer; made again once after a header mismatch (-32020)."""
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -731,12 +757,16 @@ class Client:
                 self._dispatcher.cache.invalidate("notifications/tools/list_changed", {})
             await self.list_tools()
             raw = await self._call("tools/call", params, {**options, "request_id": None})
+        return raw
+
+    def _sender(self, options: RequestOptions) -> Requester:
+        """Sends an extension's follow-up requests of a call, with the call's ``timeout``."""
         timeout = options.get("timeout")
 
-        async def send(method: str, task_params: JSONObject) -> JSONObject:
-            return await self.request(method, task_params, timeout=timeout)
+        async def send(method: str, params: JSONObject) -> JSONObject:
+            return await self.request(method, params, timeout=timeout)
 
-        return ToolTask(name, raw, send, self._fulfil_all)
+        return send
 
     async def get_prompt(
         self,

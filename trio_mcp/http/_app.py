@@ -55,7 +55,7 @@ from ..server._connection import ServerConnection
 from ..server._lifespan import LifespanFailed
 from ..server._principal import Principal
 from ..server._registry import Registrations
-from ..server._tasks import TaskStoreUnavailable
+from ..tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
 from ._admission import Admission
 from ._asgi import (

@@ -43,7 +43,7 @@ import trio
 
 from ..protocol._jsonrpc import INTERNAL_ERROR
 from ..protocol._tasks import FAILED, TERMINAL, TaskState
-from ..server._tasks import TaskRecord, TaskStoreUnavailable, answered
+from ..tasks import TaskRecord, TaskStoreUnavailable, answered
 from ._link import RedisLink, redact
 
 if TYPE_CHECKING:

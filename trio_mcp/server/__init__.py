@@ -2,12 +2,15 @@
 of the stores it needs with their in-memory versions.
 
 Nothing here imports HTTP, hypercorn, Redis or JOSE: the ASGI binding is :mod:`trio_mcp.http`,
-the token verifiers :mod:`trio_mcp.auth`, the Redis stores :mod:`trio_mcp.redis`.
+the token verifiers :mod:`trio_mcp.auth`, the Redis stores :mod:`trio_mcp.redis`, the tasks
+extension :mod:`trio_mcp.tasks` (added through :class:`Extension`, the seam every extension
+plugs into).
 """
 
 from ._bus import BusError, BusEvent, LocalBus, NotificationBus
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, Elicited, InvalidAnswer, NestedRequestError
+from ._extensions import Extension, ExtensionHost
 from ._lifespan import LifespanFailed
 from ._middleware import MiddlewareContext, MiddlewareServer
 from ._mount import Mount
@@ -15,7 +18,6 @@ from ._principal import Auth, InvalidToken, Principal, TokenVerifier, VerifierUn
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
-from ._tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
 
 __all__ = [
     "Auth",
@@ -25,11 +27,12 @@ __all__ = [
     "ConnectionState",
     "Context",
     "Elicited",
+    "Extension",
+    "ExtensionHost",
     "InvalidAnswer",
     "InvalidToken",
     "LifespanFailed",
     "LocalBus",
-    "MemoryTaskStore",
     "MiddlewareContext",
     "MiddlewareServer",
     "Mount",
@@ -40,9 +43,6 @@ __all__ = [
     "ResourceNotFound",
     "Server",
     "ServerConnection",
-    "TaskRecord",
-    "TaskStore",
-    "TaskStoreUnavailable",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",

@@ -43,13 +43,10 @@ logger = logging.getLogger("trio_mcp.bus")
 #: Events waiting for the publisher, at most; past it the oldest is dropped.
 DEFAULT_MAX_QUEUED = 1024
 
-#: The event kinds a server delivers today. Others (a newer worker's, say task status) are
-#: carried by every bus and ignored by a server that does not know them.
+#: The event kinds the core delivers. Others (an extension's, a newer worker's) are carried
+#: by every bus: the server's extensions handle theirs, and the rest are ignored.
 LIST_CHANGED = "list_changed"
 RESOURCE_UPDATED = "resource_updated"
-#: A task's state changed on some worker (params: ``taskId``); the others read it again from
-#: the shared task store (waking or cancelling its work if it runs there).
-TASK_CHANGED = "task_changed"
 
 
 class BusError(Exception):

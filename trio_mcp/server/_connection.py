@@ -44,17 +44,6 @@ from ..protocol._jsonrpc import (
     RequestId,
 )
 from ..protocol._methods import CACHEABLE, MODERN_REMOVED, SERVER_REQUEST_CAPABILITY
-from ..protocol._tasks import (
-    REMOVED_TASK_METHODS,
-    TASK_METHODS,
-    TASKS_EXTENSION,
-    TaskState,
-    create_task_result,
-    declares_tasks,
-    detailed_task,
-    task_id_of,
-    tasks_required,
-)
 from ..protocol._types import (
     ClientCapabilities,
     Completion,
@@ -295,17 +284,17 @@ class ServerConnection:
         """A request carrying its own version and capabilities (2026-07-28)."""
         self.state.check_modern_request()
         envelope = read_envelope(request.params)
-        if request.method in MODERN_REMOVED or request.method in REMOVED_TASK_METHODS:
+        if request.method in MODERN_REMOVED:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", request.method)
         if request.method == "subscriptions/listen":
             listen = self.server.mounts.handler(request.method, _listen, self.server)
             return Route(self._instrument(listen), on_cancel=self._listen_ended)
-        declared = declares_tasks(envelope.client_capabilities)
-        if request.method in TASK_METHODS:
-            if not declared:
-                raise tasks_required(request.method)
-            handler = _TASK_HANDLERS[request.method]
-        else:
+        extensions, caps = self.server.extensions, envelope.client_capabilities
+        # An extension's methods are routed here, as the core's are (and refused here too).
+        handler: MethodHandler | None = (
+            extensions.route(request.method, caps) if extensions else None
+        )
+        if handler is None:
             handler = self._handler(request.method)
         params = request.params or {}
         incoming = ModernRequest(envelope)
@@ -313,14 +302,15 @@ class ServerConnection:
         takes_input = request.method in INPUT_METHODS
         tool = params.get("name") if request.method == "tools/call" else None
         entry = self.server.tools.get(tool) if isinstance(tool, str) else None
-        task_mode = entry.task if entry is not None else False
-        as_task = entry if task_mode and declared else None
+        # An extension may answer the call its own way (a task, say): chosen here, run past
+        # authorization like the call itself.
+        hook = extensions.tool_call(entry, caps) if entry is not None and extensions else None
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
             # A state is sealed for the principal it served (invariant 10): opened here, where
             # the request's principal is known (the route is chosen before it is).
-            subject = _subject(conn, record)
+            subject = subject_of(conn, record)
             if takes_input:
                 try:
                     gathered = gather(
@@ -334,12 +324,9 @@ class ServerConnection:
                         "Invalid params: requestState is not valid here (altered, expired, or "
                         "issued for another request)",
                     )
-            if task_mode == "required" and not declared:
-                # Here, past authorization: who may not call the tool does not learn its kind.
-                raise tasks_required(f"the tool {tool!r}")
             try:
-                if as_task is not None:
-                    result = await _call_as_task(conn, record, as_task, subject)
+                if hook is not None:
+                    result = await hook(conn, record, subject, _tools_call)
                 else:
                     result = await handler(conn, record)
             except Exception as exc:
@@ -590,13 +577,13 @@ class ServerConnection:
                     related_request_id=listener.id,
                 )
 
-    def send_task_status(self, task: TaskState) -> None:
-        """``notifications/tasks`` (the whole DetailedTask) to the listeners watching it."""
+    def send_watched(self, extension: str, item: str, method: str, params: JSONObject) -> None:
+        """A notification about ``item`` to the listeners watching it through ``extension``
+        (what its ``watch`` honoured), each stamped with its subscription id."""
         for listener in list(self.listeners.values()):
-            if task.task_id in listener.task_ids:
-                params = detailed_task(task)
-                params["_meta"] = {SUBSCRIPTION_ID_KEY: listener.id}
-                self.notify_nowait("notifications/tasks", params, related_request_id=listener.id)
+            if item in listener.watching.get(extension, ()):
+                stamped = {**params, "_meta": {SUBSCRIPTION_ID_KEY: listener.id}}
+                self.notify_nowait(method, stamped, related_request_id=listener.id)
 
     def context(self, record: InFlight) -> Context:
         return Context(record, self)
@@ -665,7 +652,7 @@ def _principal(conn: ServerConnection, record: InFlight) -> Principal | None:
     return principal if principal is not None else conn.principal
 
 
-def _subject(conn: ServerConnection, record: InFlight) -> str:
+def subject_of(conn: ServerConnection, record: InFlight) -> str:
     """What a requestState is bound to: the principal's identity (empty without one)."""
     principal = _principal(conn, record)
     return principal.identity if principal is not None else ""
@@ -736,8 +723,8 @@ async def _discover(conn: ServerConnection, record: InFlight) -> JSONObject:
     """Answered in both eras, with no handshake; it never initializes the connection."""
     await trio.lowlevel.checkpoint()
     capabilities = conn.capabilities()
-    if any(entry.task for entry in conn.server.tools.values()):
-        capabilities["extensions"] = {TASKS_EXTENSION: {}}
+    if conn.server.extensions and (extensions := conn.server.extensions.capabilities(conn.server)):
+        capabilities["extensions"] = extensions
     return discover_result(
         capabilities=capabilities,
         server_info=conn.server_info_wire,
@@ -754,8 +741,8 @@ class Listener:
     id: RequestId
     kinds: frozenset[str]
     uris: frozenset[str]
-    #: Tasks (SEP-2663) whose status changes it hears of (``notifications/tasks``).
-    task_ids: frozenset[str] = frozenset()
+    #: What it watches of each extension's, by the extension's name (its ids: task ids, say).
+    watching: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
 
 
 async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -791,9 +778,10 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
                 )
             )
         honoured["resourceSubscriptions"] = sorted(subscribed)
-    watched = await _watched_tasks(conn, record, wanted.get("taskIds"))
-    if watched is not None:
-        honoured["taskIds"] = sorted(watched)
+    watching: dict[str, frozenset[str]] = {}
+    if conn.server.extensions:
+        more, watching = await conn.server.extensions.watch(conn, record, wanted)
+        honoured.update(more)
     # Checked and claimed with no checkpoint between: listens racing in cannot overshoot.
     limit = conn.server.max_listens
     if len(conn.listeners) >= limit:
@@ -803,7 +791,7 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
             "connection",
             {"maxListens": limit},
         )
-    listener = Listener(record.id, frozenset(kinds), subscribed, watched or frozenset())
+    listener = Listener(record.id, frozenset(kinds), subscribed, watching)
     conn.listeners[record.id] = listener
     try:
         await conn.notify(
@@ -816,29 +804,6 @@ async def _listen(conn: ServerConnection, record: InFlight) -> JSONObject:
         if conn.listeners.get(record.id) is listener:
             del conn.listeners[record.id]
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-async def _watched_tasks(
-    conn: ServerConnection, record: InFlight, task_ids: object
-) -> frozenset[str] | None:
-    """The tasks a listen asks to hear of that it may: only for a request declaring the
-    extension (-32021 otherwise), and only the principal's own tasks (others, and unknown
-    ids, are left out of what is honoured). None: the listen asked for none."""
-    if task_ids is None:
-        return None
-    if not declares_tasks(read_envelope(record.params).client_capabilities):
-        raise tasks_required("subscriptions/listen with taskIds")
-    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
-        raise _invalid("Invalid params: notifications.taskIds must be an array of strings")
-    owner = _subject(conn, record)
-    watched = set()
-    for task_id in task_ids:
-        try:
-            await conn.server.tasks.get(task_id, owner=owner)
-        except ProtocolError:
-            continue
-        watched.add(task_id)
-    return frozenset(watched)
 
 
 async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -1014,84 +979,6 @@ def _tool_failure(name: str, exc: Exception) -> JSONObject:
         logger.error("tool %r failed", name, exc_info=exc)
         message = f"Tool {name} failed with an internal error"
     return {"content": [{"type": "text", "text": message}], "isError": True}
-
-
-async def _call_as_task(
-    conn: ServerConnection, record: InFlight, entry: ToolEntry, owner: str
-) -> JSONObject:
-    """A task-capable tool, for a request that declared the tasks extension: a
-    ``CreateTaskResult`` once the task is stored, its work running in the server's nursery.
-
-    With ``input_first``, the handler first runs in the request itself: its questions are
-    multi round-trips (an InputRequiredResult ends this run), and at ``ctx.start_task()`` the
-    task is made and runs the handler again with the answers gathered. A handler that returns
-    without starting a task answers at once (the immediate-result shortcut).
-    """
-    incoming: ModernRequest = record.envelope
-    if entry.input_first:
-        incoming.may_start_task = True
-        try:
-            return await _tools_call(conn, record)
-        except Exception as exc:
-            if not isinstance(single_error(exc), StartTask):
-                raise
-
-    async def attempt(answers: Mapping[str, Any], data: Mapping[str, Any]) -> JSONObject:
-        rerun = ModernRequest(
-            incoming.envelope, answers=dict(answers), data=dict(data), opening=False, in_task=True
-        )
-        task_record = InFlight(
-            request=record.request,
-            session=record.session,
-            envelope=rerun,
-            principal=record.principal,
-        )
-        return await _tools_call(conn, task_record)
-
-    # The creation is shielded from the request's own cancel, and checked after: a client that
-    # went away (or cancelled) before the CreateTaskResult reached it never learns the task's
-    # id, so nobody could read or cancel that task; it is cancelled here instead.
-    with trio.CancelScope(shield=True):
-        state = await conn.server.tasks.create(
-            attempt, owner=owner, answers=incoming.answers, data=incoming.data
-        )
-        if record.cancel_requested or record.scope.cancel_called:
-            await conn.server.tasks.cancel(state.task_id, owner=owner)
-    await trio.lowlevel.checkpoint()
-    return create_task_result(state)
-
-
-def _task_id(record: InFlight) -> str:
-    task_id = task_id_of(record.params)
-    if task_id is None:
-        raise _invalid(f"Invalid params: {record.request.method} needs a string 'taskId'")
-    return task_id
-
-
-async def _tasks_get(conn: ServerConnection, record: InFlight) -> JSONObject:
-    state = await conn.server.tasks.get(_task_id(record), owner=_subject(conn, record))
-    return detailed_task(state)
-
-
-async def _tasks_update(conn: ServerConnection, record: InFlight) -> JSONObject:
-    task_id = _task_id(record)
-    responses = record.params.get("inputResponses")
-    if not isinstance(responses, dict):
-        raise _invalid("Invalid params: tasks/update needs an 'inputResponses' object")
-    await conn.server.tasks.update(task_id, responses, owner=_subject(conn, record))
-    return {}
-
-
-async def _tasks_cancel(conn: ServerConnection, record: InFlight) -> JSONObject:
-    await conn.server.tasks.cancel(_task_id(record), owner=_subject(conn, record))
-    return {}
-
-
-_TASK_HANDLERS: dict[str, MethodHandler] = {
-    "tasks/get": _tasks_get,
-    "tasks/update": _tasks_update,
-    "tasks/cancel": _tasks_cancel,
-}
 
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:

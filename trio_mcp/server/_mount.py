@@ -43,7 +43,6 @@ import trio
 from .._engine import InFlight
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INVALID_PARAMS, JSONObject
-from ..protocol._tasks import TaskState
 from ._connection import ServerConnection
 from ._registry import Registrations, page
 
@@ -569,5 +568,5 @@ class _Relay(ServerConnection):
     def send_resource_updated(self, uri: str) -> None:
         self.mount.resource_updated(uri)
 
-    def send_task_status(self, task: TaskState) -> None:
-        pass  # tasks stay with the server that runs them
+    def send_watched(self, extension: str, item: str, method: str, params: JSONObject) -> None:
+        pass  # what an extension's listeners watch stays with the server that holds it

@@ -13,7 +13,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -43,7 +43,6 @@ from ..protocol._types import (
 )
 from ._principal import Auth
 from ._schema import FunctionSignature
-from ._tasks import TaskManager
 
 if TYPE_CHECKING:
     from ._bus import BusEvent
@@ -118,11 +117,9 @@ class ToolEntry:
     in_thread: bool
     #: Scopes a caller's token must hold to see and call it (``@server.tool(scopes=...)``).
     scopes: frozenset[str] = frozenset()
-    #: Tasks (SEP-2663): False (never a task), True (a task when the request declares the
-    #: extension) or "required" (-32021 for a request that does not).
-    task: bool | str = False
-    #: Whether its questions before ``await ctx.start_task()`` come before the task is made.
-    input_first: bool = False
+    #: What extensions read of it (``server.tool(task=...)`` is the tasks extension's), by
+    #: option name; the core never reads them.
+    options: Mapping[str, Any] = attrs.field(factory=dict)
     #: Its ``x-mcp-header`` declarations once looked for, or why they are invalid.
     _param_headers: ParamHeaders | str | None = attrs.field(default=None, init=False, repr=False)
 
@@ -366,6 +363,19 @@ class MountTable(Protocol):
     def capabilities(self, conn: Any, caps: dict[str, Any]) -> None: ...
 
 
+class ExtensionTable(Protocol):
+    """What a connection asks of its server's extensions (``_extensions.Extensions``; typed
+    loosely here, where the connection's types cannot be named without a circle)."""
+
+    def __bool__(self) -> bool: ...
+    def capabilities(self, host: Any) -> dict[str, Any]: ...
+    def route(self, method: str, client_capabilities: Mapping[str, Any]) -> Any: ...
+    def tool_call(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> Any: ...
+    async def watch(
+        self, conn: Any, record: Any, wanted: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, frozenset[str]]]: ...
+
+
 class Registrations(Protocol):
     """What a connection reads of its server: the registrations and the settings.
 
@@ -410,7 +420,7 @@ class Registrations(Protocol):
     @property
     def auth(self) -> Auth | None: ...
     @property
-    def tasks(self) -> TaskManager: ...
+    def extensions(self) -> ExtensionTable: ...
     @property
     def middleware_chain(self) -> Sequence[Middleware]: ...
     @property

@@ -18,7 +18,6 @@ from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Engine
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
-from ..protocol._tasks import TaskState
 from ..protocol._types import (
     CallToolResult,
     Icon,
@@ -36,7 +35,6 @@ from ..transports._transport import Transport
 from ._bus import (
     LIST_CHANGED,
     RESOURCE_UPDATED,
-    TASK_CHANGED,
     BusEvent,
     LocalBus,
     NotificationBus,
@@ -44,6 +42,7 @@ from ._bus import (
 )
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
+from ._extensions import Extension, Extensions
 from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
 from ._middleware import Middleware
 from ._mount import Mount, Mounts, Provider, ServerProvider
@@ -62,10 +61,10 @@ from ._registry import (
 )
 from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
-from ._tasks import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager, TaskStore
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
     from ..http import HttpOptions, McpHttpApp
+    from ..tasks import TaskManager, TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,6 +75,9 @@ UNVERSIONED = "0.0.0"
 
 #: Marks an output schema whose ``{"result": ...}`` object only wraps a non-object value.
 WRAP_RESULT_MARK = "x-fastmcp-wrap-result"
+
+#: Stands for a tasks option not given: the tasks extension's own default applies.
+_TASKS_DEFAULT: Any = object()
 
 logger = logging.getLogger("trio_mcp.server")
 
@@ -135,8 +137,9 @@ class Server:
         auth: Auth | None = None,
         bus: NotificationBus | None = None,
         task_store: TaskStore | None = None,
-        task_ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
-        max_tasks: int = DEFAULT_MAX_RUNNING,
+        task_ttl_ms: int | None = _TASKS_DEFAULT,
+        max_tasks: int = _TASKS_DEFAULT,
+        extensions: Iterable[Extension] = (),
         middleware: Iterable[Middleware] = (),
         lifespan: LifespanFunction | None = None,
     ) -> None:
@@ -203,12 +206,14 @@ class Server:
         # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
         # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
-        #: Tasks (SEP-2663): their records (``task_store``, in memory by default) and the
-        #: nursery their work runs in. ``task_ttl_ms``: how long a settled task is kept;
-        #: ``max_tasks``: how many run (or wait for input) at once in this process.
-        self.tasks = TaskManager(task_store, ttl_ms=task_ttl_ms, max_running=max_tasks)
-        self.tasks.on_change = self._task_changed
-        self.tasks.on_publish = self._task_published
+        #: The extensions (``docs/design.md``): ``extensions=[...]`` and :meth:`use`. The tasks
+        #: extension (SEP-2663) is always there: ``task_store`` (in memory by default),
+        #: ``task_ttl_ms`` (how long a settled task is kept) and ``max_tasks`` (how many run or
+        #: wait for input at once here) configure it, unless ``extensions`` gives one already.
+        self.extensions = Extensions()
+        for extension in extensions:
+            self.use(extension)
+        self._use_tasks(task_store, task_ttl_ms, max_tasks)
         #: Around every request, first outermost: ``Server(middleware=[...])`` and
         #: ``@server.middleware`` (see ``docs/middleware.md``).
         self.middleware_chain: tuple[Middleware, ...] = tuple(middleware)
@@ -372,13 +377,43 @@ class Server:
                     is_async_callable(func),
                     in_thread,
                     scopes=needed,
-                    task=task,
-                    input_first=input_first,
+                    options={"task": task, "input_first": input_first} if task else {},
                 )
             )
             return func
 
         return register(fn) if fn is not None else register
+
+    # -- extensions ----------------------------------------------------------------------------
+
+    def use(self, extension: Extension) -> None:
+        """Add an extension: its capability, methods, hooks and service (``Extension``)."""
+        self.extensions.add(extension, self)
+
+    def _use_tasks(self, store: TaskStore | None, ttl_ms: int | None, max_running: int) -> None:
+        """The tasks extension (SEP-2663), which every server has unless given its own: so
+        ``Server(task_store=..., task_ttl_ms=..., max_tasks=...)``, ``server.tool(task=...)``
+        and ``server.tasks`` keep their spelling. Only its given options are passed on."""
+        from ..tasks import TasksExtension
+
+        given = self.extensions.get(TasksExtension.name)
+        configured = (store, ttl_ms, max_running) != (None, _TASKS_DEFAULT, _TASKS_DEFAULT)
+        if given is not None and configured:
+            raise ValueError(
+                "task_store, task_ttl_ms and max_tasks configure the default tasks extension: "
+                "give them to the TasksExtension in extensions=[...] instead"
+            )
+        if given is None:
+            options: dict[str, Any] = {}
+            if ttl_ms is not _TASKS_DEFAULT:
+                options["ttl_ms"] = ttl_ms
+            if max_running is not _TASKS_DEFAULT:
+                options["max_running"] = max_running
+            given = TasksExtension(store, **options)
+            self.use(given)
+        assert isinstance(given, TasksExtension)
+        #: The tasks' manager (SEP-2663): their store, the ones running here.
+        self.tasks: TaskManager = given.manager
 
     def add_tool(self, entry: ToolEntry) -> None:
         if entry.tool.name in self.tools:
@@ -735,24 +770,13 @@ class Server:
         elif event.kind == RESOURCE_UPDATED and isinstance(uri := params.get("uri"), str):
             for connection in list(self.connections):
                 connection.send_resource_updated(uri)
-        elif event.kind == TASK_CHANGED and isinstance(task_id := params.get("taskId"), str):
-            self.tasks.heard(task_id)
-        else:
+        elif not self.extensions.on_bus_event(event):
             logger.debug("ignored a bus event of kind %r", event.kind)
         for listener in self.event_listeners:
             try:
                 listener(event)
             except Exception:
                 logger.exception("an event listener failed on a %r event", event.kind)
-
-    def _task_published(self, task_id: str) -> None:
-        """A task this process changed, for the other workers (they read it again)."""
-        self.notifier.notify(BusEvent(TASK_CHANGED, {"taskId": task_id}), here=False)
-
-    def _task_changed(self, task: TaskState) -> None:
-        """A task's new state, to this process's listeners watching it."""
-        for connection in list(self.connections):
-            connection.send_task_status(task)
 
     async def run_notifications(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -764,7 +788,7 @@ class Server:
         It is also the home of the server's tasks (SEP-2663): their work runs in its nursery,
         so it outlives the request that created it.
         """
-        async with self.tasks.hosting():
+        async with self.extensions.hosting():
             await self.notifier.run(task_status=task_status)
 
     # -- serving -------------------------------------------------------------------------------
@@ -796,7 +820,7 @@ class Server:
         try:
             # Tasks created here run in the server's task nursery; without one (no HTTP app
             # runs), in this connection's.
-            async with self._lifespan.hold(), self.tasks.hosting():
+            async with self._lifespan.hold(), self.extensions.hosting():
                 await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)

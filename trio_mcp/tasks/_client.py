@@ -4,20 +4,29 @@ A modern ``tools/call`` that declares the extension may be answered with a ``Cre
 instead of its result. :class:`ToolTask` follows such a task: it polls ``tasks/get`` (at the
 task's ``pollIntervalMs``, kept between a floor and a ceiling), answers its input requests
 through the client's usual callbacks with ``tasks/update``, and cancels it with
-``tasks/cancel``. ``Client.call_tool`` drives one to its end transparently;
-``Client.call_tool_task`` hands it to callers who want the task itself.
+``tasks/cancel``. ``Client.call_tool`` drives one to its end transparently (through
+:class:`ClientTasks`, the client extension); ``Client.call_tool_task`` hands it to callers who
+want the task itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
 
+from ..client._extensions import ClientExtension, Fulfiller, Requester
 from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import JSONObject
-from ..protocol._tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL
+from ..protocol._tasks import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    TASK_METHODS,
+    TASKS_EXTENSION,
+    TERMINAL,
+)
 from ..protocol._types import CallToolResult, from_wire
 
 #: Polling never runs faster than this (seconds), whatever ``pollIntervalMs`` says.
@@ -28,11 +37,6 @@ POLL_CEILING: Final = 5.0
 DEFAULT_POLL: Final = 0.5
 #: How long a ``tasks/cancel`` sent on the way out (the caller cancelled) may take.
 CANCEL_BOUND: Final = 2.0
-
-#: Sends one request and returns its raw result: ``Client.request`` with the call's options.
-Requester = Callable[[str, JSONObject], Awaitable[JSONObject]]
-#: Answers a map of input requests by key: ``Client._fulfil_all``.
-Fulfiller = Callable[[dict[str, Any]], Awaitable[JSONObject]]
 
 
 def poll_interval(task: JSONObject) -> float:
@@ -176,3 +180,30 @@ class ToolTask:
             raise ProtocolError(error["code"], str(message))
         assert self.status == CANCELLED, self.status
         raise RequestCancelled(None, f"the task {self.task_id} of {self.name} was cancelled")
+
+
+class ClientTasks(ClientExtension):
+    """The tasks extension on the client: ``tools/call`` and ``tasks/*`` declare it, a
+    ``tools/call`` may be answered with a task, and ``call_tool`` follows that task to its end
+    (leaving early, by a cancel or the deadline, cancels the task)."""
+
+    name = TASKS_EXTENSION
+
+    def declares(self, method: str) -> bool:
+        return method == "tools/call" or method in TASK_METHODS
+
+    def accepts(self, method: str, result_type: str) -> bool:
+        return method == "tools/call" and result_type == "task"
+
+    async def follow_tool_call(
+        self, name: str, answer: JSONObject, send: Requester, fulfil: Fulfiller, deadline: float
+    ) -> CallToolResult:
+        task = ToolTask(name, answer, send, fulfil)
+        with trio.CancelScope(deadline=deadline):
+            try:
+                return await task.result()
+            except BaseException:
+                if not task.terminal:
+                    await task.cancel_shielded()
+                raise
+        raise trio.TooSlowError

@@ -1,0 +1,167 @@
+"""The extension seam (``trio_mcp.server.Extension``): what an extension gives a server reaches
+the wire through it alone, and the core names no extension."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp import Server
+from trio_mcp.lowlevel import InFlight
+from trio_mcp.protocol._jsonrpc import JSONObject
+from trio_mcp.server import BusEvent, Extension, ExtensionHost, ServerConnection
+from trio_mcp.server._connection import MethodHandler
+from trio_mcp.server._extensions import ToolCall, ToolCallHook
+from trio_mcp.server._registry import ToolEntry
+from trio_mcp.tasks import MemoryTaskStore, TasksExtension
+
+from ..wire import wire_to
+
+ROOT = Path(__file__).resolve().parents[2]
+ECHO = "example.com/echo"
+MODERN = "2026-07-28"
+
+
+def meta(declared: bool = True) -> dict[str, Any]:
+    caps: dict[str, Any] = {"extensions": {ECHO: {}}} if declared else {}
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+
+
+class Echo(Extension):
+    """A toy extension using every hook."""
+
+    name = ECHO
+
+    def __init__(self) -> None:
+        self.host: ExtensionHost | None = None
+        self.hosted = 0
+        self.heard: list[str] = []
+
+    def attach(self, host: ExtensionHost) -> None:
+        self.host = host
+
+    def capability(self, host: ExtensionHost) -> JSONObject | None:
+        return {"loud": True}
+
+    def route(self, method: str, client_capabilities: Mapping[str, Any]) -> MethodHandler | None:
+        return self._echo if method == "echo/say" else None
+
+    async def _echo(self, conn: ServerConnection, record: InFlight) -> JSONObject:
+        await trio.lowlevel.checkpoint()
+        return {"said": record.params.get("text")}
+
+    def tool_call(
+        self, entry: ToolEntry, client_capabilities: Mapping[str, Any]
+    ) -> ToolCallHook | None:
+        if not entry.options.get("echoed"):
+            return None
+
+        async def louder(
+            conn: ServerConnection, record: InFlight, owner: str, call: ToolCall
+        ) -> JSONObject:
+            result = await call(conn, record)
+            result["content"][0]["text"] += "!"
+            return result
+
+        return louder
+
+    async def watch(
+        self, conn: ServerConnection, record: InFlight, wanted: JSONObject
+    ) -> tuple[JSONObject, frozenset[str]] | None:
+        await trio.lowlevel.checkpoint()
+        topics = wanted.get("echoTopics")
+        return None if topics is None else ({"echoTopics": topics}, frozenset(topics))
+
+    def hosting(self) -> AbstractAsyncContextManager[None]:
+        @asynccontextmanager
+        async def around() -> AsyncIterator[None]:
+            self.hosted += 1
+            yield
+
+        return around()
+
+    def on_bus_event(self, event: BusEvent) -> bool:
+        if event.kind != "echo":
+            return False
+        self.heard.append(event.params["topic"])
+        assert self.host is not None
+        for conn in self.host.connections:
+            conn.send_watched(ECHO, event.params["topic"], "notifications/echo", {"x": 1})
+        return True
+
+
+def echo_server() -> tuple[Server, Echo]:
+    echo = Echo()
+    server = Server("ext", extensions=[echo])
+
+    @server.tool()
+    async def shout(word: str) -> str:
+        return word
+
+    server.tools["shout"].options = {"echoed": True}
+    return server, echo
+
+
+async def test_an_extension_is_announced_routed_and_hosted_through_the_seam() -> None:
+    server, echo = echo_server()
+    async with wire_to(server, initialize=False) as peer:
+        found = await peer.request(1, "server/discover", {"_meta": meta()})
+        assert echo.hosted == 1  # around the connection, as the tasks' nursery is
+        assert found["result"]["capabilities"]["extensions"] == {ECHO: {"loud": True}}
+        said = await peer.request(2, "echo/say", {"text": "hi", "_meta": meta()})
+        assert said["result"]["said"] == "hi"
+        called = await peer.request(
+            3, "tools/call", {"name": "shout", "arguments": {"word": "hey"}, "_meta": meta()}
+        )
+        assert called["result"]["content"][0]["text"] == "hey!"
+
+
+async def test_a_listen_hears_what_an_extension_watches_and_its_bus_events() -> None:
+    server, echo = echo_server()
+    async with wire_to(server, initialize=False) as peer:
+        params = {"notifications": {"echoTopics": ["a"]}, "_meta": meta()}
+        await peer.send(
+            {"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen", "params": params}
+        )
+        ack = await peer.recv()
+        assert ack["params"]["notifications"] == {"echoTopics": ["a"]}
+        server.notifier.notify(BusEvent("echo", {"topic": "b"}))  # not watched
+        server.notifier.notify(BusEvent("echo", {"topic": "a"}))
+        heard = await peer.recv()
+        assert heard["method"] == "notifications/echo"
+        assert heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 8
+        assert echo.heard == ["b", "a"]
+
+
+def test_an_extension_is_added_once() -> None:
+    server, _ = echo_server()
+    with pytest.raises(ValueError, match="already added"):
+        server.use(Echo())
+    with pytest.raises(ValueError, match="needs a name"):
+        server.use(Extension())
+
+
+def test_a_server_given_its_own_tasks_extension_uses_it() -> None:
+    store = MemoryTaskStore()
+    tasks = TasksExtension(store, ttl_ms=5)
+    server = Server("own", extensions=[tasks])
+    assert server.tasks is tasks.manager and server.tasks.store is store
+    assert Server("default").tasks.ttl_ms == 300_000
+    with pytest.raises(ValueError, match="give them to the TasksExtension"):
+        Server("both", extensions=[TasksExtension()], task_store=store)
+
+
+def test_the_core_names_no_extension() -> None:
+    """What a connection routes and what a tool entry holds say nothing of tasks."""
+    for module in ("_connection.py", "_registry.py", "_extensions.py", "_bus.py"):
+        source = (ROOT / "trio_mcp" / "server" / module).read_text()
+        for word in ("tasks/", "_tasks", "TASK_CHANGED", "task_id", "taskId", "start_task("):
+            assert word not in source, f"server/{module} names {word!r}"
