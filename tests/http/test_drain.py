@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import trio
 
-from trio_mcp import Server
+from trio_mcp import HttpTarget, ProtocolError, Server, WebSocketTarget, open_client
 from trio_mcp.http import HttpOptions
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
@@ -243,6 +243,68 @@ async def test_sigterm_drains_trio_mcp_serve_then_exits() -> None:
                     messages = [e.json() for e in await sse.rest() if e.data]
                 assert_cut(messages[-1], 1)
                 assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_sigterm_ends_requests_on_every_transport_with_one_grace_and_one_error() -> None:
+    """A real SIGTERM to ``trio-mcp demo --transport http``: a call in flight on Streamable HTTP,
+    one on the HTTP+SSE transport and one on a WebSocket are each ended, after the one drain
+    grace, with the one retryable error; then the process exits."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "trio_mcp", "demo", "--transport", "http"]
+    command += ["--port", str(port), "--drain-grace", "0.5"]
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    targets: dict[str, HttpTarget | WebSocketTarget] = {
+        "streamable": HttpTarget(base + "/mcp"),
+        "sse": HttpTarget(base + "/sse", transport="sse"),
+        "ws": WebSocketTarget(f"ws://127.0.0.1:{port}/ws"),
+    }
+    ended: dict[str, ProtocolError] = {}
+    try:
+        async with httpx.AsyncClient(timeout=GUARD) as client:
+            with trio.fail_after(GUARD):
+                while True:
+                    try:
+                        if (await client.get(base + "/ready")).status_code == 200:
+                            break
+                    except httpx.ConnectError:
+                        await trio.sleep(0.05)
+            with trio.fail_after(GUARD):
+                async with trio.open_nursery() as nursery:
+                    running = {name: trio.Event() for name in targets}
+
+                    async def call(name: str) -> None:
+                        async with open_client(targets[name]) as mcp:
+
+                            async def progressed(*_: Any) -> None:
+                                running[name].set()
+
+                            try:
+                                await mcp.call_tool(
+                                    "sleep", {"seconds": 30}, on_progress=progressed
+                                )
+                            except ProtocolError as error:
+                                ended[name] = error
+
+                    for name in targets:
+                        nursery.start_soon(call, name)
+                    for event in running.values():
+                        await event.wait()
+                    os.kill(process.pid, signal.SIGTERM)
+                assert await process.wait() == 0
+        assert sorted(ended) == sorted(targets)
+        for name, error in ended.items():
+            assert (error.code, error.message, error.data) == (
+                -32603,
+                CUT_BY_SHUTDOWN,
+                {"retry": True},
+            ), name
     finally:
         if process.returncode is None:
             process.kill()
