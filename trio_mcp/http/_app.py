@@ -66,6 +66,7 @@ from ._asgi import (
     Send,
     accepts,
     cancel_on_disconnect,
+    end_cut_response,
     header,
     is_json,
     mcp_headers,
@@ -579,7 +580,7 @@ class McpHttpApp:
         headers = [(b"cache-control", b"no-store")]
         if not ready:
             headers.append((b"retry-after", b"1"))
-        await self._respond(
+        await self.respond(
             scope, send, 200 if ready else 503, body if scope["method"] == "GET" else b"", headers
         )
 
@@ -725,25 +726,10 @@ class McpHttpApp:
 
     async def _error(self, scope: Scope, send: Send, error: HttpError) -> None:
         body = encode(ErrorResponse(error.request_id, error.error))
-        await self._respond(scope, send, error.status, body, error.headers)
+        await self.respond(scope, send, error.status, body, error.headers)
 
-    async def _respond(
-        self,
-        scope: Scope,
-        send: Send,
-        status: int,
-        body: bytes = b"",
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        content_type: bytes = b"application/json",
-    ) -> None:
-        all_headers = [*headers, *self.admission.cors_headers(scope)]
-        if body:
-            all_headers.append((b"content-type", content_type))
-        all_headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": all_headers})
-        await send({"type": "http.response.body", "body": body})
-
-    # -- what the other endpoints (HTTP+SSE) share of the app's responses -----------------------
+    # The responses the other endpoints (HTTP+SSE, a modern POST) share with this app are these
+    # public methods.
 
     async def respond(
         self,
@@ -755,19 +741,15 @@ class McpHttpApp:
         content_type: bytes = b"application/json",
     ) -> None:
         """A whole response, with the CORS headers of the request's origin."""
-        await self._respond(scope, send, status, body, headers, content_type)
+        all_headers = [*headers, *self.admission.cors_headers(scope)]
+        if body:
+            all_headers.append((b"content-type", content_type))
+        all_headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": all_headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def read_body(self, receive: Receive) -> bytes:
         """A request's body, up to ``max_body_bytes`` (413 past it)."""
-        return await self._read_body(receive)
-
-    async def sse_start(
-        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
-    ) -> None:
-        """The start of an SSE response (not buffered by a proxy), with the CORS headers."""
-        await self._sse_start(scope, send, headers)
-
-    async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -805,7 +787,7 @@ class McpHttpApp:
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
-        body = await self._read_body(receive)
+        body = await self.read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Batch):
             raise HttpError(400, "Invalid Request: JSON-RPC body must be a single request object")
@@ -835,7 +817,7 @@ class McpHttpApp:
             return
         if isinstance(parsed, Notification) and parsed.method == "initialize":
             # An initialize without an id asks for nothing: accepted, and no session is kept.
-            await self._respond(scope, send, 202)
+            await self.respond(scope, send, 202)
             return
         if isinstance(parsed, Request) and parsed.method == "initialize":
             if header(scope, b"mcp-session-id"):
@@ -853,7 +835,7 @@ class McpHttpApp:
             return
         # A notification, or the client's response to one of our requests.
         if self.fleet is not None and await self.fleet.send_elsewhere(session, parsed, body):
-            await self._respond(scope, send, 202)
+            await self.respond(scope, send, 202)
             return
         session.engine.feed(parsed)
         session.touch()
@@ -863,7 +845,7 @@ class McpHttpApp:
             # rather than after that write. The client learns nothing sooner either way.
             for _ in range(_PATIENCE):
                 await trio.lowlevel.checkpoint()
-        await self._respond(scope, send, 202)
+        await self.respond(scope, send, 202)
 
     async def _initialize(
         self,
@@ -949,7 +931,7 @@ class McpHttpApp:
         if isinstance(message, Request) and message.method != "initialize":
             session.connection.state.skip_handshake()
         if not isinstance(message, Request):
-            await self._respond(scope, send, 202)
+            await self.respond(scope, send, 202)
             return
         await self._serve_alone(scope, receive, send, session, message, principal)
 
@@ -976,7 +958,7 @@ class McpHttpApp:
             )
         if not isinstance(message, Request):
             if isinstance(message, Notification):
-                await self._respond(scope, send, 202)
+                await self.respond(scope, send, 202)
                 return
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         try:
@@ -1126,12 +1108,12 @@ class McpHttpApp:
         items = _drain_now(events)
         stream.delivered()
         if not stream.responded or not items:
-            await self._respond(scope, send, 202)
+            await self.respond(scope, send, 202)
         elif session.kind is SessionKind.MODERN:
             data = items[-1][1]
-            await self._respond(scope, send, status_for(_error_code(data)), data)
+            await self.respond(scope, send, status_for(_error_code(data)), data)
         elif self.options.json_response:
-            await self._respond(scope, send, 200, items[-1][1])
+            await self.respond(scope, send, 200, items[-1][1])
         else:
             await self._sse(scope, send, items, ())
 
@@ -1149,7 +1131,7 @@ class McpHttpApp:
         the request, which nobody could read any more."""
         ended = False
         try:
-            await self._sse_start(scope, send)
+            await self.sse_start(scope, send)
             ended = await self._relay(send, stream, events)
         finally:
             _wind_down(done, ended=ended, own=1 + watcher.started)
@@ -1167,14 +1149,14 @@ class McpHttpApp:
             # Refused (bad params): no session is kept.
             session.close()
             data = items[-1][1] if items else b""
-            await self._respond(scope, send, 200, data)
+            await self.respond(scope, send, 200, data)
             return
         if self.fleet is not None:
             await self.fleet.initialized(session, request_id)
         self.registry.keep(session)
         headers = [(b"mcp-session-id", session.id.encode())]
         if self.options.json_response:
-            await self._respond(scope, send, 200, items[-1][1], headers)
+            await self.respond(scope, send, 200, items[-1][1], headers)
             return
         await self._sse(scope, send, items, headers)
 
@@ -1183,15 +1165,16 @@ class McpHttpApp:
     ) -> None:
         """JSON mode: the response alone; 202 with no body when the request was cancelled."""
         if not stream.responded or not items:
-            await self._respond(scope, send, 202)
+            await self.respond(scope, send, 202)
             return
-        await self._respond(scope, send, 200, items[-1][1])
+        await self.respond(scope, send, 200, items[-1][1])
 
     # -- SSE -----------------------------------------------------------------------------------
 
-    async def _sse_start(
+    async def sse_start(
         self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
     ) -> None:
+        """The start of an SSE response (not buffered by a proxy), with the CORS headers."""
         await send(
             {
                 "type": "http.response.start",
@@ -1214,7 +1197,7 @@ class McpHttpApp:
         headers: Iterable[tuple[bytes, bytes]],
     ) -> None:
         """A complete SSE response whose events are already known: its body in one write."""
-        await self._sse_start(scope, send, headers)
+        await self.sse_start(scope, send, headers)
         body = b"".join(encode_event(data, event="message", id=event) for event, data in items)
         await send({"type": "http.response.body", "body": body})
 
@@ -1236,7 +1219,7 @@ class McpHttpApp:
         The stream itself outlives a client that goes away: it waits for a resume. A watcher
         of ``receive`` sees the client go, only while there is something to wait for.
         """
-        await self._sse_start(scope, send, headers)
+        await self.sse_start(scope, send, headers)
         # The priming event, then what was replayed: written first, with whatever events are
         # ready by then (alone if none is, so that a client can resume a slow request).
         prefix = b"".join(
@@ -1335,14 +1318,7 @@ class McpHttpApp:
             return False  # the client went away; the stream waits for a resume
         except trio.Cancelled:
             if not ended:
-                # The server is shutting down (or the client left): end the response properly
-                # if the connection is still there, so the client sees an end, not a cut.
-                with trio.move_on_after(1) as cleanup:
-                    cleanup.shield = True
-                    try:
-                        await send({"type": "http.response.body", "body": b""})
-                    except OSError:
-                        pass
+                await end_cut_response(send)
             raise
         return ended
 
@@ -1461,7 +1437,7 @@ class McpHttpApp:
         session.close()
         if self.fleet is not None:
             await self.fleet.ended(session)
-        await self._respond(scope, send, 200)
+        await self.respond(scope, send, 200)
 
 
 @asynccontextmanager

@@ -133,6 +133,18 @@ def accepts(accept: str | None, media_type: str) -> bool:
     return best is not None and best[1]
 
 
+async def end_cut_response(send: Send) -> None:
+    """End a streamed response that the server cancels (shutting down, or its client left)
+    properly, if the connection is still there: its client sees an end, not a cut. Shielded,
+    and bounded, for it runs in a cancelled scope."""
+    with trio.move_on_after(1) as cleanup:
+        cleanup.shield = True
+        try:
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:
+            pass
+
+
 async def cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
     """Cancel ``scope`` once the client has gone away (its request body was already read)."""
     while (await receive())["type"] != "http.disconnect":

@@ -44,7 +44,7 @@ from ..protocol._sse import KEEPALIVE, encode_event
 from ..server._connection import ServerConnection, admit_alone
 from ..server._principal import Principal
 from ..server._registry import Registrations
-from ._asgi import Receive, Scope, Send
+from ._asgi import Receive, Scope, Send, end_cut_response
 from ._modern import status_for
 from ._sessions import SessionRegistry
 from ._streams import ByteBudget, StreamLimits
@@ -409,14 +409,7 @@ class ModernPost(ServerConnection):
             return False  # the client went away
         except trio.Cancelled:
             if not ended:
-                # The server is shutting down (or the client left): end the response properly
-                # if the connection is still there, so the client sees an end, not a cut.
-                with trio.move_on_after(1) as cleanup:
-                    cleanup.shield = True
-                    try:
-                        await send({"type": "http.response.body", "body": b""})
-                    except OSError:
-                        pass
+                await end_cut_response(send)
             raise
 
 
