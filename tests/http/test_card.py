@@ -3,8 +3,6 @@ other request (Host, Origin, authorization), as ``application/mcp-server-card+js
 
 from __future__ import annotations
 
-import orjson
-
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.http import HostRules, HttpOptions
