@@ -13,15 +13,15 @@ else the scheme and Host the request arrived with.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 import orjson
 
 from ..server import CARD_MEDIA_TYPE, Server, ServerCardError, server_card
+from ._admission import Admission
 from ._asgi import HttpError, Scope, Send, header
-
-if TYPE_CHECKING:
-    from ._app import McpHttpApp
+from ._options import HttpOptions
 
 #: The card's path below the MCP endpoint.
 CARD_SEGMENT = "/server-card"
@@ -29,10 +29,36 @@ CARD_SEGMENT = "/server-card"
 CARD_MAX_AGE = 3600
 
 
+class CardHost(Protocol):
+    """What the endpoint needs of the app it is part of (``McpHttpApp``, which imports this
+    module: named here by its shape)."""
+
+    @property
+    def options(self) -> HttpOptions: ...
+    @property
+    def server(self) -> object: ...
+    @property
+    def admission(self) -> Admission: ...
+    @property
+    def gate(self) -> object | None: ...
+    @property
+    def sse(self) -> object | None: ...
+
+    async def respond(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes = b"application/json",
+    ) -> None: ...
+
+
 class ServerCardEndpoint:
     """The card of one app's server, at ``HttpOptions.path`` + ``/server-card``."""
 
-    def __init__(self, app: McpHttpApp) -> None:
+    def __init__(self, app: CardHost) -> None:
         self.app = app
         self.path = app.options.path.rstrip("/") + CARD_SEGMENT
 
