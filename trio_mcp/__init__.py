@@ -109,9 +109,12 @@ from .server import (
     RequestRecord,
     ResourceNotFound,
     Server,
+    ServerCardError,
     TokenVerifier,
     ToolError,
     VerifierUnavailable,
+    server_card,
+    server_json,
 )
 from .tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable, ToolTask
 
@@ -348,6 +351,7 @@ __all__ = [
     "Servable",
     "Server",
     "ServerCapabilities",
+    "ServerCardError",
     "SessionExpired",
     "SessionRecord",
     "SessionStore",
@@ -379,4 +383,6 @@ __all__ = [
     "open_client",
     "proxy",
     "serve_http",
+    "server_card",
+    "server_json",
 ]

@@ -5,6 +5,7 @@
     trio-mcp inspect TARGET [--json]       a server's info, capabilities and every list
     trio-mcp install HOST FILE.py[:server] add a server to a host's configuration (--dry-run)
     trio-mcp dev FILE.py[:server]          open a server file in the MCP Inspector (Node.js 22)
+    trio-mcp card FILE.py[:server]         a server's Server Card (--registry: its server.json)
     trio-mcp tools TARGET [--json]         list a server's tools
     trio-mcp call TARGET TOOL [ARGS...]    call a tool (Ctrl-C cancels it on the wire)
     trio-mcp resources TARGET              list resources (templates: resource templates)
@@ -834,6 +835,7 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_argument("--client-secret", help="its secret, if it has one")
     _add_install(commands)
     _add_dev(commands)
+    _add_card(commands)
     for command in [*drivers, call, read, get, login]:
         command.add_argument(
             "--login-timeout",
@@ -1011,6 +1013,98 @@ def _install(args: argparse.Namespace) -> int:
     else:
         sys.stderr.write(f"trio-mcp: {done.outcome} {done.name!r} in {done.path}\n")
     return 0
+
+
+def _add_card(commands: Any) -> None:
+    card = commands.add_parser(
+        "card",
+        help="print a server's Server Card (or its MCP Registry server.json)",
+        description="Print the Server Card (SEP-2127) of a server file or module: its name, "
+        "version, description, remotes, and under _meta what it offers (tools, prompts, "
+        "resources, templates), the extensions it declares and the authorization it needs. "
+        "With --registry, the MCP Registry's server.json instead. Nothing is served.",
+    )
+    card.add_argument("server", help="FILE.py or package.module, optionally :attribute")
+    card.add_argument(
+        "--registry",
+        action="store_true",
+        help="print the MCP Registry's server.json (release 2025-12-11) instead of the card",
+    )
+    card.add_argument(
+        "--name",
+        help="the registry name, NAMESPACE/NAME in reverse-DNS form (io.github.you/weather); "
+        "default: the server's name, if it is one",
+    )
+    card.add_argument(
+        "--description",
+        help="at most 100 characters (default: the server's description, else the first line "
+        "of its instructions)",
+    )
+    card.add_argument(
+        "--url",
+        help="the public URL of its Streamable HTTP endpoint (default: Auth.resource of a "
+        "protected server, else no remote)",
+    )
+    card.add_argument("--sse-url", help="the public URL of its HTTP+SSE event stream, if served")
+    card.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="REGISTRY:IDENTIFIER[==VERSION]",
+        help="--registry: a package that runs the server over stdio (pypi:my-server; "
+        "repeatable); VERSION defaults to the server's",
+    )
+
+
+def _card(args: argparse.Namespace) -> int:
+    from contextlib import redirect_stdout
+
+    from .server import ServerCardError, server_card, server_json
+
+    if args.package and not args.registry:
+        raise UsageError("--package is for --registry (a Server Card lists no packages)")
+    with redirect_stdout(sys.stderr):  # a print() of the server file must not corrupt the JSON
+        server = load_server(args.server)
+    packages = [_package(spec, server.info.version) for spec in args.package]
+    try:
+        if args.registry:
+            document = server_json(
+                server,
+                name=args.name,
+                description=args.description,
+                url=args.url,
+                sse_url=args.sse_url,
+                packages=packages,
+            )
+        else:
+            document = server_card(
+                server,
+                name=args.name,
+                description=args.description,
+                url=args.url,
+                sse_url=args.sse_url,
+            )
+    except ServerCardError as exc:
+        raise UsageError(str(exc)) from None
+    _print_json(document)
+    if "remotes" not in document and not packages:
+        sys.stderr.write(
+            "trio-mcp: no remote listed: give the public URL of its endpoint with --url\n"
+        )
+    return 0
+
+
+def _package(spec: str, version: str) -> dict[str, Any]:
+    registry, sep, identifier = spec.partition(":")
+    identifier, _, pinned = identifier.partition("==")
+    if not sep or not registry or not identifier or any(c.isspace() for c in spec):
+        raise UsageError(f"--package wants REGISTRY:IDENTIFIER[==VERSION], got {spec!r}")
+    return {
+        "registryType": registry,
+        "identifier": identifier,
+        "version": pinned or version,
+        "transport": {"type": "stdio"},
+    }
 
 
 #: Where ``--node-id`` is read from when the command line has none.
@@ -1221,6 +1315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _install(args)
         if args.command == "dev":
             return _dev(args)
+        if args.command == "card":
+            return _card(args)
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:

@@ -71,6 +71,7 @@ from ._asgi import (
     is_json,
     mcp_headers,
 )
+from ._card import ServerCardEndpoint
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._fleet import Fleet
 from ._modern import is_modern, status_for
@@ -430,6 +431,8 @@ class McpHttpApp:
         #: attaches; None: not served.
         self.sse: MountedEndpoints | None = None
         self.websockets = WebSocketEndpoint(self)
+        #: The Server Card, at ``path`` + ``/server-card``.
+        self.card = ServerCardEndpoint(self)
         #: The other workers of the fleet, with a store or a relay they share; None in a
         #: single process, which never imports the code that serves them.
         self.fleet: Fleet[HttpSession] | None = None
@@ -626,6 +629,9 @@ class McpHttpApp:
             return
         if self.sse is not None and self.sse.handles(route):
             await self.sse.handle(scope, receive, send, route)
+            return
+        if self.card.handles(route):
+            await self.card(scope, send)
             return
         if route not in self._paths:
             mounted = scope.get("root_path", "")

@@ -8,6 +8,15 @@ plugs into).
 """
 
 from ._bus import BusError, BusEvent, LocalBus, NotificationBus
+from ._card import (
+    CARD_MEDIA_TYPE,
+    CARD_META_KEY,
+    CARD_SCHEMA,
+    SERVER_JSON_SCHEMA,
+    ServerCardError,
+    server_card,
+    server_json,
+)
 from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, Elicited, InvalidAnswer, NestedRequestError
 from ._extensions import Extension, ExtensionHost
@@ -20,6 +29,10 @@ from ._server import Server
 from ._state import ConnectionState
 
 __all__ = [
+    "CARD_MEDIA_TYPE",
+    "CARD_META_KEY",
+    "CARD_SCHEMA",
+    "SERVER_JSON_SCHEMA",
     "Auth",
     "BusError",
     "BusEvent",
@@ -42,8 +55,11 @@ __all__ = [
     "RequestRecord",
     "ResourceNotFound",
     "Server",
+    "ServerCardError",
     "ServerConnection",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",
+    "server_card",
+    "server_json",
 ]
