@@ -307,7 +307,7 @@ class _Pool:
                 self._hosted.set()
                 await trio.sleep_forever()
         except BaseException as exc:  # a system task must not raise
-            if not isinstance(exc, trio.Cancelled):
+            if not _only_cancelled(exc):
                 logger.error("%s: the upstream pool failed", self.provider.name, exc_info=exc)
         finally:
             self._nursery = None
@@ -325,6 +325,13 @@ class _Pool:
         for upstream in list(self.upstreams.values()):
             self.forget(upstream)
             upstream.scope.cancel()
+
+
+def _only_cancelled(exc: BaseException) -> bool:
+    """``exc`` is a cancellation (alone, or a group of nothing else): the run ending."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return isinstance(exc, trio.Cancelled)
 
 
 class _Upstream:
