@@ -384,6 +384,7 @@ class Report:
         self.inprocess()
         self.fleet()
         self.tasks()
+        self.proxy()
         self.http()
         self.profiles()
         self.clock()
@@ -576,6 +577,34 @@ class Report:
                 ],
             ],
         )
+
+    def proxy(self) -> None:
+        if "proxy" not in self.jobs:
+            return
+        p = self.p
+        self.add(
+            "## 7b. A proxied call against a direct one",
+            "",
+            "`benchmarks/proxy.py`: the demo server as a stdio child, called directly or through "
+            "`trio-mcp proxy` (over stdio: the client spawns the proxy, which spawns the demo; "
+            "over HTTP: a modern-era client calls `trio-mcp demo --transport http`, or "
+            "`trio-mcp proxy` served over HTTP in front of the demo as a stdio child, every "
+            f"request on its one pooled upstream session). {p['proxy_calls']} `tools/call echo` "
+            f"after {p['proxy_warmup']} warm-up, one at a time. Goal: a proxied call costs at "
+            "most 1.3x a direct one.",
+            "",
+        )
+        rows = []
+        for transport in ("stdio", "http"):
+            rows.append(
+                [
+                    transport,
+                    cell(self.stat("proxy", f"{transport}_direct_p50_us")),
+                    cell(self.stat("proxy", f"{transport}_proxied_p50_us")),
+                    cell(self.ratio(f"proxy_{transport}_vs_direct"), 2, "x"),
+                ]
+            )
+        self.table(["transport", "direct p50 (µs)", "proxied p50 (µs)", "proxied/direct"], rows)
 
     def http(self) -> None:
         if not any(j.startswith("http ") for j in self.jobs):

@@ -72,6 +72,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_warmup": 1000,
         "fleet_concurrency": 16,
         "task_calls": 2000,
+        "proxy_calls": 1000,
+        "proxy_warmup": 100,
         "task_warmup": 300,
         "task_parked": 5000,
         "http_runs": 5,
@@ -99,6 +101,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_warmup": 300,
         "fleet_concurrency": 16,
         "task_calls": 500,
+        "proxy_calls": 300,
+        "proxy_warmup": 50,
         "task_warmup": 100,
         "task_parked": 1000,
         "http_runs": 2,
@@ -126,6 +130,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_warmup": 5,
         "fleet_concurrency": 4,
         "task_calls": 20,
+        "proxy_calls": 20,
+        "proxy_warmup": 5,
         "task_warmup": 5,
         "task_parked": 50,
         "http_runs": 1,
@@ -136,7 +142,17 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_session_warmup": 2,
     },
 }
-SECTIONS = ("throughput", "floor", "cancel", "scale", "inprocess", "fleet", "tasks", "http")
+SECTIONS = (
+    "throughput",
+    "floor",
+    "cancel",
+    "scale",
+    "inprocess",
+    "fleet",
+    "tasks",
+    "proxy",
+    "http",
+)
 #: How many backends the fleet section puts behind nginx.
 FLEET_SIZES = (1, 2, 3)
 
@@ -438,6 +454,9 @@ def ratios_for(run: Run) -> dict[str, float]:
         if ours in run and values and min(values) > 0:
             out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
+    for transport in ("stdio", "http"):
+        proxied = ("proxy", f"{transport}_proxied_p50_us")
+        ratio(f"proxy_{transport}_vs_direct", proxied, ("proxy", f"{transport}_direct_p50_us"))
     for size in FLEET_SIZES[1:]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for mode in ("seq", "con"):
@@ -587,6 +606,11 @@ class Bench:
         command = [*PYTHON, str(Path("benchmarks") / "tasks.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
+    def proxy(self) -> dict[str, float]:
+        spec = {"calls": self.p["proxy_calls"], "warmup": self.p["proxy_warmup"]}
+        command = [*PYTHON, str(Path("benchmarks") / "proxy.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
     def http_job(
         self,
         server: str,
@@ -714,6 +738,8 @@ class Bench:
                 add(f"fleet {size}", lambda k=size: self.fleet(k))
         if "tasks" in sections:
             add("tasks", self.tasks)
+        if "proxy" in sections:
+            add("proxy", self.proxy)
         if "http" in sections and index < self.p["http_runs"]:
             for name, fn in self.http_jobs():
                 add(name, fn)

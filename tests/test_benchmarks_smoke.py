@@ -29,6 +29,7 @@ SECTIONS = {
     "inprocess": ["inprocess"],
     "fleet": ["fleet 1", "fleet 2", "fleet 3"],
     "tasks": ["tasks"],
+    "proxy": ["proxy"],
 }
 
 #: The HTTP section's jobs: run by test_http_figures alone (with the profiles), not once more by
@@ -131,6 +132,12 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         # The floor with a task and a scope per request, held to the goals trio_mcp is held to.
         assert "floor_tasks_vs_floor_con" in summary["ratios"], sorted(summary["ratios"])
         assert "a task and a scope per request" in report
+    if section == "proxy":
+        # Proxied against direct, over stdio and HTTP, each a ratio of the report.
+        for transport in ("stdio", "http"):
+            assert f"{transport}_proxied_p50_us" in jobs["proxy"], sorted(jobs["proxy"])
+            assert f"proxy_{transport}_vs_direct" in summary["ratios"], sorted(summary["ratios"])
+        assert "A proxied call against a direct one" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])

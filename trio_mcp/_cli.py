@@ -757,6 +757,20 @@ def build_parser() -> argparse.ArgumentParser:
         "proxy", help="serve a proxy of another MCP server (a command or a URL)", allow_abbrev=False
     )
     fronted.add_argument("target", help="the upstream's command line (one quoted string) or URL")
+    fronted.add_argument(
+        "--max-upstreams",
+        type=int,
+        default=16,
+        metavar="N",
+        help="upstream sessions open at once, at most: one per downstream principal (default: 16)",
+    )
+    fronted.add_argument(
+        "--upstream-idle-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="close an upstream session unused for this long (default: 60)",
+    )
     for served in (demo, serve, fronted):
         served.add_argument(
             "--transport",
@@ -1247,7 +1261,14 @@ def _serve(args: argparse.Namespace) -> int:
     elif args.command == "proxy":
         from ._proxy import proxy
 
-        server = proxy(_target(args.target))
+        try:
+            server = proxy(
+                _target(args.target),
+                max_upstreams=args.max_upstreams,
+                idle_timeout=args.upstream_idle_timeout,
+            )
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     else:
         server = load_server(args.server)
         if protected and server.auth is not None:

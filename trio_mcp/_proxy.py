@@ -2,31 +2,43 @@
 can reach as a client (a command spoken to over stdio, an http(s) URL, an in-memory Server).
 
 Theory of operation. The proxy is a server with one mount (``server/_mount.py``) whose provider
-is a :class:`ProxyProvider`. For each connection of the proxy (each downstream client), the
-provider opens one upstream client session, with :func:`~trio_mcp.open_client`, in a task of
-that connection's own nursery: the upstream lives exactly as long as the downstream connection
-(it is opened at the downstream's ``initialize`` or ``server/discover``, or at its first
-request, and closed when the downstream goes away). One upstream per downstream connection,
-for every kind of target, because what the upstream sends without being asked belongs to one
-client: its list changes and resource updates, its log messages, its questions (elicitation,
-sampling, roots). A modern-era stateless HTTP downstream makes a connection per request, and
-so an upstream per request: front a stdio child with stdio or handshake-era HTTP downstreams.
+is a :class:`ProxyProvider`. The provider keeps a pool of upstream client sessions, opened with
+:func:`~trio_mcp.open_client`: one per *upstream principal*, that is per downstream principal
+(who the upstream works for; everyone, without authorization) and per set of questions the
+downstream client can answer (elicitation, sampling, roots: the upstream client declares the
+same). Every downstream request of that principal, in every era and over every transport,
+shares that one session: concurrent calls are concurrent requests on it. A modern-era HTTP
+downstream, which makes a connection per request, therefore starts a stdio child once, not per
+request. The pool is bounded (``max_upstreams``; when it is full, the longest idle session is
+closed, and if none is idle the request fails clearly) and a session with no call in flight and
+no downstream connection attached for ``idle_timeout`` is closed.
+
+The sessions live in a nursery of the pool's own (a Trio system task, started at the first
+request): never in a downstream request or connection, so a downstream that goes away at any
+moment, even while the upstream is starting, only stops waiting. Nothing there is shielded
+beyond the bounded close of a child process, so the end of the run (SIGTERM, after the drain
+grace) ends every upstream whatever it was doing.
 
 Each forwarded request is the downstream request's own task: the upstream call runs inside
 it, so when the downstream client cancels, the call is cancelled and the engine sends the
 upstream ``notifications/cancelled``. Progress of the call reaches the downstream request's
-progress token; log messages go to the downstream request in flight (else to the connection,
-honouring its ``logging/setLevel``); the upstream's questions go to the downstream client as
-the downstream request's own nested requests, and their answers back (in the modern era the
-downstream request ends with an InputRequiredResult and its retry calls upstream again,
-answering the same question from the retry). When several downstream requests are in flight
-at once, the upstream's questions and log messages go to the latest one: the wire does not
-say which request asked. An upstream that dies fails the calls in flight with a clear error
-(-32603 "Upstream server unavailable: ..."); the next request connects again.
+progress token; log messages go to the downstream request in flight (else to the attached
+connections, honouring their ``logging/setLevel``); list changes and resource updates to the
+attached connections (each keeps what it subscribed to); the upstream's questions go to the
+downstream client as the downstream request's own nested requests, and their answers back. The
+multi round-trip loop (``requestState``, ``inputResponses``) is run on the downstream side
+only: a modern downstream request ends with an InputRequiredResult and its retry calls
+upstream again, answering the same question from the retry; the retry's own fields never go
+upstream (a handshake-era upstream has none; a modern one gets its own loop, run by the
+upstream client). When several downstream requests share a session, the upstream's questions
+and log messages go to the latest one in flight: the wire does not say which request asked
+(all of them are one principal's). An upstream that dies fails the calls in flight with a clear
+error (-32603 "Upstream server unavailable: ..."); the next request connects again.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -57,10 +69,19 @@ _OWN_OPTIONS = frozenset(
 )
 #: Keys of a result that belong to the hop that made it; the proxy stamps its own.
 _HOP_KEYS = ("resultType", "ttlMs", "cacheScope")
-#: How long an upstream outlives its downstream connection for the calls cut short.
-_DRAIN_TIMEOUT = 1.0
+#: Params of the downstream hop's multi round-trip loop: the proxy's own sealed state and the
+#: answers to the proxy's own questions. Never forwarded: a handshake-era upstream knows
+#: neither field, and a modern one runs its own loop with the upstream client.
+_ROUND_TRIP_PARAMS = frozenset({"requestState", "inputResponses"})
+#: What a downstream client may answer, and the upstream client then declares.
+_QUESTIONS = ("elicitation", "sampling", "roots")
 #: How long a question handed to a modern downstream waits for the upstream's cancel.
 _QUESTION_GRACE = 5.0
+#: A bound on waiting for the upstream's notifications that came before an answer.
+_CATCH_UP_TIMEOUT = 1.0
+#: The pool's defaults.
+DEFAULT_MAX_UPSTREAMS = 16
+DEFAULT_IDLE_TIMEOUT = 60.0
 
 
 def proxy(
@@ -69,6 +90,8 @@ def proxy(
     name: str | None = None,
     version: str | None = None,
     instructions: str | None = None,
+    max_upstreams: int = DEFAULT_MAX_UPSTREAMS,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     **client_options: Any,
 ) -> Server:
     """A server that fronts ``target``: serve it on any transport, or mount it in another.
@@ -76,10 +99,13 @@ def proxy(
     ``target`` is what :func:`~trio_mcp.open_client` takes: a command (a stdio child; a
     :class:`~trio_mcp.Command` carries its ``env``, ``cwd`` and ``stderr``), an ``http(s)://``
     URL (an :class:`~trio_mcp.HttpTarget` carries its ``headers`` and ``auth``), or a
-    :class:`~trio_mcp.Server` (in memory). ``client_options`` are ``open_client``'s keywords
-    for the upstream side (``mode``, ``protocol_version``, ...), except the callbacks, which the
-    proxy sets to forward to the downstream client. The upstream's tasks (SEP-2663) are not used:
-    a task-capable upstream tool answers the proxy as an ordinary call.
+    :class:`~trio_mcp.Server` (in memory). ``max_upstreams`` bounds the upstream sessions open
+    at once (one per downstream principal and set of client capabilities) and
+    ``idle_timeout`` closes one unused for that many seconds. ``client_options`` are
+    ``open_client``'s keywords for the upstream side (``mode``, ``protocol_version``, ...),
+    except the callbacks, which the proxy sets to forward to the downstream client. The
+    upstream's tasks (SEP-2663) are not used: a task-capable upstream tool answers the proxy as
+    an ordinary call.
 
     >>> front = proxy(["python", "server.py"], name="front")
     >>> front.run("http")  # doctest: +SKIP
@@ -87,9 +113,16 @@ def proxy(
     taken = sorted(_OWN_OPTIONS & client_options.keys())
     if taken:
         raise TypeError(f"proxy() sets {', '.join(taken)} itself: it forwards them downstream")
+    if max_upstreams < 1:
+        raise ValueError("max_upstreams must be at least 1")
+    if not idle_timeout > 0:
+        raise ValueError("idle_timeout must be positive")
     label = name or _describe(target)
     server = Server(label, version or "0.0.0", instructions=instructions)
-    server.mount(ProxyProvider(target, client_options, name=label))
+    provider = ProxyProvider(
+        target, client_options, name=label, max_upstreams=max_upstreams, idle_timeout=idle_timeout
+    )
+    server.mount(provider)
     return server
 
 
@@ -105,6 +138,20 @@ def _describe(target: Target) -> str:
     return "proxy"
 
 
+def _unavailable(message: str) -> ProtocolError:
+    return ProtocolError(INTERNAL_ERROR, f"Upstream server unavailable: {message}")
+
+
+@attrs.frozen
+class _Key:
+    """Whom an upstream session works for: one session per key."""
+
+    #: The downstream principal's identity (None without authorization).
+    principal: str | None
+    #: The questions the downstream client answers (the upstream client declares them).
+    questions: frozenset[str]
+
+
 @attrs.define(eq=False)
 class _Call:
     """One downstream request being answered upstream."""
@@ -116,31 +163,41 @@ class _Call:
 
 
 class ProxyProvider:
-    """A mount's provider that forwards to an upstream MCP server, one client per connection."""
+    """A mount's provider that forwards to an upstream MCP server through a pool of client
+    sessions, one per upstream principal."""
 
-    def __init__(self, target: Target, options: dict[str, Any], *, name: str) -> None:
+    def __init__(
+        self,
+        target: Target,
+        options: dict[str, Any],
+        *,
+        name: str,
+        max_upstreams: int = DEFAULT_MAX_UPSTREAMS,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
         self.target = target
         self.options = dict(options)
         self.name = name
-        self._upstreams: weakref.WeakKeyDictionary[ServerConnection, _Upstream] = (
+        self.mount: Mount | None = None
+        self.pool = _Pool(self, max_upstreams, idle_timeout)
+        #: The session a downstream connection used last (for its capabilities).
+        self._chosen: weakref.WeakKeyDictionary[ServerConnection, _Upstream] = (
             weakref.WeakKeyDictionary()
         )
-        self.mount: Mount | None = None
 
     def attach(self, mount: Mount) -> None:
         self.mount = mount
 
     def detach(self) -> None:
         self.mount = None
-        for upstream in list(self._upstreams.values()):
-            upstream.scope.cancel()
-        self._upstreams.clear()
+        self.pool.close_all()
+        self._chosen.clear()
 
     def capabilities(self, conn: ServerConnection) -> JSONObject:
         """The upstream's, once connected; before that, everything it might offer (so nothing
         is refused before the upstream could be asked)."""
-        upstream = self._upstreams.get(conn)
-        if upstream is not None and upstream.client is not None:
+        upstream = self._chosen.get(conn)
+        if upstream is not None and upstream.alive and upstream.client is not None:
             caps = to_wire(upstream.client.server_capabilities)
             return caps if isinstance(caps, dict) else {}
         return dict(FULL_CAPABILITIES)
@@ -153,31 +210,16 @@ class ProxyProvider:
         return await upstream.call(conn, record)
 
     async def _upstream(self, conn: ServerConnection, record: InFlight) -> _Upstream:
-        """This connection's upstream, connected: opened now if it has none (or it died)."""
-        while (upstream := self._upstreams.get(conn)) is not None:
-            await upstream.ready.wait()  # another request may be opening it
-            if upstream.alive:
-                return upstream
-            if self._upstreams.get(conn) is upstream:  # dead, or it could not connect
-                del self._upstreams[conn]
-                upstream.scope.cancel()
-        upstream = _Upstream(self, conn)
-        self._upstreams[conn] = upstream
-        nursery = conn.session.nursery
-        try:
-            await nursery.start(upstream.run, _downstream_capabilities(conn, record))
-            nursery.start_soon(upstream.close_after_calls)
-        except Exception as exc:
-            logger.warning("%s: cannot connect to the upstream server", self.name, exc_info=exc)
-            raise ProtocolError(
-                INTERNAL_ERROR,
-                f"Upstream server unavailable: {self.name} could not connect to it "
-                f"({type(single_error(exc)).__name__})",
-            ) from None
-        finally:
-            upstream.ready.set()
-            if not upstream.alive and self._upstreams.get(conn) is upstream:
-                del self._upstreams[conn]
+        """The connected session for this request's principal, opened if there is none."""
+        caps = _downstream_capabilities(conn, record)
+        identity = getattr(record.principal, "identity", None)
+        key = _Key(
+            identity if isinstance(identity, str) else None,
+            frozenset(q for q in _QUESTIONS if isinstance(caps.get(q), dict)),
+        )
+        upstream = await self.pool.get(key)
+        upstream.attach(conn)
+        self._chosen[conn] = upstream
         return upstream
 
 
@@ -193,82 +235,220 @@ def _downstream_capabilities(conn: ServerConnection, record: InFlight) -> JSONOb
     return caps if isinstance(caps, dict) else {}
 
 
-class _Upstream:
-    """The upstream client session of one downstream connection."""
+class _Pool:
+    """The upstream sessions of one provider, in a nursery of their own."""
 
-    def __init__(self, provider: ProxyProvider, conn: ServerConnection) -> None:
+    def __init__(self, provider: ProxyProvider, max_upstreams: int, idle_timeout: float) -> None:
         self.provider = provider
-        self._conn = weakref.ref(conn)
+        self.max_upstreams = max_upstreams
+        self.idle_timeout = idle_timeout
+        self.upstreams: dict[_Key, _Upstream] = {}
+        self._nursery: trio.Nursery | None = None
+        self._hosting = False
+        self._hosted = trio.Event()
+
+    async def get(self, key: _Key) -> _Upstream:
+        """The key's connected session; opened (or reopened, if it died) when there is none.
+
+        Waiting is all a caller does: cancelled, it stops waiting and the session goes on
+        starting in the pool (the next request finds it).
+        """
+        while True:
+            upstream = self.upstreams.get(key)
+            if upstream is None:
+                upstream = await self._open(key)
+            await upstream.ready.wait()
+            if upstream.alive:
+                return upstream
+            if upstream.failure is not None and not upstream.connected:
+                raise _unavailable(
+                    f"{self.provider.name} could not connect to it "
+                    f"({type(single_error(upstream.failure)).__name__})"
+                )
+            self.forget(upstream)  # it died: open another
+
+    async def _open(self, key: _Key) -> _Upstream:
+        nursery = await self._host()
+        if (existing := self.upstreams.get(key)) is not None:
+            return existing  # opened by another request while the host started
+        if len(self.upstreams) >= self.max_upstreams:
+            idle = [u for u in self.upstreams.values() if u.idle]
+            if not idle:
+                raise _unavailable(
+                    f"{self.provider.name} has all its {self.max_upstreams} upstream "
+                    "sessions in use; try again later"
+                )
+            oldest = min(idle, key=lambda u: u.idle_since)
+            self.forget(oldest)
+            oldest.scope.cancel()
+        upstream = _Upstream(self, key)
+        self.upstreams[key] = upstream
+        nursery.start_soon(upstream.run, name=f"upstream of {self.provider.name}")
+        return upstream
+
+    async def _host(self) -> trio.Nursery:
+        """The pool's nursery, in a system task started at the first request: it belongs to
+        the run (cancelled when the run's main task ends), not to any downstream request."""
+        if not self._hosting:
+            self._hosting = True
+            trio.lowlevel.spawn_system_task(
+                self._serve,
+                name=f"upstream pool of {self.provider.name}",
+                context=contextvars.Context(),  # nothing of the first request's context
+            )
+        await self._hosted.wait()
+        assert self._nursery is not None
+        return self._nursery
+
+    async def _serve(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._hosted.set()
+                await trio.sleep_forever()
+        except BaseException as exc:  # a system task must not raise
+            if not _only_cancelled(exc):
+                logger.error("%s: the upstream pool failed", self.provider.name, exc_info=exc)
+        finally:
+            self._nursery = None
+            self._hosting = False
+            self._hosted = trio.Event()
+            for upstream in list(self.upstreams.values()):
+                upstream.ready.set()
+            self.upstreams.clear()
+
+    def forget(self, upstream: _Upstream) -> None:
+        if self.upstreams.get(upstream.key) is upstream:
+            del self.upstreams[upstream.key]
+
+    def close_all(self) -> None:
+        for upstream in list(self.upstreams.values()):
+            self.forget(upstream)
+            upstream.scope.cancel()
+
+
+def _only_cancelled(exc: BaseException) -> bool:
+    """``exc`` is a cancellation (alone, or a group of nothing else): the run ending."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return isinstance(exc, trio.Cancelled)
+
+
+class _Upstream:
+    """One upstream client session, shared by the downstream requests of one key."""
+
+    def __init__(self, pool: _Pool, key: _Key) -> None:
+        self.pool = pool
+        self.provider = pool.provider
+        self.key = key
         self.client: Client | None = None
+        self.connected = False
         self.failure: BaseException | None = None
         self.ready = trio.Event()
-        #: Shielded from the downstream connection's cancellation (``close_after_calls``
-        #: cancels it), so that the cancels of the calls cut short reach the upstream.
-        self.scope = trio.CancelScope(shield=True)
+        self.scope = trio.CancelScope()
         self.calls: list[_Call] = []
-        self._no_calls = trio.Event()
-        self._no_calls.set()
-        self._finished = trio.Event()
+        #: The downstream connections it serves, in the order they came (until they end).
+        self.attached: dict[ServerConnection, None] = {}
+        #: The URIs subscribed upstream, and the downstream connections that asked.
+        self.subscribed: dict[str, weakref.WeakSet[ServerConnection]] = {}
+        self.idle_since = trio.current_time()
+        self._changed = trio.Event()
 
     @property
     def alive(self) -> bool:
         return self.client is not None and not self.client.session.is_closed
 
-    async def run(
-        self, caps: JSONObject, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Connected until the downstream connection's nursery ends (or the mount goes)."""
-        started = False
+    @property
+    def idle(self) -> bool:
+        """Connected, with no call in flight and no downstream connection attached (one still
+        starting is never idle: requests are waiting for it)."""
+        return self.connected and not self.calls and not self.attached
+
+    def _touch(self) -> None:
+        if self.idle:
+            self.idle_since = trio.current_time()
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def run(self) -> None:
+        """Connected until it dies, is idle too long, or the pool ends."""
         with self.scope:
             try:
-                async with self._open(caps) as client:
-                    self.client = client
-                    started = True
+                async with self._open() as client:
+                    self.client, self.connected = client, True
+                    self.idle_since = trio.current_time()
                     self.ready.set()
-                    task_status.started()
-                    # Until it dies, at the latest: then closed at once (a stdio child is
-                    # reaped, not left a zombie), and the next request connects again.
-                    await client.session.closed.wait()
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._expire, nursery.cancel_scope)
+                        # Until it dies, at the latest: then closed at once (a stdio child is
+                        # reaped, not left a zombie), and the next request connects again.
+                        await client.session.closed.wait()
+                        nursery.cancel_scope.cancel()
             except Exception as exc:
                 self.failure = exc
-                if not started:
-                    raise
-                # Never into the downstream connection's nursery: its calls already failed.
-                logger.warning("%s: the upstream connection failed", self.provider.name)
+                if self.connected:
+                    logger.warning("%s: the upstream connection failed", self.provider.name)
+                else:
+                    logger.warning(
+                        "%s: cannot connect to the upstream server",
+                        self.provider.name,
+                        exc_info=exc,
+                    )
             finally:
+                self.pool.forget(self)
                 self.ready.set()
-                self._finished.set()
 
-    async def close_after_calls(self) -> None:
-        """When the downstream connection ends, its requests in flight are cancelled at the
-        same moment as its nursery's other tasks: the upstream stays until their cancels
-        were written (bounded), then closes."""
-        try:
-            await self._finished.wait()  # or cancelled, with the downstream connection
-        finally:
-            with trio.CancelScope(shield=True):
-                with trio.move_on_after(_DRAIN_TIMEOUT):
-                    await self._no_calls.wait()
-                # Written before the upstream is cancelled, which stops its writer at once.
-                if self.client is not None:
-                    await self.client.session.flush(_DRAIN_TIMEOUT)
-            self.scope.cancel()
+    async def _expire(self, scope: trio.CancelScope) -> None:
+        """Closes the session once it was idle for the pool's ``idle_timeout``."""
+        while True:
+            changed = self._changed
+            if not self.idle:
+                await changed.wait()
+                continue
+            with trio.move_on_at(self.idle_since + self.pool.idle_timeout):
+                await changed.wait()
+                continue
+            if self.idle:
+                self.pool.forget(self)
+                self.scope.cancel()
+                return
 
     @asynccontextmanager
-    async def _open(self, caps: JSONObject) -> AsyncIterator[Client]:
+    async def _open(self) -> AsyncIterator[Client]:
         callbacks: dict[str, Any] = {
             "on_log": self._on_log,
             "on_notification": self._on_notification,
             "tasks": False,
         }
-        if isinstance(caps.get("elicitation"), dict):
+        if "elicitation" in self.key.questions:
             callbacks["on_elicit"] = self._on_elicit
-        if isinstance(caps.get("sampling"), dict):
+        if "sampling" in self.key.questions:
             callbacks["on_sample"] = self._on_sample
-        if isinstance(caps.get("roots"), dict):
+        if "roots" in self.key.questions:
             callbacks["roots"] = self._roots
         async with open_client(self.provider.target, **self.provider.options, **callbacks) as c:
             yield c
+
+    # -- the downstream connections it serves -------------------------------------------------
+
+    def attach(self, conn: ServerConnection) -> None:
+        """``conn`` hears what this session sends unasked, until ``conn`` ends."""
+        if conn in self.attached:
+            return
+        try:
+            nursery = conn.session.nursery
+        except RuntimeError:
+            return  # not running (yet, or any more): nothing to tell it
+        self.attached[conn] = None
+        self._touch()
+        nursery.start_soon(self._attached_until_the_end, conn)
+
+    async def _attached_until_the_end(self, conn: ServerConnection) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.attached.pop(conn, None)
+            self._touch()
 
     # -- downstream requests, upstream --------------------------------------------------------
 
@@ -276,7 +456,12 @@ class _Upstream:
         client = self.client
         assert client is not None
         method = record.request.method
-        params = {k: v for k, v in record.params.items() if k != "_meta"}
+        params = self._params(record.params)
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            shared = self._shared_subscription(conn, method, params.get("uri"))
+            if shared is not None:
+                await trio.lowlevel.checkpoint()
+                return shared
         context = Context(record, conn)
         call = _Call(context)
 
@@ -284,7 +469,7 @@ class _Upstream:
             await context.report_progress(progress, total, message)
 
         self.calls.append(call)
-        self._no_calls = trio.Event()
+        self._touch()
         try:
             with call.scope:
                 result = await client.request(
@@ -298,14 +483,35 @@ class _Upstream:
             assert call.input_required is not None
             raise call.input_required
         except ConnectionClosed:
-            raise ProtocolError(
-                INTERNAL_ERROR,
-                f"Upstream server unavailable: the connection of {self.provider.name} to it closed",
-            ) from None
+            raise _unavailable(f"the connection of {self.provider.name} to it closed") from None
         finally:
             self.calls.remove(call)
-            if not self.calls:
-                self._no_calls.set()
+            self._touch()
+
+    @staticmethod
+    def _params(params: JSONObject) -> JSONObject:
+        """The downstream request's params as the upstream may see them: without its ``_meta``
+        (the upstream client makes its own envelope) nor the downstream hop's multi round-trip
+        fields, whatever era the upstream negotiated."""
+        return {k: v for k, v in params.items() if k != "_meta" and k not in _ROUND_TRIP_PARAMS}
+
+    def _shared_subscription(
+        self, conn: ServerConnection, method: str, uri: Any
+    ) -> JSONObject | None:
+        """A subscription is the session's, shared by its downstream connections: subscribed
+        upstream by the first, unsubscribed by the last. None: ask the upstream."""
+        if not isinstance(uri, str):
+            return None
+        subscribers = self.subscribed.setdefault(uri, weakref.WeakSet())
+        if method == "resources/subscribe":
+            first = not subscribers
+            subscribers.add(conn)
+            return None if first else {}
+        subscribers.discard(conn)
+        if subscribers:
+            return {}
+        del self.subscribed[uri]
+        return None
 
     @staticmethod
     async def _caught_up(client: Client) -> None:
@@ -322,7 +528,7 @@ class _Upstream:
             await trio.lowlevel.checkpoint()
             return
         client.session.run_ordered(mark)
-        with trio.move_on_after(_DRAIN_TIMEOUT):  # a callback that hangs never holds the answer
+        with trio.move_on_after(_CATCH_UP_TIMEOUT):  # a callback that hangs never holds it
             await done.wait()
 
     # -- what the upstream sends, downstream --------------------------------------------------
@@ -335,21 +541,22 @@ class _Upstream:
         if call is not None:
             await call.context.log(message.level, message.data, message.logger)
             return
-        conn = self._conn()
-        if conn is not None and conn.state.wants_log(message.level):
-            params = to_wire(message)
-            await conn.session.notify("notifications/message", params)
+        params = to_wire(message)
+        for conn in list(self.attached):
+            if conn.state.wants_log(message.level):
+                await conn.session.notify("notifications/message", params)
 
     async def _on_notification(self, method: str, params: JSONObject) -> None:
         await trio.lowlevel.checkpoint()
-        mount, conn = self.provider.mount, self._conn()
-        if mount is None or conn is None:
+        mount = self.provider.mount
+        if mount is None:
             return
         kind = method.removeprefix("notifications/").removesuffix("/list_changed")
-        if method.endswith("/list_changed") and kind in ("tools", "prompts", "resources"):
-            mount.list_changed(kind, conn)
-        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
-            mount.resource_updated(params["uri"], conn)
+        for conn in list(self.attached):
+            if method.endswith("/list_changed") and kind in ("tools", "prompts", "resources"):
+                mount.list_changed(kind, conn)
+            elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+                mount.resource_updated(params["uri"], conn)
 
     async def _on_elicit(self, params: Any) -> JSONObject:
         return await self._ask("elicitation/create", to_wire(params))
@@ -366,12 +573,12 @@ class _Upstream:
         """The upstream's question, to the downstream client; its answer, back."""
         call = self._current()
         if call is None:
-            conn = self._conn()
-            if conn is None or not conn.state.initialized or not conn.state.back_channel:
-                raise ProtocolError(
-                    INVALID_REQUEST, f"{method}: no client to ask (no request is in flight)"
-                )
-            return await conn.session.request(method, params)
+            for conn in reversed(list(self.attached)):
+                if conn.state.initialized and conn.state.back_channel:
+                    return await conn.session.request(method, params)
+            raise ProtocolError(
+                INVALID_REQUEST, f"{method}: no client to ask (no request is in flight)"
+            )
         try:
             return await call.context.ask_client(method, params)
         except Exception as exc:
