@@ -14,6 +14,8 @@ no message names one.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -45,11 +47,20 @@ class Principal:
     expires_at: float | None = None
     audience: tuple[str, ...] | None = None
 
-    @property
+    @functools.cached_property
     def identity(self) -> str:
-        """Who this is, stable across token refreshes: a session, a sealed requestState and a
-        task are bound to it, never to the token."""
-        return "\x1f".join((self.issuer or "", self.subject or "", self.client_id or ""))
+        """Who this is, stable across token refreshes: a session, a sealed requestState, a task
+        and a cache entry are bound to it, never to the token.
+
+        The canonical JSON array ``[issuer, subject, client_id]`` (ASCII, no spaces, ``null``
+        for an absent piece): each piece is quoted and escaped, so no subject or client id can
+        carry a separator that makes two principals one (``"alice\x1fapp"`` with client
+        ``"web"`` is not ``"alice"`` with client ``"app\x1fweb"``). A binding made under the
+        old ``U+001F``-joined form never equals this one, so it is refused, never inherited.
+        """
+        return json.dumps(
+            [self.issuer, self.subject, self.client_id], ensure_ascii=True, separators=(",", ":")
+        )
 
 
 class InvalidToken(MCPError):
