@@ -247,12 +247,16 @@ class _Scoped(Protocol):
 def needed_scopes(server: Any, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
     """The scopes of the entry one request reaches (beyond ``Auth.required_scopes``): the tool
     of a ``tools/call``, the prompt of a ``prompts/get``, the resource (or first matching
-    template) of a ``resources/read`` or ``resources/subscribe``, and the prompt a completion
-    is for. Anything else needs none of its own."""
+    template) of a ``resources/read`` or ``resources/subscribe``, the prompt a completion is
+    for, and a custom method's (``@server.method(scopes=...)``: a request or a notification).
+    Anything else needs none of its own."""
     params = params or {}
     entry: _Scoped | None = None
     name = params.get("name")
-    if method == "tools/call" and isinstance(name, str):
+    custom = server.custom_methods.get(method)
+    if custom is not None:
+        entry = custom
+    elif method == "tools/call" and isinstance(name, str):
         entry = server.tools.get(name)
     elif method == "prompts/get" and isinstance(name, str):
         entry = server.prompts.get(name)
@@ -289,5 +293,11 @@ def _resource_entry(server: Any, uri: object) -> _Scoped | None:
 
 def every_entry_scopes(server: Any) -> list[frozenset[str]]:
     """The scopes of every registered entry, for ``scopes_supported``."""
-    kinds = (server.tools, server.prompts, server.resources, server.templates)
+    kinds = (
+        server.tools,
+        server.prompts,
+        server.resources,
+        server.templates,
+        server.custom_methods,
+    )
     return [entry.scopes for entries in kinds for entry in entries.values()]
