@@ -73,7 +73,8 @@ class Dispatcher(Protocol):
         self, notification: Notification, session: Engine, principal: Any = None
     ) -> None:
         """Handle a notification other than cancellation and progress (synchronously).
-        ``principal`` is who the transport vouches sent it, as for a request."""
+        ``principal`` is who the transport vouches sent it, as for a request; it is passed only
+        when there is one."""
         ...
 
 
@@ -878,7 +879,10 @@ class Engine:
                 pending.send.send_nowait(_Progress(params))
             return
         try:
-            self.dispatcher.on_notification(note, self, principal)
+            if principal is None:  # a dispatcher written before principals still works
+                self.dispatcher.on_notification(note, self)
+            else:
+                self.dispatcher.on_notification(note, self, principal)
         except Exception:
             logger.exception("error handling %s", note.method)
 
