@@ -69,8 +69,12 @@ class Dispatcher(Protocol):
         """Find the handler for a request, or raise :class:`ProtocolError` (synchronously)."""
         ...
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
-        """Handle a notification other than cancellation and progress (synchronously)."""
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
+        """Handle a notification other than cancellation and progress (synchronously).
+        ``principal`` is who the transport vouches sent it, as for a request; it is passed only
+        when there is one."""
         ...
 
 
@@ -468,14 +472,15 @@ class Engine:
         register its own bookkeeping for the request first (an HTTP stream for its id) and know
         that the engine's decision and its own cannot disagree. A request is then running as a
         task of the session (see :meth:`in_flight`); an invalid frame is answered at once.
-        ``principal`` is who the transport vouches sent a request (``InFlight.principal``).
+        ``principal`` is who the transport vouches sent a request or a notification (a
+        request's ``InFlight.principal``).
         """
         if isinstance(parsed, Batch):
-            self._feed_batch(parsed)
+            self._feed_batch(parsed, principal)
         elif isinstance(parsed, Request):
             self._on_request(parsed, None, principal)
         elif isinstance(parsed, Notification):
-            self._on_notification(parsed)
+            self._on_notification(parsed, principal)
         elif isinstance(parsed, Response | ErrorResponse):
             self._on_response(parsed)
         else:
@@ -502,13 +507,13 @@ class Engine:
                 pending.done = True
                 pending.send.send_nowait(_Failed(error))
 
-    def _feed_batch(self, batch: Batch) -> None:
+    def _feed_batch(self, batch: Batch, principal: Any = None) -> None:
         sink = _BatchSink(self)
         for item in batch.items:
             if isinstance(item, Request):
-                self._on_request(item, sink.expect())
+                self._on_request(item, sink.expect(), principal)
             elif isinstance(item, Notification):
-                self._on_notification(item)
+                self._on_notification(item, principal)
             elif isinstance(item, Response | ErrorResponse):
                 self._on_response(item)
             else:
@@ -853,7 +858,7 @@ class Engine:
 
     # -- notifications -------------------------------------------------------------------------
 
-    def _on_notification(self, note: Notification) -> None:
+    def _on_notification(self, note: Notification, principal: Any = None) -> None:
         params = note.params or {}
         if note.method == "notifications/cancelled":
             rid = params.get("requestId")
@@ -874,7 +879,10 @@ class Engine:
                 pending.send.send_nowait(_Progress(params))
             return
         try:
-            self.dispatcher.on_notification(note, self)
+            if principal is None:  # a dispatcher written before principals still works
+                self.dispatcher.on_notification(note, self)
+            else:
+                self.dispatcher.on_notification(note, self, principal)
         except Exception:
             logger.exception("error handling %s", note.method)
 

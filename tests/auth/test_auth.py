@@ -4,6 +4,7 @@ the metadata lists, and what scopes one request needs."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -33,7 +34,7 @@ def auth(**options: Any) -> Auth:
 
 
 def test_a_principals_identity_is_issuer_subject_and_client_and_nothing_else() -> None:
-    assert ALICE.identity == "https://issuer.example\x1falice\x1fclient-1"
+    assert ALICE.identity == '["https://issuer.example","alice","client-1"]'
     refreshed = Principal(
         "alice", "client-1", frozenset({"read", "write"}), issuer="https://issuer.example"
     )
@@ -42,12 +43,35 @@ def test_a_principals_identity_is_issuer_subject_and_client_and_nothing_else() -
         Principal("alice", "client-2", issuer="https://issuer.example"),
         Principal("alice", "client-1", issuer="https://other.example"),
         Principal("bob", "client-1", issuer="https://issuer.example"),
-        # The separator keeps fields apart: no subject can pose as another issuer's.
+        # Each piece is quoted: no subject can pose as another issuer's, in the old form's
+        # separator or in the new one's.
         Principal("issuer.example\x1falice", "client-1", issuer="https:/"),
+        Principal('issuer.example","alice', "client-1", issuer="https:/"),
+        # An absent piece is not an empty one.
+        Principal("alice", "client-1", issuer=""),
     ]
-    assert len({ALICE.identity, *(p.identity for p in others)}) == 5
-    assert Principal(None).identity == "\x1f\x1f"
+    assert len({ALICE.identity, *(p.identity for p in others)}) == 7
+    assert Principal(None).identity == "[null,null,null]"
     assert "claims" not in repr(Principal("a", claims={"secret": "x"}))
+
+
+def test_identities_whose_pieces_hold_the_old_separator_stay_apart() -> None:
+    """The measured collision: sub "alice<US>app" + client "web" was sub "alice" + client
+    "app<US>web" under the U+001F-joined form."""
+    first = Principal("alice\x1fapp", "web", issuer="https://issuer.example")
+    second = Principal("alice", "app\x1fweb", issuer="https://issuer.example")
+    assert "\x1f".join(("https://issuer.example", "alice\x1fapp", "web")) == "\x1f".join(
+        ("https://issuer.example", "alice", "app\x1fweb")
+    )
+    assert first.identity != second.identity
+    # No identity in the new form is one in the old (no raw control character survives).
+    for principal in (first, second, ALICE, Principal(None), Principal("\ud800")):
+        assert principal.identity.isascii() and principal.identity.isprintable()
+        assert json.loads(principal.identity) == [
+            principal.issuer,
+            principal.subject,
+            principal.client_id,
+        ]
 
 
 async def test_static_tokens_verify_to_their_principal_and_never_quote_a_token() -> None:

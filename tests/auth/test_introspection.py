@@ -11,12 +11,26 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import parse_qs
 
+import attrs
+import orjson
 import pytest
 import trio
+import trio.testing
 
-from trio_mcp import Auth, IntrospectionVerifier, InvalidToken, Principal, VerifierUnavailable
+from trio_mcp import (
+    Auth,
+    IntrospectionVerifier,
+    InvalidToken,
+    Principal,
+    Server,
+    VerifierUnavailable,
+)
 
+from .._http import VERSION, initialize_body, serving, serving_app
 from ._oidc import BOB, USERNAME, OidcProvider, oidc_provider
 from ._tokens import Clock, counting_client
 
@@ -213,3 +227,215 @@ def test_the_options_are_checked() -> None:
         IntrospectionVerifier("https://as.example/i", client_id="rs", auth_method="none")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must not be negative"):
         IntrospectionVerifier("https://as.example/i", client_id="rs", cache_ttl=-1)
+
+
+# -- calls to the endpoint: a refused token is remembered, one token is one call ------------------
+
+
+@attrs.define
+class Endpoint:
+    """A real RFC 7662 endpoint (an ASGI app on hypercorn): ``answers`` says which tokens are
+    active, ``calls`` counts the introspections, and each waits for ``open`` to be set, so a
+    test can hold them until every caller it started is waiting."""
+
+    answers: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    calls: int = 0
+    open: trio.Event = attrs.Factory(trio.Event)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                await send({"type": message["type"] + ".complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.calls += 1
+        await self.open.wait()
+        token = parse_qs(body.decode())["token"][0]
+        answer = self.answers.get(token, {"active": False})
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+
+
+def good_answer() -> dict[str, Any]:
+    return {
+        "active": True,
+        "sub": "alice",
+        "client_id": "app",
+        "scope": "mcp:tools",
+        "aud": RESOURCE,
+        "exp": int(time.time()) + TTL,
+    }
+
+
+@asynccontextmanager
+async def endpoint_serving(endpoint: Endpoint) -> AsyncIterator[str]:
+    async with serving_app(endpoint) as url:
+        yield url
+
+
+async def test_a_refused_token_costs_one_call_until_its_negative_ttl(op: OidcProvider) -> None:
+    clock = Clock()
+    with trio.fail_after(GUARD):
+        async with counting_client() as (http, seen):
+            verifier = resource_verifier(op, clock=clock, negative_ttl=5, http_client=http)
+            for _ in range(20):
+                with pytest.raises(InvalidToken, match="not active"):
+                    await verifier.verify("made-up-token")
+            assert seen == {"/token/introspection": 1}
+            # Kept under the digest, never the token.
+            assert list(verifier._refused) == [hashlib.sha256(b"made-up-token").digest()]
+            clock.advance(5)
+            with pytest.raises(InvalidToken, match="not active"):
+                await verifier.verify("made-up-token")
+            assert seen == {"/token/introspection": 2}
+
+
+async def test_concurrent_verifications_of_one_token_share_one_call(op: OidcProvider) -> None:
+    with trio.fail_after(GUARD):
+        token = await op.token(RESOURCE)
+        async with counting_client() as (http, seen):
+            verifier = resource_verifier(op, http_client=http)
+            found: list[Principal] = []
+
+            async def verify(token: str) -> None:
+                found.append(await verifier.verify(token))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(50):
+                    nursery.start_soon(verify, token)
+            assert seen == {"/token/introspection": 1}
+            assert len(found) == 50 and {p.subject for p in found} == {USERNAME}
+
+
+async def test_a_token_refused_then_issued_is_accepted_after_the_negative_ttl() -> None:
+    clock = Clock()
+    endpoint = Endpoint()
+    endpoint.open.set()
+    with trio.fail_after(GUARD):
+        async with endpoint_serving(endpoint) as url:
+            verifier = IntrospectionVerifier(url, client_id="rs", negative_ttl=2, clock=clock)
+            with pytest.raises(InvalidToken, match="not active"):
+                await verifier.verify("fresh-token")
+            endpoint.answers["fresh-token"] = good_answer()
+            clock.advance(1)
+            with pytest.raises(InvalidToken, match="not active"):
+                await verifier.verify("fresh-token")
+            assert endpoint.calls == 1
+            clock.advance(1)
+            assert (await verifier.verify("fresh-token")).subject == "alice"
+            assert endpoint.calls == 2
+            assert not verifier._refused
+
+
+async def test_concurrent_bad_and_good_tokens_each_cost_one_call() -> None:
+    endpoint = Endpoint(answers={"good-token": good_answer()})
+    outcomes: list[str] = []
+    with trio.fail_after(GUARD):
+        async with endpoint_serving(endpoint) as url:
+            verifier = IntrospectionVerifier(url, client_id="rs")
+
+            async def verify(token: str) -> None:
+                try:
+                    outcomes.append((await verifier.verify(token)).subject or "")
+                except InvalidToken as exc:
+                    outcomes.append(exc.description)
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(50):
+                    nursery.start_soon(verify, "good-token")
+                    nursery.start_soon(verify, "bogus-token")
+                # Every caller is waiting: on the endpoint, or on the call another one made.
+                await trio.testing.wait_all_tasks_blocked()
+                assert endpoint.calls == 2
+                endpoint.open.set()
+    assert outcomes.count("alice") == 50
+    assert outcomes.count("the access token is not active (revoked or expired)") == 50
+
+
+async def test_a_cancelled_caller_leaves_the_others_one_call() -> None:
+    endpoint = Endpoint(answers={"good-token": good_answer()})
+    found: list[str | None] = []
+    with trio.fail_after(GUARD):
+        async with endpoint_serving(endpoint) as url:
+            verifier = IntrospectionVerifier(url, client_id="rs")
+            async with trio.open_nursery() as nursery:
+                first = trio.CancelScope()
+
+                async def first_caller() -> None:
+                    with first:
+                        await verifier.verify("good-token")
+
+                async def other() -> None:
+                    found.append((await verifier.verify("good-token")).subject)
+
+                nursery.start_soon(first_caller)
+                await trio.testing.wait_all_tasks_blocked()
+                for _ in range(3):
+                    nursery.start_soon(other)
+                await trio.testing.wait_all_tasks_blocked()
+                assert endpoint.calls == 1
+                first.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                endpoint.open.set()
+    assert found == ["alice"] * 3
+    # The cancelled call's answer never came; one of the others asked again, for all of them.
+    assert endpoint.calls == 2
+    assert not verifier._flights
+
+
+async def test_a_flood_of_refused_tokens_is_bounded_and_keeps_the_good_ones() -> None:
+    endpoint = Endpoint(answers={"good-token": good_answer()})
+    endpoint.open.set()
+    with trio.fail_after(GUARD):
+        async with endpoint_serving(endpoint) as url:
+            verifier = IntrospectionVerifier(url, client_id="rs", max_negative=5)
+            await verifier.verify("good-token")
+            for n in range(20):
+                with pytest.raises(InvalidToken):
+                    await verifier.verify(f"bogus-{n}")
+            assert len(verifier._refused) == 5
+            assert endpoint.calls == 21
+            await verifier.verify("good-token")
+            assert endpoint.calls == 21
+
+
+async def test_bogus_and_good_bursts_at_a_served_mcp_endpoint_cost_one_call_each() -> None:
+    """The measured attack, through a real hypercorn: 20 requests with one bogus token, then 50
+    concurrent ones with one good token."""
+    endpoint = Endpoint(answers={"good-token": good_answer()})
+    with trio.fail_after(GUARD):
+        async with endpoint_serving(endpoint) as url:
+            verifier = IntrospectionVerifier(url, client_id="rs")
+            server = Server("introspected", "1.0", auth=Auth(verifier, resource=RESOURCE))
+            async with serving(server) as served:
+
+                async def post(token: str, statuses: list[int]) -> None:
+                    headers = served.headers(version=None, authorization=f"Bearer {token}")
+                    response = await served.post(
+                        initialize_body(VERSION), version=None, headers=headers
+                    )
+                    statuses.append(response.status_code)
+
+                endpoint.open.set()
+                refused: list[int] = []
+                for _ in range(20):
+                    await post("bogus-token", refused)
+                assert refused == [401] * 20
+                assert endpoint.calls == 1
+
+                endpoint.open = trio.Event()
+                admitted: list[int] = []
+                async with trio.open_nursery() as nursery:
+                    for _ in range(50):
+                        nursery.start_soon(post, "good-token", admitted)
+                    await trio.testing.wait_all_tasks_blocked()
+                    endpoint.open.set()
+                assert endpoint.calls == 2
+                assert admitted == [200] * 50

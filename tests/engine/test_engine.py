@@ -157,7 +157,9 @@ class NoDispatch:
     def route(self, request: Request, session: Engine) -> Any:
         raise AssertionError("unexpected request")  # pragma: no cover
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         pass  # pragma: no cover
 
 
@@ -300,7 +302,9 @@ class Answers:
 
         return Route(echo)
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         pass  # pragma: no cover
 
 

@@ -44,7 +44,9 @@ class Parking:
     def route(self, request: Request, session: Engine) -> Route:
         return Route(self._echo if request.method == "echo" else self._park)
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         pass
 
     async def _echo(self, record: InFlight) -> JSONObject:

@@ -112,7 +112,9 @@ async def _run_calls(
         def route(self, request: object, session: object) -> object:
             raise AssertionError("no request expected")
 
-        def on_notification(self, notification: object, session: object) -> None:
+        def on_notification(
+            self, notification: object, session: object, principal: object = None
+        ) -> None:
             pass
 
     async with trio.open_nursery() as nursery:

@@ -53,7 +53,9 @@ class NoRequests:
     def route(self, request: Request, session: Engine) -> Route:
         raise AssertionError("no request expected")  # pragma: no cover
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         pass  # pragma: no cover
 
 

@@ -12,8 +12,13 @@ nothing about the token.
 
 Answers are cached under a SHA-256 digest of the token, never the token itself: an entry is
 kept at most ``cache_ttl`` seconds and never past the token's ``exp``, and at most
-``max_cache`` entries are kept (the oldest go first). Only active answers are cached, so a
-flood of made-up tokens cannot push the real ones out.
+``max_cache`` entries are kept (the oldest go first). A refused token is remembered apart, for
+``negative_ttl`` seconds in at most ``max_negative`` entries, so a client that retries a bad
+token (or an attacker who repeats one) costs the authorization server one call, and a flood of
+made-up tokens cannot push the real ones out. Concurrent verifications of one token share one
+call: a burst of requests with a fresh token is one introspection, not one each. An answer the
+endpoint could not give (:class:`VerifierUnavailable`) is shared by the callers waiting on it
+and never cached.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import quote_plus
 
+import attrs
 import httpx
+import trio
 
 from ..server._principal import InvalidToken, Principal, VerifierUnavailable
 from ._authorization_server import AuthServerCalls, shown
@@ -45,6 +52,17 @@ def _basic(client_id: str, client_secret: str) -> str:
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
+@attrs.define
+class _Flight:
+    """One introspection call in progress, and what it came to for the callers waiting on it
+    (nothing, if its caller was cancelled: then one of them calls again)."""
+
+    done: trio.Event = attrs.Factory(trio.Event)
+    principal: Principal | None = None
+    refused: str | None = None
+    unavailable: str | None = None
+
+
 class IntrospectionVerifier:
     """Verifies tokens at an RFC 7662 introspection ``endpoint`` (a :class:`TokenVerifier`).
 
@@ -52,7 +70,9 @@ class IntrospectionVerifier:
     server, sent as ``auth_method`` says (without a secret, only the ``client_id`` is sent).
     ``issuer``, when given, must be the answer's ``iss`` if it names one. ``timeout`` bounds
     each call; ``http_client`` is used for the calls if given (left open). ``clock`` is the
-    Unix time the cache and ``exp`` are measured with.
+    Unix time the cache and ``exp`` are measured with. ``negative_ttl`` is how long a refused
+    token stays refused without a call (0: not remembered): short, since a token refused as
+    unknown may be one the authorization server has only just issued.
     """
 
     def __init__(
@@ -65,6 +85,8 @@ class IntrospectionVerifier:
         issuer: str | None = None,
         cache_ttl: float = 30.0,
         max_cache: int = 10_000,
+        negative_ttl: float = 5.0,
+        max_negative: int = 10_000,
         timeout: float = 10.0,
         http_client: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
@@ -73,8 +95,10 @@ class IntrospectionVerifier:
             raise ValueError(
                 f"auth_method is client_secret_basic or client_secret_post, not {auth_method!r}"
             )
-        if cache_ttl < 0 or max_cache < 0:
-            raise ValueError("cache_ttl and max_cache must not be negative")
+        if min(cache_ttl, max_cache, negative_ttl, max_negative) < 0:
+            raise ValueError(
+                "cache_ttl, max_cache, negative_ttl and max_negative must not be negative"
+            )
         self.endpoint = endpoint
         self.client_id = client_id
         self._client_secret = client_secret
@@ -82,16 +106,59 @@ class IntrospectionVerifier:
         self.issuer = issuer
         self.cache_ttl = cache_ttl
         self.max_cache = max_cache
+        self.negative_ttl = negative_ttl
+        self.max_negative = max_negative
         self.clock = clock
         self._calls = AuthServerCalls(http_client=http_client, timeout=timeout)
         #: digest of the token -> (principal, cached at, kept until); oldest first.
         self._cache: dict[bytes, tuple[Principal, float, float]] = {}
+        #: digest of a refused token -> (why, refused at, refused until); oldest first.
+        self._refused: dict[bytes, tuple[str, float, float]] = {}
+        #: digest of the token -> the call in progress for it.
+        self._flights: dict[bytes, _Flight] = {}
 
     def __repr__(self) -> str:
         return f"IntrospectionVerifier({shown(self.endpoint)!r})"
 
     async def verify(self, token: str) -> Principal:
         digest = hashlib.sha256(token.encode()).digest()
+        while True:
+            principal = self._cached(digest)
+            if principal is not None:
+                return principal
+            flight = self._flights.get(digest)
+            if flight is None:
+                break
+            await flight.done.wait()
+            if flight.principal is not None:
+                return flight.principal
+            if flight.refused is not None:
+                raise InvalidToken(flight.refused)
+            if flight.unavailable is not None:
+                raise VerifierUnavailable(flight.unavailable)
+            # Its caller was cancelled before an answer: look again, and call if no one is.
+        flight = self._flights[digest] = _Flight()
+        try:
+            principal = self._principal(await self._introspect(token))
+        except InvalidToken as exc:
+            logger.debug("introspected token refused: %s", exc.description)
+            flight.refused = exc.description
+            self._refuse(digest, exc.description)
+            raise
+        except VerifierUnavailable as exc:
+            flight.unavailable = str(exc)
+            raise
+        else:
+            flight.principal = principal
+            self._keep(digest, principal)
+        finally:
+            del self._flights[digest]
+            flight.done.set()
+        return principal
+
+    def _cached(self, digest: bytes) -> Principal | None:
+        """The principal kept for the token, None if none is; raises :class:`InvalidToken`
+        for a token refused less than ``negative_ttl`` ago."""
         now = self.clock()
         cached = self._cache.get(digest)
         if cached is not None:
@@ -99,13 +166,13 @@ class IntrospectionVerifier:
             if since <= now < until:
                 return principal
             del self._cache[digest]
-        try:
-            principal = self._principal(await self._introspect(token))
-        except InvalidToken as exc:
-            logger.debug("introspected token refused: %s", exc.description)
-            raise
-        self._keep(digest, principal)
-        return principal
+        refused = self._refused.get(digest)
+        if refused is not None:
+            why, since, until = refused
+            if since <= now < until:
+                raise InvalidToken(why)
+            del self._refused[digest]
+        return None
 
     async def _introspect(self, token: str) -> Mapping[str, Any]:
         form = {"token": token, "token_type_hint": "access_token"}
@@ -163,7 +230,19 @@ class IntrospectionVerifier:
             until = min(until, principal.expires_at)
         if until <= now:
             return
-        self._cache.pop(digest, None)
-        while len(self._cache) >= self.max_cache:
-            del self._cache[next(iter(self._cache))]
-        self._cache[digest] = (principal, now, until)
+        self._refused.pop(digest, None)
+        _put(self._cache, self.max_cache, digest, (principal, now, until))
+
+    def _refuse(self, digest: bytes, why: str) -> None:
+        if self.negative_ttl <= 0 or self.max_negative <= 0:
+            return
+        now = self.clock()
+        _put(self._refused, self.max_negative, digest, (why, now, now + self.negative_ttl))
+
+
+def _put(cache: dict[bytes, Any], bound: int, digest: bytes, entry: Any) -> None:
+    """Keeps ``entry`` as the newest of at most ``bound`` entries, the oldest going first."""
+    cache.pop(digest, None)
+    while len(cache) >= bound:
+        del cache[next(iter(cache))]
+    cache[digest] = entry

@@ -303,7 +303,9 @@ class ClientDispatcher:
         await trio.lowlevel.checkpoint()
         return {}
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         params = notification.params or {}
         if self.cache is not None and invalidates(notification.method):
             self.cache.invalidate(notification.method, params)

@@ -17,11 +17,18 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..auth._gate import HttpAuth, Refused
-from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ErrorObject, Request, RequestId
+from ..protocol._jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ErrorObject,
+    Notification,
+    Request,
+    RequestId,
+)
 from ..server._principal import Principal
 from ._asgi import HttpError, Scope, Send, _refusal, header
 
@@ -118,18 +125,19 @@ class Admission:
     def authorize(
         self,
         principal: Principal | None,
-        requests: list[Request],
+        messages: Sequence[Request | Notification],
         request_id: RequestId | None = None,
     ) -> None:
-        """A POST's body, once read: every scope its requests need (the base ones for what
-        carries none), in one challenge, before the engine sees any of it."""
+        """A POST's body, once read: every scope its requests and notifications need (the base
+        ones for what carries none: a client's answer), in one challenge, before the engine
+        sees any of it."""
         gate = self.gate
         if gate is None:
             return
         assert principal is not None
         needed = gate.needed(None, None)
-        for request in requests:
-            needed |= gate.needed(request.method, request.params)
+        for message in messages:
+            needed |= gate.needed(message.method, message.params)
         try:
             gate.authorize(principal, needed)
         except Refused as refused:

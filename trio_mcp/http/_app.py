@@ -805,7 +805,9 @@ class McpHttpApp:
             self.admission.check_serving(request_id=parsed.id)
             self.admission.authorize(principal, [parsed], parsed.id)
         else:
-            self.admission.authorize(principal, [])
+            self.admission.authorize(
+                principal, [parsed] if isinstance(parsed, Notification) else []
+            )
         plain_initialize = (
             isinstance(parsed, Request)
             and parsed.method == "initialize"
@@ -843,7 +845,7 @@ class McpHttpApp:
         if self.fleet is not None and await self.fleet.send_elsewhere(session, parsed, body):
             await self.respond(scope, send, 202)
             return
-        session.engine.feed(parsed)
+        session.engine.feed(parsed, principal=principal)
         session.touch()
         if isinstance(parsed, Notification) and parsed.method == "notifications/cancelled":
             # The cancelled request's task is runnable now: it takes its step (its cancellation

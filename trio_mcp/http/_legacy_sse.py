@@ -24,7 +24,7 @@ import urllib.parse
 import trio
 
 from .._engine import Engine
-from ..protocol._jsonrpc import Batch, Invalid, Request, RequestId, parse
+from ..protocol._jsonrpc import Batch, Invalid, Notification, Request, RequestId, parse
 from ..protocol._sse import KEEPALIVE, encode_event
 from ..server._connection import ServerConnection
 from ..server._principal import Principal
@@ -260,7 +260,8 @@ class SseEndpoint:
         if requests:
             # Answers and cancels still get through a drain: a request may wait for them.
             app.admission.check_serving(request_id=rid)
-        app.admission.authorize(principal, requests, rid)
+        notes = [item for item in items if isinstance(item, Notification)]
+        app.admission.authorize(principal, [*requests, *notes], rid)
         if session.closing:
             raise HttpError(404, "Session not found")  # ended while the body was read
         session.arrived(request=any(r.method != "initialize" for r in requests))

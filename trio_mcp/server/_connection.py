@@ -356,11 +356,21 @@ class ServerConnection:
 
         return Route(self._instrument(modern, incoming))
 
-    def on_notification(self, notification: Notification, session: Engine) -> None:
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
         custom = self.server.custom_methods.get(notification.method)
         if custom is None:
             return
         params = notification.params or {}
+        if self.server.auth is not None:
+            # Checked as a request would be, by its own principal (HTTP) or the connection's;
+            # a notification has no answer to refuse it with, so it is dropped.
+            who = principal if principal is not None else self.principal
+            refusal = self._refusal(notification.method, params, who)
+            if refusal is not None:
+                logger.warning("dropped %s: %s", notification.method, refusal.message)
+                return
 
         async def job() -> None:
             await call_user(custom.fn, custom.is_async, {}, args=(params,))
@@ -469,16 +479,22 @@ class ServerConnection:
           ``insufficient_scope`` and ``scope`` every scope the request needs (one complete
           set, so a client steps up once).
         """
-        method = record.request.method
+        refusal = self._refusal(record.request.method, record.params, _principal(self, record))
+        if refusal is not None:
+            raise refusal
+
+    def _refusal(
+        self, method: str, params: Mapping[str, Any] | None, principal: Principal | None
+    ) -> ProtocolError | None:
+        """Why ``principal`` may not send ``method`` (see :meth:`authorize`), or None."""
         if method in _OPEN_METHODS:
-            return
+            return None
         auth = self.server.auth
         assert auth is not None
-        needed = auth.required_scopes | needed_scopes(self.server, method, record.params)
+        needed = auth.required_scopes | needed_scopes(self.server, method, params)
         data: JSONObject = {"scope": " ".join(sorted(needed))} if needed else {}
-        principal = _principal(self, record)
         if principal is None:
-            raise ProtocolError(
+            return ProtocolError(
                 INVALID_REQUEST,
                 "Unauthorized: this server requires an access token, and the request has none",
                 data or NO_DATA,
@@ -486,19 +502,20 @@ class ServerConnection:
         try:
             auth.accept(principal)
         except InvalidToken as exc:
-            raise ProtocolError(
+            return ProtocolError(
                 INVALID_REQUEST,
                 f"Unauthorized: {exc.description}",
                 {"error": INVALID_TOKEN, **data},
-            ) from None
+            )
         missing = auth.missing(principal, needed)
         if missing:
-            raise ProtocolError(
+            return ProtocolError(
                 INVALID_REQUEST,
                 f"Forbidden: {method} needs the scope{'s' if len(missing) > 1 else ''} "
                 f"{' '.join(sorted(missing))}, which the access token does not grant",
                 {"error": INSUFFICIENT_SCOPE, **data},
             )
+        return None
 
     # -- state ---------------------------------------------------------------------------------
 

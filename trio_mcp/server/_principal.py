@@ -14,6 +14,8 @@ no message names one.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -45,11 +47,20 @@ class Principal:
     expires_at: float | None = None
     audience: tuple[str, ...] | None = None
 
-    @property
+    @functools.cached_property
     def identity(self) -> str:
-        """Who this is, stable across token refreshes: a session, a sealed requestState and a
-        task are bound to it, never to the token."""
-        return "\x1f".join((self.issuer or "", self.subject or "", self.client_id or ""))
+        """Who this is, stable across token refreshes: a session, a sealed requestState, a task
+        and a cache entry are bound to it, never to the token.
+
+        The canonical JSON array ``[issuer, subject, client_id]`` (ASCII, no spaces, ``null``
+        for an absent piece): each piece is quoted and escaped, so no subject or client id can
+        carry a separator that makes two principals one (``"alice\x1fapp"`` with client
+        ``"web"`` is not ``"alice"`` with client ``"app\x1fweb"``). A binding made under the
+        old ``U+001F``-joined form never equals this one, so it is refused, never inherited.
+        """
+        return json.dumps(
+            [self.issuer, self.subject, self.client_id], ensure_ascii=True, separators=(",", ":")
+        )
 
 
 class InvalidToken(MCPError):
@@ -236,12 +247,16 @@ class _Scoped(Protocol):
 def needed_scopes(server: Any, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
     """The scopes of the entry one request reaches (beyond ``Auth.required_scopes``): the tool
     of a ``tools/call``, the prompt of a ``prompts/get``, the resource (or first matching
-    template) of a ``resources/read`` or ``resources/subscribe``, and the prompt a completion
-    is for. Anything else needs none of its own."""
+    template) of a ``resources/read`` or ``resources/subscribe``, the prompt a completion is
+    for, and a custom method's (``@server.method(scopes=...)``: a request or a notification).
+    Anything else needs none of its own."""
     params = params or {}
     entry: _Scoped | None = None
     name = params.get("name")
-    if method == "tools/call" and isinstance(name, str):
+    custom = server.custom_methods.get(method)
+    if custom is not None:
+        entry = custom
+    elif method == "tools/call" and isinstance(name, str):
         entry = server.tools.get(name)
     elif method == "prompts/get" and isinstance(name, str):
         entry = server.prompts.get(name)
@@ -278,5 +293,11 @@ def _resource_entry(server: Any, uri: object) -> _Scoped | None:
 
 def every_entry_scopes(server: Any) -> list[frozenset[str]]:
     """The scopes of every registered entry, for ``scopes_supported``."""
-    kinds = (server.tools, server.prompts, server.resources, server.templates)
+    kinds = (
+        server.tools,
+        server.prompts,
+        server.resources,
+        server.templates,
+        server.custom_methods,
+    )
     return [entry.scopes for entries in kinds for entry in entries.values()]

@@ -349,9 +349,13 @@ class RequestRecord:
 
 @attrs.define(eq=False)
 class CustomMethod:
+    """A ``@server.method`` handler (or the completion handler)."""
+
     fn: Callable[..., Any]
     is_async: bool
     context_param: str | None
+    #: The scopes a request or notification of this method needs beyond the base ones.
+    scopes: frozenset[str] = frozenset()
 
 
 class MountTable(Protocol):

@@ -607,12 +607,15 @@ class Server:
 
         return register(fn) if fn is not None else register
 
-    def method(self, name: str) -> Callable[[F], F]:
+    def method(self, name: str, *, scopes: Iterable[str] | str | None = None) -> Callable[[F], F]:
         """Register a handler for a custom request or a custom ``notifications/*`` method.
 
         The handler gets the ``params`` object (a dict) as its first argument, and a ``Context``
         if it asks for one; a request handler returns a dict (None means ``{}``). A notification
-        is not a request, so its handler cannot take a ``Context``.
+        is not a request, so its handler cannot take a ``Context``. ``scopes``: what the
+        sender's access token must grant (beyond ``Auth.required_scopes``), as for a tool: a
+        request without them is refused (HTTP 403, or -32600 "Forbidden"), a notification
+        without them is refused over HTTP (403) and dropped elsewhere, its handler never run.
         """
         from ..protocol._methods import BUILTIN_METHODS
 
@@ -624,6 +627,7 @@ class Server:
             )
         if name in BUILTIN_METHODS or name in self.custom_methods:
             raise ValueError(f"method {name!r} is already defined")
+        needed = check_scopes(scopes, "server.method(scopes=...)")
 
         def register(func: F) -> F:
             ctx_param = _context_param(func)
@@ -632,7 +636,9 @@ class Server:
                     f"{func.__name__} handles the notification {name!r}, which has no request "
                     f"to give a Context for; remove the {ctx_param!r} parameter"
                 )
-            self.custom_methods[name] = CustomMethod(func, is_async_callable(func), ctx_param)
+            self.custom_methods[name] = CustomMethod(
+                func, is_async_callable(func), ctx_param, scopes=needed
+            )
             return func
 
         return register

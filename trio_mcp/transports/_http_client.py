@@ -8,6 +8,11 @@ knows methods only where HTTP forces it to: the session id and protocol version 
 server forgets the session, and (modern era) the headers that repeat a request's method, name
 and the tool arguments its ``tools/list`` entry marks with ``x-mcp-header``.
 
+A request the server sends on one of our request's streams (an elicitation, a sampling or a
+roots request nested in a tool call) belongs to that request: when we cancel it, the nested
+requests still unanswered are cancelled here too, as if the server had said so. The server's
+own notice may come later than the end of the stream we close, or never.
+
 Errors are turned into answers, never into hangs: an HTTP error or a lost connection on a
 request POST becomes a JSON-RPC error response for that request id (the caller gets
 ``ProtocolError``); only a failed ``initialize``, or a session that cannot be re-established,
@@ -106,6 +111,8 @@ class _Post:
     answered: bool = False
     cancelled: bool = False
     retried: bool = False
+    #: The server's requests that came on this request's stream and are not answered yet.
+    nested: set[RequestId] = attrs.field(factory=set)
     #: Covers the request's whole exchange: its cancel ends it (for a modern request, closing
     #: the stream is the cancel itself).
     reading: trio.CancelScope = attrs.field(factory=trio.CancelScope)
@@ -189,6 +196,8 @@ class StreamableHttpTransport(BaseTransport):
         self.initialize_status: int | None = None
         self._init_params: JSONObject | None = None
         self._posts: dict[RequestId, _Post] = {}
+        #: The server's unanswered requests that came on one of ours' stream -> that request.
+        self._nested: dict[RequestId, _Post] = {}
         # Parsed is a forward-referenced alias, so the channel's type is given by annotation.
         self._in_send: trio.MemorySendChannel[Parsed | Batch | BaseException]
         self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | BaseException]
@@ -245,6 +254,9 @@ class StreamableHttpTransport(BaseTransport):
                 if request is not None:
                     request.cancelled = True
                     post.cancels = request
+                    self._cancel_nested(request)
+        elif isinstance(message, Response | ErrorResponse):
+            self._forget_nested(message.id)
         self._start(self._run_post, post)
         await trio.lowlevel.checkpoint()
 
@@ -264,14 +276,44 @@ class StreamableHttpTransport(BaseTransport):
         """End the connection: the engine's next receive() raises ``why``."""
         self._put(why)
 
-    def _deliver(self, data: bytes | str) -> None:
-        """Hand one message (or batch) from the server to the engine, noting responses."""
+    def _deliver(self, data: bytes | str, on: _Post | None = None) -> None:
+        """Hand one message (or batch) from the server to the engine, noting responses, and
+        the requests that came on the stream of ``on`` (one of ours)."""
         parsed = parse(data)
         items = parsed.items if isinstance(parsed, Batch) else (parsed,)
+        nested: list[RequestId] = []
         for item in items:
             if isinstance(item, Response | ErrorResponse) and item.id is not None:
                 self._on_response(item)
+            elif on is not None and isinstance(item, Request):
+                nested.append(item.id)
+            elif isinstance(item, Notification) and item.method == "notifications/cancelled":
+                self._forget_nested((item.params or {}).get("requestId"))
         self._put(parsed)
+        if on is not None:
+            for rid in nested:
+                on.nested.add(rid)
+                self._nested[rid] = on
+            if on.cancelled:  # it came after our cancel: it is over before it starts
+                self._cancel_nested(on)
+
+    def _forget_nested(self, rid: object) -> None:
+        """A nested request of the server's is over (answered, or cancelled by the server)."""
+        parent = self._nested.pop(rid, None) if is_valid_id(rid) else None
+        if parent is not None:
+            parent.nested.discard(rid)
+
+    def _cancel_nested(self, parent: _Post) -> None:
+        """The server's requests nested in ``parent``, which we cancel, end with it: their
+        handlers are cancelled as by the server's own ``notifications/cancelled``."""
+        for rid in sorted(parent.nested, key=str):
+            self._nested.pop(rid, None)
+            params: JSONObject = {
+                "requestId": rid,
+                "reason": "the request it was part of was cancelled",
+            }
+            self._put(Notification("notifications/cancelled", params))
+        parent.nested.clear()
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         if message.id == self._init_id and self._init_id is not None:
@@ -363,6 +405,9 @@ class StreamableHttpTransport(BaseTransport):
             post.sent.set()
             if post.request_id is not None and self._posts.get(post.request_id) is post:
                 del self._posts[post.request_id]
+            for rid in post.nested:  # its exchange is over: no cancel of ours can follow
+                self._nested.pop(rid, None)
+            post.nested.clear()
             if post.cancels is not None:
                 # The cancel went out: the cancelled request's stream is of no more use.
                 post.cancels.reading.cancel()
@@ -480,8 +525,10 @@ class StreamableHttpTransport(BaseTransport):
         response: httpx.Response,
         state: _StreamState,
         stop: Callable[[], bool] = lambda: False,
+        on: _Post | None = None,
     ) -> None:
-        """Deliver a stream's events until it ends or breaks (a break is not an error here)."""
+        """Deliver a stream's events until it ends or breaks (a break is not an error here);
+        ``on``: the request whose stream it is."""
         parser = SSEParser(last_event_id=state.last_event_id, max_event_bytes=MAX_MESSAGE_BYTES)
         linger: trio.CancelScope | None = None
         try:
@@ -491,7 +538,7 @@ class StreamableHttpTransport(BaseTransport):
                         state.last_event_id = parser.last_event_id
                         if event.data and event.event == "message":
                             state.delivered += 1
-                            self._deliver(event.data)
+                            self._deliver(event.data, on)
                     if parser.retry is not None:
                         state.retry = min(parser.retry / 1000, MAX_RETRY_DELAY)
                     if stop() and linger.deadline == math.inf:
@@ -506,7 +553,7 @@ class StreamableHttpTransport(BaseTransport):
         """Read a request's SSE response; if it breaks before the answer, resume it."""
         state = _StreamState()
         done: Callable[[], bool] = lambda: post.answered  # noqa: E731
-        await self._pump(response, state, done)
+        await self._pump(response, state, done, post)
         failures = 0
         while not post.answered and not post.cancelled and not self._closed:
             if not state.last_event_id:
@@ -546,7 +593,7 @@ class StreamableHttpTransport(BaseTransport):
                         return
                     if status == 200 and _media_type(resumed) == "text/event-stream":
                         before = state.delivered
-                        await self._pump(resumed, state, done)
+                        await self._pump(resumed, state, done, post)
                         if state.delivered > before:
                             failures = 0
                     elif status < 500 and status not in (408, 409, 429):
