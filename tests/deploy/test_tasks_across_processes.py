@@ -200,11 +200,11 @@ async def test_a_task_whose_process_died_ends_failed(tmp_path: Path) -> None:
             dead = running.by_pid()[runner]
             dead.kill()
             await dead.wait()
-            # Its liveness key lapses within three heartbeats (15 s by default); then a
-            # tasks/get anywhere settles the task failed.
+            # Its liveness key lapses within three heartbeats (15 s by default); once the
+            # survivor has seen it missing for the grace (10 s), a tasks/get settles it failed.
             url = survivor.base + "/mcp"
             assert (await get(client, url, task_id))["status"] == "input_required"
-            with trio.fail_after(15 + GUARD):
+            with trio.fail_after(25 + GUARD):
                 while (task := await get(client, url, task_id))["status"] != "failed":  # noqa: ASYNC110
                     await trio.sleep(0.5)
             assert task["error"]["message"] == "The worker running the task was lost"

@@ -5,7 +5,8 @@ coredis is imported only when a store starts: a server without Redis never loads
 Each task is one hash, ``<prefix>task:<task id>``: ``s`` its status (plain, so a script can
 tell a terminal one without decoding JSON), ``r`` the record (JSON written by Python: Redis's
 own JSON would round numbers in a tool's result), ``v`` a version bumped by every write, and
-``w`` the worker that runs it. Writes are Lua scripts, one round trip each:
+``w`` the worker that runs it. Writes are Lua scripts, one round trip each, every key they
+touch named in ``KEYS``:
 
 - ``create`` stores the hash only if there is none (``HSETNX``-like), and returns once Redis
   has it: a ``tasks/get`` on any worker finds it from then on;
@@ -16,11 +17,28 @@ own JSON would round numbers in a tool's result), ``v`` a version bumped by ever
 A record with no terminal status never expires (a task may run, or wait for input, for as
 long as it likes); once terminal it expires ``ttlMs`` after it settled.
 
-A worker's liveness is a key, ``<prefix>task-worker:<worker id>``, refreshed by
-:meth:`RedisTaskStore.run` every ``heartbeat`` seconds and lapsing after three (as the event
-store's session liveness keys). A ``get`` that finds a running task whose worker's key has
-lapsed marks it ``failed`` ("the worker running the task was lost"), so clients polling
-``tasks/get`` see an end rather than ``working`` forever.
+**Per-principal quota** (:meth:`RedisTaskStore.create_capped`): each principal's running
+tasks are a sorted set, ``<prefix>task-quota:<sha256 of the identity>``, of task ids scored
+by when their lease ends (Redis's clock). One script drops the lapsed leases, counts, and
+stores the record and its lease only under the cap, so workers racing cannot overshoot it. A
+task's lease goes when any worker settles it; the worker running it renews it at every
+heartbeat, so the leases of a worker that died lapse with its liveness.
+
+**Liveness.** A worker's liveness is a key, ``<prefix>task-worker:<worker id>``, renewed by
+:meth:`RedisTaskStore.run` every ``heartbeat`` seconds and lapsing after three. A key can
+vanish with Redis itself (a restart, with or without its data), so a missing key is not yet
+a lost worker: an *observer* (the store answering a ``tasks/get``) declares a task's worker
+lost only after it has seen that worker's key missing, at each of its own heartbeats, for a
+whole ``grace`` while its own view of Redis was continuous: no command of its own failed,
+and its own liveness key was still there at each heartbeat (gone means Redis lost its data,
+or this observer was away for longer than the lapse). Any break starts its clock again. Then
+the ``tasks/get`` settles the task ``failed`` ("the worker running the task was lost"), so
+clients polling see an end rather than ``working`` forever.
+
+A worker re-asserts itself as soon as it reaches Redis again (its heartbeat retries quickly
+while Redis is away): its liveness key, its tasks' leases, and the records of its running
+tasks if Redis lost them (it keeps the last record it saw of each); reading or settling one
+of its own tasks whose record vanished writes it again too.
 
 Faults: Redis unreachable at start fails the start with :class:`TaskStoreUnavailable` naming
 the URL (never its password); lost later, every call raises it (a ``ProtocolError``, -32603
@@ -31,10 +49,11 @@ goes on.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -53,15 +72,61 @@ logger = logging.getLogger("trio_mcp.server")
 
 _TERMINAL_LUA = "{" + ", ".join(f"[{status!r}] = true" for status in sorted(TERMINAL)) + "}"
 
-# KEYS[1] the task; ARGV: record, status, worker. 1 if stored, 0 if the task exists already.
-_CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
-return 1
+#: Redis's clock, in milliseconds, in a script.
+_NOW_LUA = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 """
 
-# KEYS[1] the task; ARGV: record, status, ttl (ms, 0: none), expected version ('' : any).
-# Returns {stored status, stored record, 1 if written}; nil if there is no task.
+# KEYS[1] the task, KEYS[2] this worker's liveness, KEYS[3] (if any) its owner's quota.
+# ARGV: record, status, worker, lapse (ms), cap ('' : none), task id.
+# 1 if stored, 0 if the task exists already, -1 if its owner has cap tasks running already.
+_CREATE = (
+    """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if KEYS[3] then
+"""
+    + _NOW_LUA
+    + """
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if ARGV[5] ~= '' and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return -1 end
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[6])
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[4])
+return 1
+"""
+)
+
+# KEYS[1] the task, KEYS[2] (if any) its owner's quota. ARGV: record, status, worker, lapse
+# (ms), task id. A running task of this worker, written again if Redis lost it, and its lease
+# renewed unless it settled meanwhile. 1 if the record was written again, else 0.
+_RESTORE = (
+    "local terminal = "
+    + _TERMINAL_LUA
+    + """
+local status = redis.call('HGET', KEYS[1], 's')
+if status and terminal[status] then return 0 end
+local made = 0
+if not status then
+  redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
+  made = 1
+end
+if KEYS[2] then
+"""
+    + _NOW_LUA
+    + """
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return made
+"""
+)
+
+# KEYS[1] the task, KEYS[2] (if any) its owner's quota; ARGV: record, status, ttl (ms, 0:
+# none), expected version ('' : any), task id. Returns {stored status, stored record, 1 if
+# written}; nil if there is no task. A terminal state gives back the task's lease.
 _WRITE = (
     "local terminal = "
     + _TERMINAL_LUA
@@ -72,29 +137,65 @@ if terminal[current[1]] then return {current[1], current[2], 0} end
 if ARGV[4] ~= '' and current[3] ~= ARGV[4] then return {current[1], current[2], 0} end
 redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'v', 1)
-if terminal[ARGV[2]] and tonumber(ARGV[3]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if terminal[ARGV[2]] then
+  if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+  if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[5]) end
 end
 return {ARGV[2], ARGV[1], 1}
 """
 )
 
-# KEYS[1] the task; ARGV[1] the liveness keys' prefix. {record, 1 if its running task's worker
-# is gone}; nil if there is no task. One round trip for a poll's tasks/get.
+# KEYS[1] the task; ARGV[1] the liveness keys' prefix. {record, its worker ('' when settled),
+# 1 if that worker's liveness key is missing}; nil if there is no task. One round trip for a
+# poll's tasks/get.
 _GET = (
     "local terminal = "
     + _TERMINAL_LUA
     + """
 local current = redis.call('HMGET', KEYS[1], 's', 'r', 'w')
 if not current[2] then return nil end
-if terminal[current[1]] or not current[3] or current[3] == '' then return {current[2], 0} end
-if redis.call('EXISTS', ARGV[1] .. current[3]) == 1 then return {current[2], 0} end
-return {current[2], 1}
+if terminal[current[1]] or not current[3] or current[3] == '' then return {current[2], '', 0} end
+if redis.call('EXISTS', ARGV[1] .. current[3]) == 1 then return {current[2], current[3], 0} end
+return {current[2], current[3], 1}
+"""
+)
+
+# KEYS[1] this worker's liveness, KEYS[2 .. ARGV[2]+1] the liveness of the workers it
+# watches, the rest its tasks' owners' quotas. ARGV: lapse (ms), how many watched, then for
+# each quota: how many of its tasks, and their ids. Renews this worker's key and its tasks'
+# leases (only those not given back); returns {1 if its key was still there, then 1 for each
+# watched worker whose key is there}.
+_BEAT = (
+    """
+local lapse = tonumber(ARGV[1])
+local watched = tonumber(ARGV[2])
+local out = {redis.call('EXISTS', KEYS[1])}
+redis.call('SET', KEYS[1], '1', 'PX', lapse)
+for i = 2, watched + 1 do out[i] = redis.call('EXISTS', KEYS[i]) end
+if #KEYS > watched + 1 then
+"""
+    + _NOW_LUA
+    + """
+  local at = 3
+  for i = watched + 2, #KEYS do
+    local count = tonumber(ARGV[at])
+    at = at + 1
+    for _ = 1, count do
+      redis.call('ZADD', KEYS[i], 'XX', now + lapse, ARGV[at])
+      at = at + 1
+    end
+    redis.call('PEXPIRE', KEYS[i], lapse)
+  end
+end
+return out
 """
 )
 
 #: The error of a task whose worker was lost while running it.
 WORKER_LOST = "The worker running the task was lost"
+#: How soon a worker tries Redis again after its heartbeat failed (seconds; at most its
+#: heartbeat), so it re-asserts itself soon after Redis is back.
+RETRY = 0.25
 
 
 def encode_record(record: TaskRecord) -> bytes:
@@ -114,12 +215,26 @@ def decode_record(data: bytes | str) -> TaskRecord:
     return TaskRecord(TaskState(**value["state"]), value["owner"], value["answers"], value["data"])
 
 
+@attrs.define
+class _Watch:
+    """A worker whose liveness key this store saw missing."""
+
+    #: Since when (Trio's clock) it has been seen missing.
+    since: float
+    #: When a ``tasks/get`` last asked about it (a watch nobody asks about is dropped).
+    asked: float
+
+
 class RedisTaskStore:
-    """A :class:`~trio_mcp.server.TaskStore` on Redis, shared by every worker that names the
+    """A :class:`~trio_mcp.tasks.TaskStore` on Redis, shared by every worker that names the
     same Redis and ``prefix``: ``Server(task_store=RedisTaskStore("redis://host:6379/0"))``.
 
     The server starts it (and keeps this worker's liveness key) while it hosts tasks; see the
-    module docstring for the layout, the liveness of workers, and faults.
+    module docstring for the layout, the quota, the liveness of workers, and faults.
+    ``heartbeat``: how often a worker renews its liveness (its key lapses after three);
+    ``grace``: how long an observer must see a worker's key missing before that worker's tasks
+    are failed (twice the heartbeat by default; more than one heartbeat, so a worker that
+    re-asserts itself after Redis came back empty is never taken for lost).
     """
 
     def __init__(
@@ -128,6 +243,7 @@ class RedisTaskStore:
         *,
         prefix: str = "trio_mcp:",
         heartbeat: float = 5.0,
+        grace: float | None = None,
         timeout: float = 5.0,
     ) -> None:
         if not url.startswith(("redis://", "rediss://", "unix://")):
@@ -136,15 +252,30 @@ class RedisTaskStore:
             )
         if heartbeat <= 0:
             raise ValueError("heartbeat must be positive")
+        grace = 2 * heartbeat if grace is None else grace
+        if grace <= heartbeat:
+            raise ValueError("grace must be longer than the heartbeat")
         self.url = url
         self.prefix = prefix
         self.heartbeat = heartbeat
+        self.grace = grace
         self.timeout = timeout
         #: This worker, as the records of the tasks it runs name it.
         self.worker = secrets.token_hex(8)
         self._link = RedisLink(
             url, what="the task store", unavailable=TaskStoreUnavailable, timeout=timeout
         )
+        #: The tasks this worker runs, as last seen, until seen settled; and which of them
+        #: hold a lease of their owner's quota.
+        self._mine: dict[str, TaskRecord] = {}
+        self._leased: set[str] = set()
+        #: Workers seen missing, by id.
+        self._watch: dict[str, _Watch] = {}
+        #: Since when (Trio's clock) this store's view of Redis has been continuous; None
+        #: while it is broken (a command failed) and until the heartbeat finds Redis again.
+        self._view_since: float | None = None
+        #: Whether :meth:`run` keeps the heartbeat (only then does this store judge others).
+        self._beating = False
 
     @property
     def where(self) -> str:
@@ -162,31 +293,46 @@ class RedisTaskStore:
             await client.set(self._live(self.worker), b"1", px=self._lapse_ms())
 
         await self._link.start(alive)
+        self._view_since = trio.current_time()
 
     async def run(self) -> None:
-        """Keep this worker's liveness key, until cancelled (a lost Redis is logged, and the
-        loop goes on)."""
+        """Keep this worker's liveness (and its tasks' leases), watch the workers seen
+        missing, and re-assert this worker once Redis is back, until cancelled (a lost Redis is
+        logged, and the loop goes on, trying again every :data:`RETRY` seconds)."""
+        self._beating = True
         failing = False
-        while True:
-            await trio.sleep(self.heartbeat)
-            try:
-                async with self._errors():
-                    await self._redis().set(self._live(self.worker), b"1", px=self._lapse_ms())
-            except Exception as exc:
-                if not failing:
-                    logger.error(
-                        "task store: cannot keep this worker alive: %s",
-                        exc,
-                        exc_info=not isinstance(exc, TaskStoreUnavailable),
-                    )
-                failing = True
-                continue
-            if failing:
-                logger.warning("task store: Redis answers again")
-                failing = False
+        try:
+            while True:
+                broken = self._view_since is None
+                await trio.sleep(min(self.heartbeat, RETRY) if broken else self.heartbeat)
+                try:
+                    kept = await self._beat()
+                    if broken or not kept:
+                        # Back after a break, or Redis lost what it had (this worker's own key
+                        # with it): the view starts again now, and this worker re-asserts its
+                        # running tasks.
+                        self._view_since = trio.current_time()
+                        await self._restore()
+                except Exception as exc:
+                    self._view_since = None
+                    if not failing:
+                        logger.error(
+                            "task store: cannot keep this worker alive: %s",
+                            exc,
+                            exc_info=not isinstance(exc, TaskStoreUnavailable),
+                        )
+                    failing = True
+                    continue
+                if failing:
+                    logger.warning("task store: Redis answers again")
+                    failing = False
+        finally:
+            self._beating = False
 
     async def aclose(self) -> None:
         """Drop this worker's liveness key and close the connections."""
+        self._mine.clear()
+        self._leased.clear()
         if not self._link.started:
             return
         with contextlib.suppress(Exception), trio.move_on_after(self.timeout):
@@ -196,21 +342,24 @@ class RedisTaskStore:
     # -- the store -------------------------------------------------------------------------------
 
     async def create(self, record: TaskRecord) -> None:
-        args: list[Any] = [encode_record(record), record.state.status, self.worker]
-        async with self._errors():
-            stored = await self._redis().eval(_CREATE, keys=[self._key(record.task_id)], args=args)
-        if stored != 1:
-            raise ValueError(f"a task {record.task_id!r} exists already")
+        await self._create(record, None)
+
+    async def create_capped(self, record: TaskRecord, cap: int) -> bool:
+        """Store the record unless its owner has ``cap`` tasks running (or waiting for input)
+        on any worker sharing this Redis; whether it was stored (one script: racing workers
+        cannot overshoot)."""
+        return await self._create(record, cap)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         async with self._errors():
             reply = await self._redis().eval(_GET, keys=[self._key(task_id)], args=[self._live("")])
         if reply is None:
-            return None
+            return await self._lost_record(task_id, None)
         assert isinstance(reply, list)
         record = decode_record(reply[0])
-        if reply[1] != 1:
-            return record
+        worker = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+        if not self._judge(worker, missing=reply[2] == 1):
+            return self._seen(record)
         failed = attrs.evolve(
             record.state,
             status=FAILED,
@@ -219,14 +368,17 @@ class RedisTaskStore:
             status_message=WORKER_LOST,
             last_updated_at=time.time(),
         )
+        logger.warning("task %s: its worker %s was lost; the task failed", task_id, worker)
         after, _ = await self._write(attrs.evolve(record, state=failed), None)
         return after
 
     async def transition(self, task_id: str, state: TaskState) -> TaskRecord | None:
         record = await self._read(task_id)
         if record is None:
-            return None
+            return await self._lost_record(task_id, state)
         after, _ = await self._write(attrs.evolve(record, state=state), None)
+        if after is None:
+            return await self._lost_record(task_id, state)
         return after
 
     async def answer(self, task_id: str, responses: Mapping[str, Any]) -> TaskRecord | None:
@@ -238,42 +390,176 @@ class RedisTaskStore:
             record = decode_record(data)
             merged = answered(record, responses)
             if merged is None:
-                return record
+                return self._seen(record)
             after, written = await self._write(merged, version)
             if written or after is None:
                 return after
             # Somebody wrote in between: read again and merge into what they wrote.
+
+    # -- this worker's tasks ---------------------------------------------------------------------
+
+    async def _create(self, record: TaskRecord, cap: int | None) -> bool:
+        keys = [self._key(record.task_id), self._live(self.worker)]
+        if cap is not None:
+            keys.append(self._quota(record.owner))
+        args: list[Any] = [
+            encode_record(record),
+            record.state.status,
+            self.worker,
+            self._lapse_ms(),
+            cap if cap is not None else "",
+            record.task_id,
+        ]
+        async with self._errors():
+            stored = await self._redis().eval(_CREATE, keys=keys, args=args)
+        if stored == -1:
+            return False
+        if stored != 1:
+            raise ValueError(f"a task {record.task_id!r} exists already")
+        self._mine[record.task_id] = record
+        if cap is not None:
+            self._leased.add(record.task_id)
+        return True
+
+    def _seen(self, record: TaskRecord) -> TaskRecord:
+        """Keep the latest record of a task of this worker (forgotten once settled)."""
+        if record.task_id in self._mine:
+            if record.state.terminal:
+                del self._mine[record.task_id]
+                self._leased.discard(record.task_id)
+            else:
+                self._mine[record.task_id] = record
+        return record
+
+    async def _lost_record(self, task_id: str, state: TaskState | None) -> TaskRecord | None:
+        """A task with no record: if this worker runs it, Redis lost it (a restart without
+        its data), and it is written again (with ``state`` if given); else there is none."""
+        mine = self._mine.get(task_id)
+        if mine is None:
+            return None
+        await self._restore_one(mine)
+        if state is None:
+            return mine
+        after, _ = await self._write(attrs.evolve(mine, state=state), None)
+        return after
+
+    async def _restore(self) -> None:
+        """Re-assert this worker's running tasks: their records if Redis lost them, their
+        leases either way."""
+        restored = 0
+        for record in list(self._mine.values()):
+            restored += await self._restore_one(record)
+        if restored:
+            logger.warning("task store: wrote again %d running tasks Redis had lost", restored)
+
+    async def _restore_one(self, record: TaskRecord) -> int:
+        keys = [self._key(record.task_id)]
+        if record.task_id in self._leased:
+            keys.append(self._quota(record.owner))
+        args: list[Any] = [
+            encode_record(record),
+            record.state.status,
+            self.worker,
+            self._lapse_ms(),
+            record.task_id,
+        ]
+        async with self._errors():
+            made = await self._redis().eval(_RESTORE, keys=keys, args=args)
+        return int(made) if isinstance(made, int) else 0
+
+    # -- liveness --------------------------------------------------------------------------------
+
+    async def _beat(self) -> bool:
+        """One heartbeat: renew this worker and its leases, look at the workers watched;
+        whether this worker's own key was still there."""
+        now = trio.current_time()
+        for worker, watch in list(self._watch.items()):
+            if now - watch.asked > 2 * self.grace:
+                del self._watch[worker]  # nobody asks about it any more
+        watched = list(self._watch)
+        leases: dict[str, list[str]] = {}
+        for task_id in self._leased:
+            mine = self._mine.get(task_id)
+            if mine is not None:
+                leases.setdefault(mine.owner, []).append(task_id)
+        keys = [self._live(self.worker), *(self._live(w) for w in watched)]
+        args: list[Any] = [self._lapse_ms(), len(watched)]
+        for owner, task_ids in leases.items():
+            keys.append(self._quota(owner))
+            args += [len(task_ids), *task_ids]
+        async with self._errors():
+            reply = await self._redis().eval(_BEAT, keys=keys, args=args)
+        assert isinstance(reply, list)
+        for worker, there in zip(watched, reply[1:], strict=True):
+            if there == 1:
+                self._watch.pop(worker, None)
+        return bool(reply[0] == 1)
+
+    def _judge(self, worker: str, *, missing: bool) -> bool:
+        """Whether the running task of ``worker`` (whose liveness key a read just found
+        ``missing`` or not) is lost: only once this store, beating with a continuous view of
+        Redis, has seen the key missing for a whole grace."""
+        if not worker or worker == self.worker:
+            return False
+        if not missing:
+            self._watch.pop(worker, None)
+            return False
+        now = trio.current_time()
+        view = self._view_since
+        watch = self._watch.get(worker)
+        if watch is None:
+            self._watch[worker] = _Watch(since=now, asked=now)
+            return False
+        watch.asked = now
+        if not self._beating or view is None:
+            return False
+        return now - max(watch.since, view) >= self.grace
 
     # -- helpers ---------------------------------------------------------------------------------
 
     async def _read(self, task_id: str) -> TaskRecord | None:
         async with self._errors():
             data = await self._redis().hget(self._key(task_id), "r")
-        return decode_record(data) if data is not None else None
+        return self._seen(decode_record(data)) if data is not None else None
 
     async def _write(
         self, record: TaskRecord, version: bytes | None
     ) -> tuple[TaskRecord | None, bool]:
         ttl = record.state.ttl_ms if record.state.ttl_ms is not None else 0
+        keys = [self._key(record.task_id)]
+        if record.owner:
+            keys.append(self._quota(record.owner))
         args: list[Any] = [
             encode_record(record),
             record.state.status,
             ttl,
             version if version is not None else b"",
+            record.task_id,
         ]
         async with self._errors():
-            reply = await self._redis().eval(_WRITE, keys=[self._key(record.task_id)], args=args)
+            reply = await self._redis().eval(_WRITE, keys=keys, args=args)
         if reply is None:
             return None, False
         assert isinstance(reply, list)
-        return decode_record(reply[1]), reply[2] == 1
+        return self._seen(decode_record(reply[1])), reply[2] == 1
 
     def _redis(self) -> coredis.Redis[bytes]:
-        return self._link.client
+        try:
+            return self._link.client
+        except TaskStoreUnavailable:
+            self._view_since = None
+            raise
 
-    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Any failure to talk to Redis, as :class:`TaskStoreUnavailable`, bounded in time."""
-        return self._link.errors()
+    @contextlib.asynccontextmanager
+    async def _errors(self) -> AsyncIterator[None]:
+        """Any failure to talk to Redis, as :class:`TaskStoreUnavailable`, bounded in time;
+        it breaks this store's continuous view of Redis (see :meth:`_judge`)."""
+        try:
+            async with self._link.errors():
+                yield
+        except TaskStoreUnavailable:
+            self._view_since = None
+            raise
 
     def _lapse_ms(self) -> int:
         return max(1, int(3 * self.heartbeat * 1000))
@@ -283,3 +569,7 @@ class RedisTaskStore:
 
     def _live(self, worker: str) -> str:
         return f"{self.prefix}task-worker:{worker}"
+
+    def _quota(self, owner: str) -> str:
+        digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{self.prefix}task-quota:{digest}"

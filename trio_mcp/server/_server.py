@@ -139,6 +139,8 @@ class Server:
         task_store: TaskStore | None = None,
         task_ttl_ms: int | None = _TASKS_DEFAULT,
         max_tasks: int = _TASKS_DEFAULT,
+        max_tasks_per_principal: int | None = _TASKS_DEFAULT,
+        task_input_timeout: float | None = _TASKS_DEFAULT,
         extensions: Iterable[Extension] = (),
         middleware: Iterable[Middleware] = (),
         lifespan: LifespanFunction | None = None,
@@ -208,12 +210,20 @@ class Server:
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
         #: The extensions (``docs/design.md``): ``extensions=[...]`` and :meth:`use`. The tasks
         #: extension (SEP-2663) is always there: ``task_store`` (in memory by default),
-        #: ``task_ttl_ms`` (how long a settled task is kept) and ``max_tasks`` (how many run or
-        #: wait for input at once here) configure it, unless ``extensions`` gives one already.
+        #: ``task_ttl_ms`` (how long a settled task is kept), ``max_tasks`` (how many run or
+        #: wait for input at once here), ``max_tasks_per_principal`` (how many of one
+        #: principal's) and ``task_input_timeout`` (how long a task waits for its answers, in
+        #: seconds) configure it, unless ``extensions`` gives one already.
         self.extensions = Extensions()
         for extension in extensions:
             self.use(extension)
-        self._use_tasks(task_store, task_ttl_ms, max_tasks)
+        self._use_tasks(
+            task_store,
+            ttl_ms=task_ttl_ms,
+            max_running=max_tasks,
+            max_per_principal=max_tasks_per_principal,
+            input_timeout=task_input_timeout,
+        )
         #: Around every request, first outermost: ``Server(middleware=[...])`` and
         #: ``@server.middleware`` (see ``docs/middleware.md``).
         self.middleware_chain: tuple[Middleware, ...] = tuple(middleware)
@@ -390,25 +400,21 @@ class Server:
         """Add an extension: its capability, methods, hooks and service (``Extension``)."""
         self.extensions.add(extension, self)
 
-    def _use_tasks(self, store: TaskStore | None, ttl_ms: int | None, max_running: int) -> None:
+    def _use_tasks(self, store: TaskStore | None, **settings: Any) -> None:
         """The tasks extension (SEP-2663), which every server has unless given its own: so
         ``Server(task_store=..., task_ttl_ms=..., max_tasks=...)``, ``server.tool(task=...)``
         and ``server.tasks`` keep their spelling. Only its given options are passed on."""
         from ..tasks import TasksExtension
 
         given = self.extensions.get(TasksExtension.name)
-        configured = (store, ttl_ms, max_running) != (None, _TASKS_DEFAULT, _TASKS_DEFAULT)
-        if given is not None and configured:
+        options = {k: v for k, v in settings.items() if v is not _TASKS_DEFAULT}
+        if given is not None and (store is not None or options):
             raise ValueError(
-                "task_store, task_ttl_ms and max_tasks configure the default tasks extension: "
-                "give them to the TasksExtension in extensions=[...] instead"
+                "task_store, task_ttl_ms, max_tasks, max_tasks_per_principal and "
+                "task_input_timeout configure the default tasks extension: give them to the "
+                "TasksExtension in extensions=[...] instead"
             )
         if given is None:
-            options: dict[str, Any] = {}
-            if ttl_ms is not _TASKS_DEFAULT:
-                options["ttl_ms"] = ttl_ms
-            if max_running is not _TASKS_DEFAULT:
-                options["max_running"] = max_running
             given = TasksExtension(store, **options)
             self.use(given)
         assert isinstance(given, TasksExtension)

@@ -16,6 +16,7 @@ from ._client import ClientTasks, ToolTask
 from ._extension import TasksExtension
 from ._manager import TaskManager
 from ._store import (
+    CountingTaskStore,
     HostedTaskStore,
     MemoryTaskStore,
     TaskRecord,
@@ -26,6 +27,7 @@ from ._store import (
 
 __all__ = [
     "ClientTasks",
+    "CountingTaskStore",
     "HostedTaskStore",
     "MemoryTaskStore",
     "TaskManager",

@@ -33,7 +33,13 @@ from ..server._connection import MethodHandler, ServerConnection, subject_of
 from ..server._extensions import Extension, ExtensionHost, ToolCall, ToolCallHook
 from ..server._input import ModernRequest, StartTask
 from ..server._registry import ToolEntry
-from ._manager import DEFAULT_MAX_RUNNING, DEFAULT_TASK_TTL_MS, TaskManager
+from ._manager import (
+    DEFAULT_INPUT_TIMEOUT,
+    DEFAULT_MAX_PER_PRINCIPAL,
+    DEFAULT_MAX_RUNNING,
+    DEFAULT_TASK_TTL_MS,
+    TaskManager,
+)
 from ._store import TaskStore
 
 #: A task's state changed on some worker (params: ``taskId``); the others read it again from
@@ -56,7 +62,8 @@ class TasksExtension(Extension):
     """Tasks for a server: a tool registered with ``task=True`` (or ``"required"``) called by a
     request declaring ``io.modelcontextprotocol/tasks`` becomes a task; ``tasks/get``,
     ``tasks/update`` and ``tasks/cancel`` answer about it. ``Server(task_store=...,
-    task_ttl_ms=..., max_tasks=...)`` installs one; :attr:`manager` is ``server.tasks``."""
+    task_ttl_ms=..., max_tasks=..., max_tasks_per_principal=..., task_input_timeout=...)``
+    installs one; :attr:`manager` is ``server.tasks``."""
 
     name = TASKS_EXTENSION
 
@@ -66,8 +73,16 @@ class TasksExtension(Extension):
         *,
         ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
         max_running: int = DEFAULT_MAX_RUNNING,
+        max_per_principal: int | None = DEFAULT_MAX_PER_PRINCIPAL,
+        input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
     ) -> None:
-        self.manager = TaskManager(store, ttl_ms=ttl_ms, max_running=max_running)
+        self.manager = TaskManager(
+            store,
+            ttl_ms=ttl_ms,
+            max_running=max_running,
+            max_per_principal=max_per_principal,
+            input_timeout=input_timeout,
+        )
         self._host: ExtensionHost | None = None
         self._routes: dict[str, MethodHandler] = {
             "tasks/get": self._get,

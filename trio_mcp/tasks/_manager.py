@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -29,7 +30,7 @@ import trio
 
 from .._exception_groups import single_error
 from ..protocol._errors import ProtocolError
-from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JSONObject
+from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RATE_LIMITED, JSONObject
 from ..protocol._tasks import (
     CANCELLED,
     COMPLETED,
@@ -39,7 +40,14 @@ from ..protocol._tasks import (
     TaskState,
 )
 from ..server._input import InputRequired
-from ._store import HostedTaskStore, MemoryTaskStore, TaskRecord, TaskStore, TaskStoreUnavailable
+from ._store import (
+    CountingTaskStore,
+    HostedTaskStore,
+    MemoryTaskStore,
+    TaskRecord,
+    TaskStore,
+    TaskStoreUnavailable,
+)
 
 logger = logging.getLogger("trio_mcp.server")
 
@@ -49,6 +57,12 @@ DEFAULT_TASK_TTL_MS = 300_000
 DEFAULT_POLL_INTERVAL_MS = 500
 #: How many tasks one process runs (or keeps parked) at once; the next is refused (-32603).
 DEFAULT_MAX_RUNNING = 1000
+#: How many tasks one principal may have running (or parked) at once, on every worker sharing
+#: the store; the next is refused with -32000 "Task quota reached". Well below
+#: :data:`DEFAULT_MAX_RUNNING`, so one principal cannot take every slot.
+DEFAULT_MAX_PER_PRINCIPAL = 100
+#: How long a task waits at ``input_required`` for its answers (seconds) before it fails.
+DEFAULT_INPUT_TIMEOUT = 600.0
 #: How long a task's final status write may take when the server stops under it (seconds).
 FINAL_WRITE_BOUND = 2.0
 #: How long a task's outcome waits for an unavailable store before it is written again: the
@@ -66,12 +80,35 @@ Attempt = Callable[[Mapping[str, Any], Mapping[str, Any]], Awaitable[JSONObject]
 class _Running:
     scope: trio.CancelScope
     answered: trio.Event = attrs.field(factory=trio.Event)
+    #: The principal whose task it is (its identity).
+    owner: str = ""
     #: Whether the work waits on ``answered`` (its task stored as ``input_required``).
     parked: bool = False
 
 
 def unknown_task(task_id: object) -> ProtocolError:
     return ProtocolError(INVALID_PARAMS, "Invalid params: unknown task", {"taskId": task_id})
+
+
+def quota_reached(cap: int) -> ProtocolError:
+    """The refusal of a task beyond its principal's cap: -32000, as a rate limit's (a limit
+    refused it; the same call succeeds later), with the cap in ``data``."""
+    return ProtocolError(
+        RATE_LIMITED,
+        f"Task quota reached: this principal already has {cap} tasks running or waiting for "
+        "input, the most it may have at once; wait for one to finish, or cancel one with "
+        "tasks/cancel, then try again",
+        {"maxTasksPerPrincipal": cap},
+    )
+
+
+def input_timed_out(timeout: float) -> dict[str, Any]:
+    """The error of a task whose questions were not answered in time."""
+    return {
+        "code": RATE_LIMITED,
+        "message": f"Input timed out: the task's questions were not answered within {timeout:g} s",
+        "data": {"inputTimeoutMs": round(timeout * 1000)},
+    }
 
 
 class TaskManager:
@@ -85,12 +122,25 @@ class TaskManager:
         ttl_ms: int | None = DEFAULT_TASK_TTL_MS,
         poll_interval_ms: int | None = DEFAULT_POLL_INTERVAL_MS,
         max_running: int = DEFAULT_MAX_RUNNING,
+        max_per_principal: int | None = DEFAULT_MAX_PER_PRINCIPAL,
+        input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
     ) -> None:
         if ttl_ms is not None and ttl_ms < 1:
             raise ValueError("a task's ttl_ms must be a positive integer or None")
         if max_running < 1:
             raise ValueError("max_running must be a positive integer")
+        if max_per_principal is not None and max_per_principal < 1:
+            raise ValueError("max_per_principal must be a positive integer or None")
+        if input_timeout is not None and not input_timeout > 0:
+            raise ValueError("input_timeout must be a positive number of seconds or None")
         self.max_running = max_running
+        #: How many tasks one principal may have running or waiting for input at once (counted
+        #: by the store across workers when it can, else in this process); None: no cap. The
+        #: anonymous principal (no authorization: every caller is it) is bounded by
+        #: ``max_running`` alone.
+        self.max_per_principal = max_per_principal
+        #: How long a task waits at ``input_required`` (seconds) before it fails; None: forever.
+        self.input_timeout = input_timeout
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -220,11 +270,25 @@ class TaskManager:
             poll_interval_ms=self.poll_interval_ms,
         )
         record = TaskRecord(state, owner, dict(answers or {}), dict(data or {}))
-        running = _Running(trio.CancelScope())
+        cap = self.max_per_principal if owner else None
+        counting = self.store if isinstance(self.store, CountingTaskStore) else None
+        if cap is not None and counting is None:
+            mine = sum(
+                1
+                for other in self._running.values()
+                if other.owner == owner and not other.scope.cancel_called
+            )
+            if mine >= cap:
+                raise quota_reached(cap)
+        running = _Running(trio.CancelScope(), owner=owner)
         # Registered before the store's checkpoint: a cancel racing the creation finds it.
         self._running[state.task_id] = running
         try:
-            await self.store.create(record)
+            if cap is not None and counting is not None:
+                if not await counting.create_capped(record, cap):
+                    raise quota_reached(cap)
+            else:
+                await self.store.create(record)
         except BaseException:
             del self._running[state.task_id]
             raise
@@ -255,6 +319,18 @@ class TaskManager:
             await trio.sleep(wait)
             wait = min(wait * 2, SETTLE_RETRY_MAX)
 
+    async def _read_surely(self, task_id: str) -> TaskRecord | None:
+        """The task's record, read again and again while the store is unavailable (backing
+        off), so a short outage (Redis restarting) costs a running task nothing."""
+        wait = SETTLE_RETRY_INITIAL
+        while True:
+            try:
+                return await self.store.get(task_id)
+            except TaskStoreUnavailable as exc:
+                logger.warning("task %s: cannot read it yet: %s", task_id, exc)
+            await trio.sleep(wait)
+            wait = min(wait * 2, SETTLE_RETRY_MAX)
+
     async def _run(self, task_id: str, attempt: Attempt, running: _Running) -> None:
         try:
             with running.scope:
@@ -263,9 +339,10 @@ class TaskManager:
                 with trio.CancelScope(shield=True):
                     await self._settle(task_id, CANCELLED, input_requests=None)
         except TaskStoreUnavailable as exc:
-            # The store was lost under the task (reading it, or parking it): the work is over,
-            # and the record says so once the store is back, rather than "working" forever
-            # (its worker lives on, so no liveness lapse would end it).
+            # The store was lost where the task could not wait for it (writing its cancellation,
+            # or that its questions expired): the work is over, and the record says so once the
+            # store is back, rather than "working" forever (its worker lives on, so no liveness
+            # lapse would end it). Reads and other writes wait for the store instead.
             logger.error("task %s: the task store was lost: %s", task_id, exc)
             await self._settle_surely(
                 task_id,
@@ -296,7 +373,7 @@ class TaskManager:
 
     async def _work(self, task_id: str, attempt: Attempt, running: _Running) -> None:
         while True:
-            record = await self.store.get(task_id)
+            record = await self._read_surely(task_id)
             if record is None or record.state.terminal:
                 return
             try:
@@ -305,14 +382,18 @@ class TaskManager:
                 only = single_error(exc)
                 if isinstance(only, InputRequired):
                     running.answered = trio.Event()
-                    await self._settle(task_id, INPUT_REQUIRED, input_requests=only.requests)
+                    await self._settle_surely(task_id, INPUT_REQUIRED, input_requests=only.requests)
                     running.parked = True
                     try:
                         # Read again once parked: an answer given on another worker while the
                         # status was being written was heard before there was anything to wake.
-                        now = await self.store.get(task_id)
+                        now = await self._read_surely(task_id)
                         if now is not None and now.state.status == INPUT_REQUIRED:
-                            await running.answered.wait()
+                            timeout = self.input_timeout
+                            with trio.move_on_after(timeout if timeout is not None else math.inf):
+                                await running.answered.wait()
+                            if not running.answered.is_set() and await self._input_expired(task_id):
+                                return
                     finally:
                         running.parked = False
                     continue
@@ -336,6 +417,25 @@ class TaskManager:
                 return
             await self._settle_surely(task_id, COMPLETED, input_requests=None, result=result)
             return
+
+    async def _input_expired(self, task_id: str) -> bool:
+        """The task's questions went unanswered for ``input_timeout``: it fails, saying so;
+        whether its work is over (False: an answer landed meanwhile, it runs again)."""
+        record = await self._read_surely(task_id)
+        if record is None or record.state.terminal:
+            return True
+        if record.state.status != INPUT_REQUIRED:
+            return False
+        assert self.input_timeout is not None
+        error = input_timed_out(self.input_timeout)
+        await self._settle(
+            task_id,
+            FAILED,
+            input_requests=None,
+            error=error,
+            status_message=error["message"],
+        )
+        return True
 
     # -- the tasks/* methods -------------------------------------------------------------------
 

@@ -64,6 +64,19 @@ class HostedTaskStore(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class CountingTaskStore(Protocol):
+    """A store that counts each principal's running tasks itself, so the per-principal cap
+    (``Server(max_tasks_per_principal=...)``) holds across every worker sharing the store: the
+    manager creates through :meth:`create_capped` instead of ``create``. A store without it is
+    counted by each manager for its own process."""
+
+    async def create_capped(self, record: TaskRecord, cap: int) -> bool:
+        """Store a new record unless its owner has ``cap`` tasks running (or waiting for
+        input) already, checked and stored in one step; whether it was stored."""
+        ...
+
+
 class TaskStore(Protocol):
     """Where task records live. Every method is atomic with respect to the others."""
 
@@ -118,6 +131,8 @@ class MemoryTaskStore:
         #: asks for them again (the store stays bounded by what is alive).
         self._deadlines: list[tuple[float, str]] = []
         self._clock = clock
+        #: The ids of each owner's tasks not yet settled (the per-principal cap counts them).
+        self._unsettled: dict[str, set[str]] = {}
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else trio.current_time()
@@ -136,6 +151,14 @@ class MemoryTaskStore:
 
     def _put(self, record: TaskRecord) -> None:
         self._records[record.task_id] = record
+        if record.state.terminal:
+            owned = self._unsettled.get(record.owner)
+            if owned is not None:
+                owned.discard(record.task_id)
+                if not owned:
+                    del self._unsettled[record.owner]
+        else:
+            self._unsettled.setdefault(record.owner, set()).add(record.task_id)
         ttl = record.state.ttl_ms
         if record.state.terminal and ttl is not None:
             deadline = self._now() + ttl / 1000
@@ -151,6 +174,20 @@ class MemoryTaskStore:
         if record.task_id in self._records:
             raise ValueError(f"a task {record.task_id!r} exists already")
         self._put(record)
+
+    async def create_capped(self, record: TaskRecord, cap: int) -> bool:
+        await trio.lowlevel.checkpoint()
+        self._sweep()
+        if record.task_id in self._records:
+            raise ValueError(f"a task {record.task_id!r} exists already")
+        if len(self._unsettled.get(record.owner, ())) >= cap:
+            return False
+        self._put(record)
+        return True
+
+    def unsettled(self, owner: str) -> int:
+        """How many of ``owner``'s tasks are running or waiting for input."""
+        return len(self._unsettled.get(owner, ()))
 
     async def get(self, task_id: str) -> TaskRecord | None:
         await trio.lowlevel.checkpoint()
