@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +95,21 @@ def test_every_limit_of_the_http_app_has_a_flag() -> None:
             if target not in NOT_SETTINGS:
                 assert target in targets, f"{target} has no flag (and no row in docs/deploy.md)"
     assert targets >= TOP
-    # And every flag names a real field (reading its default would raise otherwise).
+    # And every flag names a real field, whose default it states.
     for setting in HTTP_SETTINGS:
         group, _, field = setting.target.rpartition(".")
         assert field in attrs.fields_dict(GROUPS[group] if group else HttpOptions), setting.flag
+        assert setting.default == field_of(HttpOptions(), setting.target), setting.flag
+
+
+def test_the_help_loads_nothing_of_http() -> None:
+    code = (
+        "import sys\n"
+        "from trio_mcp._cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "assert 'hypercorn' not in sys.modules and 'trio_mcp.http' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def options_of(argv: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:

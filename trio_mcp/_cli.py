@@ -1041,6 +1041,9 @@ class HttpSetting:
     kind: Literal["count", "seconds", "path", "name", "list"]
     #: What it means, for ``--help`` and the table.
     meaning: str
+    #: ``HttpOptions()``'s value, which applies when neither flag nor variable is given (here,
+    #: so that ``--help`` loads nothing of HTTP; a test holds it to ``HttpOptions``).
+    default: Any
 
     @property
     def env(self) -> str:
@@ -1051,16 +1054,6 @@ class HttpSetting:
     def dest(self) -> str:
         return self.flag.removeprefix("--").replace("-", "_")
 
-    @property
-    def default(self) -> Any:
-        """``HttpOptions()``'s value, which applies when neither flag nor variable is given."""
-        from .http import HttpOptions
-
-        value: Any = HttpOptions()
-        for name in self.target.split("."):
-            value = getattr(value, name)
-        return value
-
 
 #: Every limit of the HTTP app, its timings, and who it lets in (the tables of docs/deploy.md).
 HTTP_SETTINGS = (
@@ -1069,66 +1062,77 @@ HTTP_SETTINGS = (
         "limits.max_sessions",
         "count",
         "sessions of the app at once, over every transport; beyond it, 503",
+        10_000,
     ),
     HttpSetting(
         "--max-sessions-per-client",
         "limits.max_sessions_per_client",
         "count",
         "sessions one client (its principal, else its address) may hold at once; beyond it, 429",
+        100,
     ),
     HttpSetting(
         "--session-idle-timeout",
         "limits.session_idle_timeout",
         "seconds",
         "a session with nothing in flight ends this long after its last use",
+        1800.0,
     ),
     HttpSetting(
         "--unused-session-timeout",
         "limits.unused_session_timeout",
         "seconds",
         "a session that never carried a request ends this long after it opened",
+        60.0,
     ),
     HttpSetting(
         "--max-body-bytes",
         "limits.max_body_bytes",
         "count",
         "the largest request body; a larger one gets 413",
+        4 * 1024 * 1024,
     ),
     HttpSetting(
         "--max-requests-per-session",
         "limits.max_requests_per_session",
         "count",
         "requests of one session running at once; one more gets 429",
+        256,
     ),
     HttpSetting(
         "--max-pending-events",
         "limits.max_pending_events",
         "count",
         "events waiting for one slow SSE reader before its connection is ended (it resumes)",
+        1024,
     ),
     HttpSetting(
         "--max-pending-bytes",
         "limits.max_pending_bytes",
         "count",
         "bytes waiting for one slow SSE reader before its connection is ended (it resumes)",
+        8 * 1024 * 1024,
     ),
     HttpSetting(
         "--max-backlog-events",
         "limits.max_backlog_events",
         "count",
         "events kept for a session's next GET stream while none is open",
+        256,
     ),
     HttpSetting(
         "--max-backlog-bytes",
         "limits.max_backlog_bytes",
         "count",
         "bytes kept for a session's next GET stream while none is open",
+        1024 * 1024,
     ),
     HttpSetting(
         "--max-buffered-bytes",
         "limits.max_buffered_bytes",
         "count",
         "all pending and backlog bytes together, over every session",
+        64 * 1024 * 1024,
     ),
     HttpSetting(
         "--allowed-host",
@@ -1136,18 +1140,21 @@ HTTP_SETTINGS = (
         "list",
         "Host headers accepted (host or host:port); unset: loopback names on loopback, any "
         "name otherwise",
+        None,
     ),
     HttpSetting(
         "--allowed-origin",
         "hosts.allowed_origins",
         "list",
         "Origin headers accepted (* for any); unset: loopback origins on loopback, any otherwise",
+        None,
     ),
     HttpSetting(
         "--cors-origin",
         "hosts.cors_origins",
         "list",
         "origins CORS allows (* for any); unset: no CORS headers",
+        None,
     ),
     HttpSetting(
         "--client-address-header",
@@ -1156,36 +1163,42 @@ HTTP_SETTINGS = (
         "the header a trusted reverse proxy puts the client's address in (x-forwarded-for, "
         "x-real-ip), which keys the per-client session budget; set it only when every "
         "request comes through that proxy",
+        None,
     ),
     HttpSetting(
         "--max-store-queue-events",
         "scale_out.max_store_queue_events",
         "count",
         "events queued for a slow shared event store before streams lose resumability",
+        4096,
     ),
     HttpSetting(
         "--max-store-queue-bytes",
         "scale_out.max_store_queue_bytes",
         "count",
         "bytes queued for a slow shared event store before streams lose resumability",
+        32 * 1024 * 1024,
     ),
     HttpSetting(
         "--event-store-timeout",
         "scale_out.event_store_timeout",
         "seconds",
         "the longest write to the shared event store",
+        5.0,
     ),
     HttpSetting(
         "--resume-poll-interval",
         "scale_out.resume_poll_interval",
         "seconds",
         "how often a resume of another worker's stream looks for its new events",
+        0.25,
     ),
     HttpSetting(
         "--ws-max-message-bytes",
         "websocket.max_message_bytes",
         "count",
         "the largest WebSocket message a client may send; a larger one closes its socket",
+        4 * 1024 * 1024,
     ),
     HttpSetting(
         "--ws-ping-interval",
@@ -1193,18 +1206,21 @@ HTTP_SETTINGS = (
         "seconds",
         "how often each WebSocket client is pinged (one not answered in as long closes it); "
         "unset: never",
+        None,
     ),
     HttpSetting(
         "--keepalive-interval",
         "keepalive_interval",
         "seconds",
         "a comment line on every idle SSE stream this often",
+        15.0,
     ),
     HttpSetting(
         "--shutdown-grace",
         "shutdown_grace",
         "seconds",
         "at shutdown, after the drain, how long sessions get to end",
+        5.0,
     ),
     HttpSetting(
         "--drain-grace",
@@ -1212,6 +1228,7 @@ HTTP_SETTINGS = (
         "seconds",
         "on SIGTERM, how long requests in flight may finish before they end with an error "
         "telling their clients to retry",
+        10.0,
     ),
     HttpSetting(
         "--ready-path",
@@ -1219,18 +1236,21 @@ HTTP_SETTINGS = (
         "path",
         "GET answers 200 while serving, 503 while starting, draining, or a store the "
         "configuration needs (Redis) does not answer",
+        "/ready",
     ),
     HttpSetting(
         "--ready-timeout",
         "ready_timeout",
         "seconds",
         "how long the readiness path waits for each store before it counts it unavailable",
+        2.0,
     ),
     HttpSetting(
         "--live-path",
         "live_path",
         "path",
         "GET answers 200 for as long as the process answers at all (restart it when it fails)",
+        "/live",
     ),
 )
 
