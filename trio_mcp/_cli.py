@@ -49,6 +49,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import attrs
 import orjson
 import trio
 
@@ -783,20 +784,6 @@ def build_parser() -> argparse.ArgumentParser:
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
         served.add_argument(
-            "--allowed-host",
-            action="append",
-            metavar="HOST",
-            help="HTTP: accept this Host header (host or host:port; repeatable); default: "
-            "loopback names for requests arriving on loopback, any name otherwise",
-        )
-        served.add_argument(
-            "--allowed-origin",
-            action="append",
-            metavar="ORIGIN",
-            help="HTTP: accept this Origin header (repeatable; * for any); default: loopback "
-            "origins for requests arriving on loopback, any origin otherwise",
-        )
-        served.add_argument(
             "--state-key-file",
             metavar="PATH",
             help="seal multi round-trip states under the keys in this file (hex or base64url, "
@@ -814,6 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
             f"${REDIS_URL_ENV}, else none",
         )
         _add_fleet_options(served)
+        _add_http_settings(served)
         _add_auth_options(served)
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
@@ -1144,20 +1132,308 @@ def _add_fleet_options(command: argparse.ArgumentParser) -> None:
         "relay what belongs to another worker, so that any worker serves any request of any "
         "session (plain round robin, no routing on the session id)",
     )
-    group.add_argument(
+
+
+@attrs.frozen
+class HttpSetting:
+    """One setting of the HTTP app (``HttpOptions``, or a field of one of its groups) as a
+    ``trio-mcp serve`` flag and an environment variable; docs/deploy.md has them in one
+    table, which a test holds to this list."""
+
+    #: The flag, ``--max-sessions``; its variable is its name in capitals after ``TRIO_MCP_``.
+    flag: str
+    #: Where it goes: ``HttpOptions``'s own field, or ``group.field`` (``limits.max_sessions``).
+    target: str
+    #: ``count`` (a whole number >= 1), ``seconds`` (> 0), ``path`` (``/...``), ``name``, or
+    #: ``list`` (a repeatable flag; its variable takes a comma-separated list and ends in S).
+    kind: Literal["count", "seconds", "path", "name", "list"]
+    #: What it means, for ``--help`` and the table.
+    meaning: str
+    #: ``HttpOptions()``'s value, which applies when neither flag nor variable is given (here,
+    #: so that ``--help`` loads nothing of HTTP; a test holds it to ``HttpOptions``).
+    default: Any
+
+    @property
+    def env(self) -> str:
+        name = "TRIO_MCP_" + self.flag.removeprefix("--").upper().replace("-", "_")
+        return name + "S" if self.kind == "list" else name
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+#: Every limit of the HTTP app, its timings, and who it lets in (the tables of docs/deploy.md).
+HTTP_SETTINGS = (
+    HttpSetting(
+        "--max-sessions",
+        "limits.max_sessions",
+        "count",
+        "sessions of the app at once, over every transport; beyond it, 503",
+        10_000,
+    ),
+    HttpSetting(
+        "--max-sessions-per-client",
+        "limits.max_sessions_per_client",
+        "count",
+        "sessions one client (its principal, else its address) may hold at once; beyond it, 429",
+        100,
+    ),
+    HttpSetting(
+        "--session-idle-timeout",
+        "limits.session_idle_timeout",
+        "seconds",
+        "a session with nothing in flight ends this long after its last use",
+        1800.0,
+    ),
+    HttpSetting(
+        "--unused-session-timeout",
+        "limits.unused_session_timeout",
+        "seconds",
+        "a session that never carried a request ends this long after it opened",
+        60.0,
+    ),
+    HttpSetting(
+        "--max-body-bytes",
+        "limits.max_body_bytes",
+        "count",
+        "the largest request body; a larger one gets 413",
+        4 * 1024 * 1024,
+    ),
+    HttpSetting(
+        "--max-requests-per-session",
+        "limits.max_requests_per_session",
+        "count",
+        "requests of one session running at once; one more gets 429",
+        256,
+    ),
+    HttpSetting(
+        "--max-pending-events",
+        "limits.max_pending_events",
+        "count",
+        "events waiting for one slow SSE reader before its connection is ended (it resumes)",
+        1024,
+    ),
+    HttpSetting(
+        "--max-pending-bytes",
+        "limits.max_pending_bytes",
+        "count",
+        "bytes waiting for one slow SSE reader before its connection is ended (it resumes)",
+        8 * 1024 * 1024,
+    ),
+    HttpSetting(
+        "--max-backlog-events",
+        "limits.max_backlog_events",
+        "count",
+        "events kept for a session's next GET stream while none is open",
+        256,
+    ),
+    HttpSetting(
+        "--max-backlog-bytes",
+        "limits.max_backlog_bytes",
+        "count",
+        "bytes kept for a session's next GET stream while none is open",
+        1024 * 1024,
+    ),
+    HttpSetting(
+        "--max-buffered-bytes",
+        "limits.max_buffered_bytes",
+        "count",
+        "all pending and backlog bytes together, over every session",
+        64 * 1024 * 1024,
+    ),
+    HttpSetting(
+        "--allowed-host",
+        "hosts.allowed_hosts",
+        "list",
+        "Host headers accepted (host or host:port); unset: loopback names on loopback, any "
+        "name otherwise",
+        None,
+    ),
+    HttpSetting(
+        "--allowed-origin",
+        "hosts.allowed_origins",
+        "list",
+        "Origin headers accepted (* for any); unset: loopback origins on loopback, any otherwise",
+        None,
+    ),
+    HttpSetting(
+        "--cors-origin",
+        "hosts.cors_origins",
+        "list",
+        "origins CORS allows (* for any); unset: no CORS headers",
+        None,
+    ),
+    HttpSetting(
+        "--client-address-header",
+        "hosts.client_address_header",
+        "name",
+        "the header a trusted reverse proxy puts the client's address in (x-forwarded-for, "
+        "x-real-ip), which keys the per-client session budget; set it only when every "
+        "request comes through that proxy",
+        None,
+    ),
+    HttpSetting(
+        "--max-store-queue-events",
+        "scale_out.max_store_queue_events",
+        "count",
+        "events queued for a slow shared event store before streams lose resumability",
+        4096,
+    ),
+    HttpSetting(
+        "--max-store-queue-bytes",
+        "scale_out.max_store_queue_bytes",
+        "count",
+        "bytes queued for a slow shared event store before streams lose resumability",
+        32 * 1024 * 1024,
+    ),
+    HttpSetting(
+        "--event-store-timeout",
+        "scale_out.event_store_timeout",
+        "seconds",
+        "the longest write to the shared event store",
+        5.0,
+    ),
+    HttpSetting(
+        "--resume-poll-interval",
+        "scale_out.resume_poll_interval",
+        "seconds",
+        "how often a resume of another worker's stream looks for its new events",
+        0.25,
+    ),
+    HttpSetting(
+        "--ws-max-message-bytes",
+        "websocket.max_message_bytes",
+        "count",
+        "the largest WebSocket message a client may send; a larger one closes its socket",
+        4 * 1024 * 1024,
+    ),
+    HttpSetting(
+        "--ws-ping-interval",
+        "websocket.ping_interval",
+        "seconds",
+        "how often each WebSocket client is pinged (one not answered in as long closes it); "
+        "unset: never",
+        None,
+    ),
+    HttpSetting(
+        "--keepalive-interval",
+        "keepalive_interval",
+        "seconds",
+        "a comment line on every idle SSE stream this often",
+        15.0,
+    ),
+    HttpSetting(
+        "--shutdown-grace",
+        "shutdown_grace",
+        "seconds",
+        "at shutdown, after the drain, how long sessions get to end",
+        5.0,
+    ),
+    HttpSetting(
         "--drain-grace",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="on SIGTERM, how long requests in flight may finish before they end with an error "
-        "telling their clients to retry (default: 10)",
-    )
-    group.add_argument(
+        "drain_grace",
+        "seconds",
+        "on SIGTERM, how long requests in flight may finish before they end with an error "
+        "telling their clients to retry",
+        10.0,
+    ),
+    HttpSetting(
         "--ready-path",
-        default="/ready",
-        metavar="PATH",
-        help="where GET answers 200 while serving and 503 once draining (default: /ready)",
+        "ready_path",
+        "path",
+        "GET answers 200 while serving, 503 while starting, draining, or a store the "
+        "configuration needs (Redis) does not answer",
+        "/ready",
+    ),
+    HttpSetting(
+        "--ready-timeout",
+        "ready_timeout",
+        "seconds",
+        "how long the readiness path waits for each store before it counts it unavailable",
+        2.0,
+    ),
+    HttpSetting(
+        "--live-path",
+        "live_path",
+        "path",
+        "GET answers 200 for as long as the process answers at all (restart it when it fails)",
+        "/live",
+    ),
+)
+
+
+def _add_http_settings(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group(
+        "HTTP limits and settings (--transport http)",
+        "Each one also from its environment variable (a flag wins); docs/deploy.md has them "
+        "in one table.",
     )
+    metavars = {"count": "N", "seconds": "SECONDS", "path": "PATH", "name": "NAME"}
+    for setting in HTTP_SETTINGS:
+        default = setting.default
+        shown = "unset" if default is None else f"{default:_}" if type(default) is int else default
+        group.add_argument(
+            setting.flag,
+            action="append" if setting.kind == "list" else "store",
+            metavar=metavars.get(setting.kind, "VALUE"),
+            help=f"{setting.meaning} (${setting.env}; default: {shown})".replace("%", "%%"),
+        )
+
+
+def _setting_value(setting: HttpSetting, given: Any, where: str) -> Any:
+    """A flag's or a variable's text as the setting's value; UsageError naming ``where``."""
+    if setting.kind == "list":
+        items = given if isinstance(given, list) else given.split(",")
+        values = [item.strip() for item in items if item.strip()]
+        if not values:
+            raise UsageError(f"{where}: give at least one value")
+        return values
+    text = given.strip()
+    if setting.kind == "count":
+        try:
+            count = int(text.replace("_", ""))
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise UsageError(f"{where}: expected a whole number of at least 1, not {given!r}")
+        return count
+    if setting.kind == "seconds":
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+        if not (seconds > 0 and math.isfinite(seconds)):
+            raise UsageError(f"{where}: expected a number of seconds above 0, not {given!r}")
+        return seconds
+    if setting.kind == "path" and not text.startswith("/"):
+        raise UsageError(f"{where}: expected a path starting with /, not {given!r}")
+    if not text or any(c.isspace() for c in text):
+        raise UsageError(f"{where}: expected one word, not {given!r}")
+    return text
+
+
+def http_options(args: argparse.Namespace, scale_out: Any) -> Any:
+    """The ``HttpOptions`` of ``serve``: each of :data:`HTTP_SETTINGS` from its flag, else its
+    environment variable, else its default; ``scale_out`` carries the stores and the node id."""
+    from .http import HttpOptions
+
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for setting in HTTP_SETTINGS:
+        given = getattr(args, setting.dest, None)
+        where = setting.flag
+        if given is None and os.environ.get(setting.env, "").strip():
+            given, where = os.environ[setting.env], setting.env
+        if given is None:
+            continue
+        value = _setting_value(setting, given, where)
+        group, _, field = setting.target.rpartition(".")
+        (groups.setdefault(group, {}) if group else top)[field] = value
+    options = HttpOptions(scale_out=scale_out, **top)
+    for group, fields in groups.items():
+        options = attrs.evolve(options, **{group: attrs.evolve(getattr(options, group), **fields)})
+    return options
 
 
 def _add_auth_options(command: argparse.ArgumentParser) -> None:
@@ -1302,28 +1578,37 @@ def _serve(args: argparse.Namespace) -> int:
         session_store, relay = RedisSessionStore(args.redis_url), RedisRelay(args.redis_url)
     options = None
     if _over_http(args):
-        from .http import HostRules, HttpOptions, ScaleOut
+        from .http import ScaleOut
 
         try:
-            options = HttpOptions(
-                hosts=HostRules(
-                    allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin
-                ),
-                scale_out=ScaleOut(
-                    event_store=event_store,
-                    session_store=session_store,
-                    relay=relay,
-                    node_id=args.node_id,
-                ),
-                ready_path=args.ready_path,
-                drain_grace=args.drain_grace,
+            scale_out = ScaleOut(
+                event_store=event_store,
+                session_store=session_store,
+                relay=relay,
+                node_id=args.node_id,
             )
         except ValueError as exc:
             raise UsageError(f"--node-id: {exc}") from None
+        options = http_options(args, scale_out)
     try:
-        server.run(args.transport, host=args.host, port=args.port, options=options)
+        if options is None:
+            server.run(args.transport)
+        else:
+            # As server.run() would, saying "trio-mcp:" when the app cannot start.
+            from .http._binding import run_blocking
+
+            run_blocking(
+                server,
+                args.transport,
+                host=args.host,
+                port=args.port,
+                options=options,
+                prog="trio-mcp",
+            )
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else 1
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     return 0
 
 

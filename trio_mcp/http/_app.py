@@ -53,7 +53,7 @@ from ..protocol._versions import (
 from ..server._bus import BusError
 from ..server._connection import ServerConnection
 from ..server._lifespan import LifespanFailed
-from ..server._principal import Principal
+from ..server._principal import Principal, VerifierUnavailable
 from ..server._registry import Registrations
 from ..tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
@@ -74,6 +74,7 @@ from ._asgi import (
 from ._card import ServerCardEndpoint
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._fleet import Fleet
+from ._health import Health
 from ._modern import is_modern, status_for
 from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
 from ._node_tags import is_minted_here, mint_session_id
@@ -444,6 +445,9 @@ class McpHttpApp:
             from ..scaleout import SharedFleet
 
             self.fleet = SharedFleet(self)
+        #: What the readiness path asks of the stores, the bus and the relay; built when the
+        #: app starts, from what it was given by then (``Server(bus=...)`` may come later).
+        self.health = Health((), options.ready_timeout)
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -471,6 +475,7 @@ class McpHttpApp:
         await self.store.start()
         started = False
         fleet = self.fleet
+        self.health = Health(self._probed(), self.options.ready_timeout)
         try:
             async with (
                 fleet.open() if fleet is not None else _nothing(),
@@ -501,6 +506,20 @@ class McpHttpApp:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
 
+    def _probed(self) -> list[object]:
+        """What the readiness path asks: the stores, the bus and the relay the app and its
+        server were given (those with a ``probe()``; in-process ones have none)."""
+        scale_out = self.options.scale_out
+        # A server may have no bus and no tasks (HttpServable does not promise them).
+        tasks = getattr(self.server, "tasks", None)
+        return [
+            self.store,
+            scale_out.session_store,
+            scale_out.relay,
+            getattr(self.server, "bus", None),
+            getattr(tasks, "store", None),
+        ]
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "lifespan.startup":
@@ -509,6 +528,14 @@ class McpHttpApp:
             # Under asyncio (hypercorn's default worker) nothing of Trio can run: say so.
             await send({"type": "lifespan.startup.failed", "message": NOT_UNDER_TRIO})
             return
+        if self.registry.nursery is not None:
+            # Held already (serve_http holds it before it binds a port, or a host app does):
+            # nothing to start, nothing to stop.
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            await send({"type": "lifespan.shutdown.complete"})
+            return
         started = False
         try:
             async with self.running():
@@ -516,20 +543,24 @@ class McpHttpApp:
                 await send({"type": "lifespan.startup.complete"})
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except (
-            EventStoreUnavailable,
-            SessionStoreUnavailable,
-            BusError,
-            RelayUnavailable,
-            LifespanFailed,
-        ) as error:
+        except Exception as error:
             if started:
                 raise
-            # Raised before the startup completed: the server says why it does not start.
-            logger.error("cannot start: %s", error)
-            await send({"type": "lifespan.startup.failed", "message": str(error)})
+            # Whatever fails before the startup completed fails the startup. An ASGI server
+            # handed an exception instead goes on without the lifespan (hypercorn does, with
+            # a warning), and then serves nothing but 503s, forever; a failed startup ends it.
+            reason = start_refusal(error)
+            if reason is None:
+                logger.error("cannot start", exc_info=error)
+                kind = type(single_error(error) or error).__name__
+                reason = f"the app failed to start ({kind}; see its log)"
+            else:
+                logger.error("cannot start: %s", reason)
+        else:
+            await send({"type": "lifespan.shutdown.complete"})
             return
-        await send({"type": "lifespan.shutdown.complete"})
+        # Outside the handler: what the ASGI server raises here chains to nothing of ours.
+        await send({"type": "lifespan.startup.failed", "message": reason})
 
     # -- readiness and drain -------------------------------------------------------------------
 
@@ -572,13 +603,16 @@ class McpHttpApp:
         await self.end_requests()
 
     async def _readiness(self, scope: Scope, send: Send) -> None:
-        """``GET ready_path``: 200 while serving, 503 otherwise; no MCP, no authorization
-        (it tells nothing but that), for a load balancer's or an orchestrator's probe."""
+        """``GET ready_path``: 200 while serving and every store it needs answers, 503
+        otherwise; no MCP, no authorization (it tells nothing but that, never which store or
+        why: that goes to the log), for a load balancer's or an orchestrator's probe."""
         if scope["method"] not in ("GET", "HEAD"):
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD")])
         ready = self.ready
         stopping = self.registry.draining or self.registry.shutting_down
         status = "ready" if ready else "draining" if stopping else "starting"
+        if ready and await self.health.trouble() is not None:
+            ready, status = False, "unavailable"
         body = b'{"status":"%s"}' % status.encode()
         headers = [(b"cache-control", b"no-store")]
         if not ready:
@@ -586,6 +620,14 @@ class McpHttpApp:
         await self.respond(
             scope, send, 200 if ready else 503, body if scope["method"] == "GET" else b"", headers
         )
+
+    async def _liveness(self, scope: Scope, send: Send) -> None:
+        """``GET live_path``: 200 for as long as the process answers (starting, draining or
+        with its stores gone too), for an orchestrator deciding whether to restart it."""
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HttpError(405, "Method Not Allowed", headers=[(b"allow", b"GET, HEAD")])
+        body = b'{"status":"live"}' if scope["method"] == "GET" else b""
+        await self.respond(scope, send, 200, body, [(b"cache-control", b"no-store")])
 
     # -- ASGI entry ----------------------------------------------------------------------------
 
@@ -622,6 +664,9 @@ class McpHttpApp:
         route = _route_path(scope)
         if route == self.options.ready_path:
             await self._readiness(scope, send)
+            return
+        if route == self.options.live_path:
+            await self._liveness(scope, send)
             return
         if self.gate is not None and self._is_metadata(scope, route):
             self.admission.check_host_and_origin(scope)
@@ -1557,6 +1602,30 @@ def _drain_now(events: Listener) -> list[tuple[str, bytes]]:
         if item is None:
             return out
         out.append(item)
+
+
+#: The failures a start is expected to meet: a store, the bus, the relay, a verifier or the
+#: server's lifespan that cannot start. Their messages name what and where (a URL without its
+#: password), never a credential or a traceback.
+_REFUSALS = (
+    EventStoreUnavailable,
+    SessionStoreUnavailable,
+    BusError,
+    RelayUnavailable,
+    TaskStoreUnavailable,
+    VerifierUnavailable,
+    LifespanFailed,
+)
+
+
+def start_refusal(error: BaseException) -> str | None:
+    """The one line a start that failed with ``error`` says, when it is one the start is
+    expected to meet (see ``_REFUSALS``); None for anything else, a fault of ours, whose
+    traceback belongs in the log."""
+    only = single_error(error)
+    if not isinstance(only, _REFUSALS):
+        return None
+    return " ".join(str(only).split()) or type(only).__name__
 
 
 NOT_UNDER_TRIO = (

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from .._exception_groups import single_error
-from ._app import McpHttpApp
+from ._app import McpHttpApp, start_refusal
 from ._hypercorn import serve_http
 from ._legacy_sse import SseEndpoint
 from ._options import HttpOptions
@@ -33,10 +32,18 @@ def build_app(server: Server, options: HttpOptions | None) -> McpHttpApp:
 
 
 def run_blocking(
-    server: Server, transport: str, *, host: str, port: int, options: HttpOptions | None
+    server: Server,
+    transport: str,
+    *,
+    host: str,
+    port: int,
+    options: HttpOptions | None,
+    prog: str | None = None,
 ) -> None:
     """``trio.run`` of :func:`serve_http`, announcing the endpoint ``transport`` names ("http",
-    "sse" or "ws") on standard error; a start the app refuses is one line, not a traceback."""
+    "sse" or "ws") on standard error; a start the app refuses (a store, the bus or the
+    server's lifespan that cannot start) is one line, ``PROG: cannot start: why`` (``prog``:
+    the server's name unless given), and exit status 1, not a traceback."""
     chosen = options or HttpOptions()
     endpoint = chosen.path
     if transport == "sse":
@@ -48,8 +55,11 @@ def run_blocking(
         raise ValueError(
             "transport 'ws' needs a WebSocket endpoint: HttpOptions(websocket=WebSocketOptions())"
         )
+    serving = False
 
     def ready(binds: list[str]) -> None:
+        nonlocal serving
+        serving = True
         if transport == "ws":  # http://... -> ws://..., https://... -> wss://...
             lines = [f"serving MCP over WebSocket at ws{b[4:]}{ws_path}\n" for b in binds]
         else:
@@ -63,16 +73,10 @@ def run_blocking(
                 serve_http, server, host=host, port=port, options=options, on_ready=ready
             )
         )
-    except BaseException as exc:
-        # The app refused to start (its notification bus unreachable, say): the reason in one
-        # line, not hypercorn's traceback.
-        from hypercorn.utils import LifespanFailureError
-
-        error = single_error(exc)
-        if not isinstance(error, LifespanFailureError):
+    except Exception as exc:
+        reason = None if serving else start_refusal(exc)
+        if reason is None:
             raise
-        # hypercorn words it "Lifespan failure in startup. '<the app's message>'".
-        reason = str(error).partition("'")[2].removesuffix("'") or str(error)
-        sys.stderr.write(f"{server.info.name}: cannot start: {reason}\n")
+        sys.stderr.write(f"{prog or server.info.name}: cannot start: {reason}\n")
         sys.stderr.flush()
         raise SystemExit(1) from None

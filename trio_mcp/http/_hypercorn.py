@@ -37,6 +37,13 @@ async def serve_http(
     Binds 127.0.0.1 unless told otherwise; a wider bind should come with
     ``HostRules.allowed_hosts``.
 
+    The app starts (its stores, its bus, its relay, the server's lifespan) before any port is
+    bound: a start that fails raises its own error (``TaskStoreUnavailable``, ``BusError``,
+    ...) and nothing is ever served, so a process manager sees the process end and restarts
+    it; hypercorn's own lifespan, which goes on serving without the app after a lifespan
+    error, is not trusted with it. A task of the app that fails while serving (a fault: the
+    stores ride out a Redis that comes and goes) ends the serving too.
+
     The first signal starts :meth:`McpHttpApp.drain`: the readiness path answers 503 at once,
     new requests get 503 with ``Retry-After`` and ``Connection: close``, the requests in flight
     get ``HttpOptions.drain_grace`` seconds to finish, and those still running then end with a
@@ -60,7 +67,8 @@ async def serve_http(
                 break
             await _drain(mcp_app, signals)
 
-        async with trio.open_nursery() as nursery:
+        # Held here, the app's lifespan answers hypercorn's at once (it is running already).
+        async with mcp_app.running(), trio.open_nursery() as nursery:
             binds = await nursery.start(
                 functools.partial(serve, app, config, shutdown_trigger=stop_on_signal)
             )

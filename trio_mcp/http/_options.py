@@ -192,7 +192,9 @@ class HttpOptions:
     retry_ms: int = 1000
     shutdown_grace: float = 5.0
     #: Where a load balancer or an orchestrator asks whether to send traffic here: ``GET`` is
-    #: 200 while serving, 503 before the lifespan started and once draining. None: no such path.
+    #: 200 while serving, 503 before the lifespan started, once draining, and while a store,
+    #: the bus or the relay the app was given does not answer (a Redis gone). None: no such
+    #: path.
     ready_path: str | None = "/ready"
     #: How long :meth:`McpHttpApp.drain` (SIGTERM or SIGINT under ``serve_http``) lets requests
     #: in flight finish before it ends them with a JSON-RPC error telling the client to retry.
@@ -207,6 +209,13 @@ class HttpOptions:
     legacy_sse: LegacySse | None = LegacySse()
     #: The WebSocket endpoint; None: none (every upgrade is refused).
     websocket: WebSocketOptions | None = WebSocketOptions()
+    #: How long the readiness path waits for each store's answer before it counts the store
+    #: unavailable (so a Redis that hangs never hangs the probe).
+    ready_timeout: float = 2.0
+    #: Where an orchestrator asks whether the process lives: ``GET`` is 200 for as long as it
+    #: answers at all (draining, or with its Redis gone, too): restart it only when this fails.
+    #: None: no such path.
+    live_path: str | None = "/live"
 
     if TYPE_CHECKING:
 
@@ -225,6 +234,8 @@ class HttpOptions:
             scale_out: ScaleOut = ScaleOut(),
             legacy_sse: LegacySse | None = LegacySse(),
             websocket: WebSocketOptions | None = WebSocketOptions(),
+            ready_timeout: float = 2.0,
+            live_path: str | None = "/live",
         ) -> None: ...
 
     else:

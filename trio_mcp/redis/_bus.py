@@ -71,6 +71,18 @@ class RedisBus:
         """Whether this process's subscriber to the bus's Redis is connected."""
         return any(link.subscribed for link in self._links)
 
+    async def probe(self) -> None:
+        """Whether its Redis answers now and this process's subscriber is connected (for a
+        readiness check: while it is not, notifications of other workers are missed)."""
+        if not self._links:
+            raise BusError(f"the notification bus's Redis at {redact(self.url)} is not started")
+        link = self._links[0]
+        await link.probe()
+        if not link.subscribed:
+            raise BusError(
+                f"the notification bus's subscriber to {redact(self.url)} is not connected"
+            )
+
     async def publish(self, event: BusEvent) -> None:
         if not self._links:
             raise BusError(f"the notification bus's Redis at {redact(self.url)} is not started")

@@ -107,6 +107,10 @@ class RedisEventStore:
 
     # -- lifetime --------------------------------------------------------------------------------
 
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
     async def start(self) -> None:
         if self._link.started:
             raise RuntimeError("a RedisEventStore serves one app: give each app its own")

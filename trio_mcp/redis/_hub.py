@@ -66,6 +66,33 @@ class RedisUnavailable(Exception):
         self.reason = reason
 
 
+class RedisUnsuitable(RedisUnavailable):
+    """Redis answers, but cannot be the one the workers share: a replica (its writes are
+    refused, and what it publishes reaches only its own subscribers) or a node of a Redis
+    Cluster (which answers CLUSTERDOWN, MOVED or CROSSSLOT to the commands of a plain client)."""
+
+
+async def unsuitable(client: coredis.Redis[bytes]) -> str | None:
+    """Why the Redis behind ``client`` cannot be shared (see :class:`RedisUnsuitable`), in
+    words; None when it can, or when it will not say (an ACL or a managed Redis that refuses
+    ``INFO``: then its first refused command says it)."""
+    import coredis.exceptions
+
+    try:
+        info = await client.info("replication", "cluster")
+    except coredis.exceptions.ResponseError:
+        return None
+    if str(info.get("cluster_enabled", 0)) == "1":
+        return (
+            "it is a node of a Redis Cluster (cluster_enabled:1), which trio_mcp does not "
+            "speak: give it a standalone Redis (a primary, with or without replicas)"
+        )
+    role = info.get("role")
+    if role is not None and role != "master":
+        return f"it is a replica (role:{role!s}), whose writes are refused: give the primary's URL"
+    return None
+
+
 def redact(url: str) -> str:
     """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
     try:
@@ -205,13 +232,32 @@ class RedisHub:
             await stack.enter_async_context(client)
             with trio.fail_after(timeout):
                 await client.ping()
+                why = await unsuitable(client)
+            if why is not None:
+                raise RedisUnsuitable(self.where, why)
         except BaseException as error:
             with trio.CancelScope(shield=True), contextlib.suppress(BaseException):
                 await stack.aclose()
-            if isinstance(error, trio.Cancelled):
+            if isinstance(error, trio.Cancelled | RedisUnsuitable):
                 raise
             raise RedisUnavailable(self.where, reason(error)) from None
         self._client, self._exit = client, stack
+
+    async def probe(self, timeout: float) -> None:
+        """Whether the pool's Redis answers, and is still one to share (a primary that a
+        failover turned into a replica is not), within ``timeout``; :class:`RedisUnavailable`
+        (or :class:`RedisUnsuitable`) if not. For a readiness check: one round trip or two."""
+        client = self.client
+        try:
+            with trio.fail_after(timeout):
+                await client.ping()
+                why = await unsuitable(client)
+        except Exception as error:
+            if not is_lost(error):
+                raise
+            raise RedisUnavailable(self.where, reason(error)) from None
+        if why is not None:
+            raise RedisUnsuitable(self.where, why)
 
     async def release(self, owner: bool) -> None:
         """Give back a lease (``owner``: what :meth:`acquire` said). The owner's last one

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._hub import Deliver, RedisHub, RedisUnavailable, hub_for, reason, redact, talking
+from ._hub import (
+    Deliver,
+    RedisHub,
+    RedisUnavailable,
+    RedisUnsuitable,
+    hub_for,
+    reason,
+    redact,
+    talking,
+)
 
 if TYPE_CHECKING:
     import coredis
@@ -84,6 +93,16 @@ class RedisLink:
                 raise
         self._hub, self._owner = hub, owner
 
+    async def probe(self) -> None:
+        """Whether Redis answers (and is still a primary), within ``timeout``; the user's
+        unavailable error if not. What a readiness check asks."""
+        if self._hub is None:
+            raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
+        try:
+            await self._hub.probe(self.timeout)
+        except RedisUnavailable as error:
+            raise self._error("failed", error) from None
+
     async def aclose(self) -> None:
         """Give the lease back (in the task that started the link): the pool closes with the
         last lease of the task that opened it."""
@@ -125,4 +144,6 @@ class RedisLink:
             raise self._error("cannot be reached", error) from None
 
     def _error(self, how: str, error: RedisUnavailable) -> Exception:
+        if isinstance(error, RedisUnsuitable):
+            how = "cannot be used"
         return self.unavailable(f"{self.what}'s Redis at {self.where} {how}: {error.reason}")

@@ -41,6 +41,16 @@ class RedisRelay:
     def channel(self, node: str | None) -> str:
         return f"{self.prefix}nodes" if node is None else f"{self.prefix}node:{node}"
 
+    async def probe(self) -> None:
+        """Whether its Redis answers now and this process's subscriber is connected (for a
+        readiness check)."""
+        if not self._links:
+            raise RelayUnavailable(f"the relay's Redis at {redact(self.url)} is not started")
+        link = self._links[0]
+        await link.probe()
+        if not link.subscribed:
+            raise RelayUnavailable(f"the relay's subscriber to {redact(self.url)} is not connected")
+
     async def send(self, node: str | None, message: bytes) -> None:
         if not self._links:
             raise RelayUnavailable(f"the relay's Redis at {redact(self.url)} is not started")

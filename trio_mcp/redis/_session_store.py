@@ -39,6 +39,10 @@ class RedisSessionStore:
     def where(self) -> str:
         return self._link.where
 
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
     async def start(self) -> None:
         if self._link.started:
             raise RuntimeError("a RedisSessionStore serves one app: give each app its own")

@@ -283,6 +283,10 @@ class RedisTaskStore:
 
     # -- lifetime --------------------------------------------------------------------------------
 
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
     async def start(self) -> None:
         """Connect, and mark this worker alive; :class:`TaskStoreUnavailable` if Redis cannot
         be reached."""
