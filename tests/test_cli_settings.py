@@ -1,6 +1,6 @@
-"""Every limit of the HTTP app is a ``trio-mcp serve`` flag and an environment variable, in
-one table of docs/deploy.md: the table and the command line agree, and each flag and each
-variable reaches its ``HttpOptions`` field."""
+"""Every limit of the HTTP app and of the tasks is a ``trio-mcp serve`` flag and an environment
+variable, in one table of docs/deploy.md: the table and the command line agree, and each flag
+and each variable reaches its ``HttpOptions`` field or the server's tasks."""
 
 from __future__ import annotations
 
@@ -14,8 +14,18 @@ from typing import Any
 import attrs
 import pytest
 
-from trio_mcp._cli import HTTP_SETTINGS, UsageError, build_parser, http_options
+from trio_mcp import Server
+from trio_mcp._cli import (
+    HTTP_SETTINGS,
+    SERVE_SETTINGS,
+    TASK_SETTINGS,
+    UsageError,
+    apply_task_settings,
+    build_parser,
+    http_options,
+)
 from trio_mcp.http import HostRules, HttpOptions, Limits, ScaleOut, WebSocketOptions
+from trio_mcp.tasks import TaskManager
 
 DEPLOY = Path(__file__).parent.parent / "docs" / "deploy.md"
 
@@ -75,9 +85,9 @@ def test_the_deploy_table_and_the_command_line_agree() -> None:
     flags = serve_flags()
     for flag, *_ in rows:
         assert flag in flags, f"{flag} is in docs/deploy.md but not a flag of trio-mcp serve"
-    by_flag = {setting.flag: setting for setting in HTTP_SETTINGS}
+    by_flag = {setting.flag: setting for setting in SERVE_SETTINGS}
     assert set(documented) == set(by_flag)
-    for setting in HTTP_SETTINGS:
+    for setting in SERVE_SETTINGS:
         flag, env, default, meaning = documented[setting.flag]
         assert env == setting.env
         assert env == "TRIO_MCP_" + flag[2:].upper().replace("-", "_") + (
@@ -113,7 +123,7 @@ def test_the_help_loads_nothing_of_http() -> None:
 
 
 def options_of(argv: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    for setting in HTTP_SETTINGS:
+    for setting in SERVE_SETTINGS:
         monkeypatch.delenv(setting.env, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -189,3 +199,37 @@ def test_a_bad_value_is_a_usage_error_naming_it(
 ) -> None:
     with pytest.raises(UsageError, match=re.escape(said)):
         options_of(argv, env, monkeypatch)
+
+
+def test_every_task_limit_has_a_flag_stating_the_managers_default() -> None:
+    manager = Server("t").tasks
+    assert isinstance(manager, TaskManager)
+    for setting in TASK_SETTINGS:
+        attribute = setting.target.removeprefix("tasks.")
+        assert setting.default == getattr(manager, attribute), setting.flag
+    assert {s.target for s in TASK_SETTINGS} == {
+        "tasks.max_running",
+        "tasks.max_per_principal",
+        "tasks.input_timeout",
+    }
+
+
+def test_task_limits_reach_the_servers_tasks_from_flags_and_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for setting in SERVE_SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    monkeypatch.setenv("TRIO_MCP_MAX_TASKS_PER_PRINCIPAL", "3")
+    monkeypatch.setenv("TRIO_MCP_MAX_TASKS", "50")
+    args = build_parser().parse_args(
+        ["serve", "app.py", "--max-tasks", "7", "--task-input-timeout", "2.5"]
+    )
+    server = Server("t")
+    apply_task_settings(args, server)
+    assert server.tasks.max_running == 7  # the flag wins over its variable
+    assert server.tasks.max_per_principal == 3
+    assert server.tasks.input_timeout == 2.5
+    with pytest.raises(UsageError, match="--max-tasks: expected a whole number"):
+        apply_task_settings(
+            build_parser().parse_args(["serve", "app.py", "--max-tasks", "0"]), server
+        )

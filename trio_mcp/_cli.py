@@ -1363,14 +1363,50 @@ HTTP_SETTINGS = (
 )
 
 
+#: The tasks' limits (the server's tasks extension, on every transport): the same kind of
+#: flag and variable, in the same table of docs/deploy.md; each target is the task manager's
+#: attribute of that name (``tasks.max_running``), its default the manager's own.
+TASK_SETTINGS = (
+    HttpSetting(
+        "--max-tasks",
+        "tasks.max_running",
+        "count",
+        "tasks running or waiting for input at once in this process; one more is refused",
+        1000,
+    ),
+    HttpSetting(
+        "--max-tasks-per-principal",
+        "tasks.max_per_principal",
+        "count",
+        "tasks of one signed-in principal at once (across workers sharing Redis); one more is "
+        "refused with -32000",
+        100,
+    ),
+    HttpSetting(
+        "--task-input-timeout",
+        "tasks.input_timeout",
+        "seconds",
+        "how long a task waits for the answers to its questions before it fails",
+        600.0,
+    ),
+)
+
+#: Every setting of ``serve`` that is a flag and a variable, as docs/deploy.md's table has them.
+SERVE_SETTINGS = HTTP_SETTINGS + TASK_SETTINGS
+
+
 def _add_http_settings(command: argparse.ArgumentParser) -> None:
-    group = command.add_argument_group(
+    http = command.add_argument_group(
         "HTTP limits and settings (--transport http)",
         "Each one also from its environment variable (a flag wins); docs/deploy.md has them "
         "in one table.",
     )
+    tasks = command.add_argument_group(
+        "task limits (every transport)", "Each one also from its environment variable."
+    )
     metavars = {"count": "N", "seconds": "SECONDS", "path": "PATH", "name": "NAME"}
-    for setting in HTTP_SETTINGS:
+    for setting in SERVE_SETTINGS:
+        group = tasks if setting in TASK_SETTINGS else http
         default = setting.default
         shown = "unset" if default is None else f"{default:_}" if type(default) is int else default
         group.add_argument(
@@ -1413,6 +1449,23 @@ def _setting_value(setting: HttpSetting, given: Any, where: str) -> Any:
     return text
 
 
+def _given_setting(args: argparse.Namespace, setting: HttpSetting) -> Any:
+    """The setting's value from its flag, else its variable; None when neither is given."""
+    given = getattr(args, setting.dest, None)
+    where = setting.flag
+    if given is None and os.environ.get(setting.env, "").strip():
+        given, where = os.environ[setting.env], setting.env
+    return None if given is None else _setting_value(setting, given, where)
+
+
+def apply_task_settings(args: argparse.Namespace, server: Any) -> None:
+    """Set the server's task limits (:data:`TASK_SETTINGS`) from their flags or variables."""
+    for setting in TASK_SETTINGS:
+        value = _given_setting(args, setting)
+        if value is not None:
+            setattr(server.tasks, setting.target.removeprefix("tasks."), value)
+
+
 def http_options(args: argparse.Namespace, scale_out: Any) -> Any:
     """The ``HttpOptions`` of ``serve``: each of :data:`HTTP_SETTINGS` from its flag, else its
     environment variable, else its default; ``scale_out`` carries the stores and the node id."""
@@ -1421,13 +1474,9 @@ def http_options(args: argparse.Namespace, scale_out: Any) -> Any:
     top: dict[str, Any] = {}
     groups: dict[str, dict[str, Any]] = {}
     for setting in HTTP_SETTINGS:
-        given = getattr(args, setting.dest, None)
-        where = setting.flag
-        if given is None and os.environ.get(setting.env, "").strip():
-            given, where = os.environ[setting.env], setting.env
-        if given is None:
+        value = _given_setting(args, setting)
+        if value is None:
             continue
-        value = _setting_value(setting, given, where)
         group, _, field = setting.target.rpartition(".")
         (groups.setdefault(group, {}) if group else top)[field] = value
     options = HttpOptions(scale_out=scale_out, **top)
@@ -1554,6 +1603,7 @@ def _serve(args: argparse.Namespace) -> int:
             )
     if protected:
         server.auth = build_auth(args, server)
+    apply_task_settings(args, server)
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = None
