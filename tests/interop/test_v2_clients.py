@@ -129,8 +129,12 @@ MODERN_ROUNDS = [
     ("confirm", [], False),
     ("confirm", ["elicitation-1"], True),
 ]
-HANDSHAKE_ROUNDS = [("summarize", [], False), ("book", [], False), ("plan", [], False)]
-HANDSHAKE_ROUNDS += [("confirm", [], False)]
+HANDSHAKE_ROUNDS: list[tuple[str, list[str], bool]] = [
+    ("summarize", [], False),
+    ("book", [], False),
+    ("plan", [], False),
+    ("confirm", [], False),
+]
 
 
 def wire_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -64,6 +64,23 @@ class Asked:
         return CreateMessageResult(role="assistant", content=TextContent("short"), model="trio")
 
 
+class Markers:
+    """The cancel markers a stdio peer wrote to its stderr."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    def on_stderr(self, line: str) -> None:
+        if line.startswith(CANCELLED):
+            self.lines.append(line)
+            self._changed.set()
+
+    async def cancelled(self, marker: str) -> None:
+        await self._changed.wait()
+        assert self.lines == [marker]
+
+
 async def scenario(client: Any, asked: Asked, cancelled: Any) -> Any:
     """Every feature once; returns the request id of the cancelled ``slow`` call."""
     assert client.server_info.name == "ts2-interop-server"
@@ -136,33 +153,22 @@ def rounds(calls: list[dict[str, Any]]) -> list[tuple[str, list[str], bool]]:
 async def test_our_client_drives_a_v2_server_over_stdio_in_both_eras(tmp_path: Path) -> None:
     for mode, version in ERAS:
         log = tmp_path / f"{mode}-{version}.jsonl"
-        markers: list[str] = []
-        changed = trio.Event()
-
-        def on_stderr(line: str) -> None:
-            if line.startswith(CANCELLED):
-                markers.append(line)
-                changed.set()
-
-        async def cancelled(marker: str) -> None:
-            await changed.wait()
-            assert markers == [marker]
-
+        markers = Markers()
         asked = Asked()
         with trio.fail_after(HANG_GUARD):
             async with stdio_client(
                 recorded(log, ts2_server("stdio")),
-                on_stderr=on_stderr,
+                on_stderr=markers.on_stderr,
                 mode=mode,
                 protocol_version=version,
                 on_elicit=asked.elicit,
                 on_sample=asked.sample,
             ) as client:
                 check_era(client, mode, version)
-                request_id = await scenario(client, asked, cancelled)
+                request_id = await scenario(client, asked, markers.cancelled)
         records = read_records(log)
         assert check_cancelled_call(records, "slow") == request_id
-        assert markers == [f"{CANCELLED}{request_id}"]
+        assert markers.lines == [f"{CANCELLED}{request_id}"]
         calls = [
             m["params"]
             for m in frames(records, CLIENT_TO_SERVER)
