@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -49,6 +50,19 @@ def ts2_server(transport: str) -> list[str]:
     return [node(), str(HERE / "ts2_server.mjs"), transport]
 
 
+@attrs.frozen
+class Peer:
+    """What a peer server's surface says about it."""
+
+    scheme: str
+    #: Its server name (None: not checked, e.g. behind a proxy).
+    name: str | None
+    info: str
+
+
+TS2 = Peer("ts2", "ts2-interop-server", "served by the TypeScript SDK v2")
+
+
 class Asked:
     """Our client's answers to the server's questions, and what it was asked."""
 
@@ -57,7 +71,9 @@ class Asked:
 
     def elicit(self, params: Any) -> ElicitResult:
         self.questions.append(("elicitation", params.message))
-        return ElicitResult(action="accept", content={"dates": "1-3 May"})
+        # A peer may ask for the dates as such, or as fastmcp's wrapped scalar ("value").
+        (field,) = params.requested_schema["properties"]
+        return ElicitResult(action="accept", content={field: "1-3 May"})
 
     def sample(self, params: Any) -> CreateMessageResult:
         self.questions.append(("sampling", params.messages[0].content.text))
@@ -76,25 +92,29 @@ class Markers:
             self.lines.append(line)
             self._changed.set()
 
+    async def arrived(self) -> None:
+        await self._changed.wait()
+
     async def cancelled(self, marker: str) -> None:
         await self._changed.wait()
         assert self.lines == [marker]
 
 
-async def scenario(client: Any, asked: Asked, cancelled: Any) -> Any:
+async def scenario(client: Any, asked: Asked, cancelled: Any, peer: Peer = TS2) -> Any:
     """Every feature once; returns the request id of the cancelled ``slow`` call."""
-    assert client.server_info.name == "ts2-interop-server"
+    if peer.name is not None:
+        assert client.server_info.name == peer.name
     tools = sorted(tool.name for tool in await client.list_tools())
     assert tools == ["add", "book", "echo", "slow", "summarize"]
     assert result_text(await client.call_tool("echo", {"text": "hello"})) == "hello"
     assert float(result_text(await client.call_tool("add", {"a": 2, "b": 3}))) == 5
     assert result_text(await client.get_prompt("greet", {"name": "Ada"})) == "Please greet Ada."
-    assert [r.uri for r in await client.list_resources()] == ["ts2://info"]
+    assert [r.uri for r in await client.list_resources()] == [f"{peer.scheme}://info"]
     templates = await client.list_resource_templates()
-    assert [t.uri_template for t in templates] == ["ts2://greeting/{name}"]
-    (info,) = (await client.read_resource("ts2://info")).contents
-    assert getattr(info, "text", None) == "served by the TypeScript SDK v2"
-    (greeting,) = (await client.read_resource("ts2://greeting/Ada")).contents
+    assert [t.uri_template for t in templates] == [f"{peer.scheme}://greeting/{{name}}"]
+    (info,) = (await client.read_resource(f"{peer.scheme}://info")).contents
+    assert getattr(info, "text", None) == peer.info
+    (greeting,) = (await client.read_resource(f"{peer.scheme}://greeting/Ada")).contents
     assert getattr(greeting, "text", None) == "Hello, Ada!"
 
     assert result_text(await client.call_tool("book", {"city": "Lisbon"})) == "Lisbon, 1-3 May"
