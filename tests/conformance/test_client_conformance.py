@@ -226,14 +226,37 @@ async def _run_suite(
     return output, report
 
 
+#: The only checks that may be SKIPPED (never WARNING), by scenario and check id, and why. Each
+#: must still be skipped wherever its scenario runs, so the list stays exact.
+ALLOWED_SKIPS: dict[tuple[str, str], str] = {
+    # "Client declares valid roots/sampling capability if present": a modern client of
+    # trio_mcp declares neither (both are deprecated at 2026-07-28), so there is none to check.
+    ("request-metadata", "sep-2575-client-declares-roots-capability"): "declares no roots",
+    ("request-metadata", "sep-2575-client-declares-sampling-capability"): "declares no sampling",
+    # Mcp-Method on initialize and notifications/initialized: a modern client sends neither
+    # (it connects with server/discover); the check succeeds for every request it does send.
+    ("http-standard-headers", "sep-2243-client-includes-standard-headers"): "no initialize",
+}
+
+
 def _checks_not_succeeding(results: Path) -> list[str]:
-    """Every check recorded SKIPPED or WARNING, as ``<result dir>: <status> <id>``."""
-    return [
-        f"{checks_file.parent.name}: {check.get('status')} {check.get('id')}"
-        for checks_file in sorted(results.glob("*/checks.json"))
-        for check in json.loads(checks_file.read_text())
-        if check.get("status") in ("SKIPPED", "WARNING")
-    ]
+    """Every check recorded WARNING, or SKIPPED unless ``ALLOWED_SKIPS`` names it, and every
+    allowed skip of a scenario that ran without it, as ``<result dir>: <status> <id>``."""
+    out = []
+    for checks_file in sorted(results.glob("*/checks.json")):
+        run = checks_file.parent.name
+        allowed = {check for scenario, check in ALLOWED_SKIPS if run.startswith(f"{scenario}-")}
+        skipped = set()
+        for check in json.loads(checks_file.read_text()):
+            status, check_id = check.get("status"), check.get("id")
+            if status == "SKIPPED" and check_id in allowed:
+                skipped.add(check_id)
+            elif status in ("SKIPPED", "WARNING"):
+                out.append(f"{run}: {status} {check_id}")
+        out.extend(
+            f"{run}: {c} is not skipped now (update ALLOWED_SKIPS)" for c in allowed - skipped
+        )
+    return out
 
 
 def _version_arguments(scenario: str, version: str) -> list[str]:
