@@ -616,7 +616,35 @@ async def _run_action(client: Client, args: argparse.Namespace, out: Output) -> 
         return await _call_tool(client, args, out)
     if args.command == "read":
         return await _read(client, args, out)
+    if args.command == "skills":
+        return await _skills(client, args)
     return await _get_prompt(client, args, out)
+
+
+async def _skills(client: Client, args: argparse.Namespace) -> int:
+    from .skills import SkillsClient, SkillVerificationError
+
+    skills = SkillsClient(client)
+    if not skills.supported:
+        raise MCPError("the server does not declare the skills extension")
+    if args.get is not None:
+        try:
+            text = await skills.read_skill(args.get)
+        except SkillVerificationError as exc:
+            raise MCPError(f"refused ({exc.reason}): {exc}") from None
+        if args.json:
+            _print_json({"uri": (await skills.find(args.get)).uri, "text": text})
+        else:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    entries = await skills.list_skills()
+    if args.json:
+        _print_json([{"uri": e.uri, "frontmatter": dict(e.frontmatter)} for e in entries])
+    for entry in [] if args.json else entries:
+        print(_listing(entry.path, entry.description))
+    for refused in skills.invalid:
+        sys.stderr.write(f"trio-mcp: not listed: {refused}\n")
+    return 0
 
 
 def token_dir() -> Path:
@@ -829,6 +857,17 @@ def build_parser() -> argparse.ArgumentParser:
     get = client_command("get", "render a prompt")
     get.add_argument("name", help="the prompt's name")
     get.add_argument("arguments", nargs="*", help="key=value ... or one JSON object")
+    skills = client_command(
+        "skills",
+        "list a server's skills (SEP-2640), or print one, verified against its entry",
+    )
+    skills.add_argument(
+        "--get",
+        metavar="NAME",
+        help="print this skill's SKILL.md (by name, or by path when names collide), after "
+        "checking its size, digest and frontmatter; a file that fails is refused",
+    )
+    drivers.append(skills)
     login = commands.add_parser(
         "login", help="sign in to an OAuth-protected server and keep its tokens"
     )

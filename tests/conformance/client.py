@@ -37,6 +37,7 @@ from trio_mcp import (
     WorkloadIdentity,
     open_client,
 )
+from trio_mcp.skills import SkillsClient, SkillVerificationError
 
 Context = dict[str, Any]
 Run = Callable[[Client, Context], Awaitable[None]]
@@ -212,6 +213,30 @@ def confirm_meanwhile(client: Client) -> Callable[[Any], Awaitable[ElicitResult]
     return answer
 
 
+async def list_skills(client: Client, context: Context) -> None:
+    """A host building its skill registry: the listing alone, no file of any skill."""
+    print(await SkillsClient(client).describe())
+
+
+async def use_first_skill(client: Client, context: Context) -> None:
+    """A host loading a skill, then the supporting files it lists. Content that fails
+    verification is refused by the library (SkillVerificationError) and nothing more of that
+    skill is read: the scenarios serve a tampered SKILL.md, so the refusal is the success."""
+    skills = SkillsClient(client)
+    entries = await skills.list_skills()
+    if not entries:
+        raise AssertionError("the server listed no skills")
+    skill = entries[0]
+    try:
+        await skills.load(skill)
+    except SkillVerificationError as exc:
+        print(f"refused {exc.uri} ({exc.reason}): {exc}")
+        return
+    for resource in skill.resources or ():
+        if resource.uri != skill.uri:
+            await skills.read(skill, resource.uri)
+
+
 def _auth(refused_at: str | None = None, auth: Callable[[Context], OAuth] = oauth_for) -> Scenario:
     return Scenario(call_every_tool, auth=auth, refused_at=refused_at)
 
@@ -270,6 +295,11 @@ SCENARIOS: dict[str, Scenario] = {
     "auth/wif-jwt-bearer": _auth(auth=workload_identity),
     "auth/dpop": _auth(auth=dpop),
     "auth/dpop-nonce": _auth(auth=dpop),
+    # Skills (SEP-2640): list without fetching; load and verify (size, digest, frontmatter).
+    "sep-2640-client-no-prefetch": Scenario(list_skills),
+    "sep-2640-client-verify-digest": Scenario(use_first_skill),
+    "sep-2640-client-verify-size": Scenario(use_first_skill),
+    "sep-2640-client-verify-frontmatter": Scenario(use_first_skill),
 }
 
 

@@ -17,6 +17,7 @@ import struct
 import wave
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -43,6 +44,7 @@ from trio_mcp import (
 )
 from trio_mcp.http import HttpOptions, McpHttpApp
 from trio_mcp.http._hypercorn import serve_http
+from trio_mcp.skills import SkillsExtension
 
 # -- media, made here rather than pasted in -----------------------------------------------------
 
@@ -151,6 +153,9 @@ class FixtureServer(Server):
 
 
 server = FixtureServer("trio-mcp-conformance-fixture", "1.0.0")
+# Skills (SEP-2640): real skills from a folder, one with subfolders (references/, templates/),
+# so the directory read has a subdirectory to show; directoryRead is declared.
+server.use(SkillsExtension(Path(__file__).resolve().parent / "skills", strict=True))
 
 
 # -- tools --------------------------------------------------------------------------------------

@@ -6,7 +6,12 @@ tox installs both with ``npm ci``, so a missing one fails the test instead of sk
 The fixture (``server.py``) runs as a child process on a free loopback port, and the run must
 pass every scenario with the baseline in ``expected-failures.yml``, which is empty: the tasks
 extension (SEP-2663) scenarios pass too, in the ``all`` run (where the suite scores them) and
-in the 2026-07-28 run (where it runs them unscored).
+in the 2026-07-28 run (where it runs them unscored). So do the three scenarios of the skills
+extension (SEP-2640), in the ``all`` run, against the fixture's real skills.
+
+The suite's own verdict counts only failures: a scenario whose checks were all SKIPPED (a
+feature the server never declared, say) still "passes". So every run here also fails on a
+SKIPPED or WARNING check, unless ``ALLOWED_NOT_SUCCESS`` names it with the reason.
 """
 
 from __future__ import annotations
@@ -46,6 +51,21 @@ TASKS_SCENARIOS = frozenset(
         "tasks-mrtr-composition",
     }
 )
+
+#: The skills extension (SEP-2640): its three server scenarios (the suite's pending set), each
+#: of which the ``all`` run must pass with every check SUCCESS.
+SKILLS_SCENARIOS = frozenset(
+    {"sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"}
+)
+#: The only checks that may end SKIPPED or WARNING, by scenario and check id, and why. A listed
+#: one that starts to succeed fails the run too, so this stays exact.
+ALLOWED_NOT_SUCCESS: dict[tuple[str, str], str] = {
+    # The suite skips the whole scenario: its harness still watches the tools/call stream for
+    # notifications/tasks, which SEP-2663 moved to subscriptions/listen ("tracked as a
+    # follow-up" in the suite). tasks-lifecycle and the others check the tasks themselves.
+    ("tasks-status-notifications", "tasks-status-notifications"): "skipped by the suite itself",
+}
+RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
 
 #: Bounds that only turn a hang into a failure: the whole suite takes a few seconds.
 STARTUP_GUARD = 30
@@ -94,6 +114,35 @@ def _failed_checks(results: Path, scenario: str) -> list[str]:
                 message = check.get("errorMessage") or json.dumps(check.get("details"))
                 out.append(f"    {check['status']} {check['id']}: {message}")
     return out or ["    (no checks recorded: see the output above)"]
+
+
+def statuses(results: Path) -> dict[str, dict[str, str]]:
+    """Every check the suite recorded: scenario -> check id -> status (the worst, if a check
+    id is recorded more than once)."""
+    rank = {"SUCCESS": 0, "SKIPPED": 1, "WARNING": 2, "FAILURE": 3}
+    found: dict[str, dict[str, str]] = {}
+    for checks_file in sorted(results.glob("server-*/checks.json")):
+        matched = RESULT_DIR.match(checks_file.parent.name)
+        assert matched is not None, checks_file
+        checks = found.setdefault(matched.group(1), {})
+        for check in json.loads(checks_file.read_text()):
+            status, known = check.get("status", "FAILURE"), checks.get(check["id"], "SUCCESS")
+            checks[check["id"]] = max(status, known, key=lambda s: rank.get(s, 3))
+    return found
+
+
+def not_succeeding(found: dict[str, dict[str, str]]) -> list[str]:
+    """Every SKIPPED or WARNING check that ``ALLOWED_NOT_SUCCESS`` does not name, and every
+    named one (of a scenario that ran) that now succeeds."""
+    out = []
+    for scenario, checks in sorted(found.items()):
+        for check_id, status in sorted(checks.items()):
+            allowed = (scenario, check_id) in ALLOWED_NOT_SUCCESS
+            if status in ("SKIPPED", "WARNING") and not allowed:
+                out.append(f"{status} {scenario}:{check_id}")
+            elif status == "SUCCESS" and allowed:
+                out.append(f"{scenario}:{check_id} succeeds now: take it off ALLOWED_NOT_SUCCESS")
+    return out
 
 
 @pytest.mark.parametrize(
@@ -178,7 +227,12 @@ async def test_server_scenarios(
     assert done.returncode == 0, report
     assert not unexpected, report
     assert passing == expected_passing, report
+    found = statuses(results)
+    assert not_succeeding(found) == [], report
     if "all" in selection:
         passed = {name for name, mark in summary.items() if mark == "✓"}
         assert not TASKS_SCENARIOS - passed, report
+        assert not SKILLS_SCENARIOS - passed, report
+        for scenario in SKILLS_SCENARIOS:
+            assert found[scenario] and set(found[scenario].values()) == {"SUCCESS"}, report
     assert process.returncode == 0, "the fixture did not shut down cleanly on SIGTERM\n" + report

@@ -219,7 +219,14 @@ class ServerConnection:
         self.state.check_handshake_request(method)
         route = self._routes.get(method)
         if route is None:
-            handler = self._handler(method)
+            extensions = self.server.extensions
+            # An extension served in this era too routes its methods here, as in the modern.
+            found: MethodHandler | None = (
+                extensions.route(method, to_wire(self.state.client_capabilities), handshake=True)
+                if extensions
+                else None
+            )
+            handler = found if found is not None else self._handler(method)
             if method in CACHEABLE and self.server.cache_hints.explicit:
                 handler = _with_cache_hints(handler)
             route = Route(self._instrument(handler), register=method != "initialize")
@@ -724,6 +731,9 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
         raise _invalid(f"Invalid params: {exc}") from None
     # Decided with no checkpoint since the check above: a second initialize cannot slip in.
     announced = conn.capabilities()
+    extensions = conn.server.extensions
+    if extensions and (entries := extensions.capabilities(conn.server, handshake=True)):
+        announced["extensions"] = entries
     version = conn.state.initialize(requested, info, caps, announced)
     result: JSONObject = {
         "protocolVersion": version,

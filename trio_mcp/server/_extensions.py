@@ -7,6 +7,8 @@ nothing):
 - its entry under ``extensions`` in the server's capabilities (:meth:`Extension.capability`);
 - the modern request methods it answers, routed through the connection's route table as the
   core methods are, and refused there before the request is registered (:meth:`~Extension.route`);
+  with :attr:`~Extension.handshake_era`, its methods and its capability entry in the handshake
+  era too (routed the same way, announced in the ``initialize`` result);
 - a hook around ``tools/call``, chosen when the call is routed (:meth:`~Extension.tool_call`);
 - what a ``subscriptions/listen`` may watch, under its own key of ``notifications``
   (:meth:`~Extension.watch`; :meth:`ServerConnection.send_watched` then tells the listeners);
@@ -23,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -31,9 +33,10 @@ from .._engine import InFlight
 from ..protocol._jsonrpc import JSONObject
 from ._bus import BusEvent, Notifier
 from ._connection import MethodHandler, ServerConnection
-from ._registry import ToolEntry
+from ._registry import ResourceEntry, ToolEntry
 
 logger = logging.getLogger("trio_mcp.server")
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The ordinary ``tools/call`` of a request, handed to a tool-call hook.
 ToolCall = Callable[[ServerConnection, InFlight], Awaitable[JSONObject]]
@@ -51,6 +54,19 @@ class ExtensionHost(Protocol):
     def connections(self) -> set[ServerConnection]: ...
     @property
     def notifier(self) -> Notifier: ...
+    @property
+    def resources(self) -> dict[str, ResourceEntry]: ...
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        in_thread: bool = True,
+    ) -> Callable[[F], F]: ...
+    def notify_list_changed(self, kind: str) -> None: ...
+    def notify_resource_updated(self, uri: str) -> None: ...
 
 
 class Extension:
@@ -58,6 +74,9 @@ class Extension:
     ``extensions`` in the capabilities and in a request's client capabilities."""
 
     name: str = ""
+    #: Whether it is served to handshake-era clients too: its capability entry in the
+    #: ``initialize`` result and its methods routed there (tasks, a modern-era feature, is not).
+    handshake_era: bool = False
 
     def attach(self, host: ExtensionHost) -> None:
         """Called once, when the extension is added to a server."""
@@ -123,17 +142,24 @@ class Extensions:
     def __bool__(self) -> bool:
         return bool(self._all)
 
-    def capabilities(self, host: ExtensionHost) -> JSONObject:
-        """The ``extensions`` capability: every extension announcing itself now."""
+    def capabilities(self, host: ExtensionHost, *, handshake: bool = False) -> JSONObject:
+        """The ``extensions`` capability: every extension announcing itself now (``handshake``:
+        those served in the handshake era)."""
         found = {}
         for extension in self._all:
+            if handshake and not extension.handshake_era:
+                continue
             entry = extension.capability(host)
             if entry is not None:
                 found[extension.name] = entry
         return found
 
-    def route(self, method: str, client_capabilities: Mapping[str, Any]) -> MethodHandler | None:
+    def route(
+        self, method: str, client_capabilities: Mapping[str, Any], *, handshake: bool = False
+    ) -> MethodHandler | None:
         for extension in self._all:
+            if handshake and not extension.handshake_era:
+                continue
             handler = extension.route(method, client_capabilities)
             if handler is not None:
                 return handler

@@ -208,6 +208,9 @@ class Server:
         # ``notify_*`` live and ``connections`` spans every transport it serves (HTTP apps,
         # stdio, memory), so one bus serves them all; the HTTP app's lifespan runs its pump.
         self.notifier = Notifier(bus if bus is not None else LocalBus(), self._deliver)
+        #: Told of every notification event this server delivers (list changes and resource
+        #: updates, from here or, through the bus, from other workers): caches listen here.
+        self.event_listeners: list[Callable[[BusEvent], None]] = []
         #: The extensions (``docs/design.md``): ``extensions=[...]`` and :meth:`use`. The tasks
         #: extension (SEP-2663) is always there: ``task_store`` (in memory by default),
         #: ``task_ttl_ms`` (how long a settled task is kept), ``max_tasks`` (how many run or
@@ -227,9 +230,6 @@ class Server:
         #: Around every request, first outermost: ``Server(middleware=[...])`` and
         #: ``@server.middleware`` (see ``docs/middleware.md``).
         self.middleware_chain: tuple[Middleware, ...] = tuple(middleware)
-        #: Told of every notification event this server delivers (list changes and resource
-        #: updates, from here or, through the bus, from other workers): caches listen here.
-        self.event_listeners: list[Callable[[BusEvent], None]] = []
         self._lifespan = Lifespan(lifespan, self, name)
 
     @property
