@@ -181,6 +181,9 @@ class ServerConnection:
         #: the connection, before it is answered (the HTTP app writes the session's record).
         self.on_change: Callable[[], Awaitable[None]] | None = None
         self._id: str | None = None
+        #: The wire it came over, for the instrumentation: ``memory``, ``stdio``,
+        #: ``streamable-http``, ``sse`` or ``websocket``.
+        self.transport_name = "memory"
 
     def share(self, other: ServerConnection) -> None:
         """Answer on ``other``'s engine: composition (``Server.mount``) serves a mounted server
@@ -198,6 +201,7 @@ class ServerConnection:
         self.subscriptions = other.subscriptions
         self.listeners = other.listeners
         self.on_change = other.on_change
+        self.transport_name = other.transport_name
 
     @property
     def id(self) -> str:
