@@ -14,6 +14,7 @@ from trio_mcp import (
     ElicitRequestFormParams,
     ElicitResult,
     ProtocolError,
+    RequestRecord,
     Server,
     ToolError,
     open_client,
@@ -349,3 +350,33 @@ def test_baggage_and_trace_state_travel_in_meta(telemetry: Telemetry) -> None:
     # Whatever else a peer puts there is ignored, never an error.
     assert extract({"_meta": {"traceparent": 7}}) is None
     assert extract({"_meta": {"traceparent": "garbage"}}) is None
+
+
+async def test_the_on_request_hook_sees_the_same_events_without_opentelemetry() -> None:
+    """For users who want no OpenTelemetry: ``Server(on_request=...)`` gets each request's
+    method, target, outcome, duration, who cancelled it, its version, connection and wire."""
+    records: list[RequestRecord] = []
+    server = calculator()
+    server.on_request = records.append
+    started = trio.Event()
+
+    @server.tool()
+    async def park() -> str:
+        started.set()
+        await trio.sleep_forever()
+        return "never"
+
+    async with open_client(server) as client:
+        await client.call_tool("refuse")
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "park")
+                await started.wait()
+                scope.cancel()
+        await client.ping()
+    assert instrumentation() is None
+    refused = next(r for r in records if r.name == "refuse")
+    assert refused.tool_error and refused.transport == "memory"
+    assert refused.protocol_version == "2025-11-25" and refused.session_id
+    parked = next(r for r in records if r.name == "park")
+    assert parked.cancelled and parked.cancelled_by == "peer"

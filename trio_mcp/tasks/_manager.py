@@ -28,6 +28,7 @@ import attrs
 import trio
 
 from .._exception_groups import single_error
+from ..otel import count_limit_hit
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JSONObject
 from ..protocol._tasks import (
@@ -205,6 +206,7 @@ class TaskManager:
             raise ProtocolError(INTERNAL_ERROR, "Internal error: the server runs no tasks here")
         # Checked and claimed with no checkpoint between: creations racing in cannot overshoot.
         if len(self._running) >= self.max_running:
+            count_limit_hit("tasks")
             raise ProtocolError(
                 INTERNAL_ERROR,
                 f"Task limit reached: at most {self.max_running} tasks run at once",
