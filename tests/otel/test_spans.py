@@ -380,3 +380,23 @@ async def test_the_on_request_hook_sees_the_same_events_without_opentelemetry() 
     assert refused.protocol_version == "2025-11-25" and refused.session_id
     parked = next(r for r in records if r.name == "park")
     assert parked.cancelled and parked.cancelled_by == "peer"
+
+
+async def test_a_tasks_execution_is_linked_to_the_request_that_created_it(
+    telemetry: Telemetry,
+) -> None:
+    server = Server("tasks")
+
+    @server.tool(task="required")
+    async def slow() -> str:
+        await trio.lowlevel.checkpoint()
+        return "done"
+
+    async with open_client(server, protocol_version=MODERN) as client:
+        await client.call_tool("slow")
+    created = telemetry.span("tools/call slow", CLIENT)
+    [served] = [s for s in telemetry.spans() if s.name == "tools/call slow" and s.kind is SERVER]
+    run = telemetry.span("tasks/run", SpanKind.INTERNAL)
+    assert run.parent is None  # its own trace: not part of the request's time
+    assert [link.context.span_id for link in run.links] == [served.context.span_id]
+    assert parent_of(served, created)

@@ -11,8 +11,10 @@ from ._state import (
     configure,
     count_limit_hit,
     count_redis_error,
+    current_link,
     event_store_bytes,
     instrumentation,
+    linked_span,
     observe,
     tracing_on,
 )
@@ -21,8 +23,10 @@ __all__ = [
     "configure",
     "count_limit_hit",
     "count_redis_error",
+    "current_link",
     "event_store_bytes",
     "instrumentation",
+    "linked_span",
     "observe",
     "tracing_on",
 ]

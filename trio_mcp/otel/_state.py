@@ -10,9 +10,11 @@ the API's no-op ones; the instruments are made once per pair of providers and ke
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -114,3 +116,35 @@ def event_store_bytes(change: int, store: str = "memory") -> None:
         found = instrumentation()
         if found is not None:
             found.event_store_bytes.add(change, {"trio_mcp.event_store": store})
+
+
+def current_link() -> Any:
+    """What a span started later, elsewhere, links back to: the current span's context (a
+    task's creating request), or None when nothing listens."""
+    found = instrumentation()
+    if found is None or not found.tracing:
+        return None
+    from opentelemetry import trace
+
+    span_context = trace.get_current_span().get_span_context()
+    return span_context if span_context.is_valid else None
+
+
+def linked_span(name: str, link: Any, **attributes: str) -> AbstractContextManager[Any]:
+    """Work that outlives the request that started it (a task's execution): a span of its
+    own, a new trace linked to ``link`` (:func:`current_link`); nothing when ``link`` is None."""
+    if link is None:
+        return contextlib.nullcontext()
+    found = instrumentation()
+    if found is None:
+        return contextlib.nullcontext()
+    from opentelemetry import trace
+    from opentelemetry.context import Context
+
+    return found.tracer.start_as_current_span(
+        name,
+        context=Context(),  # a root: the work is not part of the request's own time
+        kind=trace.SpanKind.INTERNAL,
+        links=[trace.Link(link)],
+        attributes=attributes,
+    )
