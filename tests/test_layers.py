@@ -27,6 +27,9 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"protocol": ("protocol/", "_version.py")},
     {"transports": ("transports/",)},
     {"engine": ("_engine.py", "_exception_groups.py")},
+    # Traces and metrics (OpenTelemetry, when an application installed its SDK): plugged into
+    # the engine's observer seam; the rooms above hand it their connections' attributes.
+    {"otel": ("otel/",)},
     # What a user writes a server against, and the client: neither knows HTTP, Redis or JOSE.
     {"server": ("server/",), "client": ("client/",)},
     # The extensions, each in a room of its own: it plugs into the server's extension seam
@@ -71,6 +74,8 @@ NOT_LOADED_BY_SERVER = (
     "coredis",
     "joserfc",
     "trio_websocket",
+    # Installed or not, OpenTelemetry is loaded only by an application that uses it.
+    "opentelemetry",
 )
 #: protocol/ is sans-IO: it imports itself, the standard library and these, and never NO_IO.
 PROTOCOL_MAY_IMPORT = {"attrs", "cattrs", "orjson", "cryptography"}
@@ -481,6 +486,25 @@ def test_the_server_module_alone_loads_no_binding() -> None:
         m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_LOADED_BY_SERVER)
     ]
     assert not wrong, f"importing the Server module loaded {wrong}"
+
+
+def test_serving_and_calling_never_import_opentelemetry() -> None:
+    """With OpenTelemetry installed but not imported by the application, a server answers a
+    client in memory and an HTTP app is built without loading it: nothing paid when off."""
+    code = (
+        "import sys, trio\nfrom trio_mcp import Server, open_client\n"
+        "server = Server('x')\n"
+        "@server.tool()\ndef add(a: int, b: int) -> int:\n    return a + b\n"
+        "async def main():\n"
+        "    async with open_client(server) as client:\n"
+        "        await client.call_tool('add', {'a': 1, 'b': 2})\n"
+        "trio.run(main)\nserver.http_app()\n"
+        "print([m for m in sys.modules if m.startswith('opentelemetry')])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "[]"
 
 
 def test_a_single_process_app_loads_no_scale_out_code() -> None:

@@ -127,6 +127,7 @@ PUBLIC_MODULES = (
     "trio_mcp.auth",
     "trio_mcp.redis",
     "trio_mcp.middleware",
+    "trio_mcp.otel",
     "trio_mcp.lowlevel",
     "trio_mcp.transports",
     "trio_mcp.testing",

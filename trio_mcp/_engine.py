@@ -15,6 +15,7 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterator
+from types import TracebackType
 from typing import Any, Protocol, TypeAlias, assert_never
 
 import attrs
@@ -81,6 +82,57 @@ class Dispatcher(Protocol):
 Handler = Callable[["InFlight"], Awaitable[JSONObject]]
 
 
+class Observer(Protocol):
+    """What watches one connection's traffic (``trio_mcp.otel``'s spans and metrics).
+
+    ``Engine.observer`` is None unless something listens, decided once per connection: then
+    each request costs one branch, and nothing here knows what is watching.
+    """
+
+    def serve(self, handler: Handler, record: InFlight) -> Awaitable[JSONObject]:
+        """Run a received request's handler (in its task and scope), watching it."""
+        ...
+
+    def refused(self, request: Request, error: ErrorObject) -> None:
+        """A received request answered with ``error`` before anything of it ran."""
+        ...
+
+    def notified(self, notification: Notification) -> None:
+        """A notification received, before it is acted on."""
+        ...
+
+    # The rooms above watch what they send through the same observer:
+
+    def sending(self, method: str, params: JSONObject | None) -> Watch:
+        """A request about to be sent (``with``: send ``watch.params``)."""
+        ...
+
+    def answering(self, method: str, params: JSONObject | None) -> Watch:
+        """A question of the peer's answered outside the engine (a modern input request)."""
+        ...
+
+    def notifying(self, method: str, params: JSONObject | None) -> JSONObject | None:
+        """A notification about to be sent: the params to send instead."""
+        ...
+
+
+class Watch(Protocol):
+    """One request watched while it is sent and answered (a context manager)."""
+
+    #: The params to send (they may carry the watcher's context in ``_meta``).
+    params: JSONObject | None
+
+    def sent(self, request_id: RequestId) -> None: ...
+    def answered(self, result: JSONObject) -> None: ...
+    def __enter__(self) -> Watch: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
 @attrs.frozen
 class Route:
     handler: Handler
@@ -105,6 +157,9 @@ class InFlight:
     cancel_reason: str | None = None
     #: The answer of a request cancelled by the engine rather than by the peer (None: none).
     cancel_error: ErrorObject | None = None
+    #: Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went away)
+    #: or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled.
+    cancelled_by: str | None = None
     settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
@@ -130,15 +185,18 @@ class InFlight:
         """True once nothing more may be sent for this request."""
         return self.settled or self.cancel_requested
 
-    def cancel(self, reason: str | None = None, *, error: ErrorObject | None = None) -> bool:
+    def cancel(
+        self, reason: str | None = None, *, error: ErrorObject | None = None, by: str = "local"
+    ) -> bool:
         """Cancel the request as ``notifications/cancelled`` would (False: it had already
         settled or been cancelled); with ``error``, it is answered with that error instead of
-        nothing."""
+        nothing. ``by`` says who cancelled it (``"peer"`` or ``"local"``)."""
         if self.settled or self.cancel_requested:
             return False
         self.cancel_requested = True
         self.cancel_reason = reason
         self.cancel_error = error
+        self.cancelled_by = by
         self.scope.cancel()
         return True
 
@@ -256,7 +314,7 @@ def encode_response(message: Message) -> bytes:
 
 def _error(
     rid: RequestId | None, code: int, message: str | None = None, data: Any = NO_DATA
-) -> Message:
+) -> ErrorResponse:
     return ErrorResponse(rid, ErrorObject.make(code, message, data=data))
 
 
@@ -272,8 +330,11 @@ class Engine:
         drain_timeout: float = 2.0,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        observer: Observer | None = None,
     ) -> None:
         self.transport = transport
+        #: What watches this connection (spans, metrics), or None: decided once, here.
+        self.observer = observer
         #: After the peer stops sending: how long cancelled requests may take to finish and
         #: already-decided messages may take to flush before the connection is torn down. On a
         #: half-closed transport, first how long what was received may take to finish.
@@ -752,42 +813,53 @@ class Engine:
         A request answered on its own (no ``sink``) is refused through ``_write_response``,
         looked up only then: the admitted ones, nearly all, make no bound method for it."""
         if request.method.startswith("notifications/"):
-            (sink or self._write_response)(
-                _error(request.id, METHOD_NOT_FOUND, "Method not found", request.method)
+            self._refuse(
+                request,
+                sink,
+                _error(request.id, METHOD_NOT_FOUND, "Method not found", request.method),
             )
             return None
         try:
             route = self.dispatcher.route(request, self)
         except ProtocolError as exc:
-            (sink or self._write_response)(ErrorResponse(request.id, exc.error))
+            self._refuse(request, sink, ErrorResponse(request.id, exc.error))
             return None
         record = InFlight(request, self, principal=principal)
         if route.register:
             if len(self._in_flight) >= self.max_in_flight:
-                (sink or self._write_response)(
+                self._refuse(
+                    request,
+                    sink,
                     _error(
                         request.id,
                         INVALID_REQUEST,
                         "Invalid Request",
                         f"Invalid Request: more than {self.max_in_flight} requests in flight "
                         "on this connection",
-                    )
+                    ),
                 )
                 return None
             if request.id in self._in_flight:
-                (sink or self._write_response)(
+                self._refuse(
+                    request,
+                    sink,
                     _error(
                         request.id,
                         INVALID_REQUEST,
                         "Invalid Request",
                         f"Invalid Request: request id {describe_id(request.id)} is already in "
                         "flight",
-                    )
+                    ),
                 )
                 return None
             self._in_flight[request.id] = record
         self._running += 1
         return route, record
+
+    def _refuse(self, request: Request, sink: Sink | None, answer: ErrorResponse) -> None:
+        if self.observer is not None:
+            self.observer.refused(request, answer.error)
+        (sink or self._write_response)(answer)
 
     def claim(self, request_id: RequestId) -> bool:
         """Whether ``request_id`` is free (not in flight); used by transports to refuse early."""
@@ -808,7 +880,14 @@ class Engine:
             try:
                 record.scope.__enter__()
                 try:
-                    outcome = Response(record.request.id, await route.handler(record))
+                    outcome = Response(
+                        record.request.id,
+                        await (
+                            route.handler(record)
+                            if self.observer is None
+                            else self.observer.serve(route.handler, record)
+                        ),
+                    )
                 except BaseException as exc:
                     if not record.scope.__exit__(type(exc), exc, exc.__traceback__):
                         raise
@@ -849,22 +928,29 @@ class Engine:
             self._all_done = None
 
     def cancel_incoming(
-        self, request_id: RequestId, reason: str | None = None, *, error: ErrorObject | None = None
+        self,
+        request_id: RequestId,
+        reason: str | None = None,
+        *,
+        error: ErrorObject | None = None,
+        by: str = "local",
     ) -> bool:
         """Cancel an incoming request as ``notifications/cancelled`` would; with ``error``, it
-        is answered with that error instead of nothing."""
+        is answered with that error instead of nothing. ``by``: ``"peer"`` or ``"local"``."""
         record = self._in_flight.get(request_id)
-        return record is not None and record.cancel(reason, error=error)
+        return record is not None and record.cancel(reason, error=error, by=by)
 
     # -- notifications -------------------------------------------------------------------------
 
     def _on_notification(self, note: Notification, principal: Any = None) -> None:
         params = note.params or {}
+        if self.observer is not None:
+            self.observer.notified(note)
         if note.method == "notifications/cancelled":
             rid = params.get("requestId")
             reason = params.get("reason")
             if is_valid_id(rid):
-                self.cancel_incoming(rid, reason if isinstance(reason, str) else None)
+                self.cancel_incoming(rid, reason if isinstance(reason, str) else None, by="peer")
             return
         if note.method == "notifications/progress":
             token = params.get("progressToken")
@@ -1055,7 +1141,9 @@ def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
     return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
 
 
-async def run_alone(route: Route, record: InFlight) -> Message | None:
+async def run_alone(
+    route: Route, record: InFlight, observer: Observer | None = None
+) -> Message | None:
     """Run one request in the caller's task, with no engine, and settle it: its answer, or
     None when it is suppressed.
 
@@ -1064,12 +1152,20 @@ async def run_alone(route: Route, record: InFlight) -> Message | None:
     engine does (``Engine._run_request``): a cancel (:meth:`InFlight.cancel`) that came first
     suppresses it, or answers it with its error; a handler's error becomes its answer, never
     leaking internals. What to do with the answer (:func:`encode_response`) is the caller's.
+    ``observer`` watches it, as ``Engine.observer`` watches an engine's requests.
     """
     outcome: Message | None = None
     try:
         try:
             with record.scope:
-                outcome = Response(record.request.id, await route.handler(record))
+                outcome = Response(
+                    record.request.id,
+                    await (
+                        route.handler(record)
+                        if observer is None
+                        else observer.serve(route.handler, record)
+                    ),
+                )
         except BaseException as exc:
             outcome = _error_outcome(record, exc)
         if record.cancel_requested:

@@ -10,7 +10,7 @@ connection's own tasks), ``ServerConnection.share``, ``handle`` and ``authorize`
 answering on another server's connection).
 """
 
-from ._engine import Dispatcher, Engine, InFlight, ProgressCallback, Route
+from ._engine import Dispatcher, Engine, InFlight, Observer, ProgressCallback, Route, Watch
 from .client._client import ClientDispatcher
 from .server._connection import ServerConnection
 from .server._context import ConnectionView
@@ -26,12 +26,14 @@ __all__ = [
     "Engine",
     "InFlight",
     "MemoryTransport",
+    "Observer",
     "OutgoingMessage",
     "ProgressCallback",
     "Route",
     "Sender",
     "ServerConnection",
     "Transport",
+    "Watch",
     "memory_transport_pair",
 ]
 

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
+from urllib.parse import urlsplit
 
 import attrs
 import trio
@@ -22,6 +23,7 @@ import trio
 from .._engine import Engine, InFlight, ProgressCallback, Route
 from .._exception_groups import collapse_exception_groups, single_error
 from .._version import __version__
+from ..otel import observe
 from ..protocol._envelope import SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY, make_envelope
 from ..protocol._errors import ConnectionClosed, MCPError, ProtocolError, RequestTimeout
 from ..protocol._jsonrpc import (
@@ -432,7 +434,7 @@ class Client:
             "clientInfo": to_wire(self.client_info),
         }
         # The spec forbids cancelling initialize: a timeout abandons it without a cancel.
-        raw = await self.session.request("initialize", params, max_total=timeout, cancellable=False)
+        raw = await self._traced("initialize", params, max_total=timeout, cancellable=False)
         offered = raw.get("protocolVersion")
         if offered not in HANDSHAKE_VERSIONS:
             raise InitializeError(
@@ -443,7 +445,7 @@ class Client:
             self.initialize_result = from_wire(raw, InitializeResult)
         except ValueError as exc:
             raise InitializeError(f"Server initialization failed: {exc}") from None
-        await self.session.notify("notifications/initialized")
+        await self.notify("notifications/initialized")
 
     async def _connect(
         self, mode: str, version: str, timeout: float | None, probe_timeout: float
@@ -474,7 +476,7 @@ class Client:
         for attempt in range(2):
             params = {"_meta": self._envelope(version)}
             try:
-                raw = await self.session.request("server/discover", params, max_total=timeout)
+                raw = await self._traced("server/discover", params, max_total=timeout)
             except ProtocolError as exc:
                 # Retried once, even with the version just refused if the server names it as
                 # supported (an instance behind the same URL may have been older).
@@ -531,6 +533,13 @@ class Client:
     def modern(self) -> bool:
         """True when connected in the modern era (2026-07-28)."""
         return self.era is Era.MODERN
+
+    @property
+    def version_in_use(self) -> str | None:
+        """The protocol version in use, or None before the connection has one."""
+        if self.discovered is not None:
+            return self.discovered.protocol_version
+        return self.initialize_result.protocol_version if self.initialize_result else None
 
     @property
     def protocol_version(self) -> str:
@@ -594,24 +603,68 @@ class Client:
             if cached is not None:
                 await trio.lowlevel.checkpoint()
                 return cached
-        if self.era is Era.MODERN:
-            result = await self._modern_request(
-                method, body, on_progress, timeout, max_total, request_id
-            )
+        observer = self.session.observer
+        if observer is None:
+            result = await self._send(method, body, on_progress, timeout, max_total, request_id)
         else:
-            result = await self.session.request(
-                method,
-                body,
-                on_progress=on_progress,
-                timeout=timeout,
-                max_total=max_total,
-                request_id=request_id,
-            )
+            # One CLIENT span for the call, current across a modern call's rounds and the
+            # answers to the server's questions: each round carries its context in _meta.
+            with observer.sending(method, body) as call:
+                if request_id is None:
+                    request_id = self.session.new_request_id()
+                call.sent(request_id)
+                result = await self._send(
+                    method, call.params or {}, on_progress, timeout, max_total, request_id
+                )
+                call.answered(result)
         if method == "tools/list" and self.era is Era.MODERN:
             result = _without_unusable_tools(result)
         if cache is not None:
             cache.put(method, body, result)
         return result
+
+    async def _send(
+        self,
+        method: str,
+        body: JSONObject,
+        on_progress: ProgressCallback | None,
+        timeout: float | None,
+        max_total: float | None,
+        request_id: RequestId | None,
+    ) -> JSONObject:
+        if self.era is Era.MODERN:
+            return await self._modern_request(
+                method, body, on_progress, timeout, max_total, request_id
+            )
+        return await self.session.request(
+            method,
+            body,
+            on_progress=on_progress,
+            timeout=timeout,
+            max_total=max_total,
+            request_id=request_id,
+        )
+
+    async def _traced(
+        self, method: str, params: JSONObject, *, max_total: float | None, cancellable: bool = True
+    ) -> JSONObject:
+        """A request of the connection's own (``initialize``, ``server/discover``), in a CLIENT
+        span when something listens."""
+        observer = self.session.observer
+        if observer is None:
+            return await self.session.request(
+                method, params, max_total=max_total, cancellable=cancellable
+            )
+        with observer.sending(method, params) as call:
+            request_id = self.session.new_request_id()
+            call.sent(request_id)
+            return await self.session.request(
+                method,
+                call.params,
+                max_total=max_total,
+                cancellable=cancellable,
+                request_id=request_id,
+            )
 
     async def _modern_request(
         self,
@@ -670,11 +723,16 @@ class Client:
                     f"the server needs input ({method!r}) that no callback of this client gives"
                 )
 
+        observer = self.session.observer
+
         async def one(key: str, request: dict[str, Any]) -> None:
             params = request.get("params")
-            answers[key] = await self._dispatcher.fulfil(
-                request["method"], params if isinstance(params, dict) else {}
-            )
+            params = params if isinstance(params, dict) else {}
+            if observer is None:
+                answers[key] = await self._dispatcher.fulfil(request["method"], params)
+                return
+            with observer.answering(request["method"], params):
+                answers[key] = await self._dispatcher.fulfil(request["method"], params)
 
         with collapse_exception_groups():
             async with trio.open_nursery() as nursery:
@@ -891,9 +949,12 @@ class Client:
                     subscription.close()
 
     async def notify_roots_list_changed(self) -> None:
-        await self.session.notify("notifications/roots/list_changed")
+        await self.notify("notifications/roots/list_changed")
 
     async def notify(self, method: str, params: JSONObject | None = None) -> None:
+        observer = self.session.observer
+        if observer is not None:  # a CLIENT span, and its context in the params' _meta
+            params = observer.notifying(method, params)
         await self.session.notify(method, params)
 
     # -- lists ---------------------------------------------------------------------------------
@@ -1133,7 +1194,15 @@ async def _connected(
         async with trio.open_nursery() as nursery:
             try:
                 async with _connect(target, nursery, kind=kind) as transport:
-                    session = Engine(transport, dispatcher)
+                    clients: list[Client] = []
+                    observer = observe(
+                        "client",
+                        _transport_name(target, kind),
+                        network=_network_of(target),
+                        version=lambda: clients[0].version_in_use if clients else None,
+                        session_id=lambda: getattr(transport, "session_id", None),
+                    )
+                    session = Engine(transport, dispatcher, observer=observer)
                     await nursery.start(session.run)
                     client = Client(
                         session,
@@ -1142,6 +1211,9 @@ async def _connected(
                         default_timeout=default_timeout,
                         tasks=tasks,
                     )
+                    clients.append(client)
+                    if observer is not None:
+                        observer.session_started()
                     try:
                         await client._connect(*connect)
                     except (ProtocolError, InitializeError, ConnectionClosed):
@@ -1153,6 +1225,8 @@ async def _connected(
                     try:
                         yield client
                     finally:
+                        if observer is not None:
+                            observer.session_ended()
                         # Write what was already decided (a cancel, say) before hanging up.
                         with trio.CancelScope(shield=True):
                             await session.flush(1.0)
@@ -1162,6 +1236,31 @@ async def _connected(
         if not connected and isinstance(single_error(group), _LegacyHttp):
             raise _LegacyHttp from None
         raise
+
+
+def _transport_name(target: Resolved, kind: str) -> str:
+    """Our name of a target's wire, for the instrumentation."""
+    if isinstance(target, WebSocketTarget):
+        return "websocket"
+    if isinstance(target, HttpTarget):
+        return "sse" if kind == "sse" else "streamable-http"
+    if isinstance(target, Command):
+        return "stdio"
+    return "memory"
+
+
+def _network_of(target: Resolved) -> dict[str, str | int]:
+    """The conventions' ``server.address`` and ``server.port`` of a URL target."""
+    if not isinstance(target, HttpTarget | WebSocketTarget):
+        return {}
+    url = urlsplit(str(target.url))
+    if not url.hostname:
+        return {}
+    found: dict[str, str | int] = {"server.address": url.hostname}
+    port = url.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(url.scheme)
+    if port is not None:
+        found["server.port"] = port
+    return found
 
 
 @asynccontextmanager

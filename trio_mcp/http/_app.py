@@ -93,6 +93,7 @@ from ._streams import (
     StreamLimits,
     StreamSink,
 )
+from ._telemetry import observe_http
 from ._websocket import WebSocketEndpoint
 
 logger = logging.getLogger("trio_mcp.http")
@@ -154,6 +155,7 @@ class HttpSession(RegisteredSession, BaseSender):
         client: str = "",
         owner: str | None = None,
         replica: bool = False,
+        scope: Scope | None = None,
     ) -> None:
         super().__init__(app.registry, session_id, client, owner)
         self.app = app
@@ -175,11 +177,21 @@ class HttpSession(RegisteredSession, BaseSender):
             self.connection.id = session_id  # what middleware calls the session
         if kind is SessionKind.STATELESS:
             self.connection.state.refuse_back_channel()
+        self.connection.transport_name = "streamable-http"
+        state = self.connection.state
+        self.observer = observe_http(
+            scope,
+            "streamable-http",
+            version=lambda: state.protocol_version,
+            # Handshake era only: a POST's own connection has no Mcp-Session-Id.
+            session_id=(lambda: session_id) if kind is SessionKind.SESSION else None,
+        )
         self.engine = Engine(
             self,
             self.connection,
             drain_timeout=app.options.shutdown_grace,
             id_prefix=app.fleet.id_prefix if app.fleet is not None else "",
+            observer=self.observer,
         )
         self.connection.session = self.engine
         # Only a session's streams can be resumed: nothing outlives a POST's own engine.
@@ -333,12 +345,16 @@ class HttpSession(RegisteredSession, BaseSender):
     async def run(self, *, task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
         self.app.server.connections.add(self.connection)
+        if self.observer is not None:
+            self.observer.session_started()
         try:
             # The engine runs in this task (it is started once its own nursery is open): no
             # nursery and task of the session's own around it, which every idle session held.
             with self.scope:
                 await self.engine.run(pull=False, task_status=task_status)
         finally:
+            if self.observer is not None:
+                self.observer.session_ended()
             self._closing = True
             self.app.server.connections.discard(self.connection)
             self.close_streams()
@@ -920,6 +936,7 @@ class McpHttpApp:
             mint_session_id(self.options.scale_out.node_id),
             client=client,
             owner=identity(principal),
+            scope=scope,
         )
         registry.claim(session, request_id=request.id)
         try:
@@ -980,7 +997,7 @@ class McpHttpApp:
         Nothing can resume or cancel it from elsewhere, so its events are not stored, and the
         client going away cancels it.
         """
-        session = HttpSession(self, "stateless", kind=SessionKind.STATELESS)
+        session = HttpSession(self, "stateless", kind=SessionKind.STATELESS, scope=scope)
         if isinstance(message, Request) and message.method != "initialize":
             session.connection.state.skip_handshake()
         if not isinstance(message, Request):
@@ -1024,7 +1041,7 @@ class McpHttpApp:
             await serve_modern(self, scope, receive, send, message, principal)
             return
         # Mounted servers and proxies read their connection's engine: this request gets one.
-        session = HttpSession(self, "modern", kind=SessionKind.MODERN)
+        session = HttpSession(self, "modern", kind=SessionKind.MODERN, scope=scope)
         # Registered while it runs, so that list changes reach its listen streams.
         self.server.connections.add(session.connection)
         try:
@@ -1532,7 +1549,7 @@ async def _watch_disconnect(
         pass
     if session.has_ended(rid):
         return
-    session.engine.cancel_incoming(rid, "the client closed the connection")
+    session.engine.cancel_incoming(rid, "the client closed the connection", by="peer")
     scope.cancel()
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import attrs
 
+from ..otel import event_store_bytes
 from ..protocol._jsonrpc import RequestId
 
 
@@ -252,6 +253,7 @@ class MemoryEventStore:
         if kept is None:
             kept = _Kept(now)
             self._size += kept.size
+            event_store_bytes(kept.size)
         # Re-inserted at the end, so the dict stays in order of last activity.
         self._streams[stream_id] = kept
         kept.last_activity = now
@@ -270,10 +272,12 @@ class MemoryEventStore:
         kept = self._streams.pop(stream_id, None)
         if kept is not None:
             self._size -= kept.size
+            event_store_bytes(-kept.size)
 
     def _grow(self, kept: _Kept, delta: int) -> None:
         kept.size += delta
         self._size += delta
+        event_store_bytes(delta)
 
     def _expire(self, now: float) -> None:
         # Oldest activity first: stop at the first stream still alive (amortized O(1)).

@@ -32,6 +32,7 @@ from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
 from ._asgi import HttpError, Receive, Scope, Send, header, is_json
 from ._sessions import RegisteredSession, TransportKind, identity
+from ._telemetry import observe_http
 
 logger = logging.getLogger("trio_mcp.http.sse")
 
@@ -92,8 +93,17 @@ class SseSession(RegisteredSession):
         self.transport = _StreamSender(
             self, app.options.limits.max_pending_events, app.options.limits.max_pending_bytes
         )
+        self.connection.transport_name = "sse"
+        state = self.connection.state
+        #: The session's observer (spans, metrics), or None when nothing listens.
+        self.observer = observe_http(
+            None, "sse", version=lambda: state.protocol_version, session_id=lambda: session_id
+        )
         self.engine = Engine(
-            self.transport, self.connection, drain_timeout=app.options.shutdown_grace
+            self.transport,
+            self.connection,
+            drain_timeout=app.options.shutdown_grace,
+            observer=self.observer,
         )
         self.connection.session = self.engine
         self.overflowed = False
@@ -126,6 +136,8 @@ class SseSession(RegisteredSession):
         # Registered with the server so that notify_list_changed() reaches this client.
         server = self.endpoint.app.server
         server.connections.add(self.connection)
+        if self.observer is not None:
+            self.observer.session_started()
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
@@ -135,6 +147,8 @@ class SseSession(RegisteredSession):
             if self.expired:
                 logger.info("HTTP+SSE session %s was idle past its deadline; it ends", self.id)
         finally:
+            if self.observer is not None:
+                self.observer.session_ended()
             self._closing = True
             server.connections.discard(self.connection)
             self.transport.outgoing.close()

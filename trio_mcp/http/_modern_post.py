@@ -48,6 +48,7 @@ from ._asgi import Receive, Scope, Send, end_cut_response
 from ._modern import status_for
 from ._sessions import SessionRegistry
 from ._streams import ByteBudget, StreamLimits
+from ._telemetry import observe_http
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -99,6 +100,7 @@ async def serve_modern(
 ) -> None:
     """Serve a modern request, its envelope already checked, in this POST's task."""
     post = ModernPost(app, scope, receive, send)
+    post.transport_name = "streamable-http"
     try:
         route, record = admit_alone(post, request, principal)
     except ProtocolError as refused:
@@ -114,7 +116,8 @@ async def serve_modern(
     registry.alone.add(post)
     registry.request_started()
     try:
-        answer = await _on_first_yield(run_alone(route, record), post._yielded)
+        observer = observe_http(scope, "streamable-http")
+        answer = await _on_first_yield(run_alone(route, record, observer), post._yielded)
         post._keep_answer(answer)
         if not (post._streaming or post._gone):  # nothing was streamed: the answer alone
             await post._answer_whole(answer)
@@ -272,7 +275,7 @@ class ModernPost(ServerConnection):
         stream ends, nothing more is written."""
         self._gone = True
         if self.record is not None:
-            self.record.cancel("the client closed the connection")
+            self.record.cancel("the client closed the connection", by="peer")
         if self._streamer is not None:
             self._streamer.cancel()
 

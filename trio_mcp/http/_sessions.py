@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from ..otel import count_limit_hit
 from ..protocol._jsonrpc import INTERNAL_ERROR, ErrorObject, RequestId
 from ..server._principal import Principal
 from . import _asgi
@@ -245,6 +246,7 @@ class SessionRegistry:
             owned = self._by_client.get(client, set())
             limit = self.options.limits.max_sessions_per_client
             if len(owned) >= limit:
+                count_limit_hit("sessions_per_client")
                 raise HttpError(
                     429,
                     f"Too Many Requests: this client already has {limit} sessions, the limit "
@@ -253,6 +255,7 @@ class SessionRegistry:
                     headers=[self.retry_after(owned)],
                 )
         if len(self._counted) >= self.options.limits.max_sessions:
+            count_limit_hit("sessions")
             raise HttpError(
                 503,
                 "Service Unavailable: the server has reached its session limit",

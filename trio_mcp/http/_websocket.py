@@ -77,6 +77,7 @@ class _Serves(Protocol):
         transport: Transport,
         *,
         principal: Principal | None = None,
+        transport_name: str = ...,
         task_status: trio.TaskStatus[Engine] = ...,
     ) -> None: ...
 
@@ -285,7 +286,10 @@ class WebSocketEndpoint:
             async def serve(*, task_status: trio.TaskStatus[Engine]) -> None:
                 try:
                     await server.serve_transport(
-                        transport, principal=principal, task_status=task_status
+                        transport,
+                        principal=principal,
+                        transport_name="websocket",
+                        task_status=task_status,
                     )
                 finally:
                     nursery.cancel_scope.cancel()  # the keep-alive ends with it

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..otel import count_redis_error
+
 if TYPE_CHECKING:
     import coredis
 
@@ -64,6 +66,7 @@ class RedisUnavailable(Exception):
         super().__init__(f"Redis at {where}: {reason}")
         self.where = where
         self.reason = reason
+        count_redis_error("unavailable")  # made only where a Redis call failed
 
 
 class RedisUnsuitable(RedisUnavailable):

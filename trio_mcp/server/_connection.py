@@ -22,6 +22,7 @@ from .._engine import Engine, InFlight, Route
 from .._exception_groups import single_error
 from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
+    PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     CacheHints,
@@ -181,6 +182,9 @@ class ServerConnection:
         #: the connection, before it is answered (the HTTP app writes the session's record).
         self.on_change: Callable[[], Awaitable[None]] | None = None
         self._id: str | None = None
+        #: The wire it came over, for the instrumentation: ``memory``, ``stdio``,
+        #: ``streamable-http``, ``sse`` or ``websocket``.
+        self.transport_name = "memory"
 
     def share(self, other: ServerConnection) -> None:
         """Answer on ``other``'s engine: composition (``Server.mount``) serves a mounted server
@@ -198,6 +202,7 @@ class ServerConnection:
         self.subscriptions = other.subscriptions
         self.listeners = other.listeners
         self.on_change = other.on_change
+        self.transport_name = other.transport_name
 
     @property
     def id(self) -> str:
@@ -452,18 +457,31 @@ class ServerConnection:
         finally:
             params = record.params
             name = params.get("name", params.get("uri"))
+            principal = record.principal
+            meta = params.get("_meta")
+            version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+            cancelled = record.cancel_requested or cancelled_by_handler is not None
             self.server.record(
                 RequestRecord(
                     method=record.request.method,
                     request_id=record.id,
                     name=name if isinstance(name, str) else None,
                     duration=time.perf_counter() - start,
-                    cancelled=record.cancel_requested or cancelled_by_handler is not None,
+                    cancelled=cancelled,
                     cancel_reason=record.cancel_reason
                     if record.cancel_requested
                     else (cancelled_by_handler.reason if cancelled_by_handler else None),
                     error_code=None if record.cancel_requested else error_code,
                     tool_error=tool_error,
+                    cancelled_by=(record.cancelled_by or "local") if cancelled else None,
+                    protocol_version=version
+                    if isinstance(version, str)
+                    else self.state.protocol_version,
+                    session_id=self.id,
+                    transport=self.transport_name,
+                    subject=(principal.subject or principal.client_id)
+                    if isinstance(principal, Principal)
+                    else None,
                 )
             )
 

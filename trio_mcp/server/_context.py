@@ -301,10 +301,20 @@ class Context:
         modern = self._record.envelope
         if modern is not None:
             return await self._input(modern, method, params, key, answer_ahead)
+        session = self._connection.session
         try:
-            return await self._connection.session.request(
-                method, params, related_request_id=self._record.id
-            )
+            if session.observer is None:
+                return await session.request(method, params, related_request_id=self._record.id)
+            # A CLIENT span of the server's, child of the request that asks.
+            with session.observer.sending(method, params) as call:
+                request_id = session.new_request_id()
+                call.sent(request_id)
+                return await session.request(
+                    method,
+                    call.params,
+                    related_request_id=self._record.id,
+                    request_id=request_id,
+                )
         except ProtocolError as exc:
             raise NestedRequestError.from_error(exc.error) from None
 

@@ -345,6 +345,18 @@ class RequestRecord:
     error_code: int | None
     #: True when a tool answered with ``isError: true``.
     tool_error: bool = False
+    #: Who cancelled it: ``"peer"`` (``notifications/cancelled``, a client gone) or
+    #: ``"local"`` (a drain, the connection ending, the handler itself); None if not cancelled.
+    cancelled_by: str | None = None
+    #: The protocol version it was served under.
+    protocol_version: str | None = None
+    #: The connection's id (the ``Mcp-Session-Id`` of an HTTP session; see
+    #: ``MiddlewareContext.session_id``).
+    session_id: str | None = None
+    #: The wire: ``memory``, ``stdio``, ``streamable-http``, ``sse`` or ``websocket``.
+    transport: str | None = None
+    #: Who it acted for (the principal's subject, else its client id), under ``Server(auth=...)``.
+    subject: str | None = None
 
 
 @attrs.define(eq=False)

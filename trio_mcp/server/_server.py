@@ -8,13 +8,14 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 import trio
 
 from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Engine
+from ..otel import observe
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
 from ..protocol._request_state import StateSealer
@@ -810,6 +811,8 @@ class Server:
         transport: Transport,
         *,
         principal: Principal | None = None,
+        transport_name: str = "memory",
+        network: Mapping[str, str | int] | None = None,
         task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve one connection until the peer goes away (or the caller cancels).
@@ -817,18 +820,27 @@ class Server:
         ``principal``: who the whole connection acts for, when the transport vouches for one
         (stdio: the token of the environment, verified by :meth:`serve_stdio`); with
         ``Server(auth=...)`` and none, only ``initialize``, ``ping`` and ``server/discover``
-        are answered.
+        are answered. ``transport_name`` (``stdio``, ``websocket``, ...) and ``network`` (the
+        OpenTelemetry network and client attributes) name the wire to the instrumentation.
         """
         connection = ServerConnection(self)
         connection.principal = principal
+        connection.transport_name = transport_name
+        state = connection.state
+        observer = observe(
+            "server", transport_name, network=network, version=lambda: state.protocol_version
+        )
         session = Engine(
             transport,
             connection,
             max_queued_bytes=self.max_queued_bytes,
             max_in_flight=self.max_in_flight,
+            observer=observer,
         )
         connection.session = session
         self.connections.add(connection)
+        if observer is not None:
+            observer.session_started()
         try:
             # Tasks created here run in the server's task nursery; without one (no HTTP app
             # runs), in this connection's.
@@ -836,6 +848,8 @@ class Server:
                 await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)
+            if observer is not None:
+                observer.session_ended()
 
     async def serve_stdio(self, *, max_line_bytes: int | None = None) -> None:
         """Serve on stdin and stdout until stdin ends: ``trio.run(server.serve_stdio)``.
@@ -867,7 +881,9 @@ class Server:
         try:
             async with self._lifespan.hold():
                 await serve_stdio_transport(
-                    functools.partial(self.serve_transport, principal=principal),
+                    functools.partial(
+                        self.serve_transport, principal=principal, transport_name="stdio"
+                    ),
                     max_line_bytes=DEFAULT_MAX_LINE_BYTES
                     if max_line_bytes is None
                     else max_line_bytes,

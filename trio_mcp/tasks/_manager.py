@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from .._exception_groups import single_error
+from ..otel import count_limit_hit, current_link, linked_span
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RATE_LIMITED, JSONObject
 from ..protocol._tasks import (
@@ -255,6 +256,7 @@ class TaskManager:
             raise ProtocolError(INTERNAL_ERROR, "Internal error: the server runs no tasks here")
         # Checked and claimed with no checkpoint between: creations racing in cannot overshoot.
         if len(self._running) >= self.max_running:
+            count_limit_hit("tasks")
             raise ProtocolError(
                 INTERNAL_ERROR,
                 f"Task limit reached: at most {self.max_running} tasks run at once",
@@ -292,7 +294,8 @@ class TaskManager:
         except BaseException:
             del self._running[state.task_id]
             raise
-        nursery.start_soon(self._run, state.task_id, attempt, running)
+        # Its execution is a trace of its own, linked to the request that created it.
+        nursery.start_soon(self._run, state.task_id, attempt, running, current_link())
         return state
 
     async def _settle(self, task_id: str, status: str, **fields: Any) -> None:
@@ -331,9 +334,11 @@ class TaskManager:
             await trio.sleep(wait)
             wait = min(wait * 2, SETTLE_RETRY_MAX)
 
-    async def _run(self, task_id: str, attempt: Attempt, running: _Running) -> None:
+    async def _run(
+        self, task_id: str, attempt: Attempt, running: _Running, link: Any = None
+    ) -> None:
         try:
-            with running.scope:
+            with running.scope, linked_span("tasks/run", link, **{"trio_mcp.task.id": task_id}):
                 await self._work(task_id, attempt, running)
             if running.scope.cancelled_caught:
                 with trio.CancelScope(shield=True):
