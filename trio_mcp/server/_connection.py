@@ -707,6 +707,9 @@ async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
         raise _invalid(f"Invalid params: {exc}") from None
     # Decided with no checkpoint since the check above: a second initialize cannot slip in.
     announced = conn.capabilities()
+    extensions = conn.server.extensions
+    if extensions and (entries := extensions.capabilities(conn.server, handshake=True)):
+        announced["extensions"] = entries
     version = conn.state.initialize(requested, info, caps, announced)
     result: JSONObject = {
         "protocolVersion": version,
@@ -840,6 +843,15 @@ def _visible(conn: ServerConnection, record: InFlight, entries: Iterable[_Entry]
 async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
     tools = _visible(conn, record, conn.server.tools.values())
+    extensions = conn.server.extensions
+    if extensions:  # an extension may keep a tool from some clients (by what they declared)
+        modern = record.envelope
+        caps = (
+            modern.client_capabilities
+            if modern is not None
+            else to_wire(conn.state.client_capabilities)
+        )
+        tools = [e for e in tools if extensions.lists_tool(e, caps)]
     return _paged(conn, record, "tools", [e.tool for e in tools])
 
 

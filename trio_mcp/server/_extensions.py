@@ -4,7 +4,10 @@ An extension (tasks, and whatever comes next) lives in a room of its own and plu
 the core never names one. What it may give, each optional (:class:`Extension`'s defaults give
 nothing):
 
-- its entry under ``extensions`` in the server's capabilities (:meth:`Extension.capability`);
+- its entry under ``extensions`` in the server's capabilities (:meth:`Extension.capability`):
+  in ``server/discover``, and in the ``initialize`` result too when :attr:`Extension.handshake`;
+- which tools a ``tools/list`` shows a request, by its client capabilities
+  (:meth:`~Extension.lists_tool`);
 - the modern request methods it answers, routed through the connection's route table as the
   core methods are, and refused there before the request is registered (:meth:`~Extension.route`);
 - a hook around ``tools/call``, chosen when the call is routed (:meth:`~Extension.tool_call`);
@@ -58,6 +61,9 @@ class Extension:
     ``extensions`` in the capabilities and in a request's client capabilities."""
 
     name: str = ""
+    #: Whether the extension is announced in the handshake era's ``initialize`` result too (its
+    #: client capabilities are then the ones ``initialize`` declared); False: modern era only.
+    handshake: bool = False
 
     def attach(self, host: ExtensionHost) -> None:
         """Called once, when the extension is added to a server."""
@@ -65,6 +71,11 @@ class Extension:
     def capability(self, host: ExtensionHost) -> JSONObject | None:
         """Its entry under ``extensions`` in the capabilities; None: not announced now."""
         return None
+
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        """Whether ``tools/list`` shows this tool to a request with these client capabilities
+        (the request's own in the modern era, ``initialize``'s in the handshake era)."""
+        return True
 
     def route(self, method: str, client_capabilities: Mapping[str, Any]) -> MethodHandler | None:
         """The handler of a modern request ``method`` if it is this extension's (None if not):
@@ -123,10 +134,13 @@ class Extensions:
     def __bool__(self) -> bool:
         return bool(self._all)
 
-    def capabilities(self, host: ExtensionHost) -> JSONObject:
-        """The ``extensions`` capability: every extension announcing itself now."""
+    def capabilities(self, host: ExtensionHost, *, handshake: bool = False) -> JSONObject:
+        """The ``extensions`` capability: every extension announcing itself now (``handshake``:
+        in an ``initialize`` result, so only those announced in that era too)."""
         found = {}
         for extension in self._all:
+            if handshake and not extension.handshake:
+                continue
             entry = extension.capability(host)
             if entry is not None:
                 found[extension.name] = entry
@@ -138,6 +152,9 @@ class Extensions:
             if handler is not None:
                 return handler
         return None
+
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        return all(e.lists_tool(entry, client_capabilities) for e in self._all)
 
     def tool_call(
         self, entry: ToolEntry, client_capabilities: Mapping[str, Any]
