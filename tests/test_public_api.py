@@ -121,6 +121,7 @@ PUBLIC_MODULES = (
     "trio_mcp.protocol",
     "trio_mcp.server",
     "trio_mcp.tasks",
+    "trio_mcp.apps",
     "trio_mcp.client",
     "trio_mcp.http",
     "trio_mcp.auth",
