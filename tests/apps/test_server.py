@@ -135,6 +135,31 @@ async def test_a_tool_linked_to_a_missing_ui_stops_the_server_before_it_serves()
             pass
 
 
+async def test_a_hand_written_app_only_link_is_kept_from_hosts_without_apps_too() -> None:
+    server = Server("by-hand")
+    Apps(server)
+
+    @server.tool(meta={"ui": {"visibility": ["app"]}})
+    async def helper() -> str:
+        return "h"
+
+    async with wire_to(server) as peer:
+        listed = await peer.request(1, "tools/list")
+        assert listed["result"]["tools"] == []
+
+
+async def test_a_removed_tools_link_is_not_checked() -> None:
+    server = Server("removed")
+    apps = Apps(server)
+
+    @apps.tool(ui="ui://removed/missing")
+    async def gone() -> str:
+        return "x"
+
+    server.remove_tool("gone")
+    apps.check()
+
+
 def test_misdeclarations_are_refused_when_registered() -> None:
     server = Server("x")
     apps = Apps(server)

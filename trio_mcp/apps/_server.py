@@ -110,7 +110,11 @@ class Apps(Extension):
         return {}
 
     def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
-        ui = self.links.get(entry.tool.name)
+        # Read from the tool's own metadata: a link written by hand counts as one made here.
+        try:
+            ui = ToolUi.of(entry.tool.meta)
+        except ValueError:
+            return True
         if ui is None or ui.for_model:
             return True
         return declares_apps(client_capabilities)
@@ -123,6 +127,8 @@ class Apps(Extension):
         """Refuse a tool linked to a ``ui://`` URI that no UI resource has (the SEP: the
         resource a tool names MUST exist): a ``ValueError`` naming both."""
         for tool, ui in self.links.items():
+            if tool not in self.server.tools:
+                continue  # removed since
             if ui.resource_uri is not None and ui.resource_uri not in self.views:
                 raise ValueError(
                     f"the tool {tool!r} is linked to {ui.resource_uri!r}, which is not a UI "
