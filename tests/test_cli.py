@@ -76,7 +76,10 @@ def test_key_value_arguments_are_typed_by_the_tools_schema() -> None:
 def test_resources_templates_read_prompts_and_get() -> None:
     resources = run_cli("resources", DEMO_LINE)
     assert resources.returncode == 0, resources.stderr
-    assert resources.stdout == "demo://readme  About this server\n"
+    assert resources.stdout == (
+        "demo://readme  About this server\n"
+        "ui://trio-mcp-demo/adder  A view of add's result that can add again\n"
+    )
     templates = run_cli("templates", DEMO_LINE)
     assert templates.stdout == "demo://greeting/{name}  A greeting by name\n", templates.stderr
     read = run_cli("read", DEMO_LINE, "demo://greeting/Bob")

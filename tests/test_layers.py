@@ -34,7 +34,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"server": ("server/",), "client": ("client/",)},
     # The extensions, each in a room of its own: it plugs into the server's extension seam
     # (server/_extensions.py), which names none of them.
-    {"tasks": ("tasks/",), "skills": ("skills/",)},
+    {"tasks": ("tasks/",), "skills": ("skills/",), "apps": ("apps/",)},
     # The resource server: the token verifiers and the HTTP gate.
     {"auth": ("auth/",)},
     # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.

@@ -1,5 +1,7 @@
 """The demo server behind ``trio-mcp demo``: a small server that exercises the protocol's
-everyday paths (tools with progress and cancellation, a prompt, resources, a template).
+everyday paths (tools with progress and cancellation, a prompt, resources, a template), and an
+MCP App: ``add`` is linked to a small adder view (:data:`ADDER_URI`), which a host that renders
+apps shows with its result; any other client gets the sum as text.
 
 Served with authorization (``trio-mcp demo --transport http --auth-issuer URL``, or
 ``demo_server(auth=Auth(...))``) it has two more tools, which show who the access token says
@@ -14,12 +16,15 @@ from typing import Annotated
 
 import trio
 
+from ._demo_app import ADDER_HTML, ADDER_URI
+from .apps import Apps, Csp, Permissions
 from .protocol._types import PromptMessage, TextContent, ToolAnnotations
 from .server import Auth, Context, Server, ToolError
 
 README_TEXT = """trio-mcp demo server.
 
 Tools: echo, add, sleep. Prompt: greeting. Resources: demo://readme, demo://greeting/{name}.
+App: ui://trio-mcp-demo/adder, the view of add's results (MCP Apps).
 """
 
 #: The scope the ``admin`` tool needs (beyond the scopes every request needs).
@@ -42,7 +47,9 @@ def demo_server(*, auth: Auth | None = None) -> Server:
         """Return the text unchanged."""
         return text
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    apps = Apps(server)  # MCP Apps: add's results have a view (registered below)
+
+    @apps.tool(ui=ADDER_URI, annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     async def add(
         a: Annotated[float, "First addend"], b: Annotated[float, "Second addend"]
     ) -> int | float:
@@ -84,6 +91,16 @@ def demo_server(*, auth: Auth | None = None) -> Server:
     async def greeting_resource(name: str) -> str:
         return f"Hello, {name}!"
 
+    apps.html(
+        ADDER_URI,
+        ADDER_HTML,
+        name="adder",
+        title="Adder",
+        description="A view of add's result that can add again",
+        csp=Csp(),  # self-contained: it reaches no origin
+        permissions=Permissions(clipboard_write=True),
+        prefers_border=True,
+    )
     if auth is not None:
         add_signed_in_tools(server)
     return server

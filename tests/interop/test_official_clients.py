@@ -32,6 +32,8 @@ from ._support import (
 )
 
 TOOLS = ["add", "echo", "sleep"]
+#: The demo's resources: its readme and its app (MCP Apps), which any client may list.
+DEMO_RESOURCES = [("readme", "demo://readme"), ("adder", "ui://trio-mcp-demo/adder")]
 PROMPTS = [
     {
         "name": "greeting",
@@ -63,7 +65,7 @@ async def test_the_official_python_client_drives_the_demo(tmp_path: Path, mode: 
     assert out["prompts"] == PROMPTS
     assert prompt_text(out["prompt"]) == "Write a warm greeting for Ada."
     assert prompt_text(out["prompt_styled"]) == "Write a formal greeting for Ada."
-    assert [(r["name"], r["uri"]) for r in out["resources"]] == [("readme", "demo://readme")]
+    assert [(r["name"], r["uri"]) for r in out["resources"]] == DEMO_RESOURCES
     assert [t["uriTemplate"] for t in out["templates"]] == ["demo://greeting/{name}"]
     assert resource_text(out["readme"], "demo://readme") == README_TEXT
     assert resource_text(out["templated"], "demo://greeting/Ada") == "Hello, Ada!"
@@ -103,7 +105,7 @@ async def test_the_official_typescript_client_drives_the_demo(tmp_path: Path) ->
     assert out["prompts"] == PROMPTS
     assert prompt_text(out["prompt"]) == "Write a warm greeting for Ada."
     assert prompt_text(out["promptStyled"]) == "Write a formal greeting for Ada."
-    assert [(r["name"], r["uri"]) for r in out["resources"]] == [("readme", "demo://readme")]
+    assert [(r["name"], r["uri"]) for r in out["resources"]] == DEMO_RESOURCES
     assert [t["uriTemplate"] for t in out["templates"]] == ["demo://greeting/{name}"]
     assert resource_text(out["readme"], "demo://readme") == README_TEXT
     assert resource_text(out["templated"], "demo://greeting/Ada") == "Hello, Ada!"

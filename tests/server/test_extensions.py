@@ -165,3 +165,59 @@ def test_the_core_names_no_extension() -> None:
         source = (ROOT / "trio_mcp" / "server" / module).read_text()
         for word in ("tasks/", "_tasks", "TASK_CHANGED", "task_id", "taskId", "start_task("):
             assert word not in source, f"server/{module} names {word!r}"
+
+
+class Picky(Extension):
+    """A toy extension announced in both eras that shows the tool ``secret`` only to clients
+    declaring it."""
+
+    name = "example.com/picky"
+    handshake_era = True
+
+    def capability(self, host: ExtensionHost) -> JSONObject | None:
+        return {}
+
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        declared = client_capabilities.get("extensions") or {}
+        return entry.tool.name != "secret" or self.name in declared
+
+
+def picky_server() -> Server:
+    server = Server("picky", extensions=[Picky()])
+
+    @server.tool()
+    async def secret() -> str:
+        return "s"
+
+    @server.tool()
+    async def plain() -> str:
+        return "p"
+
+    return server
+
+
+async def test_an_extension_marked_for_the_handshake_is_announced_in_initialize_too() -> None:
+    async with wire_to(picky_server(), initialize=False) as peer:
+        answer = await peer.initialize()
+        caps = answer["result"]["capabilities"]
+        # Only the extension marked for the handshake: the tasks extension stays modern.
+        assert caps["extensions"] == {"example.com/picky": {}}
+    async with wire_to(echo_server()[0], initialize=False) as peer:
+        answer = await peer.initialize()
+        assert "extensions" not in answer["result"]["capabilities"]
+
+
+async def test_an_extension_decides_which_tools_a_list_shows_by_what_the_client_declared() -> None:
+    declared: dict[str, Any] = {"extensions": {"example.com/picky": {}}}
+    for caps, expected in (({}, ["plain"]), (declared, ["plain", "secret"])):
+        async with wire_to(picky_server(), initialize=False) as peer:
+            await peer.initialize(capabilities=caps)
+            listed = await peer.request(1, "tools/list")
+            assert sorted(t["name"] for t in listed["result"]["tools"]) == expected
+        async with wire_to(picky_server(), initialize=False) as peer:
+            modern = {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            }
+            listed = await peer.request(1, "tools/list", {"_meta": modern})
+            assert sorted(t["name"] for t in listed["result"]["tools"]) == expected

@@ -14,6 +14,7 @@ from ._client import (
     Subscription,
     open_client,
 )
+from ._extensions import ClientExtension
 from ._oauth_errors import OAuthError
 from ._target import Command, HttpTarget, Servable, Target, WebSocketTarget
 from ._tokens import (
@@ -73,6 +74,7 @@ __all__ = [
     "Client",
     "ClientAuth",
     "ClientCredentials",
+    "ClientExtension",
     "ClientRegistration",
     "Command",
     "DPoPKey",

@@ -404,6 +404,7 @@ class Client:
         client_info: Implementation,
         default_timeout: float | None = None,
         tasks: bool = True,
+        extensions: Iterable[ClientExtension] = (),
     ) -> None:
         self.session = session
         self._dispatcher = dispatcher
@@ -424,13 +425,23 @@ class Client:
         self.extensions: list[ClientExtension] = []
         if tasks:
             self._use_tasks()
+        for extension in extensions:
+            if not extension.name:
+                raise ValueError("a client extension needs a name (its key under 'extensions')")
+            if any(e.name == extension.name for e in self.extensions):
+                raise ValueError(f"a client extension named {extension.name!r} is already added")
+            self.extensions.append(extension)
 
     # -- handshake -----------------------------------------------------------------------------
 
     async def _initialize(self, version: str, timeout: float | None) -> None:
+        capabilities = to_wire(self._dispatcher.capabilities())
+        # The handshake declares the extensions that declare themselves on ``initialize``.
+        if entries := {e.name: e.capability() for e in self.extensions if e.declares("initialize")}:
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), **entries}
         params = {
             "protocolVersion": version,
-            "capabilities": to_wire(self._dispatcher.capabilities()),
+            "capabilities": capabilities,
             "clientInfo": to_wire(self.client_info),
         }
         # The spec forbids cancelling initialize: a timeout abandons it without a cancel.
@@ -1070,6 +1081,7 @@ def open_client(
     on_notification: Callback | None = None,
     default_timeout: float | None = None,
     tasks: bool = True,
+    extensions: Iterable[ClientExtension] = (),
     initialize_timeout: float | None = 60.0,
     **moved: Unpack[MovedOptions],
 ) -> AbstractAsyncContextManager[Client]:
@@ -1098,6 +1110,10 @@ def open_client(
     ``tasks`` (on by default) declares the tasks extension on modern ``tools/call`` requests,
     so a server may answer one with a task; ``call_tool`` then polls it to its end, so its
     callers see an ordinary call (see ``Client.call_tool_task`` for the task itself).
+
+    ``extensions``: the client halves of more extensions (:class:`ClientExtension`), declared
+    in ``initialize`` and on the modern requests each says it declares (the MCP Apps
+    extension's is :class:`trio_mcp.apps.ClientApps`).
     """
     # Read here, not on entry: a deprecated spelling is reported at the caller's line.
     resolved = resolve_target(target, moved)
@@ -1107,6 +1123,7 @@ def open_client(
         modes=(mode, protocol_version, initialize_timeout, probe_timeout),
         default_timeout=default_timeout,
         tasks=tasks,
+        extensions=tuple(extensions),
         cache=cache,
         dispatcher=ClientDispatcher(
             on_sample=on_sample,
@@ -1126,6 +1143,7 @@ async def _open_client(
     modes: tuple[str | None, str | None, float | None, float],
     default_timeout: float | None,
     tasks: bool,
+    extensions: tuple[ClientExtension, ...],
     cache: bool,
     dispatcher: ClientDispatcher,
 ) -> AsyncIterator[Client]:
@@ -1143,6 +1161,7 @@ async def _open_client(
         client_info=client_info,
         default_timeout=default_timeout,
         tasks=tasks,
+        extensions=extensions,
         connect=(mode, version, initialize_timeout, probe_timeout),
     )
     with collapse_exception_groups():
@@ -1186,6 +1205,7 @@ async def _connected(
     client_info: Implementation,
     default_timeout: float | None,
     tasks: bool,
+    extensions: tuple[ClientExtension, ...],
     connect: tuple[str, str, float | None, float],
 ) -> AsyncIterator[Client]:
     """One attempt: the transport of ``kind`` (for a URL), its session, the handshake."""
@@ -1210,6 +1230,7 @@ async def _connected(
                         client_info=client_info,
                         default_timeout=default_timeout,
                         tasks=tasks,
+                        extensions=extensions,
                     )
                     clients.append(client)
                     if observer is not None:

@@ -4,7 +4,8 @@ An extension (tasks, and whatever comes next) lives in a room of its own; the cl
 none. What one gives a client, each optional (:class:`ClientExtension`'s defaults give nothing):
 
 - the modern requests that declare it in their own client capabilities, and its entry there
-  (:meth:`~ClientExtension.declares`, :meth:`~ClientExtension.capability`);
+  (:meth:`~ClientExtension.declares`, :meth:`~ClientExtension.capability`); declaring
+  ``"initialize"`` declares it in the handshake era's ``initialize`` too;
 - a ``resultType`` it takes in place of ``complete`` for a request it declared
   (:meth:`~ClientExtension.accepts`);
 - how a ``tools/call`` answered that way is followed to its ``CallToolResult``
@@ -34,7 +35,8 @@ class ClientExtension:
     name: str = ""
 
     def declares(self, method: str) -> bool:
-        """Whether a modern request of ``method`` declares this extension."""
+        """Whether a modern request of ``method`` declares this extension (``"initialize"``:
+        whether the handshake declares it)."""
         return False
 
     def capability(self) -> JSONObject:

@@ -885,6 +885,15 @@ def _visible(conn: ServerConnection, record: InFlight, entries: Iterable[_Entry]
 async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
     tools = _visible(conn, record, conn.server.tools.values())
+    extensions = conn.server.extensions
+    if extensions:  # an extension may keep a tool from some clients (by what they declared)
+        modern = record.envelope
+        caps = (
+            modern.client_capabilities
+            if modern is not None
+            else to_wire(conn.state.client_capabilities)
+        )
+        tools = [e for e in tools if extensions.lists_tool(e, caps)]
     return _paged(conn, record, "tools", [e.tool for e in tools])
 
 

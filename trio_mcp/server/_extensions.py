@@ -4,7 +4,10 @@ An extension (tasks, and whatever comes next) lives in a room of its own and plu
 the core never names one. What it may give, each optional (:class:`Extension`'s defaults give
 nothing):
 
-- its entry under ``extensions`` in the server's capabilities (:meth:`Extension.capability`);
+- its entry under ``extensions`` in the server's capabilities (:meth:`Extension.capability`):
+  in ``server/discover``, and in the ``initialize`` result too when :attr:`Extension.handshake_era`;
+- which tools a ``tools/list`` shows a request, by its client capabilities
+  (:meth:`~Extension.lists_tool`);
 - the modern request methods it answers, routed through the connection's route table as the
   core methods are, and refused there before the request is registered (:meth:`~Extension.route`);
   with :attr:`~Extension.handshake_era`, its methods and its capability entry in the handshake
@@ -85,6 +88,11 @@ class Extension:
         """Its entry under ``extensions`` in the capabilities; None: not announced now."""
         return None
 
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        """Whether ``tools/list`` shows this tool to a request with these client capabilities
+        (the request's own in the modern era, ``initialize``'s in the handshake era)."""
+        return True
+
     def route(self, method: str, client_capabilities: Mapping[str, Any]) -> MethodHandler | None:
         """The handler of a modern request ``method`` if it is this extension's (None if not):
         raise a ``ProtocolError`` to refuse it before it is registered."""
@@ -164,6 +172,9 @@ class Extensions:
             if handler is not None:
                 return handler
         return None
+
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        return all(e.lists_tool(entry, client_capabilities) for e in self._all)
 
     def tool_call(
         self, entry: ToolEntry, client_capabilities: Mapping[str, Any]
