@@ -920,13 +920,19 @@ class Server:
 
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
         at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport and WebSocket
-        beside it), ``"sse"`` (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same,
-        announcing its WebSocket endpoint, ``HttpOptions.websocket``). Ctrl-C stops the server
-        without a traceback: over stdio it exits with status 130, over HTTP it shuts down
-        gracefully and returns.
+        beside it; ``"streamable-http"``, the specification's name, is the same), ``"sse"``
+        (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same, announcing its
+        WebSocket endpoint, ``HttpOptions.websocket``). Ctrl-C stops the server without a
+        traceback: over stdio it exits with status 130, over HTTP it shuts down gracefully and
+        returns.
         """
+        if transport == "streamable-http":
+            transport = "http"
         if transport not in ("stdio", "http", "sse", "ws"):
-            raise ValueError(f"transport must be 'stdio', 'http', 'sse' or 'ws', not {transport!r}")
+            raise ValueError(
+                "transport must be 'stdio', 'streamable-http' (or 'http'), 'sse' or 'ws', "
+                f"not {transport!r}"
+            )
         if _in_an_event_loop():
             raise RuntimeError(
                 "server.run() starts its own Trio event loop and cannot be called from async "
