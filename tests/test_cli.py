@@ -453,7 +453,7 @@ def test_hypercorns_asyncio_worker_is_told_to_use_the_trio_worker(tmp_path: Path
 def test_server_run_refuses_an_unknown_transport(transport: str) -> None:
     from trio_mcp import Server
 
-    with pytest.raises(ValueError, match="transport must be 'stdio', 'http', 'sse' or 'ws'"):
+    with pytest.raises(ValueError, match="transport must be 'stdio', 'streamable-http'"):
         Server("x").run(transport)
 
 

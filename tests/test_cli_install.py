@@ -243,6 +243,50 @@ def test_bad_requests_are_one_line_and_exit_2(
     assert list(home.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("server_file", "message"),
+    [
+        ("weather.py:nosuch", "has no attribute 'nosuch'"),
+        ("broken.py", "importing {broken} failed: ModuleNotFoundError"),
+        ("empty.py", "{empty} defines no trio_mcp.Server"),
+    ],
+)
+def test_an_entry_that_cannot_start_is_refused_before_anything_is_written(
+    server_file: str, message: str, project: Path, home: Path
+) -> None:
+    (project / "broken.py").write_text("import no_such_module_anywhere\n")
+    (project / "empty.py").write_text("x = 1\n")
+    config = project / "mcp.json"
+    done = run_install(home, project, "json", server_file, "--config", str(config))
+    assert done.returncode == 2
+    paths = {"broken": repr(str(project / "broken.py")), "empty": str(project / "empty.py")}
+    assert done.stderr.startswith("trio-mcp: "), done.stderr
+    assert message.format(**paths) in done.stderr
+    assert done.stderr.endswith(
+        "; nothing written (--no-check installs without loading the server)\n"
+    )
+    assert len(done.stderr.splitlines()) == 1
+    assert not config.exists()
+    # --no-check writes it anyway (a server that imports only in its host's environment).
+    forced = run_install(home, project, "json", server_file, "--config", str(config), "--no-check")
+    assert forced.returncode == 0, forced.stderr
+    assert config.exists()
+
+
+def test_the_check_sees_the_entrys_environment(project: Path, home: Path) -> None:
+    (project / "needs_env.py").write_text(
+        "import os\nfrom trio_mcp import Server\nserver = Server(os.environ['SERVER_NAME'])\n"
+    )
+    config = project / "mcp.json"
+    without = run_install(home, project, "json", "needs_env.py", "--config", str(config))
+    assert without.returncode == 2 and "KeyError" in without.stderr
+    done = run_install(
+        home, project, "json", "needs_env.py", "--config", str(config), "--env", "SERVER_NAME=x"
+    )
+    assert done.returncode == 0, done.stderr
+    assert entry_of(config, "mcpServers", "needs_env")["env"] == {"SERVER_NAME": "x"}
+
+
 def test_a_file_that_is_not_plain_json_is_left_alone(project: Path, home: Path) -> None:
     config = project / ".cursor" / "mcp.json"
     config.parent.mkdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import trio
 from trio_mcp import Command, open_client
 
 ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 
 
 def quick_start_code() -> str:
@@ -124,3 +126,24 @@ async def test_the_quick_start_served_over_http_in_one_command(tmp_path: Path) -
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def _lowest_node(spec: str) -> tuple[int, int, int]:
+    """The lowest Node.js version an ``engines.node`` range admits (its least lower bound)."""
+    found = [
+        tuple(int(part or 0) for part in match)
+        for match in re.findall(r"(?:>=|\^|~|=|\s|^)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", spec)
+    ]
+    return min(found) if found else (0, 0, 0)  # type: ignore[return-value]
+
+
+def test_the_readme_names_the_node_that_installs_the_npm_peers_without_warnings() -> None:
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    wanted = max(
+        _lowest_node(str(entry["engines"]["node"]))
+        for entry in lock["packages"].values()
+        if isinstance(entry.get("engines"), dict) and "node" in entry["engines"]
+    )
+    stated = re.search(r"Node\.js (\d+)\.(\d+)\+ for a clean\s+`npm ci`", README.read_text())
+    assert stated is not None, "the README names the Node.js that npm ci installs cleanly with"
+    assert (int(stated[1]), int(stated[2]), 0) >= wanted, wanted

@@ -226,6 +226,57 @@ def test_a_users_test_file_with_the_plugin(tmp_path: Path) -> None:
     assert "define a fixture named mcp_server" in out, out
 
 
+TRIO_MODE_OFF = """
+import pytest
+
+from trio_mcp import Server
+
+
+@pytest.fixture
+def mcp_server():
+    return Server("mine")
+
+
+async def test_uses_the_client(mcp_client):
+    pass
+
+
+@pytest.mark.trio
+async def test_marked(mcp_client):
+    assert mcp_client.server_info.name == "mine"
+"""
+
+
+@pytest.mark.parametrize("pytest_trio", ["installed", "missing"])
+def test_without_trio_mode_the_plugin_says_what_to_turn_on(
+    tmp_path: Path, pytest_trio: str
+) -> None:
+    (tmp_path / "test_off.py").write_text(TRIO_MODE_OFF)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # no trio_mode: pytest-trio's default
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "trio_mcp.testing"]
+    command += ["-p", "no:cacheprovider", "-p", "no:randomly"]
+    if pytest_trio == "missing":
+        command += ["-p", "no:trio"]
+    done = subprocess.run(
+        [*command, "test_off.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    said = "trio_mcp.testing: test_uses_the_client uses mcp_client: the trio_mcp fixtures run "
+    assert said in out, out
+    assert "trio_mode = true under [tool.pytest.ini_options] in pyproject.toml" in out, out
+    if pytest_trio == "missing":
+        assert "pip install pytest-trio" in out, out
+    else:
+        assert "1 passed" in out, out  # a test marked @pytest.mark.trio runs as it is
+
+
 async def test_open_client_is_what_connected_wraps(mcp_server: Server) -> None:
     async with open_client(mcp_server) as direct, connected(mcp_server) as helper:
         assert direct.server_info == helper.server_info

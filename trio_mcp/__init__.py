@@ -90,12 +90,15 @@ from .protocol import (
     ToolUseContent,
 )
 from .server import (
+    Audio,
     Auth,
     BusError,
     BusEvent,
     CapabilityMissing,
     Context,
     Elicited,
+    File,
+    Image,
     InvalidAnswer,
     InvalidToken,
     LifespanFailed,
@@ -249,6 +252,7 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no other name
 
 __all__ = [
     "Annotations",
+    "Audio",
     "AudioContent",
     "Auth",
     "BlobResourceContents",
@@ -280,12 +284,14 @@ __all__ = [
     "EnterpriseManaged",
     "EventStore",
     "EventStoreUnavailable",
+    "File",
     "FileTokenStore",
     "GetPromptResult",
     "HostRules",
     "HttpOptions",
     "HttpTarget",
     "Icon",
+    "Image",
     "ImageContent",
     "Implementation",
     "InitializeError",

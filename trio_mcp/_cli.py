@@ -39,6 +39,7 @@ import math
 import mimetypes
 import os
 import re
+import select
 import shlex
 import signal
 import socket
@@ -54,9 +55,10 @@ import orjson
 import trio
 
 from ._exception_groups import collapse_exception_groups
+from ._terminal import TerminalAnswers
 from ._version import __version__
 from .auth import StaticTokenVerifier
-from .client import Client, HttpTarget, Target, WebSocketTarget, open_client
+from .client import Client, HttpTarget, OAuthError, Target, WebSocketTarget, open_client
 from .client._redirect import LoopbackReceiver, open_browser
 from .protocol._errors import MCPError
 from .protocol._types import (
@@ -71,16 +73,26 @@ from .protocol._types import (
 )
 from .server import Auth, Principal, Server, TokenVerifier
 from .server._principal import every_entry_scopes
+from .transports._ws_client import MISSING as WEBSOCKET_MISSING
 
 if TYPE_CHECKING:
     from .client import OAuth
 
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 2
+#: Where ``login --client-id`` finds its client's secret, unless ``--client-secret-env``.
+LOGIN_SECRET_ENV = "TRIO_MCP_CLIENT_SECRET"
 #: Where ``--redis-url`` is read from when the option is not given.
 REDIS_URL_ENV = "TRIO_MCP_REDIS_URL"
 #: The names a server is looked up by in a module, when the target names none.
 SERVER_NAMES = ("server", "mcp", "app")
+
+
+#: One vocabulary for ``--transport``, the server commands' and the client commands': the
+#: specification's names (``streamable-http``, ``sse``), with ``http`` the short name of
+#: Streamable HTTP as fastmcp has it. A client picks stdio or WebSocket by its TARGET.
+SERVER_TRANSPORTS = ("stdio", "streamable-http", "http", "sse", "ws")
+CLIENT_TRANSPORTS = ("streamable-http", "http", "sse")
 
 
 class UsageError(Exception):
@@ -503,6 +515,44 @@ class Output:
         return text if isinstance(text, str) else orjson.dumps(to_wire(item)).decode()
 
 
+def _type_of(schema: Any) -> str:
+    """A property's schema as a short type: ``integer``, ``string|null``, ``"a"|"b"``,
+    ``string[]``; ``any`` when it says nothing."""
+    if not isinstance(schema, dict):
+        return "any"
+    if isinstance(schema.get("enum"), list):
+        return "|".join(orjson.dumps(v).decode() for v in schema["enum"][:6]) + (
+            "|..." if len(schema["enum"]) > 6 else ""
+        )
+    if "const" in schema:
+        return orjson.dumps(schema["const"]).decode()
+    kinds = schema.get("type")
+    if isinstance(kinds, list):
+        return "|".join(str(k) for k in kinds)
+    if kinds == "array":
+        items = _type_of(schema.get("items")) if "items" in schema else "any"
+        return f"({items})[]" if "|" in items else f"{items}[]"
+    if isinstance(kinds, str):
+        return kinds
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and options:
+        return "|".join(dict.fromkeys(_type_of(option) for option in options))
+    return "object" if "properties" in schema else "any"
+
+
+def _parameters(schema: dict[str, Any]) -> str:
+    """A tool's parameters as ``name: type``, the optional ones in brackets."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return ""
+    required = set(schema.get("required") or ())
+    shown = [f"{name}: {_type_of(value)}" for name, value in properties.items()]
+    return ", ".join(
+        text if name in required else f"[{text}]"
+        for name, text in zip(properties, shown, strict=True)
+    )
+
+
 def _first_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[0] if lines else ""
@@ -527,8 +577,7 @@ async def _list(client: Client, what: str, as_json: bool) -> int:
         if as_json:
             _print_json([to_wire(t) for t in tools])
         for tool in [] if as_json else tools:
-            params = ", ".join(tool.input_schema.get("properties", {}))
-            print(_listing(f"{tool.name}({params})", tool.description))
+            print(_listing(f"{tool.name}({_parameters(tool.input_schema)})", tool.description))
     elif what == "resources":
         resources = await client.list_resources()
         if as_json:
@@ -664,6 +713,40 @@ def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
     return not any(k.lower() == "authorization" for k in headers)
 
 
+def _login_secret(args: argparse.Namespace) -> str | None:
+    """The secret of ``login --client-id``: from the environment or asked at the terminal,
+    never from the command line (the old ``--client-secret S`` still works, with a warning)."""
+    given = [
+        name
+        for name, value in (
+            ("--client-secret", args.client_secret),
+            ("--client-secret-env", args.client_secret_env),
+            ("--ask-client-secret", args.ask_client_secret or None),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} are two sources of the secret: choose one")
+    if given and args.client_id is None:
+        raise UsageError(f"{given[0]} is the secret of --client-id: give the client id too")
+    if args.client_secret is not None:
+        sys.stderr.write(
+            "trio-mcp: --client-secret is deprecated: a secret on the command line can be read "
+            f"by every user (ps, the shell's history); put it in ${LOGIN_SECRET_ENV} or use "
+            "--ask-client-secret\n"
+        )
+        return str(args.client_secret)
+    if args.ask_client_secret:
+        import getpass
+
+        return getpass.getpass(f"client secret of {args.client_id}: ", stream=sys.stderr) or None
+    if args.client_secret_env is not None:
+        return _secret_from(args.client_secret_env)
+    if args.client_id is None:
+        return None
+    return os.environ.get(LOGIN_SECRET_ENV) or None
+
+
 def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
     """The CLI's OAuth: tokens kept on disk, the sign-in URL shown and opened in a browser."""
     # Imported here: a stdio target never loads the HTTP stack.
@@ -681,7 +764,7 @@ def _oauth(args: argparse.Namespace, receiver: LoopbackReceiver) -> OAuth:
         store=FileTokenStore(token_dir()),
         client_name="trio-mcp",
         client_id=getattr(args, "client_id", None),
-        client_secret=getattr(args, "client_secret", None),
+        client_secret=getattr(args, "secret", None),
         redirect_uri=receiver.redirect_uri,
         on_authorize=sign_in,
         authorize_timeout=args.login_timeout,
@@ -696,6 +779,8 @@ async def _drive(target: list[str] | str, args: argparse.Namespace) -> int:
     transport = getattr(args, "transport", None)
     if transport is not None and not http:
         raise UsageError("--transport is for an http(s):// TARGET")
+    if transport == "http":
+        transport = "streamable-http"
     headers = _headers(args.header)
     if args.header and not isinstance(target, str):
         raise UsageError("--header is for an http(s):// or ws(s):// TARGET")
@@ -743,8 +828,11 @@ async def _drive_with(target: Target, args: argparse.Namespace) -> int:
             async def run() -> None:
                 nonlocal code, timed_out
                 limit = math.inf if args.timeout is None else args.timeout
+                answers = TerminalAnswers(out.note)
                 with trio.move_on_after(limit) as deadline:
-                    async with open_client(target, on_log=out.log) as client:
+                    async with open_client(
+                        target, on_log=out.log, on_elicit=answers.elicit, on_sample=answers.sample
+                    ) as client:
                         if args.command == "login":
                             out.note(f"trio-mcp: signed in to {target} (tokens in {token_dir()})")
                         else:
@@ -803,11 +891,11 @@ def build_parser() -> argparse.ArgumentParser:
     for served in (demo, serve, fronted):
         served.add_argument(
             "--transport",
-            choices=["stdio", "http", "sse", "ws"],
+            choices=SERVER_TRANSPORTS,
             default="stdio",
-            help="default: stdio; http: Streamable HTTP at /mcp (and HTTP+SSE at /sse, WebSocket "
-            "at /ws); sse: the same server, announcing its 2024-11-05 HTTP+SSE endpoint; ws: the "
-            "same server, announcing its WebSocket endpoint",
+            help="default: stdio; streamable-http (or http): Streamable HTTP at /mcp (and "
+            "HTTP+SSE at /sse, WebSocket at /ws); sse: the same server, announcing its "
+            "2024-11-05 HTTP+SSE endpoint; ws: the same server, announcing its WebSocket endpoint",
         )
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
@@ -869,11 +957,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     drivers.append(skills)
     login = commands.add_parser(
-        "login", help="sign in to an OAuth-protected server and keep its tokens"
+        "login",
+        help="sign in to an OAuth-protected server and keep its tokens",
+        allow_abbrev=False,
     )
     login.add_argument("target", help="the server's URL")
     login.add_argument("--client-id", help="a client id registered for trio-mcp in advance")
-    login.add_argument("--client-secret", help="its secret, if it has one")
+    login.add_argument(
+        "--client-secret-env",
+        metavar="NAME",
+        help=f"the environment variable holding that client's secret, if it has one (default: "
+        f"{LOGIN_SECRET_ENV}, when set); never on the command line, where every user can read it",
+    )
+    login.add_argument(
+        "--ask-client-secret",
+        action="store_true",
+        help="ask for that client's secret at the terminal (not echoed)",
+    )
+    # Deprecated: a secret on the command line is in `ps` and the shell's history.
+    login.add_argument("--client-secret", help=argparse.SUPPRESS)
     _add_install(commands)
     _add_dev(commands)
     _add_card(commands)
@@ -898,10 +1000,10 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.add_argument(
             "--transport",
-            choices=["streamable-http", "sse"],
-            help="for a URL: Streamable HTTP only, or the 2024-11-05 HTTP+SSE transport (the "
-            "URL of its event stream, say http://host/sse); default: Streamable HTTP, falling "
-            "back to HTTP+SSE when the server answers as one",
+            choices=CLIENT_TRANSPORTS,
+            help="for a URL: streamable-http (or http): Streamable HTTP only; sse: the "
+            "2024-11-05 HTTP+SSE transport (the URL of its event stream, say http://host/sse); "
+            "default: Streamable HTTP, falling back to HTTP+SSE when the server answers as one",
         )
         command.add_argument(
             "--timeout",
@@ -960,6 +1062,12 @@ def _add_install(commands: Any) -> None:
         ".vscode/mcp.json) instead of the user's",
     )
     install.add_argument("--force", action="store_true", help="replace an entry of the same name")
+    install.add_argument(
+        "--no-check",
+        action="store_true",
+        help="write the entry without first loading the server (by default a file that does "
+        "not import, or names no Server, is refused)",
+    )
     install.add_argument(
         "--dry-run", action="store_true", help="print the entry as JSON; write nothing"
     )
@@ -1027,15 +1135,40 @@ def _dev(args: argparse.Namespace) -> int:
     return run(started)
 
 
+def _check_entry(spec: str, env: dict[str, str]) -> None:
+    """Load the server an entry names, as ``serve`` will, in the entry's environment: a file
+    that does not import, or names no Server, is said now rather than by the host later."""
+    from contextlib import redirect_stdout
+
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        with redirect_stdout(sys.stderr):  # a print() of the server file is not our output
+            load_server(spec)
+    except UsageError as exc:
+        raise UsageError(
+            f"{exc}; nothing written (--no-check installs without loading the server)"
+        ) from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _install(args: argparse.Namespace) -> int:
-    from ._install import InstallError, install, parse_env
+    from ._install import InstallError, install, parse_env, server_spec
 
     try:
+        env = parse_env(args.env, args.env_file)
+        if not args.no_check:
+            _check_entry(server_spec(args.server_file), env)
         done = install(
             args.host,
             args.server_file,
             name=args.name,
-            env=parse_env(args.env, args.env_file),
+            env=env,
             config=args.config,
             project=args.project,
             force=args.force,
@@ -1611,6 +1744,8 @@ def _use_state_keys(server: Server, keys: list[bytes], args: argparse.Namespace)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.transport == "streamable-http":
+        args.transport = "http"  # the same transport, by the specification's name
     protected = _is_protected(args)
     state_keys = _state_key_file(args)
     if args.command == "demo":
@@ -1701,7 +1836,64 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _why(exc: MCPError, args: argparse.Namespace) -> str:
+    """The line that explains a failure; for a server that wants a token and offers no way to
+    get one, how to send one."""
+    if isinstance(exc, OAuthError) and exc.step == "unavailable":
+        realm = f' (realm "{exc.realm}")' if exc.realm else ""
+        return (
+            f"{args.target} answered 401 Unauthorized{realm} and offers no OAuth sign-in: "
+            'it wants a bearer token, pass it with -H "Authorization: Bearer TOKEN"'
+        )
+    return str(exc)
+
+
+#: The exit status of a command whose reader went away (``| head``): a shell's for SIGPIPE.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``trio-mcp tools URL | head -1``)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return True
+    except (OSError, ValueError):
+        return False
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush finds nothing to fail on."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command; a reader that stops reading (``| head``) ends it quietly, as it does any
+    Unix tool (status 141, nothing on stderr)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command in ("demo", "serve", "proxy"):
@@ -1712,6 +1904,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dev(args)
         if args.command == "card":
             return _card(args)
+        if args.command == "login":
+            args.secret = _login_secret(args)
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:
@@ -1719,7 +1913,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except MCPError as exc:
         # On a terminal, clear a progress line first.
-        sys.stderr.write(f"{_CLEAR_LINE if sys.stderr.isatty() else ''}trio-mcp: {exc}\n")
+        sys.stderr.write(
+            f"{_CLEAR_LINE if sys.stderr.isatty() else ''}trio-mcp: {_why(exc, args)}\n"
+        )
+        return 1
+    except ImportError as exc:
+        if str(exc) != WEBSOCKET_MISSING:
+            raise
+        sys.stderr.write(f"trio-mcp: {exc}\n")  # an optional extra, not a bug: no traceback
+        return 1
+    except BrokenPipeError:
+        if _stdout_gone():
+            raise  # our reader went away: main() ends quietly
+        sys.stderr.write(f"trio-mcp: cannot reach {args.target!r}: the connection broke\n")
         return 1
     except OSError as exc:
         sys.stderr.write(f"trio-mcp: cannot reach {args.target!r}: {exc}\n")

@@ -261,6 +261,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The plugin's fixtures that run in the test's Trio run (async, or spawning under Trio).
+TRIO_FIXTURES = frozenset(
+    {"mcp_client", "mcp_era_client", "mcp_http", "mcp_http_client", "mcp_stdio"}
+)
+#: How to turn pytest-trio's trio mode on, said when it is off.
+TRIO_MODE_HINT = (
+    "turn pytest-trio's trio mode on (trio_mode = true under [tool.pytest.ini_options] in "
+    "pyproject.toml, or under [pytest] in pytest.ini), or mark the test @pytest.mark.trio"
+)
+
+
+def _trio_mode(config: pytest.Config) -> bool | None:
+    """Whether pytest-trio's trio mode is on; None when pytest-trio is not there at all."""
+    try:
+        value = config.getini("trio_mode")
+    except ValueError:  # the ini key is pytest-trio's: without it, nobody declared it
+        return None
+    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test using the plugin's fixtures without Trio to run them fails with what to do,
+    rather than with pytest's or pytest-trio's generic errors about async fixtures."""
+    used = sorted(TRIO_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+    if not used:
+        return
+    mode = _trio_mode(item.config)
+    if mode is None:
+        pytest.fail(
+            f"trio_mcp.testing: {item.name} uses {', '.join(used)}: the trio_mcp fixtures "
+            "run under pytest-trio, which is not installed: pip install pytest-trio, then "
+            + TRIO_MODE_HINT,
+            pytrace=False,
+        )
+    if not mode and item.get_closest_marker("trio") is None:
+        pytest.fail(
+            f"trio_mcp.testing: {item.name} uses {', '.join(used)}: the trio_mcp fixtures "
+            f"run under pytest-trio, and its trio mode is off: {TRIO_MODE_HINT}",
+            pytrace=False,
+        )
+
+
 def _timeout(config: pytest.Config) -> float | None:
     value = str(config.getini("mcp_timeout")).strip()
     return float(value) if value else None

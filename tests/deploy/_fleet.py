@@ -52,12 +52,12 @@ def render_nginx_conf(
     *,
     listen: int,
     ports: dict[str, int],
-    directory: Path,
     routing: str = "map",
 ) -> str:
-    """``deploy/nginx.conf`` for these nodes (a prefix of n1, n2, n3) on these ports, with its
-    pid file, error log and temp files in ``directory``. Every placeholder must be found, so
-    the config and this harness cannot drift apart unnoticed. ``routing="any"``: every request
+    """``deploy/nginx.conf`` for these nodes (a prefix of n1, n2, n3) on these ports; its pid
+    file, error log and temp files are relative to the prefix nginx runs with (``-p``), as the
+    file says, so they are left as written. Every placeholder must be found, so the config
+    and this harness cannot drift apart unnoticed. ``routing="any"``: every request
     round robin, the ``map`` on the session id left unused (for ``--any-worker`` backends)."""
     nodes = list(ports)
     if not nodes or nodes != list(TEMPLATE_NODES[: len(nodes)]):
@@ -74,14 +74,10 @@ def render_nginx_conf(
         if blocks != 1:
             raise ValueError(f"deploy/nginx.conf has no upstream mcp_{node}")
         text = "\n".join(kept) + "\n"
-    error_log = directory / "error.log"
     replacements = {
         "proxy_pass http://$mcp_backend;": (
             "proxy_pass http://mcp_any;" if routing == "any" else "proxy_pass http://$mcp_backend;"
         ),
-        "pid /run/nginx-mcp.pid;": f"pid {directory / 'nginx.pid'};",
-        "error_log /var/log/nginx/mcp-error.log warn;": f"error_log {error_log} warn;",
-        "/var/lib/nginx/mcp/": f"{directory}/",
         f"listen 127.0.0.1:{TEMPLATE_LISTEN};": f"listen 127.0.0.1:{listen};",
     }
     for old, new in replacements.items():
@@ -252,14 +248,13 @@ async def fleet(
                 NGINX_CONF.read_text(),
                 listen=port,
                 ports=ports,
-                directory=directory,
                 routing=routing,
             )
         )
         # As root, nginx's workers would run as nobody, who cannot enter the temp directory.
         globals_ = "daemon off;" + (" user root;" if os.geteuid() == 0 else "")
-        command = [nginx_command, "-p", str(directory), "-c", str(conf)]
-        command += ["-e", str(directory / "error.log"), "-g", globals_]
+        command = [nginx_command, "-p", str(directory), "-e", "error.log", "-c", str(conf)]
+        command += ["-g", globals_]
         with (directory / "nginx.stderr").open("wb") as out:
             nginx = await trio.lowlevel.open_process(
                 command,

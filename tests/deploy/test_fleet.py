@@ -72,9 +72,7 @@ def assert_spread(counts: dict[int, int], running: Fleet, total: int) -> None:
 async def test_the_config_renders_and_nginx_accepts_it(tmp_path: Path, count: int) -> None:
     await trio.to_thread.run_sync(system_packages.ensure)
     ports = {f"n{k}": free_port() for k in range(1, count + 1)}
-    text = render_nginx_conf(
-        NGINX_CONF.read_text(), listen=free_port(), ports=ports, directory=tmp_path
-    )
+    text = render_nginx_conf(NGINX_CONF.read_text(), listen=free_port(), ports=ports)
     for node, port in ports.items():
         assert f"127.0.0.1:{port}" in text and f"mcp_{node};" in text
     for gone in range(count + 1, 4):

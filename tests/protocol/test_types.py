@@ -199,7 +199,6 @@ CASES: list[tuple[Any, dict[str, Any]]] = [
         {
             "content": [{"type": "text", "text": "a"}],
             "structuredContent": {"n": 1},
-            "isError": False,
             "_meta": {},
         },
     ),
@@ -508,8 +507,9 @@ def test_none_optionals_are_omitted_and_required_fields_kept() -> None:
     assert to_wire(ModelHint()) == {}
     # An empty content list is still required on the wire.
     assert to_wire(CallToolResult()) == {"content": []}
-    # False is a value, not an absent field.
-    assert to_wire(CallToolResult(is_error=False)) == {"content": [], "isError": False}
+    # A false isError is the wire's absent one (the spec's default), so a success looks the same
+    # whether or not the flag was set.
+    assert to_wire(CallToolResult(is_error=False)) == {"content": []}
     # A required field that may be null is still written.
     assert to_wire(LoggingMessageNotificationParams("info", None)) == {
         "level": "info",
@@ -562,7 +562,7 @@ def test_unknown_keys_survive_a_round_trip_at_every_level() -> None:
                 "extraBlockKey": None,
             },
         ],
-        "isError": False,
+        "isError": True,
         "topLevelNew": {"deep": True},
     }
     result = from_wire(wire, CallToolResult)
@@ -953,3 +953,13 @@ def test_list_tools_result_round_trips(value: list[Tool], cursor: str | None) ->
 @given(progress)
 def test_progress_params_round_trip(value: ProgressNotificationParams) -> None:
     _assert_round_trips(value)
+
+
+def test_call_tool_result_is_error_is_a_bool_absent_from_the_wire_when_false() -> None:
+    ok = CallToolResult()
+    assert ok.is_error is False
+    assert to_wire(ok) == {"content": []}  # the wire form of a success is unchanged
+    assert to_wire(CallToolResult(is_error=True)) == {"content": [], "isError": True}
+    assert from_wire({"content": []}, CallToolResult).is_error is False
+    assert from_wire({"content": [], "isError": False}, CallToolResult).is_error is False
+    assert from_wire({"content": [], "isError": True}, CallToolResult).is_error is True

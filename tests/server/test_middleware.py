@@ -394,6 +394,27 @@ async def test_error_handling_keeps_the_generic_error_by_default(
     assert any("the template engine exploded" in r.exc_text for r in caplog.records if r.exc_text)
 
 
+async def test_an_error_it_maps_is_logged_in_one_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def hook(error: Exception, ctx: MiddlewareContext) -> Exception | JSON | None:
+        return ToolError("that prompt is unavailable") if isinstance(error, ValueError) else None
+
+    handling = ErrorHandlingMiddleware(hook, error_codes={KeyError: INVALID_PARAMS})
+    caplog.set_level(logging.DEBUG)
+    async with open_client(faulty_server(handling)) as client:
+        with pytest.raises(ProtocolError):
+            await client.read_resource("db://42")
+        with pytest.raises(ProtocolError):
+            await client.get_prompt("broken", {"topic": "x"})
+    mapped = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert [(r.levelno, r.exc_info, r.exc_text) for r in mapped] == [(logging.INFO, None, None)] * 2
+    assert "KeyError: '42'" in mapped[0].getMessage()
+    assert "-32602" in mapped[0].getMessage()
+    assert "ValueError: the template engine exploded" in mapped[1].getMessage()
+    assert not any(r.exc_info for r in caplog.records)
+
+
 async def test_a_hook_may_answer_with_a_result() -> None:
     def fallback(error: Exception, ctx: MiddlewareContext) -> JSON:
         return {"contents": [{"uri": ctx.params["uri"], "text": "(unavailable)"}]}

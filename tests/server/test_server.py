@@ -1329,19 +1329,16 @@ async def test_unknown_method_is_method_not_found_with_the_method_name() -> None
     assert info.value.data == "vendor/unknown"
 
 
-def test_prompt_arguments_must_be_strings() -> None:
+def test_prompt_arguments_of_any_annotation_are_listed() -> None:
     server = Server("p")
-    with pytest.raises(TypeError, match="prompt argument 'n' of counted must be a str"):
-
-        @server.prompt()
-        def counted(n: int) -> str:
-            return str(n)  # pragma: no cover
 
     @server.prompt()
     def fine(a: str, b: str | None = None, c=None) -> str:
         return a  # pragma: no cover
 
     assert [a.name for a in server.prompts["fine"].prompt.arguments or ()] == ["a", "b", "c"]
+    # A plain string argument's listing carries no schema hint.
+    assert all(a.description is None for a in server.prompts["fine"].prompt.arguments or ())
 
 
 def test_a_resource_cannot_be_registered_twice() -> None:

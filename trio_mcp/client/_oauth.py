@@ -160,6 +160,8 @@ class _Server:
     metadata: ServerMetadata | None = None
     stored: StoredTokens | None = None
     loaded: bool = False
+    #: The realm of its last challenge, if it named one (for the error when it offers no OAuth).
+    realm: str | None = None
 
 
 class OAuth(httpx.Auth):
@@ -382,6 +384,7 @@ class OAuth(httpx.Auth):
     async def _discover(self, server: _Server, challenge: Challenge | None) -> None:
         """Fetch the Protected Resource Metadata again (the resource may have moved to another
         authorization server since), or learn that the server publishes none."""
+        server.realm = challenge.params.get("realm") if challenge is not None else None
         try:
             urls = prm_urls(server.url, challenge.resource_metadata if challenge else None)
         except OAuthInvalid as exc:
@@ -501,6 +504,18 @@ class OAuth(httpx.Auth):
         )
         if not response.is_success:
             error, text = token_error(body)
+            guessed = server.resource_metadata is None and server.metadata is None
+            if response.status_code in (401, 403, 404, 405) and guessed:
+                # Nothing was found, and the 2025-03-26 default endpoint is not one either
+                # (absent, or guarded like every other path): the server checks tokens it does
+                # not issue (a fixed token, say).
+                raise OAuthError(
+                    "unavailable",
+                    "the server wants a bearer token and publishes no way to get one (no "
+                    "resource or authorization server metadata, HTTP "
+                    f"{response.status_code} at {metadata.registration_endpoint})",
+                    realm=server.realm,
+                )
             raise OAuthError("registration", f"HTTP {response.status_code}: {text}", error=error)
         if not isinstance(body, dict) or not isinstance(body.get("client_id"), str):
             raise OAuthError("registration", "the registration response has no client_id")

@@ -354,11 +354,12 @@ class CallToolRequestParams:
 
 @attrs.frozen
 class CallToolResult:
-    """Result of ``tools/call``. ``content`` is always written, even when empty."""
+    """Result of ``tools/call``. ``content`` is always written, even when empty; ``is_error``
+    is False unless the tool failed, and on the wire only when true (absent means false)."""
 
     content: list[ContentBlock] = attrs.field(factory=list)
     structured_content: Any = None
-    is_error: bool | None = None
+    is_error: bool = attrs.field(default=False, converter=bool)
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.field(factory=dict)
 
@@ -1299,9 +1300,9 @@ def _unstructure_attrs_factory(cls: type) -> Callable[[Any], Any]:
             rest = [x for x in get_args(t) if x is not _NoneType]
             if len(rest) == 1:
                 hook = converter.get_unstructure_hook(rest[0])
-        overrides[a.name] = override(
-            rename=keys[a.name], omit_if_default=a.default is None, unstruct_hook=hook
-        )
+        # An absent optional field and a false flag (``isError``) are the same on the wire.
+        omit = a.default is None or a.default is False
+        overrides[a.name] = override(rename=keys[a.name], omit_if_default=omit, unstruct_hook=hook)
     base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter, **overrides)
     if not _has_extra(cls):
         return base

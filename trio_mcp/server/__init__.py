@@ -21,6 +21,7 @@ from ._connection import ResourceNotFound, ServerConnection, ToolError
 from ._context import CapabilityMissing, Context, Elicited, InvalidAnswer, NestedRequestError
 from ._extensions import Extension, ExtensionHost
 from ._lifespan import LifespanFailed
+from ._media import Audio, File, Image
 from ._middleware import MiddlewareContext, MiddlewareServer
 from ._mount import Mount
 from ._principal import Auth, InvalidToken, Principal, TokenVerifier, VerifierUnavailable
@@ -33,6 +34,7 @@ __all__ = [
     "CARD_META_KEY",
     "CARD_SCHEMA",
     "SERVER_JSON_SCHEMA",
+    "Audio",
     "Auth",
     "BusError",
     "BusEvent",
@@ -42,6 +44,8 @@ __all__ = [
     "Elicited",
     "Extension",
     "ExtensionHost",
+    "File",
+    "Image",
     "InvalidAnswer",
     "InvalidToken",
     "LifespanFailed",

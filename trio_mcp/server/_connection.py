@@ -1053,7 +1053,10 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
     unknown = sorted(arguments.keys() - set(entry.arg_names))
     if unknown:
         raise _invalid(f"Unknown arguments for prompt {name}: {', '.join(unknown)}")
-    kwargs: dict[str, Any] = dict(arguments)
+    try:
+        kwargs = entry.arguments(arguments)
+    except ArgumentsError as exc:
+        raise _invalid(f"Invalid params: prompt {name}: {exc}") from None
     if entry.context_param is not None:
         kwargs[entry.context_param] = Context(record, conn)
     value = await _call_handler(entry.fn, entry.is_async, kwargs, entry.in_thread)

@@ -336,11 +336,12 @@ class ErrorHandlingMiddleware:
 
     It sees what would otherwise become -32603 "Internal error": an exception from a prompt,
     resource or custom method handler, or from a middleware inside it (a tool's exceptions are
-    already its ``isError`` results). It logs it with its traceback, counts it by type in
-    ``counts``, then asks, in order: ``error_codes`` (an exception type, or a base of it, to a
-    JSON-RPC code: the error is raised as that code with the exception's message, which then
-    reaches the client, so list only exceptions whose text is meant for it), then ``on_error``.
-    Protocol errors, cancellation and ``ToolError`` pass through untouched.
+    already its ``isError`` results). It counts it by type in ``counts``, then asks, in order:
+    ``error_codes`` (an exception type, or a base of it, to a JSON-RPC code: the error is raised
+    as that code with the exception's message, which then reaches the client, so list only
+    exceptions whose text is meant for it), then ``on_error``. An error it maps is an expected
+    one: logged in one line at INFO; one it leaves to the generic -32603 is logged at ERROR
+    with its traceback. Protocol errors, cancellation and ``ToolError`` pass through untouched.
     """
 
     def __init__(
@@ -366,18 +367,24 @@ class ErrorHandlingMiddleware:
                 raise
             if _is_tool_error(error):
                 raise
-            self.logger.error("%s failed", ctx.method, exc_info=error)
             self.counts[type(error).__qualname__] += 1
+            mapped: Exception | JSONObject | None = None
             for kind, code in self.error_codes.items():
                 if isinstance(error, kind):
-                    raise ProtocolError(code, str(error) or type(error).__name__) from None
-            if self.on_error is not None:
-                mapped = self.on_error(error, ctx)
-                if isinstance(mapped, BaseException):
-                    raise mapped from None
-                if mapped is not None:
-                    return mapped
-            raise
+                    mapped = ProtocolError(code, str(error) or type(error).__name__)
+                    break
+            else:
+                if self.on_error is not None:
+                    mapped = self.on_error(error, ctx)
+            if mapped is None:
+                self.logger.error("%s failed", ctx.method, exc_info=error)
+                raise
+            what = f"{type(error).__qualname__}: {error}"
+            if isinstance(mapped, BaseException):
+                self.logger.info("%s failed (%s), answered as %r", ctx.method, what, mapped)
+                raise mapped from None
+            self.logger.info("%s failed (%s), answered with a result", ctx.method, what)
+            return mapped
 
 
 def _is_tool_error(error: BaseException) -> bool:

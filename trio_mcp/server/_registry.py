@@ -41,6 +41,7 @@ from ..protocol._types import (
     TextResourceContents,
     Tool,
 )
+from ._media import MEDIA_TYPES
 from ._principal import Auth
 from ._schema import FunctionSignature
 
@@ -151,16 +152,29 @@ class ToolEntry:
 
 
 def content_blocks(value: Any) -> list[Any]:
-    """Content blocks for an unstructured return value."""
+    """Content blocks for an unstructured return value: a block, an ``Image``, ``Audio`` or
+    ``File``, a string, or a list of them (a list of strings alone is one JSON document)."""
     if value is None:
         return []
     if isinstance(value, CONTENT_TYPES):
         return [value]
+    if isinstance(value, MEDIA_TYPES):
+        return [value.to_content()]
     if isinstance(value, str):
         return [TextContent(value)]
-    if isinstance(value, list | tuple) and all(isinstance(v, CONTENT_TYPES) for v in value):
-        return list(value)
+    if (
+        isinstance(value, list | tuple)
+        and all(isinstance(v, (*CONTENT_TYPES, *MEDIA_TYPES, str)) for v in value)
+        and not all(isinstance(v, str) for v in value)
+    ):
+        return [_block(v) for v in value]
     return [TextContent(orjson.dumps(value, default=_json_default).decode())]
+
+
+def _block(value: Any) -> Any:
+    if isinstance(value, MEDIA_TYPES):
+        return value.to_content()
+    return TextContent(value) if isinstance(value, str) else value
 
 
 def _json_default(value: Any) -> Any:
@@ -178,7 +192,19 @@ class PromptEntry:
     required: frozenset[str]
     is_async: bool
     in_thread: bool
+    #: Converts the arguments to the parameters' types (raises ArgumentsError).
+    signature: FunctionSignature | None = None
+    #: The arguments whose parameter is not a string: their text is read as JSON first.
+    typed: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
+
+    def arguments(self, given: dict[str, str]) -> dict[str, Any]:
+        """The handler's keyword arguments for the strings a client sent; raises
+        ArgumentsError naming the argument that does not convert."""
+        if self.signature is None:
+            return dict(given)
+        values = {k: _json_or_text(v) if k in self.typed else v for k, v in given.items()}
+        return self.signature.convert_arguments(values)
 
     def to_result(self, value: Any) -> GetPromptResult:
         if isinstance(value, GetPromptResult):
@@ -201,6 +227,8 @@ class PromptEntry:
                     TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource,
                 ):
                     messages.append(PromptMessage(role="user", content=item))
+                elif isinstance(item, MEDIA_TYPES):
+                    messages.append(PromptMessage(role="user", content=item.to_content()))
                 else:
                     raise TypeError(f"a prompt cannot return {type(item).__name__} messages")
             return GetPromptResult(messages=messages)

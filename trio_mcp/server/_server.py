@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
+import orjson
 import trio
 
 from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Engine
@@ -45,6 +46,7 @@ from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._extensions import Extension, Extensions
 from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
+from ._media import MEDIA_TYPES
 from ._middleware import Middleware
 from ._mount import Mount, Mounts, Provider, ServerProvider
 from ._principal import Auth, InvalidToken, Principal, VerifierUnavailable, check_scopes
@@ -357,7 +359,7 @@ class Server:
                 signature = function_signature(
                     func,
                     context_type=Context,
-                    skip_output_types=(*CONTENT_TYPES, CallToolResult),
+                    skip_output_types=(*CONTENT_TYPES, *MEDIA_TYPES, CallToolResult),
                     strict=self.strict if strict is None else strict,
                 )
                 if output_schema is not None:
@@ -458,10 +460,14 @@ class Server:
         in_thread: bool = True,
         scopes: Iterable[str] | str | None = None,
     ) -> F | Callable[[F], F]:
-        """Register a prompt; its string parameters are the prompt's arguments.
+        """Register a prompt; its parameters are the prompt's arguments.
 
         Bare (``@server.prompt``), called (``@server.prompt()``) or named
-        (``@server.prompt("greet")``). ``scopes``: what the caller's token must grant for the
+        (``@server.prompt("greet")``). MCP sends prompt arguments as strings: a parameter of
+        another type (``int``, ``bool``, an enum, a list, a model) is converted from its text,
+        read as JSON first (``"3"``, ``"true"``, ``'["a"]'``), and its argument's description
+        ends with the JSON Schema its value must match; a value that does not convert is
+        -32602 naming the argument. ``scopes``: what the caller's token must grant for the
         prompt to be listed to them, got, and completed, as for :meth:`tool`.
         """
         fn = None if name is None or isinstance(name, str) else name
@@ -472,17 +478,14 @@ class Server:
             signature = function_signature(func, context_type=Context)
             params = inspect.signature(func).parameters
             props = signature.input_schema.get("properties", {})
-            for arg, schema in props.items():
-                if not _is_string_schema(schema):
-                    raise TypeError(
-                        f"prompt argument {arg!r} of {func.__name__} must be a str: MCP prompt "
-                        "arguments are always strings"
-                    )
+            typed = frozenset(a for a, schema in props.items() if not _is_string_schema(schema))
             required = frozenset(signature.input_schema.get("required", ()))
             arguments = [
                 PromptArgument(
                     name=arg,
-                    description=props.get(arg, {}).get("description"),
+                    description=_prompt_argument_description(
+                        props.get(arg, {}), typed=arg in typed
+                    ),
                     required=arg in required,
                 )
                 for arg in params
@@ -506,6 +509,8 @@ class Server:
                 required,
                 is_async_callable(func),
                 in_thread,
+                signature,
+                typed,
                 scopes=needed,
             )
             self.notify_list_changed("prompts")
@@ -931,13 +936,19 @@ class Server:
 
         ``transport`` is ``"stdio"`` (the default) or ``"http"`` (Streamable HTTP on hypercorn,
         at ``host``:``port``, with ``options``; the 2024-11-05 HTTP+SSE transport and WebSocket
-        beside it), ``"sse"`` (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same,
-        announcing its WebSocket endpoint, ``HttpOptions.websocket``). Ctrl-C stops the server
-        without a traceback: over stdio it exits with status 130, over HTTP it shuts down
-        gracefully and returns.
+        beside it; ``"streamable-http"``, the specification's name, is the same), ``"sse"``
+        (the same, announcing the HTTP+SSE endpoint) or ``"ws"`` (the same, announcing its
+        WebSocket endpoint, ``HttpOptions.websocket``). Ctrl-C stops the server without a
+        traceback: over stdio it exits with status 130, over HTTP it shuts down gracefully and
+        returns.
         """
+        if transport == "streamable-http":
+            transport = "http"
         if transport not in ("stdio", "http", "sse", "ws"):
-            raise ValueError(f"transport must be 'stdio', 'http', 'sse' or 'ws', not {transport!r}")
+            raise ValueError(
+                "transport must be 'stdio', 'streamable-http' (or 'http'), 'sse' or 'ws', "
+                f"not {transport!r}"
+            )
         if _in_an_event_loop():
             raise RuntimeError(
                 "server.run() starts its own Trio event loop and cannot be called from async "
@@ -1004,6 +1015,21 @@ def require_trio(what: str) -> None:
             f"{what} must run under Trio: trio_mcp is Trio-native and does not run on asyncio. "
             "Use trio.run(server.serve_stdio), or server.run() to serve without writing async code"
         ) from None
+
+
+def _prompt_argument_description(schema: dict[str, Any], *, typed: bool) -> str | None:
+    """A prompt argument's description; for one that is not a plain string, followed by the
+    JSON Schema of its value, since a prompt argument's listing has no schema of its own."""
+    described = schema.get("description")
+    choices = schema.get("enum")
+    if typed:
+        shape = {k: v for k, v in schema.items() if k not in ("description", "title", "default")}
+        hint = f"A JSON value matching the schema {orjson.dumps(shape).decode()}."
+    elif isinstance(choices, list) and all(isinstance(c, str) for c in choices):
+        hint = f"One of: {', '.join(choices)}."
+    else:
+        return described if isinstance(described, str) else None
+    return f"{described}\n\n{hint}" if isinstance(described, str) and described else hint
 
 
 def _is_string_schema(schema: dict[str, Any]) -> bool:
