@@ -131,8 +131,8 @@ async def _call_handler(
         return await call_user(fn, is_async, kwargs, in_thread=in_thread)
     except Exception as exc:
         only = single_error(exc)
-        if isinstance(only, ToolError) and str(only):
-            raise _invalid(str(only)) from None
+        if isinstance(only, ToolError):
+            raise _invalid(str(only) or "Invalid params") from None
         raise
 
 
@@ -686,16 +686,26 @@ def _input_asked(exc: BaseException) -> InputRequired | None:
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
-    """Never relay the client's error to a nested request as the answer to this one: -32603."""
+    """The verdicts of a handler other than a tool's, as its request's answer.
+
+    A ``ToolError`` is the handler's own verdict on the request, whatever it handles (a prompt,
+    a resource, a completion, a custom method): its message reaches the client as -32602. A
+    ``ProtocolError`` keeps its code, message and data (the engine answers with it). The
+    client's error to a nested request is never relayed as the answer to this one: -32603,
+    as anything else unexpected is.
+    """
 
     async def guarded(conn: ServerConnection, record: InFlight) -> JSONObject:
         try:
             return await handler(conn, record)
         except Exception as exc:
-            if isinstance(single_error(exc), NestedRequestError):
+            only = single_error(exc)
+            if isinstance(only, NestedRequestError):
                 raise RuntimeError(
                     f"a nested request made by {record.request.method} failed"
                 ) from exc
+            if isinstance(only, ToolError):
+                raise _invalid(str(only) or "Invalid params") from None
             raise
 
     return guarded
