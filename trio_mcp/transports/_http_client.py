@@ -611,19 +611,30 @@ class StreamableHttpTransport(BaseTransport):
     # -- the standalone GET stream ---------------------------------------------------------------
 
     def _start_listener(self) -> None:
-        """Listen for server messages not tied to a request, once the session is known."""
+        """Listen for server messages not tied to a request, once the session is established
+        (``notifications/initialized`` was accepted).
+
+        The GET goes out only once every request already posted has its response headers: a
+        server that is slow to start (or answers one HTTP request at a time) then sees the
+        first requests before the GET, and the GET never holds one of them up.
+        """
         if self.session_id is None or self._closed:
             return  # no session: nothing could tell the server's streams apart
         if self._listener is not None:
             self._listener.cancel()
         scope = trio.CancelScope()
         self._listener = scope
-        self._start(self._listen, scope, self.session_id)
+        earlier = [post.sent for post in self._posts.values() if not post.sent.is_set()]
+        self._start(self._listen, scope, self.session_id, earlier)
 
-    async def _listen(self, scope: trio.CancelScope, session_id: str) -> None:
+    async def _listen(
+        self, scope: trio.CancelScope, session_id: str, earlier: list[trio.Event]
+    ) -> None:
         state = _StreamState()
         failures = 0
         with scope:
+            for sent in earlier:
+                await sent.wait()
             while self.session_id == session_id and not self._closed:
                 connected = False
                 try:
