@@ -12,7 +12,7 @@ import trio.testing
 from trio_mcp import open_client
 from trio_mcp._demo import demo_server
 
-from .._http import GUARD, Recorder, Seen, serving_app, text_of
+from .._http import GUARD, Recorder, Seen, eventually, serving_app, text_of
 
 
 class SlowGet(Recorder):
@@ -85,16 +85,14 @@ async def test_the_get_stream_waits_for_the_first_requests_answer_on_a_slow_serv
                 nursery.start_soon(first)
                 await app.first_arrived.wait()
                 # The initialized POST is accepted now; the first request is still unanswered.
-                while not app.posts("notifications/initialized") or any(
-                    s.status is None for s in app.posts("notifications/initialized")
-                ):
-                    await trio.sleep(0.01)
+                await eventually(
+                    lambda: any(s.status for s in app.posts("notifications/initialized"))
+                )
                 await trio.testing.wait_all_tasks_blocked(cushion=0.05)
                 app.answer_first.set()
             assert listed and listed[0]
             await client.ping()
-            while not [s for s in app.seen if s.method == "GET"]:
-                await trio.sleep(0.01)
+            await eventually(lambda: any(s.method == "GET" for s in app.seen))
     assert not app.get_while_held
     order = [s.rpc_method if s.method == "POST" else s.method for s in app.seen]
     assert order.index("tools/list") < order.index("GET"), order
