@@ -5,11 +5,13 @@ becomes -32603, with a generic message that carries none of its text."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from trio_mcp import (
+    Client,
     PromptReference,
     ProtocolError,
     Server,
@@ -78,7 +80,9 @@ def mounted() -> Server:
     return parent
 
 
-CALLS = {
+Call = Callable[[Client, str, str], Awaitable[Any]]
+
+CALLS: dict[str, Call] = {
     "completion": lambda c, kind, p: c.complete(PromptReference(name=f"{p}greet"), "kind", kind),
     "custom method": lambda c, kind, p: c.request("custom/fail", {"kind": kind}),
     "resource": lambda c, kind, p: c.read_resource(
