@@ -296,6 +296,9 @@ class ServerConnection:
         )
         if handler is None:
             handler = self._handler(request.method)
+        elif self.server.mounts and extensions.forwards(request.method):
+            # A handle this server does not know (a task id) may be a mount's.
+            handler = self.server.mounts.by_handle(handler)
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer, audience = self.server.state_sealer, self.server.state_audience
@@ -413,7 +416,36 @@ class ServerConnection:
         server's authorization, middleware and ``on_request`` hook. Nothing is registered with
         the engine: the request already is, as the caller's.
         """
-        return await self._instrument(self._handler(record.request.method))(record)
+        return await self._instrument(self._routed(record))(record)
+
+    def _routed(self, record: InFlight) -> MethodHandler:
+        """The handler of a request handed on by a parent: for a modern one, an extension's
+        method, or the extension's way with a ``tools/call`` (a task), as a request of this
+        server's own would be routed; else the method's own handler."""
+        method = record.request.method
+        extensions = self.server.extensions
+        envelope = record.envelope
+        if not extensions or not isinstance(envelope, ModernRequest):
+            return self._handler(method)
+        caps = envelope.envelope.client_capabilities
+        handler: MethodHandler | None = extensions.route(method, caps)
+        if handler is not None:
+            if self.server.mounts and extensions.forwards(method):
+                forwarding: MethodHandler = self.server.mounts.by_handle(handler)
+                return forwarding
+            return handler
+        name = record.params.get("name") if method == "tools/call" else None
+        entry = self.server.tools.get(name) if isinstance(name, str) else None
+        hook = extensions.tool_call(entry, caps) if entry is not None else None
+        if hook is None:
+            return self._handler(method)
+        chosen: Callable[[ServerConnection, InFlight, str, MethodHandler], Awaitable[JSONObject]]
+        chosen = hook
+
+        async def as_extension(conn: ServerConnection, record: InFlight) -> JSONObject:
+            return await chosen(conn, record, subject_of(conn, record), _tools_call)
+
+        return as_extension
 
     async def _observed(self, handler: MethodHandler, record: InFlight) -> JSONObject:
         """A request's handler run with the instrumentation hook told of it."""

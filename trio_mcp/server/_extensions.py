@@ -58,6 +58,10 @@ class Extension:
     ``extensions`` in the capabilities and in a request's client capabilities."""
 
     name: str = ""
+    #: Its methods that address something by a handle the server issued (a task id): one the
+    #: server does not know (-32602) is asked of its mounts (``Server.mount``, a proxy), where
+    #: the handle may have been issued.
+    forwarded: frozenset[str] = frozenset()
 
     def attach(self, host: ExtensionHost) -> None:
         """Called once, when the extension is added to a server."""
@@ -138,6 +142,10 @@ class Extensions:
             if handler is not None:
                 return handler
         return None
+
+    def forwards(self, method: str) -> bool:
+        """Whether ``method`` addresses a handle a mount may have issued (``forwarded``)."""
+        return any(method in extension.forwarded for extension in self._all)
 
     def tool_call(
         self, entry: ToolEntry, client_capabilities: Mapping[str, Any]
