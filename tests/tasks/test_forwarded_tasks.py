@@ -7,10 +7,14 @@ with bearer tokens, through our client in the modern era."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -25,8 +29,12 @@ from trio_mcp import (
     StaticTokenVerifier,
     TextContent,
     open_client,
+    proxy,
 )
 from trio_mcp.testing import http_server
+
+from ..deploy._services import free_port
+from ..test_cli import child_env
 
 #: A hang guard, never a performance assertion.
 GUARD = 30
@@ -93,11 +101,12 @@ async def exercise(url: str, jobs: Jobs, tool: str) -> None:
             await jobs.started.wait()
         assert await task.refresh() == "working"
         # Bob cannot read, cancel or answer it: to him the id is unknown.
-        for method, extra in (
+        checks: list[tuple[str, dict[str, Any]]] = [
             ("tasks/get", {}),
             ("tasks/cancel", {}),
             ("tasks/update", {"inputResponses": {}}),
-        ):
+        ]
+        for method, extra in checks:
             with pytest.raises(ProtocolError) as refused:
                 await bob.request(method, {"taskId": task.task_id, **extra})
             assert refused.value.code == -32602, method
@@ -133,3 +142,75 @@ async def test_a_task_through_a_mount_is_polled_cancelled_and_fetched_by_its_own
             await exercise(served.url, jobs, "jobs_")
     # The child saw the parent's principal: the task was Alice's there too.
     assert jobs.owners and set(jobs.owners) == {"alice"}
+
+
+def guarded(server: Server) -> Server:
+    server.auth = Auth(StaticTokenVerifier(TOKENS), "http://127.0.0.1/mcp")
+    return server
+
+
+async def test_a_task_through_a_proxy_is_polled_cancelled_and_fetched_by_its_owner_only() -> None:
+    jobs = Jobs()
+    with trio.fail_after(GUARD * 2):
+        async with (
+            http_server(jobs.server) as upstream,
+            http_server(guarded(proxy(upstream.url, name="front", mode="modern"))) as served,
+        ):
+            await exercise(served.url, jobs, "")
+    # The upstream sees the proxy's own (anonymous) credentials, whoever asked downstream.
+    assert jobs.owners and set(jobs.owners) == {None}
+
+
+FRONT = """
+import os
+
+from trio_mcp import Auth, Principal, StaticTokenVerifier, proxy
+
+tokens = {
+    "alice-token": Principal("alice", "client-1", frozenset()),
+    "bob-token": Principal("bob", "client-1", frozenset()),
+}
+front = proxy(os.environ["UPSTREAM_URL"], name="front", mode="modern")
+front.auth = Auth(StaticTokenVerifier(tokens), "http://127.0.0.1/mcp")
+"""
+
+
+async def test_a_task_through_a_proxy_process_is_polled_cancelled_and_fetched(
+    tmp_path: Path,
+) -> None:
+    """``trio-mcp serve front.py`` (a proxy of an HTTP upstream, with two principals) as its
+    own process, the upstream served in this test's run."""
+    (tmp_path / "front.py").write_text(FRONT)
+    jobs = Jobs()
+    port = free_port()
+    with trio.fail_after(GUARD * 2):
+        async with http_server(jobs.server) as upstream:
+            env = {**child_env(), "UPSTREAM_URL": upstream.url}
+            command = [sys.executable, "-m", "trio_mcp", "serve", "front.py:front"]
+            command += ["--transport", "http", "--port", str(port)]
+            process = await trio.lowlevel.open_process(
+                command,
+                cwd=tmp_path,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                base = f"http://127.0.0.1:{port}"
+                async with httpx.AsyncClient() as http:
+                    while True:
+                        try:
+                            if (await http.get(base + "/ready")).status_code == 200:
+                                break
+                        except httpx.TransportError:
+                            pass
+                        await trio.sleep(0.05)
+                await exercise(base + "/mcp", jobs, "")
+            finally:
+                process.terminate()
+                with trio.move_on_after(10):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
