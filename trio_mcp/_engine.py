@@ -1021,7 +1021,10 @@ class Engine:
             case _Closed(why):
                 raise why
             case _Raised(error):
-                raise error
+                try:
+                    raise error
+                finally:
+                    del error, outcome  # held here, the error would hold this frame in a cycle
             case _:
                 assert_never(outcome)
 

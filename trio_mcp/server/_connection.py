@@ -731,16 +731,26 @@ def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
         try:
             return await handler(conn, record)
         except Exception as exc:
-            only = single_error(exc)
-            if isinstance(only, NestedRequestError):
+            # No local of this frame holds the error: its traceback holds this frame, and the
+            # cycle would outlive the request (an error is an ordinary answer, say -32602).
+            if isinstance(single_error(exc), NestedRequestError):
                 raise RuntimeError(
                     f"a nested request made by {record.request.method} failed"
                 ) from exc
-            if isinstance(only, ToolError):
-                raise _invalid(str(only) or "Invalid params") from None
+            verdict = _tool_error_verdict(exc)
+            if verdict is not None:
+                raise verdict from None
             raise
 
     return guarded
+
+
+def _tool_error_verdict(exc: BaseException) -> ProtocolError | None:
+    """The -32602 a ``ToolError`` raised outside a tool answers with (None: not one)."""
+    only = single_error(exc)
+    if isinstance(only, ToolError):
+        return _invalid(str(only) or "Invalid params")
+    return None
 
 
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:

@@ -427,14 +427,14 @@ def _by_handle(mounts: Mounts, own: MethodHandler) -> MethodHandler:
         except ProtocolError as exc:
             if exc.code != INVALID_PARAMS:
                 raise
-            unknown = exc
+            unknown = exc.error
         for mount in reversed(mounts.mounts):
             try:
                 return await forward(mount, conn, record, dict(record.params))
             except ProtocolError as exc:
                 if exc.code not in _UNKNOWN_HANDLE:
                     raise
-        raise unknown
+        raise ProtocolError.from_error(unknown)
 
     return handled
 
