@@ -706,6 +706,46 @@ def token_dir() -> Path:
     return Path(base) / "trio-mcp" / "tokens"
 
 
+def _logout(args: argparse.Namespace) -> int:
+    """Forget what ``login`` (or any command's sign-in) kept: one server's tokens, or with
+    ``--all`` every token and client registration in :func:`token_dir`."""
+    from .client import FileTokenStore
+    from .protocol._oauth import canonical_resource
+
+    directory = token_dir()
+    if args.all:
+        if args.target is not None:
+            raise UsageError("logout takes a server URL or --all, not both")
+        kept = [
+            path
+            for path in (directory.glob("*.json") if directory.is_dir() else ())
+            if path.name.startswith(("server-", "client-"))
+        ]
+        for path in kept:
+            path.unlink(missing_ok=True)
+        sys.stderr.write(f"trio-mcp: signed out of every server ({len(kept)} files removed)\n")
+        return 0
+    url = args.target
+    if url is None:
+        raise UsageError("logout needs a server URL, or --all")
+    if not url.lower().startswith(("http://", "https://")):
+        raise UsageError("logout is for an http(s):// server URL")
+    store = FileTokenStore(directory)
+    resource = canonical_resource(url)
+
+    async def forget() -> bool:
+        if await store.get_tokens(resource) is None:
+            return False
+        await store.delete_tokens(resource)
+        return True
+
+    if trio.run(forget):
+        sys.stderr.write(f"trio-mcp: signed out of {url}\n")
+    else:
+        sys.stderr.write(f"trio-mcp: not signed in to {url} (nothing kept in {directory})\n")
+    return 0
+
+
 def _wants_oauth(target: list[str] | str, headers: dict[str, str]) -> bool:
     """An http(s) server is authenticated on demand, unless the user sends a header of their own."""
     if not isinstance(target, str) or target.lower().startswith(("ws://", "wss://")):
@@ -976,6 +1016,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # Deprecated: a secret on the command line is in `ps` and the shell's history.
     login.add_argument("--client-secret", help=argparse.SUPPRESS)
+    logout = commands.add_parser(
+        "logout", help="forget the tokens kept for a server (--all: for every server)"
+    )
+    logout.add_argument("target", nargs="?", help="the server's URL")
+    logout.add_argument(
+        "--all",
+        action="store_true",
+        help="forget every kept token and client registration",
+    )
     _add_install(commands)
     _add_dev(commands)
     _add_card(commands)
@@ -1904,6 +1953,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _dev(args)
         if args.command == "card":
             return _card(args)
+        if args.command == "logout":
+            return _logout(args)
         if args.command == "login":
             args.secret = _login_secret(args)
         with collapse_exception_groups():

@@ -44,7 +44,7 @@ from .protocol._jsonrpc import (
     is_valid_id,
     parse,
 )
-from .transports._transport import Deliver, OutgoingMessage, Sender, Transport
+from .transports._transport import Deliver, OutgoingMessage, RequestFailed, Sender, Transport
 
 logger = logging.getLogger("trio_mcp")
 
@@ -247,11 +247,18 @@ class _Closed:
 
 
 @attrs.frozen
+class _Raised:
+    """Failed in the transport, before any answer (:class:`RequestFailed`)."""
+
+    error: Exception
+
+
+@attrs.frozen
 class _Progress:
     params: JSONObject
 
 
-_Outcome = _Answered | _Failed | _Cancelled | _Closed
+_Outcome = _Answered | _Failed | _Cancelled | _Closed | _Raised
 
 
 @attrs.define(eq=False)
@@ -517,6 +524,9 @@ class Engine:
                 return ConnectionClosed("the peer closed the connection")
             except ConnectionClosed as exc:
                 return exc
+            if isinstance(data, RequestFailed):
+                self._on_request_failed(data)
+                continue
             parsed = parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
             self.feed(parsed)
 
@@ -1096,6 +1106,11 @@ class Engine:
                 raise RequestCancelled(rid, reason)
             case _Closed(why):
                 raise why
+            case _Raised(error):
+                try:
+                    raise error
+                finally:
+                    del error, outcome  # held here, the error would hold this frame in a cycle
             case _:
                 assert_never(outcome)
 
@@ -1104,6 +1119,17 @@ class Engine:
         if reason is not None:
             params["reason"] = reason
         self._enqueue(encode(Notification("notifications/cancelled", params)), related)
+
+    def _on_request_failed(self, failure: RequestFailed) -> None:
+        """One of our requests failed in the transport: its caller gets the error, and the
+        connection goes on (nothing is sent: the request never reached the peer's handler, or
+        its answer cannot reach us)."""
+        pending = self._pending.get(failure.request_id)
+        if pending is None or pending.done:
+            logger.debug("ignoring a failure of unknown request %r", failure.request_id)
+            return
+        pending.done = True
+        pending.send.send_nowait(_Raised(failure.error))
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         rid = message.id

@@ -34,10 +34,20 @@ upstream client). When several downstream requests share a session, the upstream
 and log messages go to the latest one in flight: the wire does not say which request asked
 (all of them are one principal's). An upstream that dies fails the calls in flight with a clear
 error (-32603 "Upstream server unavailable: ..."); the next request connects again.
+
+Tasks (SEP-2663) pass through: the upstream client declares the extension, so a task-capable
+upstream tool may answer with a task. A downstream request that declared the extension gets
+the ``CreateTaskResult`` as it is, and its ``tasks/get``, ``tasks/update`` and ``tasks/cancel``
+go upstream on its principal's session; one that did not gets the result, the proxy following
+the task upstream (its questions asked of the downstream client). The upstream sees the proxy's
+own credentials whoever the downstream principal is, so the proxy keeps which principal each
+task it passed down belongs to, and to anyone else that task id is unknown (-32602), as on the
+upstream itself.
 """
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import logging
 import weakref
@@ -53,7 +63,8 @@ from ._exception_groups import single_error
 from .client._client import Client, open_client
 from .client._target import Command, HttpTarget, Target, WebSocketTarget
 from .protocol._errors import ConnectionClosed, ProtocolError
-from .protocol._jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, JSONObject
+from .protocol._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JSONObject
+from .protocol._tasks import TASK_METHODS, declares_tasks, task_id_of
 from .protocol._types import LoggingMessageNotificationParams, to_wire
 from .server._connection import ServerConnection
 from .server._context import CapabilityMissing, Context
@@ -82,6 +93,9 @@ _CATCH_UP_TIMEOUT = 1.0
 #: The pool's defaults.
 DEFAULT_MAX_UPSTREAMS = 16
 DEFAULT_IDLE_TIMEOUT = 60.0
+#: How many tasks passed down the proxy remembers the principal of (the oldest forgotten first:
+#: its id is then unknown here, never shown to another principal).
+MAX_TASK_OWNERS = 100_000
 
 
 def proxy(
@@ -104,8 +118,8 @@ def proxy(
     ``idle_timeout`` closes one unused for that many seconds. ``client_options`` are
     ``open_client``'s keywords for the upstream side (``mode``, ``protocol_version``, ...),
     except the callbacks, which the proxy sets to forward to the downstream client. The
-    upstream's tasks (SEP-2663) are not used: a task-capable upstream tool answers the proxy as
-    an ordinary call.
+    upstream's tasks (SEP-2663) pass through to a downstream client that declares the
+    extension, for the principal that created them only.
 
     >>> front = proxy(["python", "server.py"], name="front")
     >>> front.run("http")  # doctest: +SKIP
@@ -184,6 +198,8 @@ class ProxyProvider:
         self._chosen: weakref.WeakKeyDictionary[ServerConnection, _Upstream] = (
             weakref.WeakKeyDictionary()
         )
+        #: Task id -> the identity of the downstream principal it was created for.
+        self.task_owners: collections.OrderedDict[str, str | None] = collections.OrderedDict()
 
     def attach(self, mount: Mount) -> None:
         self.mount = mount
@@ -206,21 +222,50 @@ class ProxyProvider:
         await self._upstream(conn, record)
 
     async def forward(self, conn: ServerConnection, record: InFlight) -> JSONObject:
+        method = record.request.method
+        identity = _identity(record)
+        if method in TASK_METHODS:
+            task_id = task_id_of(record.params)
+            if task_id is None or self.task_owners.get(task_id, _NOBODY) != identity:
+                await trio.lowlevel.checkpoint()
+                raise ProtocolError(INVALID_PARAMS, "Invalid params: unknown task")
         upstream = await self._upstream(conn, record)
-        return await upstream.call(conn, record)
+        result = await upstream.call(conn, record)
+        if method == "tools/call" and result.get("resultType") == "task":
+            task_id = result.get("taskId")
+            if isinstance(task_id, str):
+                self.task_owners[task_id] = identity
+                while len(self.task_owners) > MAX_TASK_OWNERS:
+                    self.task_owners.popitem(last=False)
+        return result
 
     async def _upstream(self, conn: ServerConnection, record: InFlight) -> _Upstream:
         """The connected session for this request's principal, opened if there is none."""
         caps = _downstream_capabilities(conn, record)
-        identity = getattr(record.principal, "identity", None)
         key = _Key(
-            identity if isinstance(identity, str) else None,
+            _identity(record),
             frozenset(q for q in _QUESTIONS if isinstance(caps.get(q), dict)),
         )
         upstream = await self.pool.get(key)
         upstream.attach(conn)
         self._chosen[conn] = upstream
         return upstream
+
+
+#: Stands for "no task of anybody's" in :attr:`ProxyProvider.task_owners` lookups.
+_NOBODY = object()
+
+
+def _identity(record: InFlight) -> str | None:
+    """The downstream principal's identity (None without authorization)."""
+    identity = getattr(record.principal, "identity", None)
+    return identity if isinstance(identity, str) else None
+
+
+def _declares_tasks(record: InFlight) -> bool:
+    """Whether the downstream request declared the tasks extension (a modern one only)."""
+    envelope = record.envelope
+    return envelope is not None and declares_tasks(envelope.client_capabilities)
 
 
 def _downstream_capabilities(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -418,7 +463,7 @@ class _Upstream:
         callbacks: dict[str, Any] = {
             "on_log": self._on_log,
             "on_notification": self._on_notification,
-            "tasks": False,
+            "tasks": True,
         }
         if "elicitation" in self.key.questions:
             callbacks["on_elicit"] = self._on_elicit
@@ -456,7 +501,7 @@ class _Upstream:
         client = self.client
         assert client is not None
         method = record.request.method
-        params = self._params(record.params)
+        params = self._params(method, record.params)
         if method in ("resources/subscribe", "resources/unsubscribe"):
             shared = self._shared_subscription(conn, method, params.get("uri"))
             if shared is not None:
@@ -477,7 +522,13 @@ class _Upstream:
                     params,
                     on_progress=on_progress if record.progress_token is not None else None,
                 )
+                if result.get("resultType") == "task" and not _declares_tasks(record):
+                    # Asked for no task: the proxy follows it upstream to its result.
+                    result = await self._follow(client, params, result)
                 await self._caught_up(client)
+                if result.get("resultType") == "task" or method in TASK_METHODS:
+                    # A task's own fields (its ttlMs among them) are not this hop's.
+                    return {k: v for k, v in result.items() if k != "cacheScope"}
                 return {k: v for k, v in result.items() if k not in _HOP_KEYS}
             # Cancelled here only to end a modern request with the upstream's question.
             assert call.input_required is not None
@@ -488,11 +539,42 @@ class _Upstream:
             self.calls.remove(call)
             self._touch()
 
+    async def _follow(self, client: Client, params: JSONObject, task: JSONObject) -> JSONObject:
+        """An upstream task, followed to its ``CallToolResult`` (its questions asked of the
+        downstream client); cancelled upstream if the downstream request is."""
+        from .tasks import ToolTask
+
+        async def send(method: str, request_params: JSONObject) -> JSONObject:
+            return await client.request(method, request_params)
+
+        async def fulfil(requests: dict[str, Any]) -> JSONObject:
+            answers: JSONObject = {}
+            for key, request in requests.items():
+                method = request.get("method") if isinstance(request, dict) else None
+                asked = request.get("params") if isinstance(request, dict) else None
+                if isinstance(method, str):
+                    answers[key] = await self._ask(method, asked if isinstance(asked, dict) else {})
+            return answers
+
+        name = params.get("name")
+        handle = ToolTask(name if isinstance(name, str) else "", task, send, fulfil)
+        try:
+            outcome = await handle.result()
+        except BaseException:
+            if not handle.terminal:
+                await handle.cancel_shielded()
+            raise
+        wire = to_wire(outcome)
+        return wire if isinstance(wire, dict) else {}
+
     @staticmethod
-    def _params(params: JSONObject) -> JSONObject:
+    def _params(method: str, params: JSONObject) -> JSONObject:
         """The downstream request's params as the upstream may see them: without its ``_meta``
         (the upstream client makes its own envelope) nor the downstream hop's multi round-trip
         fields, whatever era the upstream negotiated."""
+        if method == "tasks/update":
+            # Its inputResponses are the task's answers, not this hop's round trip.
+            return {k: v for k, v in params.items() if k != "_meta"}
         return {k: v for k, v in params.items() if k != "_meta" and k not in _ROUND_TRIP_PARAMS}
 
     def _shared_subscription(

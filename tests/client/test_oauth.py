@@ -773,15 +773,20 @@ async def test_concurrent_requests_share_one_refresh() -> None:
     assert grants == ["authorization_code", "refresh_token"]
 
 
-async def test_a_refused_step_up_ends_the_connection_with_the_oauth_error() -> None:
+async def test_a_refused_step_up_fails_that_request_and_the_connection_goes_on() -> None:
     realm = Realm(tool_scopes={"write": "mcp:write"})
-    async with protected(realm) as (realm, url):
+    async with (
+        protected(realm) as (realm, url),
+        open_client(HttpTarget(url, auth=oauth())) as client,
+    ):
+        await client.call_tool("read", {})
+        realm.deny = True
         with pytest.raises(OAuthError) as caught:
-            async with open_client(HttpTarget(url, auth=oauth())) as client:
-                await client.call_tool("read", {})
-                realm.deny = True
-                await client.call_tool("write", {})
-    assert (caught.value.step, caught.value.error) == ("authorization", "access_denied")
+            await client.call_tool("write", {})
+        assert (caught.value.step, caught.value.error) == ("authorization", "access_denied")
+        assert text_of(await client.call_tool("read", {})) == "read ok"
+        realm.deny = False
+        assert not (await client.call_tool("write", {})).is_error
 
 
 async def test_an_expired_token_without_a_refresh_token_is_not_sent() -> None:

@@ -182,8 +182,8 @@ async def test_refusals_reach_the_client(mode: str) -> None:
 
 
 async def test_a_handlers_own_tool_error_keeps_its_meaning_under_middleware() -> None:
-    """A custom method raising ToolError is an internal error without middleware; a pass-through
-    middleware changes nothing of that."""
+    """A custom method raising ToolError answers -32602 with its message without middleware; a
+    pass-through middleware changes nothing of that."""
 
     async def passing(ctx: MiddlewareContext, call_next: CallNext) -> JSON:
         return await call_next(ctx)
@@ -193,11 +193,11 @@ async def test_a_handlers_own_tool_error_keeps_its_meaning_under_middleware() ->
 
         @server.method("custom/fail")
         async def fail(params: JSON) -> JSON:
-            raise ToolError("internal detail")
+            raise ToolError("the vault is locked")
 
         async with wire_to(server) as peer:
             reply = await peer.request(7, "custom/fail", {})
-        assert reply["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
+        assert reply["error"] == {"code": INVALID_PARAMS, "message": "the vault is locked"}
 
 
 async def test_an_exception_inside_a_middleware_is_a_generic_internal_error() -> None:

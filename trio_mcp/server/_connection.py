@@ -132,8 +132,8 @@ async def _call_handler(
         return await call_user(fn, is_async, kwargs, in_thread=in_thread)
     except Exception as exc:
         only = single_error(exc)
-        if isinstance(only, ToolError) and str(only):
-            raise _invalid(str(only)) from None
+        if isinstance(only, ToolError):
+            raise _invalid(str(only) or "Invalid params") from None
         raise
 
 
@@ -308,6 +308,9 @@ class ServerConnection:
         )
         if handler is None:
             handler = self._handler(request.method)
+        elif self.server.mounts and extensions.forwards(request.method):
+            # A handle this server does not know (a task id) may be a mount's.
+            handler = self.server.mounts.by_handle(handler)
         params = request.params or {}
         incoming = ModernRequest(envelope)
         sealer, audience = self.server.state_sealer, self.server.state_audience
@@ -425,7 +428,36 @@ class ServerConnection:
         server's authorization, middleware and ``on_request`` hook. Nothing is registered with
         the engine: the request already is, as the caller's.
         """
-        return await self._instrument(self._handler(record.request.method))(record)
+        return await self._instrument(self._routed(record))(record)
+
+    def _routed(self, record: InFlight) -> MethodHandler:
+        """The handler of a request handed on by a parent: for a modern one, an extension's
+        method, or the extension's way with a ``tools/call`` (a task), as a request of this
+        server's own would be routed; else the method's own handler."""
+        method = record.request.method
+        extensions = self.server.extensions
+        envelope = record.envelope
+        if not extensions or not isinstance(envelope, ModernRequest):
+            return self._handler(method)
+        caps = envelope.envelope.client_capabilities
+        handler: MethodHandler | None = extensions.route(method, caps)
+        if handler is not None:
+            if self.server.mounts and extensions.forwards(method):
+                forwarding: MethodHandler = self.server.mounts.by_handle(handler)
+                return forwarding
+            return handler
+        name = record.params.get("name") if method == "tools/call" else None
+        entry = self.server.tools.get(name) if isinstance(name, str) else None
+        hook = extensions.tool_call(entry, caps) if entry is not None else None
+        if hook is None:
+            return self._handler(method)
+        chosen: Callable[[ServerConnection, InFlight, str, MethodHandler], Awaitable[JSONObject]]
+        chosen = hook
+
+        async def as_extension(conn: ServerConnection, record: InFlight) -> JSONObject:
+            return await chosen(conn, record, subject_of(conn, record), _tools_call)
+
+        return as_extension
 
     async def _observed(self, handler: MethodHandler, record: InFlight) -> JSONObject:
         """A request's handler run with the instrumentation hook told of it."""
@@ -711,19 +743,39 @@ def _input_asked(exc: BaseException) -> InputRequired | None:
 
 
 def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
-    """Never relay the client's error to a nested request as the answer to this one: -32603."""
+    """The verdicts of a handler other than a tool's, as its request's answer.
+
+    A ``ToolError`` is the handler's own verdict on the request, whatever it handles (a prompt,
+    a resource, a completion, a custom method): its message reaches the client as -32602. A
+    ``ProtocolError`` keeps its code, message and data (the engine answers with it). The
+    client's error to a nested request is never relayed as the answer to this one: -32603,
+    as anything else unexpected is.
+    """
 
     async def guarded(conn: ServerConnection, record: InFlight) -> JSONObject:
         try:
             return await handler(conn, record)
         except Exception as exc:
+            # No local of this frame holds the error: its traceback holds this frame, and the
+            # cycle would outlive the request (an error is an ordinary answer, say -32602).
             if isinstance(single_error(exc), NestedRequestError):
                 raise RuntimeError(
                     f"a nested request made by {record.request.method} failed"
                 ) from exc
+            verdict = _tool_error_verdict(exc)
+            if verdict is not None:
+                raise verdict from None
             raise
 
     return guarded
+
+
+def _tool_error_verdict(exc: BaseException) -> ProtocolError | None:
+    """The -32602 a ``ToolError`` raised outside a tool answers with (None: not one)."""
+    only = single_error(exc)
+    if isinstance(only, ToolError):
+        return _invalid(str(only) or "Invalid params")
+    return None
 
 
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:

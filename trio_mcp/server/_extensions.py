@@ -81,6 +81,11 @@ class Extension:
     #: ``initialize`` result and its methods routed there (tasks, a modern-era feature, is not).
     handshake_era: bool = False
 
+    #: Its methods that address something by a handle the server issued (a task id): one the
+    #: server does not know (-32602) is asked of its mounts (``Server.mount``, a proxy), where
+    #: the handle may have been issued.
+    forwarded: frozenset[str] = frozenset()
+
     def attach(self, host: ExtensionHost) -> None:
         """Called once, when the extension is added to a server."""
 
@@ -175,6 +180,10 @@ class Extensions:
 
     def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
         return all(e.lists_tool(entry, client_capabilities) for e in self._all)
+
+    def forwards(self, method: str) -> bool:
+        """Whether ``method`` addresses a handle a mount may have issued (``forwarded``)."""
+        return any(method in extension.forwarded for extension in self._all)
 
     def tool_call(
         self, entry: ToolEntry, client_capabilities: Mapping[str, Any]

@@ -33,8 +33,13 @@ happen, through a relay registered among the child's connections.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -42,7 +47,12 @@ import trio
 
 from .._engine import InFlight
 from ..protocol._errors import ProtocolError
-from ..protocol._jsonrpc import INVALID_PARAMS, JSONObject
+from ..protocol._jsonrpc import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    JSONObject,
+)
 from ._connection import ServerConnection
 from ._registry import Registrations, page
 
@@ -54,6 +64,7 @@ class Composable(Registrations, Protocol):
     def connections(self) -> set[ServerConnection]: ...
     @property
     def mounts(self) -> Mounts: ...
+    def hosting(self) -> AbstractAsyncContextManager[None]: ...
 
 
 MethodHandler = Callable[[ServerConnection, InFlight], Awaitable[JSONObject]]
@@ -191,6 +202,22 @@ class Mounts:
             for key, value in mount.provider.capabilities(conn).items():
                 if key in FULL_CAPABILITIES and isinstance(value, dict):
                     caps[key] = dict(FULL_CAPABILITIES[key])
+
+    def by_handle(self, own: MethodHandler) -> MethodHandler:
+        """``own`` (an extension's method addressing a handle, such as ``tasks/get``), made to
+        ask the mounts, latest first, about a handle it does not know."""
+        return _by_handle(self, own)
+
+    @asynccontextmanager
+    async def hosting(self) -> AsyncIterator[None]:
+        """The mounted servers' services (a child's task nursery), for as long as the
+        parent's run: a task created through the mount runs there."""
+        async with AsyncExitStack() as stack:
+            for mount in self.mounts:
+                hosting = getattr(mount.provider, "hosting", None)
+                if hosting is not None:
+                    await stack.enter_async_context(hosting())
+            yield
 
     def handler(self, method: str, own: MethodHandler, server: Registrations) -> MethodHandler:
         """``own`` (the parent's handler of ``method``), made to answer for the mounts too."""
@@ -385,6 +412,33 @@ def _content_uri(mount: Mount, content: Any) -> Any:
     return content
 
 
+#: The errors by which a provider says it does not know a handle (or the method at all).
+_UNKNOWN_HANDLE = frozenset({INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY})
+
+
+def _by_handle(mounts: Mounts, own: MethodHandler) -> MethodHandler:
+    """The parent's answer if it knows the handle; else the first mount's that does (its
+    principal is the request's, so a mount never shows one principal another's task); else
+    the parent's own "unknown" error."""
+
+    async def handled(conn: ServerConnection, record: InFlight) -> JSONObject:
+        try:
+            return await own(conn, record)
+        except ProtocolError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            unknown = exc.error
+        for mount in reversed(mounts.mounts):
+            try:
+                return await forward(mount, conn, record, dict(record.params))
+            except ProtocolError as exc:
+                if exc.code not in _UNKNOWN_HANDLE:
+                    raise
+        raise ProtocolError.from_error(unknown)
+
+    return handled
+
+
 def _completion(mounts: Mounts, own: MethodHandler | None) -> MethodHandler:
     async def complete(conn: ServerConnection, record: InFlight) -> JSONObject:
         ref = record.params.get("ref")
@@ -519,6 +573,10 @@ class ServerProvider:
             await trio.lowlevel.checkpoint()
             return {LISTS[method]: []}  # none yet (the child would refuse the method)
         return await view.handle(record)
+
+    def hosting(self) -> AbstractAsyncContextManager[None]:
+        """The child's services (its extensions', its own mounts'), while the parent runs."""
+        return self.child.hosting()
 
     def attach(self, mount: Mount) -> None:
         if self._relay is not None:

@@ -806,8 +806,16 @@ class Server:
         It is also the home of the server's tasks (SEP-2663): their work runs in its nursery,
         so it outlives the request that created it.
         """
-        async with self.extensions.hosting():
+        async with self.hosting():
             await self.notifier.run(task_status=task_status)
+
+    @asynccontextmanager
+    async def hosting(self) -> AsyncIterator[None]:
+        """The services around this server's work for as long as it is entered: its
+        extensions' (the tasks' nursery) and those of the servers mounted in it, so that a task
+        created through a mount runs in the child's. Re-entering it is a no-op."""
+        async with self.extensions.hosting(), self.mounts.hosting():
+            yield
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -849,7 +857,7 @@ class Server:
         try:
             # Tasks created here run in the server's task nursery; without one (no HTTP app
             # runs), in this connection's.
-            async with self._lifespan.hold(), self.extensions.hosting():
+            async with self._lifespan.hold(), self.hosting():
                 await session.run(task_status=task_status)
         finally:
             self.connections.discard(connection)

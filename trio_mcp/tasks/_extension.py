@@ -66,6 +66,8 @@ class TasksExtension(Extension):
     installs one; :attr:`manager` is ``server.tasks``."""
 
     name = TASKS_EXTENSION
+    #: A task id unknown here may be a mount's (a child server's, a proxy's upstream's).
+    forwarded = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
     def __init__(
         self,
@@ -211,6 +213,10 @@ class TasksExtension(Extension):
                 if not isinstance(single_error(exc), StartTask):
                     raise
 
+        # The request as it is now: through a mount, its params name the tool as this server
+        # knows it only while the parent hands it on.
+        request = record.request
+
         async def attempt(answers: Mapping[str, Any], data: Mapping[str, Any]) -> JSONObject:
             rerun = ModernRequest(
                 incoming.envelope,
@@ -220,7 +226,7 @@ class TasksExtension(Extension):
                 in_task=True,
             )
             task_record = InFlight(
-                request=record.request,
+                request=request,
                 session=record.session,
                 envelope=rerun,
                 principal=record.principal,

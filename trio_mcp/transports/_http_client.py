@@ -33,7 +33,7 @@ import attrs
 import httpx
 import trio
 
-from ..protocol._errors import ConnectionClosed
+from ..protocol._errors import ConnectionClosed, MCPError
 from ..protocol._headers import modern_headers, tool_param_headers
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
@@ -55,7 +55,7 @@ from ..protocol._jsonrpc import (
 )
 from ..protocol._methods import SAFE_TO_REPEAT
 from ..protocol._sse import SSEError, SSEParser
-from ._transport import BaseTransport
+from ._transport import BaseTransport, RequestFailed
 
 logger = logging.getLogger("trio_mcp.http.client")
 
@@ -199,8 +199,8 @@ class StreamableHttpTransport(BaseTransport):
         #: The server's unanswered requests that came on one of ours' stream -> that request.
         self._nested: dict[RequestId, _Post] = {}
         # Parsed is a forward-referenced alias, so the channel's type is given by annotation.
-        self._in_send: trio.MemorySendChannel[Parsed | Batch | BaseException]
-        self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | BaseException]
+        self._in_send: trio.MemorySendChannel[Parsed | Batch | RequestFailed | BaseException]
+        self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | RequestFailed | BaseException]
         self._in_send, self._in_receive = trio.open_memory_channel(math.inf)
         self._reinit_lock = trio.Lock()
         self._reinits = 0
@@ -260,13 +260,13 @@ class StreamableHttpTransport(BaseTransport):
         self._start(self._run_post, post)
         await trio.lowlevel.checkpoint()
 
-    async def receive(self) -> Parsed | Batch:
+    async def receive(self) -> Parsed | Batch | RequestFailed:
         item = await self._in_receive.receive()
         if isinstance(item, BaseException):
             raise item
         return item
 
-    def _put(self, item: Parsed | Batch | BaseException) -> None:
+    def _put(self, item: Parsed | Batch | RequestFailed | BaseException) -> None:
         try:
             self._in_send.send_nowait(item)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -463,6 +463,15 @@ class StreamableHttpTransport(BaseTransport):
                 f"HTTP request failed: {type(exc).__name__}: {exc}",
             )
             return
+        except MCPError as exc:
+            if isinstance(exc, ConnectionClosed):
+                raise
+            # The authorization of this POST failed (an ``OAuthError`` from the ``httpx.Auth``:
+            # a refresh refused, a grant revoked, the user declined): this request fails with
+            # it, and the connection goes on; the next request authorizes afresh.
+            post.sent.set()
+            self._auth_failed(post, exc)
+            return
         if expired:
             await self._session_expired(post, session_id)
 
@@ -501,6 +510,13 @@ class StreamableHttpTransport(BaseTransport):
                 INTERNAL_ERROR,
                 f"the server replied with unexpected content type {media or 'none'!r}",
             )
+
+    def _auth_failed(self, post: _Post, error: MCPError) -> None:
+        if post.request_id is None:
+            logger.warning("could not authorize the message %s: %s", post.method, error)
+        elif not post.answered:
+            post.answered = True
+            self._put(RequestFailed(post.request_id, error))
 
     def _answer_http_error(self, post: _Post, response: httpx.Response, body: bytes | None) -> None:
         assert post.request_id is not None
@@ -611,19 +627,30 @@ class StreamableHttpTransport(BaseTransport):
     # -- the standalone GET stream ---------------------------------------------------------------
 
     def _start_listener(self) -> None:
-        """Listen for server messages not tied to a request, once the session is known."""
+        """Listen for server messages not tied to a request, once the session is established
+        (``notifications/initialized`` was accepted).
+
+        The GET goes out only once every request already posted has its response headers: a
+        server that is slow to start (or answers one HTTP request at a time) then sees the
+        first requests before the GET, and the GET never holds one of them up.
+        """
         if self.session_id is None or self._closed:
             return  # no session: nothing could tell the server's streams apart
         if self._listener is not None:
             self._listener.cancel()
         scope = trio.CancelScope()
         self._listener = scope
-        self._start(self._listen, scope, self.session_id)
+        earlier = [post.sent for post in self._posts.values() if not post.sent.is_set()]
+        self._start(self._listen, scope, self.session_id, earlier)
 
-    async def _listen(self, scope: trio.CancelScope, session_id: str) -> None:
+    async def _listen(
+        self, scope: trio.CancelScope, session_id: str, earlier: list[trio.Event]
+    ) -> None:
         state = _StreamState()
         failures = 0
         with scope:
+            for sent in earlier:
+                await sent.wait()
             while self.session_id == session_id and not self._closed:
                 connected = False
                 try:
@@ -646,6 +673,13 @@ class StreamableHttpTransport(BaseTransport):
                             await self._pump(response, state)
                 except httpx.HTTPError as exc:
                     logger.debug("the standalone stream failed: %r", exc)
+                except MCPError as exc:
+                    if isinstance(exc, ConnectionClosed):
+                        raise
+                    # Not authorized now: the requests say so to their callers; the stream
+                    # starts again with the next session (or never, until then).
+                    logger.warning("the standalone event stream could not be authorized: %s", exc)
+                    return
                 if not connected:
                     failures += 1
                     if failures >= MAX_LISTEN_FAILURES:
@@ -719,6 +753,10 @@ class StreamableHttpTransport(BaseTransport):
                 result = await self._initialize_result(response, rid)
         except httpx.HTTPError as exc:
             raise _Unavailable(f"{type(exc).__name__}: {exc}") from None
+        except MCPError as exc:
+            if isinstance(exc, ConnectionClosed):
+                raise
+            raise _Unavailable(str(exc)) from None
         version = result.get("protocolVersion")
         if version != self.protocol_version:
             raise _Unavailable(f"the new session speaks {version!r}, not {self.protocol_version!r}")

@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 import httpx
 import trio
 
-from ..protocol._errors import ConnectionClosed
+from ..protocol._errors import ConnectionClosed, MCPError
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     Batch,
@@ -35,7 +35,7 @@ from ..protocol._jsonrpc import (
     parse,
 )
 from ..protocol._sse import SSEParser
-from ._transport import BaseTransport
+from ._transport import BaseTransport, RequestFailed
 
 logger = logging.getLogger("trio_mcp.sse.client")
 
@@ -95,8 +95,8 @@ class SseClientTransport(BaseTransport):
             connect=base.connect, read=None, write=base.write, pool=base.pool
         )
         # Parsed is a forward-referenced alias, so the channel's type is given by annotation.
-        self._in_send: trio.MemorySendChannel[Parsed | Batch | BaseException]
-        self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | BaseException]
+        self._in_send: trio.MemorySendChannel[Parsed | Batch | RequestFailed | BaseException]
+        self._in_receive: trio.MemoryReceiveChannel[Parsed | Batch | RequestFailed | BaseException]
         self._in_send, self._in_receive = trio.open_memory_channel(MAX_QUEUED_MESSAGES)
         self._closed = False
         self._scope = trio.CancelScope()
@@ -177,7 +177,7 @@ class SseClientTransport(BaseTransport):
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass  # closing: nobody reads any more
 
-    def _put(self, item: Parsed | Batch | BaseException) -> None:
+    def _put(self, item: Parsed | Batch | RequestFailed | BaseException) -> None:
         try:
             self._in_send.send_nowait(item)
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
@@ -185,7 +185,7 @@ class SseClientTransport(BaseTransport):
 
     # -- the engine's side -----------------------------------------------------------------------
 
-    async def receive(self) -> Parsed | Batch:
+    async def receive(self) -> Parsed | Batch | RequestFailed:
         try:
             item = await self._in_receive.receive()
         except trio.ClosedResourceError:
@@ -211,6 +211,16 @@ class SseClientTransport(BaseTransport):
             )
         except httpx.HTTPError as exc:
             self._refused(data, f"HTTP request failed: {type(exc).__name__}: {exc}", None, b"")
+            return
+        except MCPError as exc:
+            if isinstance(exc, ConnectionClosed):
+                raise
+            # Its authorization failed (an ``OAuthError``): the requests it carried fail with
+            # it; the connection goes on.
+            sent = parse(data)
+            for item in sent.items if isinstance(sent, Batch) else (sent,):
+                if isinstance(item, Request):
+                    self._put(RequestFailed(item.id, exc))
             return
         if response.is_success:
             return

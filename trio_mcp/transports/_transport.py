@@ -30,6 +30,16 @@ class OutgoingMessage:
     final: bool = False
 
 
+@attrs.frozen
+class RequestFailed:
+    """What a transport's ``receive`` may return in place of a message: one of our own
+    requests failed here, before any answer could come (its authorization failed, say), and
+    its caller gets ``error``. The connection goes on; only that request ends."""
+
+    request_id: RequestId
+    error: Exception
+
+
 @runtime_checkable
 class Sender(Protocol):
     """The output half of a transport: all the engine needs from one that pushes what it
@@ -73,8 +83,9 @@ Deliver: TypeAlias = "Callable[[bytes, RequestId | None, bool], None]"
 class Transport(Sender, Protocol):
     """What the engine needs from a transport it reads. Subclass :class:`BaseTransport`."""
 
-    async def receive(self) -> bytes | Parsed | Batch:
-        """The next framed message; raise ``trio.EndOfChannel`` when the peer is done."""
+    async def receive(self) -> bytes | Parsed | Batch | RequestFailed:
+        """The next framed message (or a request of ours that failed in the transport);
+        raise ``trio.EndOfChannel`` when the peer is done."""
         ...
 
 
@@ -108,4 +119,4 @@ class BaseTransport(BaseSender):
     """A :class:`Transport` with :class:`BaseSender`'s defaults: write ``send`` and ``receive``."""
 
     @abc.abstractmethod
-    async def receive(self) -> bytes | Parsed | Batch: ...
+    async def receive(self) -> bytes | Parsed | Batch | RequestFailed: ...
