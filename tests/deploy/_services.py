@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import attrs
+import pytest
 import trio
 
 from . import system_packages
@@ -169,6 +170,8 @@ class RedisCluster:
                         *("--appendonly", "no", "--dir", str(node), "--protected-mode", "yes"),
                         *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
                         *("--cluster-node-timeout", "5000"),
+                        # The cluster bus's port, else port + 10000 (past 65535 for some).
+                        *("--cluster-port", str(free_port())),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -203,3 +206,23 @@ class RedisCluster:
         for process in self.processes:
             process.wait(timeout=STOP_GUARD)
         self.processes.clear()
+
+
+#: The kinds of shared Redis the fleet tests run on.
+KINDS = ("single", "cluster")
+
+
+@asynccontextmanager
+async def shared_redis(
+    kind: str, directory: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[str]:
+    """The URL of a real Redis of ``kind`` for the block: a fresh ``redis-server``
+    (``"single"``), or the session's Redis Cluster emptied (``"cluster"``, its URL a
+    ``redis+cluster://`` one naming every primary)."""
+    if kind == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        await trio.to_thread.run_sync(cluster.flush)
+        yield cluster.url
+        return
+    async with redis_server(directory) as redis:
+        yield redis.url
