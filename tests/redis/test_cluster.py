@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import coredis
@@ -52,7 +53,7 @@ def a_prefix() -> str:
 
 
 @asynccontextmanager
-async def raw(cluster: RedisCluster) -> AsyncIterator[coredis.RedisCluster[bytes]]:
+async def raw(cluster: RedisCluster) -> AsyncIterator[coredis.RedisCluster[Any]]:
     nodes = [TCPLocation("127.0.0.1", port) for port in cluster.ports]
     async with coredis.RedisCluster(startup_nodes=nodes) as client:
         yield client
@@ -67,7 +68,7 @@ async def keys_by_node(cluster: RedisCluster, prefix: str) -> dict[int, list[str
     return found
 
 
-async def slots_of(client: coredis.RedisCluster[bytes], keys: list[str]) -> dict[str, set[int]]:
+async def slots_of(client: coredis.RedisCluster[Any], keys: list[str]) -> dict[str, set[int]]:
     """The slots each thing's keys (by hash tag) fall in."""
     out: dict[str, set[int]] = {}
     for name in keys:
@@ -306,16 +307,17 @@ async def a_sentinel(directory: Path) -> AsyncIterator[int]:
         f"port {sentinel}\nbind 127.0.0.1\ndir {directory}\n"
         f"sentinel monitor mymaster 127.0.0.1 {primary} 1\n"
     )
-    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
     processes = [
         await trio.lowlevel.open_process(
-            [command, "--bind", "127.0.0.1", "--port", str(primary), "--save", ""],
+            arguments,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            **quiet,
-        ),
-        await trio.lowlevel.open_process(
-            [command, str(conf), "--sentinel"], stderr=subprocess.DEVNULL, **quiet
-        ),
+        )
+        for arguments in (
+            [command, "--bind", "127.0.0.1", "--port", str(primary), "--save", ""],
+            [command, str(conf), "--sentinel"],
+        )
     ]
     try:
         with trio.fail_after(START_GUARD):
