@@ -32,8 +32,7 @@ from trio_mcp.redis import (
     RedisSessionStore,
     RedisTaskStore,
 )
-from trio_mcp.redis._client import parse
-from trio_mcp.redis._hub import redact
+from trio_mcp.redis._client import parse, redact
 from trio_mcp.redis._keys import key
 from trio_mcp.redis._task_store import WORKER_LOST
 from trio_mcp.server._bus import BusEvent

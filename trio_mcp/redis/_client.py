@@ -21,6 +21,7 @@ coredis is imported only when a client is opened: a server without Redis never l
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     #: What every store talks through: one Redis (a Sentinel's primary too) or a cluster.
     Client: TypeAlias = coredis.Redis[bytes] | coredis.RedisCluster[bytes]
 
-__all__ = ["RedisTarget", "check_url", "connect", "parse"]
+__all__ = ["RedisTarget", "check_url", "connect", "parse", "redact"]
 
 #: What a URL may start with, in the order messages name them.
 SCHEMES = (
@@ -75,7 +76,7 @@ def parse(url: str) -> RedisTarget:
         raise ValueError(
             "a Redis URL starts with redis://, rediss:// or unix:// (one Redis), "
             "redis+cluster:// (a Redis Cluster) or redis+sentinel:// (a Sentinel's primary), "
-            f"not {_redact(url)!r}"
+            f"not {redact(url)!r}"
         )
     scheme, _, rest = url.partition("://")
     if "+" not in scheme:
@@ -88,7 +89,7 @@ def parse(url: str) -> RedisTarget:
     userinfo, at, hosts = netloc.rpartition("@")
     nodes = tuple(_node(node, url) for node in hosts.split(",") if node)
     if not nodes:
-        raise ValueError(f"a {kind} URL names at least one host:port, not {_redact(url)!r}")
+        raise ValueError(f"a {kind} URL names at least one host:port, not {redact(url)!r}")
     base_netloc = f"{userinfo}{at}{_host_port(nodes[0])}"
     service = ""
     if kind == "sentinel":
@@ -96,10 +97,10 @@ def parse(url: str) -> RedisTarget:
         if not service:
             raise ValueError(
                 "a sentinel URL names the service after the hosts "
-                f"(redis+sentinel://host:port[,host:port...]/service[/db]), not {_redact(url)!r}"
+                f"(redis+sentinel://host:port[,host:port...]/service[/db]), not {redact(url)!r}"
             )
     elif path:
-        raise ValueError(f"a Redis Cluster has no databases: drop /{path} from {_redact(url)!r}")
+        raise ValueError(f"a Redis Cluster has no databases: drop /{path} from {redact(url)!r}")
     base = f"{plain}://{base_netloc}/{path}{query_mark}{query}"
     return RedisTarget("cluster" if kind == "cluster" else "sentinel", url, nodes, base, service)
 
@@ -112,9 +113,9 @@ def _node(text: str, url: str) -> tuple[str, int]:
     try:
         number = int(port)
     except ValueError:
-        raise ValueError(f"{text!r} is not host:port in {_redact(url)!r}") from None
+        raise ValueError(f"{text!r} is not host:port in {redact(url)!r}") from None
     if not host or not 0 < number < 65536:
-        raise ValueError(f"{text!r} is not host:port in {_redact(url)!r}")
+        raise ValueError(f"{text!r} is not host:port in {redact(url)!r}")
     return host, number
 
 
@@ -123,10 +124,28 @@ def _host_port(node: tuple[str, int]) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _redact(url: str) -> str:
-    from ._hub import redact
-
-    return redact(url)
+def redact(url: str) -> str:
+    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
+    scheme, _, rest = url.partition("://")
+    netloc = rest.partition("/")[0].partition("?")[0]
+    if "," in netloc:  # the hosts of a cluster or of Sentinels: urlsplit takes only one
+        userinfo, _, hosts = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        if not colon:
+            return url
+        return f"{scheme}://{user}:***@{hosts}{rest[len(netloc) :]}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<an unparsable Redis URL>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 @contextlib.asynccontextmanager

@@ -39,14 +39,13 @@ import contextlib
 import logging
 import math
 import os
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..otel import count_redis_error
-from ._client import CLUSTER_FORM, connect
+from ._client import CLUSTER_FORM, connect, redact
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -100,30 +99,6 @@ async def unsuitable(client: Client) -> str | None:
     if role is not None and role != "master":
         return f"it is a replica (role:{role!s}), whose writes are refused: give the primary's URL"
     return None
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
-    scheme, _, rest = url.partition("://")
-    netloc = rest.partition("/")[0].partition("?")[0]
-    if "," in netloc:  # the hosts of a cluster or of Sentinels: urlsplit takes only one
-        userinfo, _, hosts = netloc.rpartition("@")
-        user, colon, _ = userinfo.partition(":")
-        if not colon:
-            return url
-        return f"{scheme}://{user}:***@{hosts}{rest[len(netloc) :]}"
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<an unparsable Redis URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def reason(error: BaseException) -> str:

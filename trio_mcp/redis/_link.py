@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ._client import redact
 from ._hub import (
     Deliver,
     RedisHub,
@@ -19,7 +20,6 @@ from ._hub import (
     RedisUnsuitable,
     hub_for,
     reason,
-    redact,
     talking,
 )
 

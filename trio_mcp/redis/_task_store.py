@@ -2,11 +2,10 @@
 
 coredis is imported only when a store starts: a server without Redis never loads it.
 
-Each task is one hash, ``<prefix>task:<task id>``: ``s`` its status (plain, so a script can
+Each task is one hash, ``<prefix>{<task id>}:task``: ``s`` its status (plain, so a script can
 tell a terminal one without decoding JSON), ``r`` the record (JSON written by Python: Redis's
 own JSON would round numbers in a tool's result), ``v`` a version bumped by every write, and
-``w`` the worker that runs it. Writes are Lua scripts, one round trip each, every key they
-touch named in ``KEYS``:
+``w`` the worker that runs it. Writes are Lua scripts over that one key (named in ``KEYS``):
 
 - ``create`` stores the hash only if there is none (``HSETNX``-like), and returns once Redis
   has it: a ``tasks/get`` on any worker finds it from then on;
@@ -18,13 +17,13 @@ A record with no terminal status never expires (a task may run, or wait for inpu
 long as it likes); once terminal it expires ``ttlMs`` after it settled.
 
 **Per-principal quota** (:meth:`RedisTaskStore.create_capped`): each principal's running
-tasks are a sorted set, ``<prefix>task-quota:<sha256 of the identity>``, of task ids scored
-by when their lease ends (Redis's clock). One script drops the lapsed leases, counts, and
-stores the record and its lease only under the cap, so workers racing cannot overshoot it. A
-task's lease goes when any worker settles it; the worker running it renews it at every
-heartbeat, so the leases of a worker that died lapse with its liveness.
+tasks are a sorted set, ``<prefix>{<sha256 of the identity>}:task-quota``, of task ids scored
+by when their lease ends (Redis's clock). One script drops the lapsed leases, counts, and adds
+the task's lease only under the cap, so workers racing cannot overshoot it; then the record is
+stored. A task's lease goes when any worker settles it; the worker running it renews it at
+every heartbeat, so the leases of a worker that died lapse with its liveness.
 
-**Liveness.** A worker's liveness is a key, ``<prefix>task-worker:<worker id>``, renewed by
+**Liveness.** A worker's liveness is a key, ``<prefix>{<worker id>}:task-worker``, renewed by
 :meth:`RedisTaskStore.run` every ``heartbeat`` seconds and lapsing after three. A key can
 vanish with Redis itself (a restart, with or without its data), so a missing key is not yet
 a lost worker: an *observer* (the store answering a ``tasks/get``) declares a task's worker
@@ -39,6 +38,31 @@ A worker re-asserts itself as soon as it reaches Redis again (its heartbeat retr
 while Redis is away): its liveness key, its tasks' leases, and the records of its running
 tasks if Redis lost them (it keeps the last record it saw of each); reading or settling one
 of its own tasks whose record vanished writes it again too.
+
+**Two steps.** Each key carries its own thing's hash tag (:mod:`._keys`), so on a Redis
+Cluster a task, its owner's quota and its worker's liveness live in different slots, where no
+one script may touch them together. Every script therefore touches one thing's keys, and what
+spans two things is two steps, each atomic, in an order whose in-between state is safe:
+
+- *create, capped*: the lease first (the atomic count under the cap), then the record. In
+  between, a lease without a record only counts against its owner (never over the cap); if
+  the record cannot be stored the lease is given back, or lapses within three heartbeats.
+- *settle*: the record's terminal write, then the lease given back (sent together, one round
+  trip on one Redis, when the write is unconditional: a task that is or becomes terminal holds
+  no lease either way; after a compare-and-set only once it won, since a lost one leaves a
+  running task). A lease left behind by a failure lapses, as a dead worker's does.
+- *a ``tasks/get`` judging the worker*: the record, then the worker's liveness key (pipelined
+  once this store knows the task's worker, which never changes). The two reads are not one
+  snapshot, and need not be: a worker is declared lost only after its key was seen missing
+  across a whole ``grace`` of reads, and the write that fails the task is a compare-and-set on
+  the version that was read, so a task its worker wrote meanwhile (a sign of life), or that
+  settled, is left alone.
+- *the heartbeat*: ``SET ... GET`` renews this worker's key and says whether it was there (one
+  key, atomic), ``EXISTS`` per watched worker, one renewal script per quota: pipelined, one
+  round trip on one Redis.
+
+On one Redis the same steps run; none of them is slower than a round trip, and the common
+``tasks/get`` stays one.
 
 Faults: Redis unreachable at start fails the start with :class:`TaskStoreUnavailable` naming
 the URL (never its password); lost later, every call raises it (a ``ProtocolError``, -32603
