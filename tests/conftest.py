@@ -8,6 +8,9 @@ import pytest
 # Imported below before pytest loads it as the plugin: rewrite its asserts all the same.
 pytest.register_assert_rewrite("trio_mcp.testing")
 
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 from hypothesis import settings  # noqa: E402
 
 from trio_mcp import Server  # noqa: E402
@@ -15,6 +18,7 @@ from trio_mcp._demo import demo_server  # noqa: E402
 from trio_mcp.testing import HttpServer  # noqa: E402
 
 from ._http import Served  # noqa: E402
+from .deploy._services import RedisCluster  # noqa: E402
 
 # The plugin is registered by trio_mcp's entry point once installed; named here too, so the
 # suite runs from a checkout (pytest skips a plugin registered already under this name).
@@ -46,3 +50,16 @@ def demo_http(mcp_http: HttpServer) -> Served:
     """The demo server on Streamable HTTP with the default options, behind a real hypercorn on
     loopback (the plugin's ``mcp_http``); ``demo_http.app.server`` is the server itself."""
     return Served.of(mcp_http)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real three-primary Redis Cluster on 127.0.0.1, started once for the session by the
+    first test that asks (a few seconds) and shared: a test empties it (``flush()``) or keeps
+    to a key prefix of its own."""
+    cluster = RedisCluster(Path(tmp_path_factory.mktemp("redis-cluster")))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

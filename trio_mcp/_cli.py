@@ -951,7 +951,10 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="URL",
             default=os.environ.get(REDIS_URL_ENV) or None,
             help="HTTP: share state with the other workers through this Redis "
-            "(redis://[:password@]host:port/db): change notifications reach the listeners of "
+            "(redis://[:password@]host:port/db; a Redis Cluster: "
+            "redis+cluster://host:port[,host:port...]; a Sentinel's primary: "
+            "redis+sentinel://host:port[,host:port...]/service): change notifications reach "
+            "the listeners of "
             "every worker, a stream cut on one worker resumes on another, and task records "
             "live there (tasks/get, tasks/update, tasks/cancel work on any worker); default: "
             f"${REDIS_URL_ENV}, else none",

@@ -24,7 +24,7 @@ from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 from .._http import SseEvent, SseReader, call_body
 from . import system_packages
 from ._fleet import FLEET_SERVER, NGINX_CONF, ROOT, Fleet, fleet, render_nginx_conf
-from ._services import free_port, redis_server
+from ._services import KINDS, free_port, redis_server, shared_redis
 from ._streams import open_session, progress_of, read_then_drop, resume, session_headers
 
 #: Hang guards.
@@ -214,14 +214,17 @@ async def test_multi_round_trip_retries_land_elsewhere_with_shared_keys(tmp_path
 # -- across backends, on a shared Redis ---------------------------------------------------------
 
 
-async def test_listen_streams_hear_a_change_made_through_another_backend(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_listen_streams_hear_a_change_made_through_another_backend(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
     """Three modern listen streams (round robin puts one on each backend) and a handshake GET
     stream on the node its session id names all hear each ``grow``, wherever it ran."""
     (tmp_path / "fleet").mkdir()
     async with (
-        redis_server(tmp_path) as redis,
+        shared_redis(kind, tmp_path, request) as redis_url,
         fleet(
-            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis.url]
+            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis_url]
         ) as running,
         httpx.AsyncClient(timeout=60) as http,
         open_client(running.url, mode="modern") as client,
@@ -284,8 +287,9 @@ async def test_with_redis_stopped_the_backends_serve_what_does_not_need_it(
         assert all(b.process.poll() is None for b in running.backends)
 
 
+@pytest.mark.parametrize("kind", KINDS)
 async def test_sigkill_mid_stream_then_the_resume_is_served_by_another_backend(
-    tmp_path: Path,
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
     """The node holding a session dies with SIGKILL while a request of it streams; the client's
     resume goes through nginx (the map, then the dead node's backups) to another backend, which
@@ -293,9 +297,9 @@ async def test_sigkill_mid_stream_then_the_resume_is_served_by_another_backend(
     request cut mid-stream every event it stored, then an error response, never a hang."""
     (tmp_path / "fleet").mkdir()
     async with (
-        redis_server(tmp_path) as redis,
+        shared_redis(kind, tmp_path, request) as redis_url,
         fleet(
-            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis.url]
+            tmp_path / "fleet", 3, server=str(FLEET_SERVER), options=["--redis-url", redis_url]
         ) as running,
         httpx.AsyncClient(timeout=60) as client,
     ):

@@ -16,11 +16,12 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 import trio
 
 from .._http import SseReader, call_body, cancel_body, initialize_body, parse_sse, request_body
 from ._fleet import FLEET_SERVER, Fleet, fleet
-from ._services import Redis, redis_server
+from ._services import KINDS, Redis, redis_server, shared_redis
 from .test_fleet import DRIVER_GUARD, run_driver
 
 HANDSHAKE = "2025-06-18"
@@ -38,8 +39,26 @@ def headers(session: str | None = None, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def anywhere(tmp_path: Path) -> AsyncIterator[Fleet]:
-    async with anywhere_on_redis(tmp_path) as (running, _):
+async def anywhere(
+    tmp_path: Path, kind: str = "single", request: pytest.FixtureRequest | None = None
+) -> AsyncIterator[Fleet]:
+    """Three ``--any-worker`` backends on a Redis of ``kind`` (see :func:`shared_redis`)."""
+    if kind == "single":
+        async with anywhere_on_redis(tmp_path) as (running, _):
+            yield running
+        return
+    assert request is not None
+    (tmp_path / "fleet").mkdir()
+    async with (
+        shared_redis(kind, tmp_path, request) as url,
+        fleet(
+            tmp_path / "fleet",
+            3,
+            server=str(FLEET_SERVER),
+            options=["--redis-url", url, "--any-worker"],
+            routing="any",
+        ) as running,
+    ):
         yield running
 
 
@@ -100,8 +119,14 @@ async def test_the_typescript_client_runs_sessions_behind_round_robin(tmp_path: 
         assert (report["sessions_ok"], report["calls_ok"]) == (30, 150)
 
 
-async def test_every_backend_serves_one_session(tmp_path: Path) -> None:
-    async with anywhere(tmp_path) as running, httpx.AsyncClient(timeout=60) as client:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_every_backend_serves_one_session(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    async with (
+        anywhere(tmp_path, kind, request) as running,
+        httpx.AsyncClient(timeout=60) as client,
+    ):
         session = await open_session(client, running.url)
         nodes = set()
         for rid in range(9):
@@ -110,8 +135,14 @@ async def test_every_backend_serves_one_session(tmp_path: Path) -> None:
         assert nodes == {"n1", "n2", "n3"}  # round robin: each took some of its calls
 
 
-async def test_an_elicitation_answered_on_another_backend(tmp_path: Path) -> None:
-    async with anywhere(tmp_path) as running, httpx.AsyncClient(timeout=60) as client:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_elicitation_answered_on_another_backend(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    async with (
+        anywhere(tmp_path, kind, request) as running,
+        httpx.AsyncClient(timeout=60) as client,
+    ):
         session = await open_session(client, running.url, {"elicitation": {}})
         for rid in range(3):
             body = orjson.dumps(call_body(rid, "ask"))
@@ -216,8 +247,14 @@ async def test_with_redis_stopped_held_sessions_go_on_and_new_ones_fail_clearly(
         assert "result" in (await result_of(client, urls[1], again, request_body(3, "ping")))[-1]
 
 
-async def test_the_session_outlives_the_backend_that_opened_it(tmp_path: Path) -> None:
-    async with anywhere(tmp_path) as running, httpx.AsyncClient(timeout=60) as client:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_session_outlives_the_backend_that_opened_it(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    async with (
+        anywhere(tmp_path, kind, request) as running,
+        httpx.AsyncClient(timeout=60) as client,
+    ):
         opener = running.backends[0]
         session = await open_session(client, opener.base + "/mcp")
         opener.kill()  # SIGKILL: nothing of it says goodbye

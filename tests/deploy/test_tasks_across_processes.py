@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 from trio_mcp.protocol._tasks import TASKS_EXTENSION
 
 from .._http import request_body
 from ._fleet import ROOT, Backend, Fleet, _child_env, _ready, fleet
-from ._services import redis_server
+from ._services import KINDS, redis_server, shared_redis
 
 MODERN = "2026-07-28"
 SERVER = ROOT / "tests" / "servers" / "task_fleet_server.py"
@@ -123,12 +124,15 @@ async def restart(
     return again
 
 
-async def test_a_task_is_read_answered_cancelled_through_other_processes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_task_is_read_answered_cancelled_through_other_processes(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
     (tmp_path / "fleet").mkdir()
     env = {"TASK_FLEET_DIR": str(tmp_path)}
     options = ["--redis-url", ""]
-    async with redis_server(tmp_path) as redis:
-        options[1] = redis.url
+    async with shared_redis(kind, tmp_path, request) as redis_url:
+        options[1] = redis_url
         async with (
             fleet(
                 tmp_path / "fleet", 3, server=str(SERVER), options=options, env=env, routing="any"

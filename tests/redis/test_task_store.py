@@ -114,12 +114,12 @@ async def test_a_running_task_never_expires_a_settled_one_does(tmp_path: Path) -
         record = a_record(ttl_ms=300)
         await store.create(record)
         async with coredis.Redis.from_url(redis.url) as raw:
-            assert await raw.pttl("trio_mcp:task:t1") == -1
+            assert await raw.pttl("trio_mcp:{t1}:task") == -1
             await trio.sleep(0.5)
             assert await store.get("t1") is not None
             failed = attrs.evolve(record.state, status=FAILED, error={"code": 1, "message": "x"})
             await store.transition("t1", failed)
-            assert 0 < await raw.pttl("trio_mcp:task:t1") <= 300
+            assert 0 < await raw.pttl("trio_mcp:{t1}:task") <= 300
         await trio.sleep(0.5)
         assert await store.get("t1") is None
 

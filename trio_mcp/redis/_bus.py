@@ -23,6 +23,7 @@ import logging
 import trio
 
 from ..server._bus import BusError, BusEvent, Deliver
+from ._client import check_url
 from ._link import RedisLink, redact
 
 logger = logging.getLogger("trio_mcp.bus")
@@ -51,10 +52,7 @@ class RedisBus:
         reconnect_initial: float = RECONNECT_INITIAL,
         reconnect_max: float = RECONNECT_MAX,
     ) -> None:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
-            )
+        check_url(url)
         self.url = url
         self.channel = f"{prefix}notifications"
         self.timeout = timeout

@@ -18,10 +18,12 @@ from ..http._event_store import (
     Replay,
     StreamMeta,
 )
+from ._client import check_url
+from ._keys import check_prefix, key
 from ._link import RedisLink
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 # One round trip per event, atomic: add it under its explicit id, count its bytes, drop the
 # stream's oldest events past its bounds, push the expiry forward.
@@ -64,7 +66,11 @@ class RedisEventStore:
     first, and a resume across a dropped event refused; every key expires ``ttl`` seconds after
     its stream's last write. What all streams hold together is Redis's own ``maxmemory``.
 
-    Session liveness is a key per session (``<prefix>live:<session id>``), refreshed by the
+    Keys (:mod:`._keys`): ``<prefix>{<stream id>}:events`` and ``<prefix>{<stream id>}:stream``
+    (one hash tag, so the append script and the replay's MULTI stay in one slot of a Redis
+    Cluster), ``<prefix>{<session id>}:live``.
+
+    Session liveness is a key per session (``<prefix>{<session id>}:live``), refreshed by the
     worker that holds the session every ``heartbeat`` seconds and expiring after three, and
     deleted when the session ends. It was chosen over "no event for a while": a tool may run
     for minutes without a word, and its stream is not orphaned for that; a key that expires
@@ -90,8 +96,9 @@ class RedisEventStore:
         max_stream_bytes: int = 8 * 1024 * 1024,
         timeout: float = 5.0,
     ) -> None:
+        check_url(url)
         self.url = url
-        self.prefix = prefix
+        self.prefix = check_prefix(prefix)
         self.ttl = ttl
         self.heartbeat = heartbeat
         self.max_events_per_stream = max_events_per_stream
@@ -192,7 +199,7 @@ class RedisEventStore:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _redis(self) -> coredis.Redis[bytes]:
+    def _redis(self) -> Client:
         return self._link.client
 
     def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
@@ -203,13 +210,13 @@ class RedisEventStore:
         return max(1, int(self.ttl * 1000))
 
     def _events(self, stream_id: str) -> str:
-        return f"{self.prefix}events:{stream_id}"
+        return key(self.prefix, stream_id, "events")
 
     def _meta(self, stream_id: str) -> str:
-        return f"{self.prefix}stream:{stream_id}"
+        return key(self.prefix, stream_id, "stream")
 
     def _live(self, session_id: str) -> str:
-        return f"{self.prefix}live:{session_id}"
+        return key(self.prefix, session_id, "live")
 
 
 def _seq(identifier: bytes | str) -> int:

@@ -39,16 +39,16 @@ import contextlib
 import logging
 import math
 import os
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..otel import count_redis_error
+from ._client import CLUSTER_FORM, connect, redact
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 logger = logging.getLogger("trio_mcp.redis")
 
@@ -72,44 +72,33 @@ class RedisUnavailable(Exception):
 class RedisUnsuitable(RedisUnavailable):
     """Redis answers, but cannot be the one the workers share: a replica (its writes are
     refused, and what it publishes reaches only its own subscribers) or a node of a Redis
-    Cluster (which answers CLUSTERDOWN, MOVED or CROSSSLOT to the commands of a plain client)."""
+    Cluster named by a plain URL (it answers CLUSTERDOWN, MOVED or CROSSSLOT to the commands
+    of a plain client; a ``redis+cluster://`` URL is the way to it)."""
 
 
-async def unsuitable(client: coredis.Redis[bytes]) -> str | None:
+async def unsuitable(client: Client) -> str | None:
     """Why the Redis behind ``client`` cannot be shared (see :class:`RedisUnsuitable`), in
     words; None when it can, or when it will not say (an ACL or a managed Redis that refuses
-    ``INFO``: then its first refused command says it)."""
+    ``INFO``: then its first refused command says it). A cluster client checked its nodes
+    when it learnt the cluster's layout."""
+    import coredis
     import coredis.exceptions
 
+    if isinstance(client, coredis.RedisCluster):
+        return None
     try:
         info = await client.info("replication", "cluster")
     except coredis.exceptions.ResponseError:
         return None
     if str(info.get("cluster_enabled", 0)) == "1":
         return (
-            "it is a node of a Redis Cluster (cluster_enabled:1), which trio_mcp does not "
-            "speak: give it a standalone Redis (a primary, with or without replicas)"
+            "it is a node of a Redis Cluster (cluster_enabled:1), which a plain redis:// URL "
+            f"cannot use: give the cluster's nodes as {CLUSTER_FORM}"
         )
     role = info.get("role")
     if role is not None and role != "master":
         return f"it is a replica (role:{role!s}), whose writes are refused: give the primary's URL"
     return None
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (``redis://user:***@host:port/db``), for messages."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<an unparsable Redis URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port is not None else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def reason(error: BaseException) -> str:
@@ -174,7 +163,7 @@ class RedisHub:
         self.url = url
         self.where = redact(url)
         # -- the pool
-        self._client: coredis.Redis[bytes] | None = None
+        self._client: Client | None = None
         self._exit: contextlib.AsyncExitStack | None = None
         self._opening: trio.Event | None = None
         self._owner: trio.lowlevel.Task | None = None
@@ -194,7 +183,7 @@ class RedisHub:
     # -- the pool ------------------------------------------------------------------------------
 
     @property
-    def client(self) -> coredis.Redis[bytes]:
+    def client(self) -> Client:
         """The pool's client; :class:`RedisUnavailable` while none is open."""
         if self._client is None:
             raise RedisUnavailable(self.where, "not connected")
@@ -224,15 +213,12 @@ class RedisHub:
         return owner
 
     async def _open(self, timeout: float) -> None:
-        import coredis
-
-        client: coredis.Redis[bytes] = coredis.Redis.from_url(
-            self.url, connect_timeout=timeout, client_name=_name("pool")
-        )
         stack = contextlib.AsyncExitStack()
         try:
             # Entered outside the time bound: the pool's nursery lives until it closes.
-            await stack.enter_async_context(client)
+            client = await stack.enter_async_context(
+                connect(self.url, connect_timeout=timeout, client_name=_name("pool"))
+            )
             with trio.fail_after(timeout):
                 await client.ping()
                 why = await unsuitable(client)
@@ -404,11 +390,10 @@ class RedisHub:
             self._hosted = False
             self._change()
 
-    def _subscriber(self) -> coredis.Redis[bytes]:
-        import coredis
+    def _subscriber(self) -> contextlib.AbstractAsyncContextManager[Client]:
         from coredis.retry import NoRetryPolicy
 
-        return coredis.Redis.from_url(
+        return connect(
             self.url,
             retry_policy=NoRetryPolicy(),
             stream_timeout=None,

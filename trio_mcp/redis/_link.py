@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ._client import redact
 from ._hub import (
     Deliver,
     RedisHub,
@@ -19,12 +20,11 @@ from ._hub import (
     RedisUnsuitable,
     hub_for,
     reason,
-    redact,
     talking,
 )
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 __all__ = ["RedisLink", "reason", "redact"]
 
@@ -62,7 +62,7 @@ class RedisLink:
         return self._hub is not None and self._hub.subscribed
 
     @property
-    def client(self) -> coredis.Redis[bytes]:
+    def client(self) -> Client:
         if self._hub is None:
             raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
         try:
@@ -70,9 +70,7 @@ class RedisLink:
         except RedisUnavailable as error:
             raise self._error("failed", error) from None
 
-    async def start(
-        self, ready: Callable[[coredis.Redis[bytes]], Awaitable[object]] | None = None
-    ) -> None:
+    async def start(self, ready: Callable[[Client], Awaitable[object]] | None = None) -> None:
         """Take a lease of the pool (opening it if this is the first) and await
         ``ready(client)`` if given, within ``timeout``; the user's unavailable error if any of
         it fails."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import trio
 
 from ..http._relay import Deliver, RelayUnavailable
+from ._client import check_url
 from ._link import RedisLink, redact
 
 
@@ -30,6 +31,7 @@ class RedisRelay:
         reconnect_initial: float = 0.1,
         reconnect_max: float = 5.0,
     ) -> None:
+        check_url(url)
         self.url = url
         self.prefix = prefix
         self.timeout = timeout

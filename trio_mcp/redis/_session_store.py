@@ -10,15 +10,17 @@ import math
 from typing import TYPE_CHECKING
 
 from ..http._session_store import SessionRecord, SessionStoreUnavailable
+from ._client import check_url
+from ._keys import check_prefix, key
 from ._link import RedisLink
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 
 class RedisSessionStore:
     """A :class:`SessionStore` on Redis, shared by every worker that names the same server and
-    ``prefix``: one string key per session (``<prefix>session:<id>``), its value the record,
+    ``prefix``: one string key per session (``<prefix>{<id>}:session``), its value the record,
     its Redis expiry the record's.
 
     One store serves one app (started and closed by that app's lifespan). Faults: a Redis that
@@ -28,8 +30,9 @@ class RedisSessionStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
+        check_url(url)
         self.url = url
-        self.prefix = prefix
+        self.prefix = check_prefix(prefix)
         self.timeout = timeout
         self._link = RedisLink(
             url, what="the session store", unavailable=SessionStoreUnavailable, timeout=timeout
@@ -74,7 +77,7 @@ class RedisSessionStore:
         async with self._errors():
             await self._redis().delete([self._key(session_id)])
 
-    def _redis(self) -> coredis.Redis[bytes]:
+    def _redis(self) -> Client:
         return self._link.client
 
     def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
@@ -82,7 +85,7 @@ class RedisSessionStore:
         return self._link.errors()
 
     def _key(self, session_id: str) -> str:
-        return f"{self.prefix}session:{session_id}"
+        return key(self.prefix, session_id, "session")
 
 
 def _record(data: bytes | None) -> SessionRecord | None:

@@ -2,11 +2,10 @@
 
 coredis is imported only when a store starts: a server without Redis never loads it.
 
-Each task is one hash, ``<prefix>task:<task id>``: ``s`` its status (plain, so a script can
+Each task is one hash, ``<prefix>{<task id>}:task``: ``s`` its status (plain, so a script can
 tell a terminal one without decoding JSON), ``r`` the record (JSON written by Python: Redis's
 own JSON would round numbers in a tool's result), ``v`` a version bumped by every write, and
-``w`` the worker that runs it. Writes are Lua scripts, one round trip each, every key they
-touch named in ``KEYS``:
+``w`` the worker that runs it. Writes are Lua scripts over that one key (named in ``KEYS``):
 
 - ``create`` stores the hash only if there is none (``HSETNX``-like), and returns once Redis
   has it: a ``tasks/get`` on any worker finds it from then on;
@@ -18,13 +17,13 @@ A record with no terminal status never expires (a task may run, or wait for inpu
 long as it likes); once terminal it expires ``ttlMs`` after it settled.
 
 **Per-principal quota** (:meth:`RedisTaskStore.create_capped`): each principal's running
-tasks are a sorted set, ``<prefix>task-quota:<sha256 of the identity>``, of task ids scored
-by when their lease ends (Redis's clock). One script drops the lapsed leases, counts, and
-stores the record and its lease only under the cap, so workers racing cannot overshoot it. A
-task's lease goes when any worker settles it; the worker running it renews it at every
-heartbeat, so the leases of a worker that died lapse with its liveness.
+tasks are a sorted set, ``<prefix>{<sha256 of the identity>}:task-quota``, of task ids scored
+by when their lease ends (Redis's clock). One script drops the lapsed leases, counts, and adds
+the task's lease only under the cap, so workers racing cannot overshoot it; then the record is
+stored. A task's lease goes when any worker settles it; the worker running it renews it at
+every heartbeat, so the leases of a worker that died lapse with its liveness.
 
-**Liveness.** A worker's liveness is a key, ``<prefix>task-worker:<worker id>``, renewed by
+**Liveness.** A worker's liveness is a key, ``<prefix>{<worker id>}:task-worker``, renewed by
 :meth:`RedisTaskStore.run` every ``heartbeat`` seconds and lapsing after three. A key can
 vanish with Redis itself (a restart, with or without its data), so a missing key is not yet
 a lost worker: an *observer* (the store answering a ``tasks/get``) declares a task's worker
@@ -39,6 +38,31 @@ A worker re-asserts itself as soon as it reaches Redis again (its heartbeat retr
 while Redis is away): its liveness key, its tasks' leases, and the records of its running
 tasks if Redis lost them (it keeps the last record it saw of each); reading or settling one
 of its own tasks whose record vanished writes it again too.
+
+**Two steps.** Each key carries its own thing's hash tag (:mod:`._keys`), so on a Redis
+Cluster a task, its owner's quota and its worker's liveness live in different slots, where no
+one script may touch them together. Every script therefore touches one thing's keys, and what
+spans two things is two steps, each atomic, in an order whose in-between state is safe:
+
+- *create, capped*: the lease first (the atomic count under the cap), then the record. In
+  between, a lease without a record only counts against its owner (never over the cap); if
+  the record cannot be stored the lease is given back, or lapses within three heartbeats.
+- *settle*: the record's terminal write, then the lease given back (sent together, one round
+  trip on one Redis, when the write is unconditional: a task that is or becomes terminal holds
+  no lease either way; after a compare-and-set only once it won, since a lost one leaves a
+  running task). A lease left behind by a failure lapses, as a dead worker's does.
+- *a ``tasks/get`` judging the worker*: the record, then the worker's liveness key (pipelined
+  once this store knows the task's worker, which never changes). The two reads are not one
+  snapshot, and need not be: a worker is declared lost only after its key was seen missing
+  across a whole ``grace`` of reads, and the write that fails the task is a compare-and-set on
+  the version that was read, so a task its worker wrote meanwhile (a sign of life), or that
+  settled, is left alone.
+- *the heartbeat*: ``SET ... GET`` renews this worker's key and says whether it was there (one
+  key, atomic), ``EXISTS`` per watched worker, one renewal script per quota: pipelined, one
+  round trip on one Redis.
+
+On one Redis the same steps run; none of them is slower than a round trip, and the common
+``tasks/get`` stays one.
 
 Faults: Redis unreachable at start fails the start with :class:`TaskStoreUnavailable` naming
 the URL (never its password); lost later, every call raises it (a ``ProtocolError``, -32603
@@ -63,10 +87,12 @@ import trio
 from ..protocol._jsonrpc import INTERNAL_ERROR
 from ..protocol._tasks import FAILED, TERMINAL, TaskState
 from ..tasks import TaskRecord, TaskStoreUnavailable, answered
-from ._link import RedisLink, redact
+from ._client import check_url
+from ._keys import check_prefix, key
+from ._link import RedisLink
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 logger = logging.getLogger("trio_mcp.server")
 
@@ -78,55 +104,59 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 """
 
-# KEYS[1] the task, KEYS[2] this worker's liveness, KEYS[3] (if any) its owner's quota.
-# ARGV: record, status, worker, lapse (ms), cap ('' : none), task id.
-# 1 if stored, 0 if the task exists already, -1 if its owner has cap tasks running already.
-_CREATE = (
-    """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if KEYS[3] then
-"""
-    + _NOW_LUA
+# Every script touches the keys of one thing only (one hash tag, one slot of a Redis Cluster),
+# all named in KEYS; what spans several things (a task and its owner's quota, a task and its
+# worker's liveness) is two steps, each atomic, ordered so that the state between them is a
+# safe one (see "Two steps" in the module docstring).
+
+# KEYS[1] an owner's quota. ARGV: cap ('' : none), lapse (ms), task id. Drops the lapsed
+# leases, and adds the task's unless cap are held: 1 if added, 0 if not.
+_CLAIM = (
+    _NOW_LUA
     + """
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  if ARGV[5] ~= '' and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return -1 end
-  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[6])
-  redis.call('PEXPIRE', KEYS[3], ARGV[4])
-end
-redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if ARGV[1] ~= '' and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 )
 
-# KEYS[1] the task, KEYS[2] (if any) its owner's quota. ARGV: record, status, worker, lapse
-# (ms), task id. A running task of this worker, written again if Redis lost it, and its lease
-# renewed unless it settled meanwhile. 1 if the record was written again, else 0.
+# KEYS[1] an owner's quota. ARGV: lapse (ms), then task ids. Renews those tasks' leases (only
+# those not given back meanwhile: XX).
+_RENEW = (
+    _NOW_LUA
+    + """
+local lapse = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + lapse, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], lapse)
+return 1
+"""
+)
+
+# KEYS[1] the task. ARGV: record, status, worker. 1 if stored, 0 if the task exists already.
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
+return 1
+"""
+
+# KEYS[1] the task. ARGV: record, status, worker. A running task of this worker, written again
+# if Redis lost it: 1 if written again, 0 if it was there, -1 if it settled meanwhile.
 _RESTORE = (
     "local terminal = "
     + _TERMINAL_LUA
     + """
 local status = redis.call('HGET', KEYS[1], 's')
-if status and terminal[status] then return 0 end
-local made = 0
-if not status then
-  redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
-  made = 1
-end
-if KEYS[2] then
-"""
-    + _NOW_LUA
-    + """
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[5])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-end
-return made
+if status and terminal[status] then return -1 end
+if status then return 0 end
+redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2], 'w', ARGV[3], 'v', 1)
+return 1
 """
 )
 
-# KEYS[1] the task, KEYS[2] (if any) its owner's quota; ARGV: record, status, ttl (ms, 0:
-# none), expected version ('' : any), task id. Returns {stored status, stored record, 1 if
-# written}; nil if there is no task. A terminal state gives back the task's lease.
+# KEYS[1] the task; ARGV: record, status, ttl (ms, 0: none), expected version ('' : any).
+# Returns {stored status, stored record, 1 if written}; nil if there is no task.
 _WRITE = (
     "local terminal = "
     + _TERMINAL_LUA
@@ -137,57 +167,8 @@ if terminal[current[1]] then return {current[1], current[2], 0} end
 if ARGV[4] ~= '' and current[3] ~= ARGV[4] then return {current[1], current[2], 0} end
 redis.call('HSET', KEYS[1], 'r', ARGV[1], 's', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'v', 1)
-if terminal[ARGV[2]] then
-  if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-  if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[5]) end
-end
+if terminal[ARGV[2]] and tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return {ARGV[2], ARGV[1], 1}
-"""
-)
-
-# KEYS[1] the task; ARGV[1] the liveness keys' prefix. {record, its worker ('' when settled),
-# 1 if that worker's liveness key is missing}; nil if there is no task. One round trip for a
-# poll's tasks/get.
-_GET = (
-    "local terminal = "
-    + _TERMINAL_LUA
-    + """
-local current = redis.call('HMGET', KEYS[1], 's', 'r', 'w')
-if not current[2] then return nil end
-if terminal[current[1]] or not current[3] or current[3] == '' then return {current[2], '', 0} end
-if redis.call('EXISTS', ARGV[1] .. current[3]) == 1 then return {current[2], current[3], 0} end
-return {current[2], current[3], 1}
-"""
-)
-
-# KEYS[1] this worker's liveness, KEYS[2 .. ARGV[2]+1] the liveness of the workers it
-# watches, the rest its tasks' owners' quotas. ARGV: lapse (ms), how many watched, then for
-# each quota: how many of its tasks, and their ids. Renews this worker's key and its tasks'
-# leases (only those not given back); returns {1 if its key was still there, then 1 for each
-# watched worker whose key is there}.
-_BEAT = (
-    """
-local lapse = tonumber(ARGV[1])
-local watched = tonumber(ARGV[2])
-local out = {redis.call('EXISTS', KEYS[1])}
-redis.call('SET', KEYS[1], '1', 'PX', lapse)
-for i = 2, watched + 1 do out[i] = redis.call('EXISTS', KEYS[i]) end
-if #KEYS > watched + 1 then
-"""
-    + _NOW_LUA
-    + """
-  local at = 3
-  for i = watched + 2, #KEYS do
-    local count = tonumber(ARGV[at])
-    at = at + 1
-    for _ = 1, count do
-      redis.call('ZADD', KEYS[i], 'XX', now + lapse, ARGV[at])
-      at = at + 1
-    end
-    redis.call('PEXPIRE', KEYS[i], lapse)
-  end
-end
-return out
 """
 )
 
@@ -196,6 +177,8 @@ WORKER_LOST = "The worker running the task was lost"
 #: How soon a worker tries Redis again after its heartbeat failed (seconds; at most its
 #: heartbeat), so it re-asserts itself soon after Redis is back.
 RETRY = 0.25
+#: How many tasks of other workers a store remembers the worker of.
+REMEMBERED = 4096
 
 
 def encode_record(record: TaskRecord) -> bytes:
@@ -246,17 +229,14 @@ class RedisTaskStore:
         grace: float | None = None,
         timeout: float = 5.0,
     ) -> None:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
-            )
+        check_url(url)
         if heartbeat <= 0:
             raise ValueError("heartbeat must be positive")
         grace = 2 * heartbeat if grace is None else grace
         if grace <= heartbeat:
             raise ValueError("grace must be longer than the heartbeat")
         self.url = url
-        self.prefix = prefix
+        self.prefix = check_prefix(prefix)
         self.heartbeat = heartbeat
         self.grace = grace
         self.timeout = timeout
@@ -269,6 +249,8 @@ class RedisTaskStore:
         #: hold a lease of their owner's quota.
         self._mine: dict[str, TaskRecord] = {}
         self._leased: set[str] = set()
+        #: The worker of each task of other workers read while running (see :meth:`get`).
+        self._workers: dict[str, str] = {}
         #: Workers seen missing, by id.
         self._watch: dict[str, _Watch] = {}
         #: Since when (Trio's clock) this store's view of Redis has been continuous; None
@@ -293,7 +275,7 @@ class RedisTaskStore:
         if self._link.started:
             raise RuntimeError("a RedisTaskStore is started once: give each server its own")
 
-        async def alive(client: coredis.Redis[bytes]) -> None:
+        async def alive(client: Client) -> None:
             await client.set(self._live(self.worker), b"1", px=self._lapse_ms())
 
         await self._link.start(alive)
@@ -355,14 +337,30 @@ class RedisTaskStore:
         return await self._create(record, cap)
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        # The task's hash, and its worker's liveness when this store knows the worker (a
+        # task's worker never changes): one round trip on one Redis, whatever the slots. The
+        # first read of a task of another worker asks for the liveness after (two steps: see
+        # the module docstring).
+        known = self._workers.get(task_id)
+        async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
+            fields_request = pipe.hmget(self._key(task_id), ["s", "r", "w", "v"])
+            there_request = pipe.exists([self._live(known)]) if known else None
         async with self._errors():
-            reply = await self._redis().eval(_GET, keys=[self._key(task_id)], args=[self._live("")])
-        if reply is None:
+            status, data, stored, version = await fields_request
+            there = await there_request if there_request is not None else 0
+        if data is None:
+            self._workers.pop(task_id, None)
             return await self._lost_record(task_id, None)
-        assert isinstance(reply, list)
-        record = decode_record(reply[0])
-        worker = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-        if not self._judge(worker, missing=reply[2] == 1):
+        record = decode_record(data)
+        worker = _text(stored) if stored is not None else ""
+        if _text(status or b"") in TERMINAL or not worker or worker == self.worker:
+            self._workers.pop(task_id, None)
+            return self._seen(record)
+        if worker != known:
+            self._remember(task_id, worker)
+            async with self._errors():
+                there = await self._redis().exists([self._live(worker)])
+        if not self._judge(worker, missing=there == 0):
             return self._seen(record)
         failed = attrs.evolve(
             record.state,
@@ -372,8 +370,11 @@ class RedisTaskStore:
             status_message=WORKER_LOST,
             last_updated_at=time.time(),
         )
-        logger.warning("task %s: its worker %s was lost; the task failed", task_id, worker)
-        after, _ = await self._write(attrs.evolve(record, state=failed), None)
+        # Only if nobody wrote the task since it was read (its worker's write is a sign of
+        # life), and never over a terminal state.
+        after, written = await self._write(attrs.evolve(record, state=failed), version)
+        if written:
+            logger.warning("task %s: its worker %s was lost; the task failed", task_id, worker)
         return after
 
     async def transition(self, task_id: str, state: TaskState) -> TaskRecord | None:
@@ -403,23 +404,32 @@ class RedisTaskStore:
     # -- this worker's tasks ---------------------------------------------------------------------
 
     async def _create(self, record: TaskRecord, cap: int | None) -> bool:
-        keys = [self._key(record.task_id), self._live(self.worker)]
+        task_id = record.task_id
         if cap is not None:
-            keys.append(self._quota(record.owner))
-        args: list[Any] = [
-            encode_record(record),
-            record.state.status,
-            self.worker,
-            self._lapse_ms(),
-            cap if cap is not None else "",
-            record.task_id,
-        ]
-        async with self._errors():
-            stored = await self._redis().eval(_CREATE, keys=keys, args=args)
-        if stored == -1:
-            return False
+            # First the lease, atomically under the cap: racing workers cannot overshoot it.
+            async with self._errors():
+                claimed = await self._redis().eval(
+                    _CLAIM,
+                    keys=[self._quota(record.owner)],
+                    args=[cap, self._lapse_ms(), task_id],
+                )
+            if claimed != 1:
+                return False
+        args: list[Any] = [encode_record(record), record.state.status, self.worker]
+        try:
+            async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
+                pipe.set(self._live(self.worker), b"1", px=self._lapse_ms())
+                stored_request = pipe.eval(_CREATE, keys=[self._key(task_id)], args=args)
+            async with self._errors():
+                stored = await stored_request
+        except BaseException:
+            if cap is not None:
+                await self._give_back(record.owner, task_id)
+            raise
         if stored != 1:
-            raise ValueError(f"a task {record.task_id!r} exists already")
+            if cap is not None:
+                await self._give_back(record.owner, task_id)
+            raise ValueError(f"a task {task_id!r} exists already")
         self._mine[record.task_id] = record
         if cap is not None:
             self._leased.add(record.task_id)
@@ -457,18 +467,18 @@ class RedisTaskStore:
             logger.warning("task store: wrote again %d running tasks Redis had lost", restored)
 
     async def _restore_one(self, record: TaskRecord) -> int:
-        keys = [self._key(record.task_id)]
-        if record.task_id in self._leased:
-            keys.append(self._quota(record.owner))
-        args: list[Any] = [
-            encode_record(record),
-            record.state.status,
-            self.worker,
-            self._lapse_ms(),
-            record.task_id,
-        ]
+        args: list[Any] = [encode_record(record), record.state.status, self.worker]
         async with self._errors():
-            made = await self._redis().eval(_RESTORE, keys=keys, args=args)
+            made = await self._redis().eval(_RESTORE, keys=[self._key(record.task_id)], args=args)
+        if made == -1:
+            return 0  # settled meanwhile: its lease is given back, not renewed
+        if record.task_id in self._leased:
+            lease: list[Any] = [self._lapse_ms(), record.task_id]
+            async with self._errors():
+                # ZADD as a claim does, without the cap: the task holds its seat already.
+                await self._redis().eval(
+                    _CLAIM, keys=[self._quota(record.owner)], args=["", *lease]
+                )
         return int(made) if isinstance(made, int) else 0
 
     # -- liveness --------------------------------------------------------------------------------
@@ -486,18 +496,20 @@ class RedisTaskStore:
             mine = self._mine.get(task_id)
             if mine is not None:
                 leases.setdefault(mine.owner, []).append(task_id)
-        keys = [self._live(self.worker), *(self._live(w) for w in watched)]
-        args: list[Any] = [self._lapse_ms(), len(watched)]
-        for owner, task_ids in leases.items():
-            keys.append(self._quota(owner))
-            args += [len(task_ids), *task_ids]
+        # One command per key (each atomic on its own), pipelined: one round trip on one Redis.
+        lapse = self._lapse_ms()
+        async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
+            kept_request = pipe.set(self._live(self.worker), b"1", px=lapse, get=True)
+            there_requests = [pipe.exists([self._live(worker)]) for worker in watched]
+            for owner, task_ids in leases.items():
+                pipe.eval(_RENEW, keys=[self._quota(owner)], args=[lapse, *task_ids])
         async with self._errors():
-            reply = await self._redis().eval(_BEAT, keys=keys, args=args)
-        assert isinstance(reply, list)
-        for worker, there in zip(watched, reply[1:], strict=True):
-            if there == 1:
+            kept = await kept_request
+            there = [await request for request in there_requests]
+        for worker, found in zip(watched, there, strict=True):
+            if found:
                 self._watch.pop(worker, None)
-        return bool(reply[0] == 1)
+        return kept is not None
 
     def _judge(self, worker: str, *, missing: bool) -> bool:
         """Whether the running task of ``worker`` (whose liveness key a read just found
@@ -530,24 +542,43 @@ class RedisTaskStore:
         self, record: TaskRecord, version: bytes | None
     ) -> tuple[TaskRecord | None, bool]:
         ttl = record.state.ttl_ms if record.state.ttl_ms is not None else 0
-        keys = [self._key(record.task_id)]
-        if record.owner:
-            keys.append(self._quota(record.owner))
         args: list[Any] = [
             encode_record(record),
             record.state.status,
             ttl,
             version if version is not None else b"",
-            record.task_id,
         ]
+        # A terminal state gives back the task's lease of its owner's quota (another slot: a
+        # second command). Unconditional writes send both at once: whatever the script says
+        # (written, terminal already, or no task), a task that is or will be terminal holds no
+        # lease. A compare-and-set gives it back only once written: its loss leaves a running
+        # task, whose lease must stay.
+        settles = record.state.terminal and bool(record.owner)
+        async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
+            reply_request = pipe.eval(_WRITE, keys=[self._key(record.task_id)], args=args)
+            if settles and version is None:
+                pipe.zrem(self._quota(record.owner), [record.task_id])
         async with self._errors():
-            reply = await self._redis().eval(_WRITE, keys=keys, args=args)
+            reply = await reply_request
         if reply is None:
             return None, False
         assert isinstance(reply, list)
-        return self._seen(decode_record(reply[1])), reply[2] == 1
+        written = reply[2] == 1
+        if settles and version is not None and written:
+            await self._give_back(record.owner, record.task_id)
+        return self._seen(decode_record(reply[1])), written
 
-    def _redis(self) -> coredis.Redis[bytes]:
+    async def _give_back(self, owner: str, task_id: str) -> None:
+        """Give back a task's lease (best effort: one that stays lapses within the lapse)."""
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(self.timeout),
+            contextlib.suppress(TaskStoreUnavailable),
+        ):
+            async with self._errors():
+                await self._redis().zrem(self._quota(owner), [task_id])
+
+    def _redis(self) -> Client:
         try:
             return self._link.client
         except TaskStoreUnavailable:
@@ -568,12 +599,23 @@ class RedisTaskStore:
     def _lapse_ms(self) -> int:
         return max(1, int(3 * self.heartbeat * 1000))
 
+    def _remember(self, task_id: str, worker: str) -> None:
+        """Keep which worker runs a task of another worker (bounded: the oldest go first)."""
+        self._workers.pop(task_id, None)
+        self._workers[task_id] = worker
+        while len(self._workers) > REMEMBERED:
+            del self._workers[next(iter(self._workers))]
+
     def _key(self, task_id: str) -> str:
-        return f"{self.prefix}task:{task_id}"
+        return key(self.prefix, task_id, "task")
 
     def _live(self, worker: str) -> str:
-        return f"{self.prefix}task-worker:{worker}"
+        return key(self.prefix, worker, "task-worker")
 
     def _quota(self, owner: str) -> str:
         digest = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
-        return f"{self.prefix}task-quota:{digest}"
+        return key(self.prefix, digest, "task-quota")
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
