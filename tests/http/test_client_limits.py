@@ -13,7 +13,7 @@ import trio
 from trio_mcp import Server
 from trio_mcp.http import HttpOptions, Limits, MemoryLimitStore, RateLimit, ScaleOut
 
-from .._http import Served, call_body, request_body, serving
+from .._http import Served, call_body, eventually, request_body, serving
 
 MODERN = "2026-07-28"
 META = {
@@ -74,8 +74,7 @@ async def test_a_client_runs_at_most_its_modern_requests_at_once() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(held, "a")
             nursery.start_soon(held, "b")
-            while len(entered) < 2:
-                await trio.sleep(0.01)
+            await eventually(lambda: len(entered) == 2)
             refused = await modern_call(served, "echo", {"text": "c"})
             release.set()
         after = await modern_call(served, "echo", {"text": "d"})
@@ -128,16 +127,16 @@ async def test_apps_sharing_a_limit_store_share_the_session_budget_and_request_c
         assert over.status_code == 429 and "across the servers" in over.json()["error"]["message"]
         # A session ended on one app gives its place back to the client on the other.
         assert (await two.client.delete(two.url, headers=two.headers(kept))).status_code < 300
-        with trio.fail_after(5):
-            while (
-                await one.post(request_body("i", "initialize", _init()), version=None)
-            ).status_code != 200:
+        with trio.fail_after(5):  # the lease goes back in the background
+            while True:
+                opened = await one.post(request_body("i", "initialize", _init()), version=None)
+                if opened.status_code == 200:
+                    break
                 await trio.sleep(0.01)
         # One modern request of the client at once, over both apps.
         async with trio.open_nursery() as nursery:
             nursery.start_soon(modern_call, one, "hold", {"tag": "a"})
-            while not entered:
-                await trio.sleep(0.01)
+            await eventually(lambda: bool(entered))
             refused = await modern_call(two, "echo", {"text": "b"})
             release.set()
     assert refused.status_code == 429

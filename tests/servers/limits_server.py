@@ -1,6 +1,7 @@
-"""The demo server plus ``backend`` (which process answered) and ``pay``: a tool whose confirmation (a multi round-trip) is single use,
-and whose side effect is a line in the file ``LIMITS_ACTS_FILE`` names (each line the pid of
-the process that paid), so a test counts how many times it ran over every worker.
+"""The demo server plus ``backend`` (which process answered) and ``pay``: a tool whose
+confirmation (a multi round-trip) is single use, and whose side effect is a line in the file
+``LIMITS_ACTS_FILE`` names (each line the pid of the process that paid), so a test counts how
+many times it ran over every worker.
 
     trio-mcp serve tests/servers/limits_server.py --transport http --redis-url URL
 """
@@ -8,6 +9,8 @@ the process that paid), so a test counts how many times it ran over every worker
 from __future__ import annotations
 
 import os
+
+import trio
 
 from trio_mcp import Context
 from trio_mcp._demo import demo_server
@@ -30,6 +33,6 @@ async def pay(ctx: Context) -> str:
     answer = await ctx.elicit("Pay?", FORM)
     if answer.content is None or not answer.content.get("ok"):
         return "not paid"
-    with open(os.environ["LIMITS_ACTS_FILE"], "a", encoding="utf-8") as acts:
-        acts.write(f"{os.getpid()}\n")
+    async with await trio.open_file(os.environ["LIMITS_ACTS_FILE"], "a") as acts:
+        await acts.write(f"{os.getpid()}\n")
     return "paid"
