@@ -24,7 +24,7 @@ from trio_mcp._cli import (
     build_parser,
     http_options,
 )
-from trio_mcp.http import HostRules, HttpOptions, Limits, ScaleOut, WebSocketOptions
+from trio_mcp.http import HostRules, HttpOptions, Limits, RateLimit, ScaleOut, WebSocketOptions
 from trio_mcp.tasks import TaskManager
 
 DEPLOY = Path(__file__).parent.parent / "docs" / "deploy.md"
@@ -42,6 +42,7 @@ NOT_SETTINGS = {
     "scale_out.event_store",
     "scale_out.session_store",
     "scale_out.relay",
+    "scale_out.limit_store",
     "scale_out.node_id",
     "websocket.path",
 }
@@ -67,6 +68,8 @@ def table_rows() -> list[list[str]]:
 def shown(default: Any, kind: str) -> str:
     if default is None:
         return "unset"
+    if kind == "switch":
+        return "on" if default else "off"
     return f"{default:g}" if kind == "seconds" else str(default)
 
 
@@ -141,6 +144,10 @@ def value_for(kind: str, index: int) -> tuple[str, Any]:
         return f"/p{index}", f"/p{index}"
     if kind == "name":
         return f"x-addr-{index}", f"x-addr-{index}"
+    if kind == "rate":
+        return f"{index}.5/{index + 2}", RateLimit(index + 0.5, index + 2)
+    if kind == "switch":
+        return "yes", True
     return f"a{index}.example, b{index}.example", [f"a{index}.example", f"b{index}.example"]
 
 
@@ -162,6 +169,8 @@ def test_each_flag_and_each_variable_reaches_its_field(monkeypatch: pytest.Monke
         elif setting.kind == "list":
             for item in text.split(","):
                 argv += [setting.flag, item.strip()]
+        elif setting.kind == "switch":
+            argv += [setting.flag]
         else:
             argv += [setting.flag, text]
         expected[setting.target] = value
@@ -192,6 +201,9 @@ def test_a_flag_wins_over_its_variable_and_defaults_stay(monkeypatch: pytest.Mon
         ([], {"TRIO_MCP_READY_TIMEOUT": "nan"}, "TRIO_MCP_READY_TIMEOUT: expected a number"),
         (["--live-path", "live"], {}, "--live-path: expected a path starting with /"),
         ([], {"TRIO_MCP_CLIENT_ADDRESS_HEADER": "x forwarded"}, "expected one word"),
+        (["--rate-limit", "0"], {}, "--rate-limit: expected RATE or RATE/BURST"),
+        ([], {"TRIO_MCP_TOOL_RATE_LIMIT": "5/0"}, "TRIO_MCP_TOOL_RATE_LIMIT: expected RATE"),
+        ([], {"TRIO_MCP_SHARE_REQUEST_LIMITS": "maybe"}, "expected 1, true, yes or on"),
     ],
 )
 def test_a_bad_value_is_a_usage_error_naming_it(
@@ -233,3 +245,21 @@ def test_task_limits_reach_the_servers_tasks_from_flags_and_variables(
         apply_task_settings(
             build_parser().parse_args(["serve", "app.py", "--max-tasks", "0"]), server
         )
+
+
+def test_single_use_state_reaches_the_server_from_its_flag_or_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for setting in SERVE_SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    server = Server("t")
+    apply_task_settings(build_parser().parse_args(["serve", "app.py"]), server)
+    assert server.single_use_state is False
+    apply_task_settings(
+        build_parser().parse_args(["serve", "app.py", "--single-use-state"]), server
+    )
+    assert server.single_use_state is True
+    monkeypatch.setenv("TRIO_MCP_SINGLE_USE_STATE", "off")
+    server = Server("t", single_use_state=True)
+    apply_task_settings(build_parser().parse_args(["serve", "app.py"]), server)
+    assert server.single_use_state is False

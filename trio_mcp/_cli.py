@@ -1368,9 +1368,11 @@ class HttpSetting:
     flag: str
     #: Where it goes: ``HttpOptions``'s own field, or ``group.field`` (``limits.max_sessions``).
     target: str
-    #: ``count`` (a whole number >= 1), ``seconds`` (> 0), ``path`` (``/...``), ``name``, or
-    #: ``list`` (a repeatable flag; its variable takes a comma-separated list and ends in S).
-    kind: Literal["count", "seconds", "path", "name", "list"]
+    #: ``count`` (a whole number >= 1), ``seconds`` (> 0), ``path`` (``/...``), ``name``,
+    #: ``list`` (a repeatable flag; its variable takes a comma-separated list and ends in S),
+    #: ``rate`` (``RATE`` or ``RATE/BURST``: requests a second, and at once) or ``switch`` (a
+    #: flag without a value; its variable is ``1``/``true``/``yes``/``on`` or the opposite).
+    kind: Literal["count", "seconds", "path", "name", "list", "rate", "switch"]
     #: What it means, for ``--help`` and the table.
     meaning: str
     #: ``HttpOptions()``'s value, which applies when neither flag nor variable is given (here,
@@ -1430,6 +1432,30 @@ HTTP_SETTINGS = (
         "count",
         "requests of one session running at once; one more gets 429",
         256,
+    ),
+    HttpSetting(
+        "--max-requests-per-client",
+        "limits.max_requests_per_client",
+        "count",
+        "modern-era requests of one client (its principal, else its address) running at once; "
+        "one more gets 429",
+        256,
+    ),
+    HttpSetting(
+        "--rate-limit",
+        "limits.rate_limit",
+        "rate",
+        "RATE[/BURST]: requests a second one client may make, and at once (default: one "
+        "second's worth); past it, 429 with Retry-After (across workers sharing Redis); unset: "
+        "no limit",
+        None,
+    ),
+    HttpSetting(
+        "--tool-rate-limit",
+        "limits.tool_rate_limit",
+        "rate",
+        "RATE[/BURST]: the same for each tool one client calls; unset: no limit",
+        None,
     ),
     HttpSetting(
         "--max-pending-events",
@@ -1496,6 +1522,14 @@ HTTP_SETTINGS = (
         "x-real-ip), which keys the per-client session budget; set it only when every "
         "request comes through that proxy",
         None,
+    ),
+    HttpSetting(
+        "--share-request-limits",
+        "scale_out.share_request_limits",
+        "switch",
+        "with --redis-url: count requests in Redis too, so the per-session and per-client "
+        "request limits hold across workers (two more round trips per request)",
+        False,
     ),
     HttpSetting(
         "--max-store-queue-events",
@@ -1615,8 +1649,20 @@ TASK_SETTINGS = (
     ),
 )
 
+#: The server's own settings (every transport); each target is the server's attribute.
+SERVER_SETTINGS = (
+    HttpSetting(
+        "--single-use-state",
+        "server.single_use_state",
+        "switch",
+        "a requestState opens once: a replayed multi round-trip retry is refused, on any "
+        "worker sharing --redis-url (a tool may choose for itself)",
+        False,
+    ),
+)
+
 #: Every setting of ``serve`` that is a flag and a variable, as docs/deploy.md's table has them.
-SERVE_SETTINGS = HTTP_SETTINGS + TASK_SETTINGS
+SERVE_SETTINGS = HTTP_SETTINGS + TASK_SETTINGS + SERVER_SETTINGS
 
 
 def _add_http_settings(command: argparse.ArgumentParser) -> None:
@@ -1628,16 +1674,34 @@ def _add_http_settings(command: argparse.ArgumentParser) -> None:
     tasks = command.add_argument_group(
         "task limits (every transport)", "Each one also from its environment variable."
     )
-    metavars = {"count": "N", "seconds": "SECONDS", "path": "PATH", "name": "NAME"}
+    metavars = {
+        "count": "N",
+        "seconds": "SECONDS",
+        "path": "PATH",
+        "name": "NAME",
+        "rate": "RATE[/BURST]",
+    }
     for setting in SERVE_SETTINGS:
-        group = tasks if setting in TASK_SETTINGS else http
+        group = tasks if setting in TASK_SETTINGS or setting in SERVER_SETTINGS else http
         default = setting.default
-        shown = "unset" if default is None else f"{default:_}" if type(default) is int else default
+        shown = (
+            "unset"
+            if default is None
+            else ("on" if default else "off")
+            if setting.kind == "switch"
+            else f"{default:_}"
+            if type(default) is int
+            else default
+        )
+        help = f"{setting.meaning} (${setting.env}; default: {shown})".replace("%", "%%")
+        if setting.kind == "switch":
+            group.add_argument(setting.flag, action="store_true", default=None, help=help)
+            continue
         group.add_argument(
             setting.flag,
             action="append" if setting.kind == "list" else "store",
             metavar=metavars.get(setting.kind, "VALUE"),
-            help=f"{setting.meaning} (${setting.env}; default: {shown})".replace("%", "%%"),
+            help=help,
         )
 
 
@@ -1649,7 +1713,19 @@ def _setting_value(setting: HttpSetting, given: Any, where: str) -> Any:
         if not values:
             raise UsageError(f"{where}: give at least one value")
         return values
+    if given is True:  # a switch's flag
+        return True
     text = given.strip()
+    if setting.kind == "switch":
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(
+            f"{where}: expected 1, true, yes or on (or 0, false, no, off), not {given!r}"
+        )
+    if setting.kind == "rate":
+        return _rate_limit(text, where, given)
     if setting.kind == "count":
         try:
             count = int(text.replace("_", ""))
@@ -1673,6 +1749,24 @@ def _setting_value(setting: HttpSetting, given: Any, where: str) -> Any:
     return text
 
 
+def _rate_limit(text: str, where: str, given: str) -> Any:
+    """``RATE`` or ``RATE/BURST`` as a ``RateLimit``; UsageError naming ``where``."""
+    from .http import RateLimit
+
+    rate_text, _, burst_text = text.partition("/")
+    try:
+        rate = float(rate_text)
+        burst = int(burst_text.replace("_", "")) if burst_text else None
+        if not math.isfinite(rate):
+            raise ValueError(rate)
+        return RateLimit(rate) if burst is None else RateLimit(rate, burst)
+    except ValueError:
+        raise UsageError(
+            f"{where}: expected RATE or RATE/BURST (requests a second above 0, a whole burst of "
+            f"at least 1), not {given!r}"
+        ) from None
+
+
 def _given_setting(args: argparse.Namespace, setting: HttpSetting) -> Any:
     """The setting's value from its flag, else its variable; None when neither is given."""
     given = getattr(args, setting.dest, None)
@@ -1683,11 +1777,16 @@ def _given_setting(args: argparse.Namespace, setting: HttpSetting) -> Any:
 
 
 def apply_task_settings(args: argparse.Namespace, server: Any) -> None:
-    """Set the server's task limits (:data:`TASK_SETTINGS`) from their flags or variables."""
+    """Set the server's task limits (:data:`TASK_SETTINGS`) and its own settings
+    (:data:`SERVER_SETTINGS`) from their flags or variables."""
     for setting in TASK_SETTINGS:
         value = _given_setting(args, setting)
         if value is not None:
             setattr(server.tasks, setting.target.removeprefix("tasks."), value)
+    for setting in SERVER_SETTINGS:
+        value = _given_setting(args, setting)
+        if value is not None:
+            setattr(server, setting.target.removeprefix("server."), value)
 
 
 def http_options(args: argparse.Namespace, scale_out: Any) -> Any:
@@ -1832,16 +1931,22 @@ def _serve(args: argparse.Namespace) -> int:
     apply_task_settings(args, server)
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
-    event_store = None
+    event_store = limit_store = None
     if args.redis_url and _over_http(args):
         from .redis._bus import RedisBus
         from .redis._event_store import RedisEventStore
+        from .redis._limit_store import RedisLimitStore
+        from .redis._state_claims import RedisStateClaims
         from .redis._task_store import RedisTaskStore
+        from .server import MemoryStateClaims
 
         try:
             server.bus = RedisBus(args.redis_url)
             event_store = RedisEventStore(args.redis_url)
             server.tasks.store = RedisTaskStore(args.redis_url)
+            limit_store = RedisLimitStore(args.redis_url)
+            if type(server.state_claims) is MemoryStateClaims:  # not one of the server's own
+                server.state_claims = RedisStateClaims(args.redis_url)
         except ValueError as exc:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None
@@ -1862,6 +1967,7 @@ def _serve(args: argparse.Namespace) -> int:
                 session_store=session_store,
                 relay=relay,
                 node_id=args.node_id,
+                limit_store=limit_store,
             )
         except ValueError as exc:
             raise UsageError(f"--node-id: {exc}") from None

@@ -8,7 +8,16 @@ The server (:mod:`trio_mcp.server`) knows nothing of this room: ``Server.http_ap
 from ._app import McpHttpApp
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._hypercorn import serve_http
-from ._options import HostRules, HttpOptions, LegacySse, Limits, ScaleOut, WebSocketOptions
+from ._limit_store import LimitStore, LimitStoreUnavailable, MemoryLimitStore
+from ._options import (
+    HostRules,
+    HttpOptions,
+    LegacySse,
+    Limits,
+    RateLimit,
+    ScaleOut,
+    WebSocketOptions,
+)
 from ._relay import MemoryRelay, Relay, RelayUnavailable
 from ._session_store import MemorySessionStore, SessionRecord, SessionStore, SessionStoreUnavailable
 from ._sessions import client_address
@@ -19,11 +28,15 @@ __all__ = [
     "HostRules",
     "HttpOptions",
     "LegacySse",
+    "LimitStore",
+    "LimitStoreUnavailable",
     "Limits",
     "McpHttpApp",
     "MemoryEventStore",
+    "MemoryLimitStore",
     "MemoryRelay",
     "MemorySessionStore",
+    "RateLimit",
     "Relay",
     "RelayUnavailable",
     "Replay",

@@ -55,6 +55,7 @@ from ..server._connection import ServerConnection
 from ..server._lifespan import LifespanFailed
 from ..server._principal import Principal, VerifierUnavailable
 from ..server._registry import Registrations
+from ..server._state_claims import StateClaimsUnavailable
 from ..tasks import TaskStoreUnavailable
 from ..transports._transport import BaseSender
 from ._admission import Admission
@@ -72,9 +73,11 @@ from ._asgi import (
     mcp_headers,
 )
 from ._card import ServerCardEndpoint
+from ._client_limits import ClientLimits
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._fleet import Fleet
 from ._health import Health
+from ._limit_store import LimitStore, LimitStoreUnavailable
 from ._modern import is_modern, status_for
 from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
 from ._node_tags import is_minted_here, mint_session_id
@@ -461,6 +464,10 @@ class McpHttpApp:
             from ..scaleout import SharedFleet
 
             self.fleet = SharedFleet(self)
+        #: The limits of clients beyond one session (a fleet's, with a shared limit store),
+        #: and the rate limits.
+        self.client_limits = ClientLimits(options, self.registry)
+        self.registry.on_forget = self.client_limits.session_ended
         #: What the readiness path asks of the stores, the bus and the relay; built when the
         #: app starts, from what it was given by then (``Server(bus=...)`` may come later).
         self.health = Health((), options.ready_timeout)
@@ -491,10 +498,12 @@ class McpHttpApp:
         await self.store.start()
         started = False
         fleet = self.fleet
+        limits = self.client_limits
         self.health = Health(self._probed(), self.options.ready_timeout)
         try:
             async with (
                 fleet.open() if fleet is not None else _nothing(),
+                _started(limits.store) if limits.shared else _nothing(),
                 self.server.running(),
                 trio.open_nursery() as nursery,
             ):
@@ -502,6 +511,8 @@ class McpHttpApp:
                 await nursery.start(self.server.run_notifications)
                 if fleet is not None:
                     await fleet.start(nursery)
+                if limits.shared:
+                    await nursery.start(limits.run)
                 started = True
                 registry = self.registry
                 registry.nursery = nursery
@@ -514,7 +525,13 @@ class McpHttpApp:
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             error = single_error(group)
-            unavailable = BusError | RelayUnavailable | TaskStoreUnavailable
+            unavailable = (
+                BusError
+                | RelayUnavailable
+                | TaskStoreUnavailable
+                | LimitStoreUnavailable
+                | StateClaimsUnavailable
+            )
             if not started and isinstance(error, unavailable):
                 raise error from None
             raise
@@ -532,6 +549,8 @@ class McpHttpApp:
             self.store,
             scale_out.session_store,
             scale_out.relay,
+            scale_out.limit_store,
+            getattr(self.server, "state_claims", None),
             getattr(self.server, "bus", None),
             getattr(tasks, "store", None),
         ]
@@ -940,6 +959,7 @@ class McpHttpApp:
         )
         registry.claim(session, request_id=request.id)
         try:
+            await self.client_limits.open_session(session, request_id=request.id)
             assert registry.nursery is not None
             await registry.nursery.start(session.run)
             await self._serve(scope, receive, send, session, request, principal)
@@ -981,7 +1001,14 @@ class McpHttpApp:
                 "Conflict: Request id is already in flight for this session",
                 request_id=request.id,
             )
-        await self._serve(scope, receive, send, session, request, principal)
+        limits = self.client_limits
+        await limits.check_rate(session.client, request.method, request.params, request.id)
+        lease = await limits.start_session_request(session.id, request.id)
+        try:
+            await self._serve(scope, receive, send, session, request, principal)
+        finally:
+            if lease is not None:
+                limits.drop(lease)
 
     def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
         """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
@@ -1037,17 +1064,24 @@ class McpHttpApp:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
             ) from None
-        if not self.server.mounts:
-            await serve_modern(self, scope, receive, send, message, principal)
-            return
-        # Mounted servers and proxies read their connection's engine: this request gets one.
-        session = HttpSession(self, "modern", kind=SessionKind.MODERN, scope=scope)
-        # Registered while it runs, so that list changes reach its listen streams.
-        self.server.connections.add(session.connection)
+        limits = self.client_limits
+        client = self.registry.client_of(scope, principal)
+        await limits.check_rate(client, message.method, message.params, message.id)
+        ended = await limits.start_request(client, message.id)
         try:
-            await self._serve_alone(scope, receive, send, session, message, principal)
+            if not self.server.mounts:
+                await serve_modern(self, scope, receive, send, message, principal)
+                return
+            # Mounted servers and proxies read their connection's engine: this request gets one.
+            session = HttpSession(self, "modern", kind=SessionKind.MODERN, scope=scope)
+            # Registered while it runs, so that list changes reach its listen streams.
+            self.server.connections.add(session.connection)
+            try:
+                await self._serve_alone(scope, receive, send, session, message, principal)
+            finally:
+                self.server.connections.discard(session.connection)
         finally:
-            self.server.connections.discard(session.connection)
+            ended()
 
     def _param_headers(self, tool: str) -> ParamHeaders:
         """A tool's ``x-mcp-header`` declarations, for a modern POST's header check."""
@@ -1514,6 +1548,18 @@ class McpHttpApp:
 async def _nothing() -> AsyncIterator[None]:
     """What a single process opens at its start where a fleet opens its shared stores."""
     yield
+
+
+@asynccontextmanager
+async def _started(store: LimitStore) -> AsyncIterator[None]:
+    """A shared limit store, open while the app serves (one that cannot be reached fails the
+    start)."""
+    await store.start()
+    try:
+        yield
+    finally:
+        with trio.CancelScope(shield=True):
+            await store.aclose()
 
 
 class _Watcher:

@@ -205,6 +205,7 @@ class SseEndpoint:
         registry.claim(session)
         registry.keep(session)
         try:
+            await self.app.client_limits.open_session(session)
             assert registry.nursery is not None
             await registry.nursery.start(session.run)
             await self._stream(scope, receive, send, session)

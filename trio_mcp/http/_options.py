@@ -9,6 +9,7 @@ release, with a DeprecationWarning naming the new spelling; so does reading them
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._event_store import EventStore
+from ._limit_store import LimitStore
 from ._node_tags import check_node_id
 from ._relay import Relay
 from ._session_store import SessionStore
@@ -24,6 +26,28 @@ from ._session_store import SessionStore
 def _valid_node_id(_options: object, _field: object, node_id: str | None) -> None:
     if node_id is not None:
         check_node_id(node_id)
+
+
+def _positive_rate(_limit: object, _field: object, rate: float) -> None:
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"a rate limit needs a rate above 0 (requests a second), not {rate!r}")
+
+
+def _positive_burst(_limit: object, _field: object, burst: int) -> None:
+    if burst < 1:
+        raise ValueError(f"a rate limit needs a burst of at least 1, not {burst!r}")
+
+
+@attrs.frozen
+class RateLimit:
+    """A token bucket: ``burst`` requests at once, then ``rate`` more a second on average.
+    ``burst`` defaults to one second's worth (at least 1)."""
+
+    rate: float = attrs.field(validator=_positive_rate)
+    burst: int = attrs.field(
+        default=attrs.Factory(lambda self: max(1, math.ceil(self.rate)), takes_self=True),
+        validator=_positive_burst,
+    )
 
 
 @attrs.frozen
@@ -56,8 +80,20 @@ class Limits:
     unused_session_timeout: float = 60.0
     #: The largest request body; a larger one is refused with 413.
     max_body_bytes: int = 4 * 1024 * 1024
-    #: Requests of one session running at once; one more gets 429 with ``Retry-After``.
+    #: Requests of one session running at once; one more gets 429 with ``Retry-After``
+    #: (across the session's copies on every worker with ``ScaleOut(share_request_limits=True)``).
     max_requests_per_session: int = 256
+    #: Modern-era requests (2026-07-28, no session) of one client (``client_key``) running at
+    #: once; one more gets 429 with ``Retry-After`` (in this process; across the fleet with
+    #: ``ScaleOut(share_request_limits=True)``).
+    max_requests_per_client: int = 256
+    #: Requests a client (``client_key``) may make: a token bucket, over both eras
+    #: (``initialize``, ``ping`` and ``server/discover`` aside). Past it, 429 with
+    #: ``Retry-After`` and the JSON-RPC error -32000 with ``data: {"retryAfterMs": ...}``.
+    #: Counted in ``ScaleOut.limit_store``: across the fleet when it is shared. None: no limit.
+    rate_limit: RateLimit | None = None
+    #: The same for each tool a client calls (``tools/call``), one bucket per client and tool.
+    tool_rate_limit: RateLimit | None = None
     #: Events handed to one SSE connection and not yet written to it (a client that does not
     #: read): past either bound the connection is ended, and its client resumes with
     #: ``Last-Event-ID``.
@@ -116,6 +152,14 @@ class ScaleOut:
     #: they are not carried (such a response finds no request waiting, such a cancel no
     #: request; other copies end when they next see the record gone, or idle).
     relay: Relay | None = None
+    #: Where the limits of clients are counted beyond this process (``RedisLimitStore``):
+    #: ``Limits.max_sessions_per_client`` across the fleet, and the rate limits' buckets.
+    #: None: in this process only.
+    limit_store: LimitStore | None = None
+    #: With a ``limit_store``: count requests in it too, so that ``max_requests_per_session``
+    #: holds across a session's copies and ``max_requests_per_client`` across the fleet; two
+    #: more round trips to the store per request.
+    share_request_limits: bool = False
     #: This node's routing tag (letters, digits, ``-``): session ids become ``NODE.<hex>``, so
     #: a load balancer can route a session's requests to the node that holds it (an nginx
     #: ``map`` on ``Mcp-Session-Id``, see ``deploy/nginx.conf``); an id tagged for another node

@@ -145,6 +145,8 @@ class RegisteredSession(abc.ABC):
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self.engine = None
+        #: Its lease in a shared limit store (the counter and the lease), while it holds one.
+        self.lease: tuple[str, str] | None = None
 
     #: Whether it has an idle deadline (a POST's own engine has none: its POST ends it). A plain
     #: attribute, read on every request.
@@ -225,6 +227,8 @@ class SessionRegistry:
         self.nursery: trio.Nursery | None = None
         self.draining = False
         self.shutting_down = False
+        #: Told of every session forgotten (the app gives back its lease in a shared store).
+        self.on_forget: Callable[[RegisteredSession], None] | None = None
         #: Streamable HTTP requests being served (by their POSTs), and the event set when the
         #: registry's state next changes: made only while a drain waits.
         self._serving = 0
@@ -296,6 +300,8 @@ class SessionRegistry:
             owned.discard(session)
             if not owned:
                 del self._by_client[session.client]
+        if self.on_forget is not None:
+            self.on_forget(session)
         self.changed()
 
     def __len__(self) -> int:

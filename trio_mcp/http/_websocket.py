@@ -52,6 +52,7 @@ from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 if TYPE_CHECKING:
     from .._engine import Engine
     from ..transports._transport import Transport
+    from ._client_limits import ClientLimits
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -94,6 +95,8 @@ class WebSocketHost(Protocol):
     def admission(self) -> Admission: ...
     @property
     def registry(self) -> SessionRegistry: ...
+    @property
+    def client_limits(self) -> ClientLimits: ...
 
 
 class SocketSession(RegisteredSession):
@@ -220,6 +223,13 @@ class WebSocketEndpoint:
             # No checkpoint since the check: a burst cannot overshoot the caps.
             session = self._claim(scope, principal)
         except HttpError as error:
+            await _refuse(scope, send, error)
+            return
+        try:
+            await self.app.client_limits.open_session(session)
+        except HttpError as error:
+            registry.forget(session)
+            session.ended.set()
             await _refuse(scope, send, error)
             return
         try:

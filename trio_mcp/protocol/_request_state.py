@@ -254,6 +254,24 @@ class StateSealer:
         """The payload of a state we sealed for this very request, unexpired at ``now``, or
         None (too large, malformed, altered, foreign, sealed under a key not in the ring or for
         another audience, expired)."""
+        opened = self.open_with_expiry(
+            method, target, arguments, token, now=now, subject=subject, audience=audience
+        )
+        return opened[0] if opened is not None else None
+
+    def open_with_expiry(
+        self,
+        method: str,
+        target: str,
+        arguments: object,
+        token: object,
+        *,
+        now: float,
+        subject: str = "",
+        audience: str = "",
+    ) -> tuple[dict[str, Any], float] | None:
+        """As :meth:`open`, with the state's expiry (on the ``now`` clock): what a single-use
+        claim needs to lapse when the state would have."""
         if not isinstance(token, str) or len(token) > self.max_size or token.count(".") != 2:
             return None
         version, kid, body = token.split(".")
@@ -282,4 +300,10 @@ class StateSealer:
         if not isinstance(expiry, int | float) or expiry < now:
             return None
         payload = state.get("p")
-        return payload if isinstance(payload, dict) else None
+        return (payload, float(expiry)) if isinstance(payload, dict) else None
+
+
+def state_digest(token: str) -> str:
+    """SHA-256 of a sealed state, in hex: the name of its single-use claim in a shared store,
+    which never holds the state itself."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

@@ -7,8 +7,18 @@ this package costs nothing until a store is used).
 
 from ._bus import RedisBus
 from ._event_store import RedisEventStore
+from ._limit_store import RedisLimitStore
 from ._relay import RedisRelay
 from ._session_store import RedisSessionStore
+from ._state_claims import RedisStateClaims
 from ._task_store import RedisTaskStore
 
-__all__ = ["RedisBus", "RedisEventStore", "RedisRelay", "RedisSessionStore", "RedisTaskStore"]
+__all__ = [
+    "RedisBus",
+    "RedisEventStore",
+    "RedisLimitStore",
+    "RedisRelay",
+    "RedisSessionStore",
+    "RedisStateClaims",
+    "RedisTaskStore",
+]

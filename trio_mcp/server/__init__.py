@@ -28,6 +28,7 @@ from ._principal import Auth, InvalidToken, Principal, TokenVerifier, VerifierUn
 from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
+from ._state_claims import MemoryStateClaims, StateClaims, StateClaimsUnavailable
 
 __all__ = [
     "CARD_MEDIA_TYPE",
@@ -50,6 +51,7 @@ __all__ = [
     "InvalidToken",
     "LifespanFailed",
     "LocalBus",
+    "MemoryStateClaims",
     "MiddlewareContext",
     "MiddlewareServer",
     "Mount",
@@ -61,6 +63,8 @@ __all__ = [
     "Server",
     "ServerCardError",
     "ServerConnection",
+    "StateClaims",
+    "StateClaimsUnavailable",
     "TokenVerifier",
     "ToolError",
     "VerifierUnavailable",

@@ -86,6 +86,13 @@ from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
 
+#: What a retry whose requestState will not open is refused with (-32602): tampered, expired,
+#: issued for another request, or (single use) used already.
+STATE_REFUSED = (
+    "Invalid params: requestState is not valid here (altered, expired, already used, or issued "
+    "for another request)"
+)
+
 #: The default of ``Server(max_listens=...)``: ``subscriptions/listen`` requests in flight on one
 #: connection (a client needs one, or one per filter; the official Python SDK caps a whole
 #: server at 1,024).
@@ -320,6 +327,13 @@ class ServerConnection:
         # An extension may answer the call its own way (a task, say): chosen here, run past
         # authorization like the call itself.
         hook = extensions.tool_call(entry, caps) if entry is not None and extensions else None
+        # Single-use states (``@server.tool(single_use_state=...)``, else the server's).
+        single_use = (
+            entry.single_use_state
+            if entry is not None and entry.single_use_state is not None
+            else self.server.single_use_state
+        )
+        claims = self.server.state_claims
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
@@ -333,12 +347,14 @@ class ServerConnection:
                     )
                 except MalformedInput as exc:
                     raise _invalid(f"Invalid params: {exc}") from None
-                if not gathered:
-                    raise ProtocolError(
-                        INVALID_PARAMS,
-                        "Invalid params: requestState is not valid here (altered, expired, or "
-                        "issued for another request)",
-                    )
+                if not gathered or (
+                    incoming.state_digest is not None
+                    and single_use
+                    and not await claims.claim(incoming.state_digest, incoming.state_life)
+                ):
+                    # A state used already is refused as a tampered one is: the client learns
+                    # nothing of which it was.
+                    raise ProtocolError(INVALID_PARAMS, STATE_REFUSED)
             try:
                 if hook is not None:
                     result = await hook(conn, record, subject, _tools_call)

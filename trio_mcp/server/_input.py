@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from ..protocol._envelope import Envelope
-from ..protocol._request_state import StateSealer
+from ..protocol._request_state import StateSealer, state_digest
 
 #: Methods whose result may be an InputRequiredResult.
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -69,6 +69,10 @@ class ModernRequest:
     #: become one at ``await ctx.start_task()`` (its earlier questions are multi round-trips).
     in_task: bool = False
     may_start_task: bool = False
+    #: The retry's sealed state, once opened: its digest (what a single-use claim is named
+    #: by) and how long it had left to live (seconds), or None without a state.
+    state_digest: str | None = None
+    state_life: float = 0.0
 
     @property
     def protocol_version(self) -> str:
@@ -155,17 +159,22 @@ def gather(
             request.unsolicited = dict(responses)
         return True
     # Wall-clock time: the retry may reach another worker, which must agree on expiry.
-    payload = sealer.open(
+    now = time.time()
+    opened = sealer.open_with_expiry(
         method,
         target_of(method, params),
         arguments_of(method, params),
         token,
-        now=time.time(),
+        now=now,
         subject=subject,
         audience=audience,
     )
-    if payload is None:
+    if opened is None:
         return False
+    payload, expiry = opened
+    assert isinstance(token, str)  # it opened
+    request.state_digest = state_digest(token)
+    request.state_life = max(expiry - now, 0.0)
     answers = payload.get("answers")
     request.answers = dict(answers) if isinstance(answers, dict) else {}
     data = payload.get("data")

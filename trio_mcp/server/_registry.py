@@ -44,6 +44,7 @@ from ..protocol._types import (
 from ._media import MEDIA_TYPES
 from ._principal import Auth
 from ._schema import FunctionSignature
+from ._state_claims import StateClaims
 
 if TYPE_CHECKING:
     from ._bus import BusEvent
@@ -121,6 +122,9 @@ class ToolEntry:
     #: What extensions read of it (``server.tool(task=...)`` is the tasks extension's), by
     #: option name; the core never reads them.
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    #: Whether a requestState of its multi round-trips opens once (``@server.tool(
+    #: single_use_state=...)``); None: the server's choice (``Server(single_use_state=...)``).
+    single_use_state: bool | None = None
     #: Its ``x-mcp-header`` declarations once looked for, or why they are invalid.
     _param_headers: ParamHeaders | str | None = attrs.field(default=None, init=False, repr=False)
 
@@ -444,6 +448,10 @@ class Registrations(Protocol):
     def state_sealer(self) -> StateSealer: ...
     @property
     def state_audience(self) -> str: ...
+    @property
+    def single_use_state(self) -> bool: ...
+    @property
+    def state_claims(self) -> StateClaims: ...
     @property
     def protocol_version(self) -> str: ...
     @property

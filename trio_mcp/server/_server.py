@@ -64,6 +64,7 @@ from ._registry import (
 )
 from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
+from ._state_claims import HostedStateClaims, MemoryStateClaims, StateClaims
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
     from ..http import HttpOptions, McpHttpApp
@@ -133,6 +134,8 @@ class Server:
         state_key: bytes | None = None,
         state_keys: Iterable[bytes] | None = None,
         state_audience: str | None = None,
+        single_use_state: bool = False,
+        state_claims: StateClaims | None = None,
         strict: bool = False,
         max_listens: int = DEFAULT_MAX_LISTENS,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -173,6 +176,15 @@ class Server:
         self.state_keys_origin = origin
         self._state_keys_logged = False
         self._state_audience = state_audience
+        #: Whether a requestState opens once, for every request that takes input (a tool may
+        #: choose for itself: ``@server.tool(single_use_state=...)``): a replayed retry is
+        #: refused as a tampered one is. Claimed in ``state_claims``: a store every worker
+        #: shares (``RedisStateClaims``) makes it hold across the fleet; the default,
+        #: :class:`MemoryStateClaims`, holds in this process only.
+        self.single_use_state = single_use_state
+        self.state_claims: StateClaims = (
+            state_claims if state_claims is not None else MemoryStateClaims()
+        )
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
         if page_size is not None and page_size < 1:
@@ -297,6 +309,7 @@ class Server:
         scopes: Iterable[str] | str | None = None,
         task: bool | Literal["required"] = False,
         input_first: bool = False,
+        single_use_state: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -317,6 +330,7 @@ class Server:
         scopes: Iterable[str] | str | None = None,
         task: bool | Literal["required"] = False,
         input_first: bool = False,
+        single_use_state: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
@@ -338,6 +352,11 @@ class Server:
         ``"required"``: a request without the extension gets -32021. ``input_first=True``: the
         handler runs in the request until ``await ctx.start_task()``, so the questions it asks
         before that are multi round-trips answered before the task is created.
+
+        ``single_use_state=True`` (modern era): each ``requestState`` of its multi round-trips
+        opens once; the same retry sent again is refused (-32602, as a tampered state is), on
+        any worker sharing ``Server(state_claims=...)``. For a tool whose side effect must
+        not repeat. None: the server's ``single_use_state``.
         """
         if task not in (False, True, "required"):
             raise ValueError("server.tool(task=...) takes False, True or 'required'")
@@ -391,6 +410,7 @@ class Server:
                     in_thread,
                     scopes=needed,
                     options={"task": task, "input_first": input_first} if task else {},
+                    single_use_state=single_use_state,
                 )
             )
             return func
@@ -806,7 +826,7 @@ class Server:
         It is also the home of the server's tasks (SEP-2663): their work runs in its nursery,
         so it outlives the request that created it.
         """
-        async with self.hosting():
+        async with self.hosting(), self._claiming():
             await self.notifier.run(task_status=task_status)
 
     @asynccontextmanager
@@ -816,6 +836,21 @@ class Server:
         created through a mount runs in the child's. Re-entering it is a no-op."""
         async with self.extensions.hosting(), self.mounts.hosting():
             yield
+
+    @asynccontextmanager
+    async def _claiming(self) -> AsyncIterator[None]:
+        """The single-use claim store, started while the server serves (a shared one only:
+        the in-memory one has no lifetime); one that cannot be reached fails the start."""
+        claims = self.state_claims
+        if not isinstance(claims, HostedStateClaims):
+            yield
+            return
+        await claims.start()
+        try:
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await claims.aclose()
 
     # -- serving -------------------------------------------------------------------------------
 

@@ -1,0 +1,76 @@
+"""Single-use requestState claims on Redis, shared by every worker
+(:class:`~trio_mcp.server.StateClaims`).
+
+A claim is one ``SET key 1 NX PX <remaining life>``: atomic, one round trip, and gone when the
+state would have expired. The key is :func:`~trio_mcp.redis._limit_store.limit_key` of family
+``rs`` and the state's digest (``<prefix>{rs:<sha256>}``): never the state itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..server._state_claims import StateClaimsUnavailable
+from ._limit_store import limit_key
+from ._link import RedisLink, redact
+
+if TYPE_CHECKING:
+    import coredis
+
+
+class RedisStateClaims:
+    """Where the single-use states of every worker naming the same Redis and ``prefix`` are
+    claimed: ``Server(single_use_state=True, state_claims=RedisStateClaims(url))``.
+
+    Started while the server serves (its HTTP app's lifespan). A Redis that cannot be reached
+    fails the start; lost later, a retry with a single-use state is refused (-32603) until it
+    answers again: a state that may have been used is never taken for a fresh one.
+    """
+
+    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
+            )
+        self.url = url
+        self.prefix = prefix
+        self.timeout = timeout
+        self._link = RedisLink(
+            url,
+            what="the requestState claim store",
+            unavailable=StateClaimsUnavailable,
+            timeout=timeout,
+        )
+
+    @property
+    def where(self) -> str:
+        return self._link.where
+
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
+    async def start(self) -> None:
+        if self._link.started:
+            raise RuntimeError("a RedisStateClaims is started once: give each server its own")
+        await self._link.start()
+
+    async def aclose(self) -> None:
+        await self._link.aclose()
+
+    def key(self, digest: str) -> str:
+        """The key of a claim (what a test or an operator looks for)."""
+        return limit_key(self.prefix, "rs", digest)
+
+    async def claim(self, digest: str, ttl: float) -> bool:
+        import coredis
+
+        async with self._link.errors():
+            client: coredis.Redis[bytes] = self._link.client
+            done = await client.set(
+                self.key(digest),
+                b"1",
+                condition=coredis.PureToken.NX,
+                px=max(1, int(ttl * 1000)),
+            )
+        return bool(done)
