@@ -54,6 +54,7 @@ import orjson
 import trio
 
 from ._exception_groups import collapse_exception_groups
+from ._observability import LOG_LEVEL_ENV, LOG_LEVELS
 from ._version import __version__
 from .auth import StaticTokenVerifier
 from .client import Client, HttpTarget, Target, WebSocketTarget, open_client
@@ -827,6 +828,15 @@ def build_parser() -> argparse.ArgumentParser:
             "every worker, a stream cut on one worker resumes on another, and task records "
             "live there (tasks/get, tasks/update, tasks/cancel work on any worker); default: "
             f"${REDIS_URL_ENV}, else none",
+        )
+        served.add_argument(
+            "--log-level",
+            type=str.lower,
+            choices=LOG_LEVELS,
+            metavar="LEVEL",
+            help=f"log to stderr from this level: {', '.join(LOG_LEVELS)} (default: "
+            f"${LOG_LEVEL_ENV}, else info over HTTP, with a line per request, and warning over "
+            "stdio)",
         )
         _add_fleet_options(served)
         _add_http_settings(served)
@@ -1643,6 +1653,8 @@ def _serve(args: argparse.Namespace) -> int:
     if protected:
         server.auth = build_auth(args, server)
     apply_task_settings(args, server)
+    tracing = _setup_telemetry(server.info.name, stdio=not _over_http(args))
+    _setup_logging(args, server, tracing=tracing)
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = None
@@ -1701,6 +1713,31 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_telemetry(service_name: str, *, stdio: bool) -> bool:
+    """OpenTelemetry's SDK from the ``OTEL_*`` variables, when they ask for it and it is
+    installed (docs/observability.md); True when spans are recorded. ``stdio``: stdout is the
+    protocol's or the answer's, so the console exporter writes to stderr."""
+    from ._observability import configure_opentelemetry
+
+    return configure_opentelemetry(service_name, console=sys.stderr if stdio else sys.stdout)
+
+
+def _setup_logging(args: argparse.Namespace, server: Server, *, tracing: bool) -> None:
+    """Log to stderr from ``--log-level`` (or ``$TRIO_MCP_LOG_LEVEL``; default: info over HTTP,
+    warning over stdio), with the trace ids when ``tracing``; a line per request when INFO is
+    shown (``Server.log_requests``)."""
+    import logging
+
+    from ._observability import configure_logging, log_level
+
+    try:
+        level = log_level(args.log_level) or ("info" if _over_http(args) else "warning")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    configure_logging(level, trace_ids=tracing)
+    server.log_requests = server.log_requests or logging.getLogger().isEnabledFor(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -1712,6 +1749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dev(args)
         if args.command == "card":
             return _card(args)
+        _setup_telemetry("trio-mcp", stdio=True)  # stdout is the command's answer
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:
