@@ -299,3 +299,30 @@ def test_over_stdio_a_log_level_of_info_shows_the_request_log_on_stderr(level: s
     )
     assert found is not None, called.stderr
     assert "outcome=ok" in found.group() and "transport=stdio" in found.group()
+
+
+LOGGING_SERVER = """
+import logging
+
+from trio_mcp import Server
+
+logging.basicConfig(format="OWN %(levelname)s %(message)s")
+server = Server("own-logging")
+
+
+@server.tool()
+def hello() -> str:
+    return "hi"
+"""
+
+
+def test_a_served_file_that_configures_logging_keeps_its_format(tmp_path: Path) -> None:
+    path = tmp_path / "own_logging.py"
+    path.write_text(LOGGING_SERVER)
+    served = shlex.join([*CLI, "serve", str(path), "--log-level", "info"])
+    called = cli("call", served, "hello", env=otel_env())
+    assert called.returncode == 0, called.stderr
+    logged = [line for line in called.stderr.splitlines() if "method=tools/call" in line]
+    assert len(logged) == 1 and logged[0].startswith("OWN INFO method=tools/call target=hello"), (
+        called.stderr
+    )

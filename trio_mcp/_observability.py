@@ -180,17 +180,28 @@ def log_level(given: str | None) -> str | None:
 def configure_logging(level: str, *, trace_ids: bool) -> None:
     """Log records of ``level`` and above to stderr, one line each (those of
     :data:`QUIET_LOGGERS` from WARNING unless ``level`` is debug); with ``trace_ids``, the
-    current span's trace and span ids in each (:class:`trio_mcp.otel.TraceContextFilter`)."""
-    handler = logging.StreamHandler(sys.stderr)
+    current span's trace and span ids in each (:class:`trio_mcp.otel.TraceContextFilter`).
+
+    A served file that configured logging itself (``logging.basicConfig`` when imported) keeps
+    its handlers and format; they get the level, and the trace ids as record attributes."""
+    root = logging.getLogger()
+    trace_filter = None
     if trace_ids:
         from .otel import TraceContextFilter
 
-        handler.addFilter(TraceContextFilter())
-    handler.setFormatter(logging.Formatter(TRACED_LOG_FORMAT if trace_ids else LOG_FORMAT))
+        trace_filter = TraceContextFilter()
+    if root.handlers:
+        for handler in root.handlers:
+            if trace_filter is not None:
+                handler.addFilter(trace_filter)
+    else:
+        ours = logging.StreamHandler(sys.stderr)
+        if trace_filter is not None:
+            ours.addFilter(trace_filter)
+        ours.setFormatter(logging.Formatter(TRACED_LOG_FORMAT if trace_ids else LOG_FORMAT))
+        root.addHandler(ours)
     # hypercorn's error log has a handler of its own (its "Running on" line): not twice.
     logging.getLogger("hypercorn.error").propagate = False
-    root = logging.getLogger()
-    root.addHandler(handler)
     root.setLevel(level.upper())
     if level != "debug":  # the HTTP and Redis clients' INFO lines are a debugging aid
         for name in QUIET_LOGGERS:
