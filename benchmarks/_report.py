@@ -287,6 +287,20 @@ GOALS = [
         floor=("bare-hypercorn floor", "http_cancel_floor_vs_best_peer"),
         profile="http",
     ),
+    *(
+        Goal(
+            f"{transport} throughput with OpenTelemetry's API and no SDK ≥ 0.98x with it absent",
+            ("ratio", f"otel_{transport}_api_vs_absent"),
+            at_least=0.98,
+            digits=3,
+            context=lambda r, t=transport: (
+                f"absent {cell(r.stat('otel', f'{t}_absent_cps'))}, API "
+                f"{cell(r.stat('otel', f'{t}_api_cps'))} calls/s; with the SDK recording: "
+                f"{cell(r.stat('otel', f'{t}_sdk_us_per_call'))} µs more per call"
+            ),
+        )
+        for transport in ("stdio", "http")
+    ),
 ]
 
 
@@ -385,6 +399,7 @@ class Report:
         self.fleet()
         self.tasks()
         self.proxy()
+        self.otel()
         self.http()
         self.profiles()
         self.clock()
@@ -605,6 +620,41 @@ class Report:
                 ]
             )
         self.table(["transport", "direct p50 (µs)", "proxied p50 (µs)", "proxied/direct"], rows)
+
+    def otel(self) -> None:
+        if "otel" not in self.jobs:
+            return
+        p = self.p
+        self.add(
+            "## 7c. What OpenTelemetry costs",
+            "",
+            "`benchmarks/otel.py`: the demo served by `trio-mcp demo` and a trio_mcp client, both "
+            "in one of three modes: OpenTelemetry absent (its import refused, as without the "
+            "`otel` extra), its API loaded with no SDK, and the SDK recording every span and "
+            "measurement (a batch processor into an exporter that drops them, an in-memory "
+            f"metric reader). {p['otel_calls']} `tools/call echo` after {p['otel_warmup']} "
+            f"warm-up, one at a time; {p['otel_rounds']} rounds per run, each mode once per "
+            "transport in a shuffled order; one process per measurement. Goal: the API without "
+            "an SDK within 2% of OpenTelemetry absent (a ratio of 0.98 or more).",
+            "",
+        )
+        rows = []
+        for transport in ("stdio", "http"):
+            rows.append(
+                [
+                    transport,
+                    *(
+                        cell(self.stat("otel", f"{transport}_{m}_cps"))
+                        for m in ("absent", "api", "sdk")
+                    ),
+                    cell(self.ratio(f"otel_{transport}_api_vs_absent"), 3, "x"),
+                    cell(self.ratio(f"otel_{transport}_sdk_vs_absent"), 3, "x"),
+                    cell(self.stat("otel", f"{transport}_sdk_us_per_call")),
+                ]
+            )
+        header = ["transport", "absent calls/s", "API calls/s", "SDK calls/s"]
+        header += ["API/absent", "SDK/absent", "SDK cost per call (µs)"]
+        self.table(header, rows)
 
     def http(self) -> None:
         if not any(j.startswith("http ") for j in self.jobs):

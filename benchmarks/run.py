@@ -76,6 +76,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "proxy_warmup": 100,
         "task_warmup": 300,
         "task_parked": 5000,
+        "otel_calls": 1000,
+        "otel_warmup": 100,
+        "otel_rounds": 5,
         "http_runs": 5,
         "http_n": 1200,
         "http_warmup": 300,
@@ -105,6 +108,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "proxy_warmup": 50,
         "task_warmup": 100,
         "task_parked": 1000,
+        "otel_calls": 300,
+        "otel_warmup": 50,
+        "otel_rounds": 2,
         "http_runs": 2,
         "http_n": 500,
         "http_warmup": 100,
@@ -134,6 +140,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "proxy_warmup": 5,
         "task_warmup": 5,
         "task_parked": 50,
+        "otel_calls": 20,
+        "otel_warmup": 5,
+        "otel_rounds": 1,
         "http_runs": 1,
         "http_n": 20,
         "http_warmup": 5,
@@ -151,6 +160,7 @@ SECTIONS = (
     "fleet",
     "tasks",
     "proxy",
+    "otel",
     "http",
 )
 #: How many backends the fleet section puts behind nginx.
@@ -457,6 +467,13 @@ def ratios_for(run: Run) -> dict[str, float]:
     for transport in ("stdio", "http"):
         proxied = ("proxy", f"{transport}_proxied_p50_us")
         ratio(f"proxy_{transport}_vs_direct", proxied, ("proxy", f"{transport}_direct_p50_us"))
+    for transport in ("stdio", "http"):
+        for mode in ("api", "sdk"):
+            if f"{transport}_{mode}_vs_absent" in run.get("otel", {}):
+                # Already a within-round ratio (the median over the job's own rounds).
+                out[f"otel_{transport}_{mode}_vs_absent"] = run["otel"][
+                    f"{transport}_{mode}_vs_absent"
+                ]
     for size in FLEET_SIZES[1:]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for mode in ("seq", "con"):
@@ -611,6 +628,12 @@ class Bench:
         command = [*PYTHON, str(Path("benchmarks") / "proxy.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
+    def otel(self) -> dict[str, float]:
+        p = self.p
+        spec = {"calls": p["otel_calls"], "warmup": p["otel_warmup"], "rounds": p["otel_rounds"]}
+        command = [*PYTHON, str(Path("benchmarks") / "otel.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
     def http_job(
         self,
         server: str,
@@ -740,6 +763,8 @@ class Bench:
             add("tasks", self.tasks)
         if "proxy" in sections:
             add("proxy", self.proxy)
+        if "otel" in sections:
+            add("otel", self.otel)
         if "http" in sections and index < self.p["http_runs"]:
             for name, fn in self.http_jobs():
                 add(name, fn)

@@ -30,6 +30,7 @@ SECTIONS = {
     "fleet": ["fleet 1", "fleet 2", "fleet 3"],
     "tasks": ["tasks"],
     "proxy": ["proxy"],
+    "otel": ["otel"],
 }
 
 #: The HTTP section's jobs: run by test_http_figures alone (with the profiles), not once more by
@@ -138,6 +139,15 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
             assert f"{transport}_proxied_p50_us" in jobs["proxy"], sorted(jobs["proxy"])
             assert f"proxy_{transport}_vs_direct" in summary["ratios"], sorted(summary["ratios"])
         assert "A proxied call against a direct one" in report
+    if section == "otel":
+        # Each transport in each mode, the ratios to OpenTelemetry absent, the SDK's cost.
+        for transport in ("stdio", "http"):
+            for mode in ("absent", "api", "sdk"):
+                assert f"{transport}_{mode}_cps" in jobs["otel"], sorted(jobs["otel"])
+            assert f"{transport}_sdk_us_per_call" in jobs["otel"], sorted(jobs["otel"])
+            for mode in ("api", "sdk"):
+                assert f"otel_{transport}_{mode}_vs_absent" in summary["ratios"]
+        assert "What OpenTelemetry costs" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])

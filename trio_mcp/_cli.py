@@ -55,6 +55,7 @@ import orjson
 import trio
 
 from ._exception_groups import collapse_exception_groups
+from ._observability import LOG_LEVEL_ENV, LOG_LEVELS
 from ._terminal import TerminalAnswers
 from ._version import __version__
 from .auth import StaticTokenVerifier
@@ -958,6 +959,15 @@ def build_parser() -> argparse.ArgumentParser:
             "every worker, a stream cut on one worker resumes on another, and task records "
             "live there (tasks/get, tasks/update, tasks/cancel work on any worker); default: "
             f"${REDIS_URL_ENV}, else none",
+        )
+        served.add_argument(
+            "--log-level",
+            type=str.lower,
+            choices=LOG_LEVELS,
+            metavar="LEVEL",
+            help=f"log to stderr from this level: {', '.join(LOG_LEVELS)} (default: "
+            f"${LOG_LEVEL_ENV}, else info over HTTP, with a line per request, and warning over "
+            "stdio)",
         )
         _add_fleet_options(served)
         _add_http_settings(served)
@@ -1929,6 +1939,8 @@ def _serve(args: argparse.Namespace) -> int:
     if protected:
         server.auth = build_auth(args, server)
     apply_task_settings(args, server)
+    tracing = _setup_telemetry(server.info.name, stdio=not _over_http(args))
+    _setup_logging(args, server, tracing=tracing)
     if state_keys is not None:
         _use_state_keys(server, state_keys, args)
     event_store = limit_store = None
@@ -2037,6 +2049,31 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _setup_telemetry(service_name: str, *, stdio: bool) -> bool:
+    """OpenTelemetry's SDK from the ``OTEL_*`` variables, when they ask for it and it is
+    installed (docs/observability.md); True when spans are recorded. ``stdio``: stdout is the
+    protocol's or the answer's, so the console exporter writes to stderr."""
+    from ._observability import configure_opentelemetry
+
+    return configure_opentelemetry(service_name, console=sys.stderr if stdio else sys.stdout)
+
+
+def _setup_logging(args: argparse.Namespace, server: Server, *, tracing: bool) -> None:
+    """Log to stderr from ``--log-level`` (or ``$TRIO_MCP_LOG_LEVEL``; default: info over HTTP,
+    warning over stdio), with the trace ids when ``tracing``; a line per request when INFO is
+    shown (``Server.log_requests``)."""
+    import logging
+
+    from ._observability import configure_logging, log_level
+
+    try:
+        level = log_level(args.log_level) or ("info" if _over_http(args) else "warning")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    configure_logging(level, trace_ids=tracing)
+    server.log_requests = server.log_requests or logging.getLogger().isEnabledFor(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; a reader that stops reading (``| head``) ends it quietly, as it does any
     Unix tool (status 141, nothing on stderr)."""
@@ -2066,6 +2103,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _logout(args)
         if args.command == "login":
             args.secret = _login_secret(args)
+
+        _setup_telemetry("trio-mcp", stdio=True)  # stdout is the command's answer
         with collapse_exception_groups():
             return trio.run(_drive, _target(args.target), args)
     except UsageError as exc:

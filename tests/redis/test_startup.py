@@ -90,6 +90,8 @@ async def serve_against(url: str, *extra: str) -> subprocess.CompletedProcess[by
             capture_stderr=True,
             check=False,
             stdin=subprocess.DEVNULL,
+            # The start's INFO lines aside (the state keys), it says one line.
+            env={**os.environ, "TRIO_MCP_LOG_LEVEL": "warning"},
         )
 
 

@@ -7,6 +7,7 @@ request) unless the application installed an OpenTelemetry SDK (or passed provid
 see ``docs/observability.md`` for what is emitted.
 """
 
+from ._logging import TraceContextFilter
 from ._state import (
     configure,
     count_limit_hit,
@@ -20,6 +21,7 @@ from ._state import (
 )
 
 __all__ = [
+    "TraceContextFilter",
     "configure",
     "count_limit_hit",
     "count_redis_error",

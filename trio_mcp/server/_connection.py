@@ -427,7 +427,7 @@ class ServerConnection:
             task awaits that directly: no frame of its own, held for as long as the request
             runs. A refusal is raised right here, in the request's task and scope all the same.
             """
-            if self.server.on_request is None:
+            if self.server.on_request is None and not self.server.log_requests:
                 if self.server.auth is not None:
                     self.authorize(record)
                 return handler(self, record)

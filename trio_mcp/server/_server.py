@@ -62,6 +62,7 @@ from ._registry import (
     context_param,
     is_async_callable,
 )
+from ._request_log import log_request
 from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
 from ._state_claims import HostedStateClaims, MemoryStateClaims, StateClaims
@@ -129,6 +130,7 @@ class Server:
         protocol_version: str | None = None,
         page_size: int | None = 100,
         on_request: Callable[[RequestRecord], None] | None = None,
+        log_requests: bool = False,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         state_key: bytes | None = None,
@@ -191,6 +193,10 @@ class Server:
             raise ValueError("page_size must be a positive integer or None")
         self.page_size = page_size
         self.on_request = on_request
+        #: Log one line per request on the ``trio_mcp.requests`` logger at INFO (method,
+        #: target, id, outcome, duration, transport, session, principal: never arguments,
+        #: results, tokens or header values), from the record ``on_request`` gets.
+        self.log_requests = log_requests
         #: The default of ``@server.tool(strict=...)``: whether a string holding a number or a
         #: boolean is refused for an int, float or bool parameter (by default it is accepted).
         self.strict = strict
@@ -1021,6 +1027,8 @@ class Server:
         return build_app(self, options)
 
     def record(self, record: RequestRecord) -> None:
+        if self.log_requests:
+            log_request(record)
         if self.on_request is None:
             return
         try:
