@@ -28,7 +28,7 @@ from ..http._limit_store import LimitStoreUnavailable
 from ._link import RedisLink, redact
 
 if TYPE_CHECKING:
-    import coredis
+    from ._client import Client
 
 #: Redis's clock, in milliseconds, in a script (scripts may call TIME: effects are replicated).
 NOW_LUA = """
@@ -170,7 +170,7 @@ class RedisLimitStore:
         family, _, ident = name.partition(":")
         return limit_key(self.prefix, family, ident)
 
-    def _redis(self) -> coredis.Redis[bytes]:
+    def _redis(self) -> Client:
         return self._link.client
 
     def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:

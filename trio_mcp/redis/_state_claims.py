@@ -15,7 +15,7 @@ from ._limit_store import limit_key
 from ._link import RedisLink, redact
 
 if TYPE_CHECKING:
-    import coredis
+    pass
 
 
 class RedisStateClaims:
@@ -66,7 +66,7 @@ class RedisStateClaims:
         import coredis
 
         async with self._link.errors():
-            client: coredis.Redis[bytes] = self._link.client
+            client = self._link.client
             done = await client.set(
                 self.key(digest),
                 b"1",
