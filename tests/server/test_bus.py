@@ -95,6 +95,30 @@ async def test_two_servers_on_one_local_bus_hear_each_other_once_each() -> None:
     assert [(e.kind, e.params) for e in heard["two"]] == [doc, tools]
 
 
+async def test_a_resync_tells_every_listener_every_list_and_resource_again() -> None:
+    """What a bus delivers when a worker missed events: each listener hears each list it
+    listens to changed, and each resource it subscribed to updated."""
+    bus = LocalBus()
+    server, other = _server("here", bus), Server("other", bus=bus)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.run_notifications)
+        await nursery.start(other.run_notifications)
+        async with (
+            open_client(server, mode="modern") as client,
+            client.listen(tools=True, resources=True, resource_uris=["test://doc"]) as listener,
+        ):
+            with trio.fail_after(GUARD):
+                await listener.wait_acknowledged()
+                other.notifier.notify(BusEvent.resync(), here=False)
+                heard = {await _next_method(listener) for _ in range(3)}
+            assert heard == {
+                "notifications/tools/list_changed",
+                "notifications/resources/list_changed",
+                "notifications/resources/updated",
+            }
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_full_outbox_drops_the_oldest_with_a_warning_and_owes_a_resync(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
