@@ -1,8 +1,10 @@
 """Real services for the scale-out tests, each on 127.0.0.1 at a free port, for one block.
 
 ``async with redis_server() as redis:`` runs a real ``redis-server`` (no persistence, loopback
-only) and yields a :class:`Redis` with its ``url``; ``await redis.stop()`` and
-``await redis.start()`` take it away and bring it back on the same port (the fault tests).
+only; ``persistent=True``: an append-only file synced on every write, so a restart keeps every
+acknowledged write) and yields a :class:`Redis` with its ``url``; ``await redis.stop()`` (a
+SIGKILL) and ``await redis.start()`` take it away and bring it back on the same port (the
+fault tests), ``redis.pause()`` and ``redis.resume()`` hang it (SIGSTOP) and wake it.
 The server is killed when the block ends, within :data:`STOP_GUARD` seconds.
 
 :class:`RedisCluster` is a real three-primary Redis Cluster, started once for a test session
@@ -11,6 +13,7 @@ The server is killed when the block ends, within :data:`STOP_GUARD` seconds.
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -53,6 +56,7 @@ class Redis:
     port: int
     directory: Path
     process: trio.Process | None = None
+    persistent: bool = False
 
     @property
     def url(self) -> str:
@@ -71,7 +75,9 @@ class Redis:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.persistent else "no",
+                "--appendfsync",
+                "always",
                 "--dir",
                 str(self.directory),
                 "--protected-mode",
@@ -87,6 +93,16 @@ class Redis:
                     raise RuntimeError(f"redis-server exited with {self.process.returncode}")
                 await trio.sleep(0.05)
 
+    def pause(self) -> None:
+        """SIGSTOP: the server hangs (its sockets stay open, nothing answers)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: it answers again, the commands sent meanwhile first."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     async def stop(self) -> None:
         process, self.process = self.process, None
         if process is None:
@@ -97,10 +113,10 @@ class Redis:
 
 
 @asynccontextmanager
-async def redis_server(directory: Path) -> AsyncIterator[Redis]:
+async def redis_server(directory: Path, *, persistent: bool = False) -> AsyncIterator[Redis]:
     """A real redis-server for the block; ``directory`` is its working directory (a tmp_path)."""
     await trio.to_thread.run_sync(system_packages.ensure)
-    redis = Redis(free_port(), directory)
+    redis = Redis(free_port(), directory, persistent=persistent)
     await redis.start()
     try:
         yield redis

@@ -118,8 +118,8 @@ async def test_a_change_on_one_process_reaches_the_listeners_of_the_other(tmp_pa
 
                 # Back: the subscribers reconnect by themselves; a change crosses again.
                 await redis.start()
-                # Until B's publisher and A's subscriber are both back (the changes made
-                # before then are lost to A: pub/sub keeps nothing), try again.
+                # B's change made during the outage reaches A once both are back (kept by
+                # B's publisher; or as a resync, this Redis restarts empty); or a later one.
                 note = None
                 attempt = 0
                 while note is None:

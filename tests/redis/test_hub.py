@@ -1,5 +1,6 @@
 """One Redis pool and one subscriber per process, on a real redis-server: every store, the bus
-and the relay share them, ``CLIENT LIST`` shows it, and the subscriber survives a kill and the
+and the relay share the pool, the relay's listeners the subscriber (the bus reads its stream on
+a connection of its own), ``CLIENT LIST`` shows it, and the subscriber survives a kill and the
 departure of the listener that hosted it."""
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..deploy._services import Redis, redis_server
 GUARD = 10
 SUB = f"trio_mcp:{os.getpid()}:sub"
 POOL = f"trio_mcp:{os.getpid()}:pool"
+BUS = f"trio_mcp:{os.getpid()}:bus"
 
 
 @asynccontextmanager
@@ -95,12 +97,12 @@ async def test_every_store_the_bus_and_the_relay_share_one_pool_and_one_subscrib
     async with redis_server(tmp_path) as redis, raw_redis(redis) as raw:
         async with everything(redis) as (bus, relay, got):
             await crossing(bus, relay, got, "a")
-            # One subscriber, carrying the bus's channel and the relay's two.
-            assert await subscribers(raw) == [(SUB, 3)]
-            # The stores, the bus and the relay have no connection of their own: one pool
-            # (coredis multiplexes commands on its connections) and the subscriber.
+            # One subscriber, carrying the relay's two channels.
+            assert await subscribers(raw) == [(SUB, 2)]
+            # The stores and the relay have no connection of their own: one pool (coredis
+            # multiplexes commands on its connections), the subscriber, and the bus's reader.
             names = await ours(raw)
-            assert set(names) == {SUB, POOL} and names[SUB] == 1
+            assert set(names) == {SUB, POOL, BUS} and names[SUB] == names[BUS] == 1
         # The last user gone, so are the connections.
         with trio.fail_after(GUARD):
             while await ours(raw):  # noqa: ASYNC110 - Redis notices a closed socket by itself
@@ -119,7 +121,7 @@ async def test_a_killed_subscriber_subscribes_every_channel_again(tmp_path: Path
         with trio.fail_after(GUARD):
             while True:
                 [again] = await raw.client_list(type_=PureToken.PUBSUB) or [killed]
-                if again["id"] != killed["id"] and again["sub"] == 3:
+                if again["id"] != killed["id"] and again["sub"] == 2:
                     break
                 await trio.sleep(0.02)
         assert again["name"] == SUB
@@ -127,25 +129,25 @@ async def test_a_killed_subscriber_subscribes_every_channel_again(tmp_path: Path
 
 
 async def test_the_subscriber_outlives_the_listener_that_hosted_it(tmp_path: Path) -> None:
-    """The bus came first and hosts the subscriber; it stops: the relay takes the subscriber
-    over, with its own channels only. (The pool is the store's, opened in this task, as the
-    HTTP app's lifespan opens it.)"""
+    """The relay of node n2 came first and hosts the subscriber; it stops: n1's takes the
+    subscriber over, with its own channels only. (The pool is the store's, opened in this
+    task, as the HTTP app's lifespan opens it.)"""
     got: list[bytes] = []
     async with redis_server(tmp_path) as redis, raw_redis(redis) as raw:
         store = RedisSessionStore(redis.url)
         await store.start()
-        bus, relay = RedisBus(redis.url), RedisRelay(redis.url)
+        first, relay = RedisRelay(redis.url), RedisRelay(redis.url)
         async with trio.open_nursery() as nursery:
-            bus_scope = trio.CancelScope()
+            first_scope = trio.CancelScope()
 
-            async def bus_alone(task_status: trio.TaskStatus[None]) -> None:
-                with bus_scope:
-                    await bus.subscribe(lambda _: None, task_status=task_status)
+            async def first_alone(task_status: trio.TaskStatus[None]) -> None:
+                with first_scope:
+                    await first.subscribe("n2", lambda _: None, task_status=task_status)
 
-            await nursery.start(bus_alone)
+            await nursery.start(first_alone)
             await nursery.start(relay.subscribe, "n1", got.append)
-            assert await subscribers(raw) == [(SUB, 3)]
-            bus_scope.cancel()
+            assert await subscribers(raw) == [(SUB, 3)]  # n2, n1 and everyone's
+            first_scope.cancel()
             with trio.fail_after(GUARD):
                 while await subscribers(raw) != [(SUB, 2)]:  # noqa: ASYNC110 - Redis's view
                     await trio.sleep(0.02)
@@ -160,9 +162,9 @@ async def test_a_listener_that_leaves_unsubscribes_what_nobody_else_hears(
     tmp_path: Path,
 ) -> None:
     async with redis_server(tmp_path) as redis, raw_redis(redis) as raw:
-        bus, relay = RedisBus(redis.url), RedisRelay(redis.url)
+        first, relay = RedisRelay(redis.url), RedisRelay(redis.url)
         async with trio.open_nursery() as nursery:
-            await nursery.start(bus.subscribe, lambda _: None)
+            await nursery.start(first.subscribe, "n2", lambda _: None)
             relay_scope = trio.CancelScope()
 
             async def relay_alone(task_status: trio.TaskStatus[None]) -> None:
@@ -173,7 +175,7 @@ async def test_a_listener_that_leaves_unsubscribes_what_nobody_else_hears(
             assert await subscribers(raw) == [(SUB, 3)]
             relay_scope.cancel()
             with trio.fail_after(GUARD):
-                while await subscribers(raw) != [(SUB, 1)]:  # noqa: ASYNC110 - Redis's view
+                while await subscribers(raw) != [(SUB, 2)]:  # noqa: ASYNC110 - Redis's view
                     await trio.sleep(0.02)
             nursery.cancel_scope.cancel()
 

@@ -1,8 +1,9 @@
 """One subscriber per worker, across real processes: two ``--any-worker`` backends on one real
 Redis, each using the bus (a list change), the relay (an elicitation answered through the
 other) and task status (a task cancelled through the other) at once. ``CLIENT LIST`` shows one
-pub/sub connection per worker, carrying all three channels; after ``CLIENT KILL TYPE pubsub``
-each comes back with all of them, and everything crosses again.
+pub/sub connection per worker, carrying the relay's two channels, and one reader of the bus's
+stream; after ``CLIENT KILL TYPE pubsub`` each comes back with both, and everything crosses
+again.
 
 Times are hang guards, never performance assertions.
 """
@@ -108,16 +109,16 @@ async def test_each_worker_has_one_subscriber_and_everything_crosses(tmp_path: P
                 await _task_cancelled(http, b, a, f"{tag}-ba", tmp_path)
 
         async def one_subscriber_each() -> list[int]:
-            """Each worker's pub/sub connections: one, carrying the bus's channel, the
-            relay's channel of its node and the relay's channel for all."""
+            """Each worker's pub/sub connections: one, carrying the relay's channel of its
+            node and the relay's channel for all."""
             found = await raw.client_list(type_=PureToken.PUBSUB)
             by_name = collections.Counter(str(c["name"]) for c in found)
             assert by_name == {f"trio_mcp:{a.pid}:sub": 1, f"trio_mcp:{b.pid}:sub": 1}
-            assert [int(c["sub"]) for c in found] == [3, 3]
-            # Every other connection of the workers is their pool's.
+            assert [int(c["sub"]) for c in found] == [2, 2]
+            # Every other connection of the workers is their pool's or their bus reader's.
             names = {str(c["name"]) for c in await raw.client_list()} - {""}
             assert names == {
-                f"trio_mcp:{p}:{role}" for p in (a.pid, b.pid) for role in ("sub", "pool")
+                f"trio_mcp:{p}:{role}" for p in (a.pid, b.pid) for role in ("sub", "pool", "bus")
             }
             return [int(c["id"]) for c in found]
 
@@ -128,7 +129,7 @@ async def test_each_worker_has_one_subscriber_and_everything_crosses(tmp_path: P
             while True:
                 found = await raw.client_list(type_=PureToken.PUBSUB)
                 if len(found) == 2 and all(
-                    int(c["id"]) not in killed and int(c["sub"]) == 3 for c in found
+                    int(c["id"]) not in killed and int(c["sub"]) == 2 for c in found
                 ):
                     break
                 await trio.sleep(0.05)

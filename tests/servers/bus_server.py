@@ -1,5 +1,7 @@
 """An HTTP server on the notification bus of ``TRIO_MCP_REDIS_URL`` (for several processes):
-``grow`` adds a tool (a tools list change), ``whoami`` says which process answered.
+``grow`` adds a tool (a tools list change), ``whoami`` says which process answered; its one
+prompt gives it the prompts capability (a resync says that list changed too, so a listener
+can tell one from the tools' own changes).
 
     hypercorn --worker-class trio tests.servers.bus_server:app
 """
@@ -27,6 +29,11 @@ async def grow(name: str) -> str:
 
     server.tool(name=name)(grown)
     return name
+
+
+@server.prompt()
+def hello() -> str:
+    return "hello"
 
 
 app = server.http_app()

@@ -25,9 +25,14 @@ Theory of operation:
   (:meth:`RedisHub._dispatch`).
 - Every failure to talk to Redis is a :class:`RedisUnavailable`, which each store turns into
   its own protocol's error (:class:`~trio_mcp.redis._link.RedisLink`).
+- The hub's :class:`~trio_mcp.redis._circuit.Circuit` counts Redis as down once a ping fails
+  (after a failed command, or the watcher's periodic one): its users are refused at once until
+  Redis answers again (:meth:`RedisHub.command`).
+- A user that blocks on Redis (the notification bus's ``XREAD BLOCK``) gets a connection of its
+  own (:meth:`RedisHub.blocking_client`), so it never holds one of the pool's.
 
-Connections are named (``CLIENT SETNAME``) ``trio_mcp:<pid>:pool`` and ``trio_mcp:<pid>:sub``,
-so ``CLIENT LIST`` tells whose they are.
+Connections are named (``CLIENT SETNAME``) ``trio_mcp:<pid>:pool``, ``trio_mcp:<pid>:sub`` and
+(the bus's reader) ``trio_mcp:<pid>:bus``, so ``CLIENT LIST`` tells whose they are.
 
 coredis is imported only when a hub opens (or meets an error): a server without Redis never
 loads it.
@@ -45,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..otel import count_redis_error
+from ._circuit import Circuit, CircuitOpen
 from ._client import CLUSTER_FORM, connect, redact
 
 if TYPE_CHECKING:
@@ -176,9 +182,42 @@ class RedisHub:
         self._pubsub: Any = None  # coredis's PubSub while connected
         self._live: set[str] = set()  # what the connected subscriber is subscribed to
         self._changed = trio.Event()
+        # -- the circuit
+        self.circuit = Circuit(self.where, describe=reason)
 
     def __repr__(self) -> str:
         return f"RedisHub({self.where!r})"
+
+    # -- the circuit ---------------------------------------------------------------------------
+
+    async def ping(self) -> None:
+        """One PING on the pool (the circuit's probe; unbounded here, bounded by the circuit)."""
+        await self.client.ping()
+
+    @contextlib.asynccontextmanager
+    async def command(self, timeout: float) -> AsyncIterator[None]:
+        """The block talks to Redis, bounded by ``timeout``, through the circuit: refused at
+        once while it is open (and when it opens meanwhile); a failure to reach Redis pings
+        it (:meth:`Circuit.noticed`). Every failure is a :class:`RedisUnavailable`."""
+        circuit = self.circuit
+        try:
+            await circuit.admit(self.ping)
+        except CircuitOpen as refused:
+            raise RedisUnavailable(self.where, str(refused)) from None
+        try:
+            with circuit.guarded() as guard:
+                async with talking(self.url, timeout):
+                    yield
+        except RedisUnavailable:
+            await circuit.noticed(self.ping)
+            raise
+        if guard.cancelled_caught:
+            raise RedisUnavailable(self.where, str(circuit.refusal()))
+
+    async def watch(self) -> None:
+        """Ping Redis periodically until cancelled, so that a hung Redis opens the circuit
+        before a command waits on it (one watcher per hub at a time; see the circuit)."""
+        await self.circuit.watch(self.ping)
 
     # -- the pool ------------------------------------------------------------------------------
 
@@ -235,7 +274,12 @@ class RedisHub:
     async def probe(self, timeout: float) -> None:
         """Whether the pool's Redis answers, and is still one to share (a primary that a
         failover turned into a replica is not), within ``timeout``; :class:`RedisUnavailable`
-        (or :class:`RedisUnsuitable`) if not. For a readiness check: one round trip or two."""
+        (or :class:`RedisUnsuitable`) if not. For a readiness check: one round trip or two;
+        refused at once while the circuit is open."""
+        try:
+            await self.circuit.admit(self.ping)
+        except CircuitOpen as refused:
+            raise RedisUnavailable(self.where, str(refused)) from None
         client = self.client
         try:
             with trio.fail_after(timeout):
@@ -389,6 +433,19 @@ class RedisHub:
         finally:
             self._hosted = False
             self._change()
+
+    def blocking_client(self, role: str) -> contextlib.AbstractAsyncContextManager[Client]:
+        """A client of its own (one connection per node, named for ``role``) for a user that
+        blocks on Redis, never retrying by itself; the user enters it, which opens it."""
+        from coredis.retry import NoRetryPolicy
+
+        return connect(
+            self.url,
+            retry_policy=NoRetryPolicy(),
+            stream_timeout=None,
+            max_connections=1,
+            client_name=_name(role),
+        )
 
     def _subscriber(self) -> contextlib.AbstractAsyncContextManager[Client]:
         from coredis.retry import NoRetryPolicy

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ._circuit import Circuit
 from ._client import redact
 from ._hub import (
     Deliver,
@@ -111,12 +112,56 @@ class RedisLink:
 
     @contextlib.asynccontextmanager
     async def errors(self) -> AsyncIterator[None]:
-        """Any failure to talk to Redis, as the user's unavailable error, bounded in time."""
+        """Any failure to talk to Redis, as the user's unavailable error, bounded in time;
+        through the hub's circuit once started (refused at once while Redis is down)."""
         try:
-            async with talking(self.url, self.timeout):
-                yield
+            if self._hub is None:
+                async with talking(self.url, self.timeout):
+                    yield
+            else:
+                async with self._hub.command(self.timeout):
+                    yield
         except RedisUnavailable as error:
             raise self._error("failed", error) from None
+
+    @property
+    def circuit(self) -> Circuit | None:
+        """The circuit of the process's Redis (None until started)."""
+        return None if self._hub is None else self._hub.circuit
+
+    async def watch(self) -> None:
+        """Ping Redis periodically until cancelled, so that the circuit opens on a hung Redis
+        before a command waits on it (see :meth:`RedisHub.watch`)."""
+        if self._hub is None:
+            raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
+        await self._hub.watch()
+
+    @contextlib.asynccontextmanager
+    async def watching(self) -> AsyncIterator[None]:
+        """The block runs while :meth:`watch` does (a long-lived user's service); an error of
+        the block comes out as itself, not in a group."""
+        hub = self._hub
+        if hub is None:
+            raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hub.watch)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            errors, _ = group.split(Exception)
+            if errors is not None and len(errors.exceptions) == 1:
+                raise errors.exceptions[0] from None
+            raise
+
+    def blocking_client(self, role: str) -> contextlib.AbstractAsyncContextManager[Client]:
+        """A client of its own for a user that blocks on Redis (see
+        :meth:`RedisHub.blocking_client`)."""
+        if self._hub is None:
+            raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
+        return self._hub.blocking_client(role)
 
     async def listen(
         self,
@@ -127,17 +172,20 @@ class RedisLink:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Hand every message on ``channels`` to ``deliver`` until cancelled, on the process's
-        one subscriber (see :meth:`RedisHub.listen`); started once subscribed."""
-        if self._hub is None:
+        one subscriber (see :meth:`RedisHub.listen`); started once subscribed. Watches Redis
+        meanwhile (:meth:`watch`)."""
+        hub = self._hub
+        if hub is None:
             raise self.unavailable(f"{self.what}'s Redis at {self.where} is not started")
         try:
-            await self._hub.listen(
-                channels,
-                deliver,
-                timeout=self.timeout,
-                reconnect=reconnect,
-                task_status=task_status,
-            )
+            async with self.watching():
+                await hub.listen(
+                    channels,
+                    deliver,
+                    timeout=self.timeout,
+                    reconnect=reconnect,
+                    task_status=task_status,
+                )
         except RedisUnavailable as error:
             raise self._error("cannot be reached", error) from None
 

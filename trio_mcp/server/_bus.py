@@ -18,12 +18,20 @@ How an event travels (theory of operation):
   its own process included, even when the bus is down (then only its own process hears it).
 - Without the pump (stdio, memory, an app whose lifespan has not run) nothing is queued: the
   local delivery is all there is, as before there was a bus.
+- A publish that fails (the bus's broker down) keeps its event at the head of the outbox and
+  is retried with a backoff (:data:`RETRY_INITIAL` to :data:`RETRY_MAX`), in order, until it
+  works: an event accepted during an outage reaches the other workers once it is over.
 - The outbox is bounded (:data:`DEFAULT_MAX_QUEUED`); when full, the oldest event is dropped
-  with a warning (a list change is idempotent, and a later one supersedes it).
+  with a warning, and a ``resync`` event (:meth:`BusEvent.resync`) is owed: published before
+  the rest once publishing works, it has every worker tell its clients to list everything
+  again, so what was dropped is never silently lost.
+- A bus whose subscriber finds it missed events (its position fell out of what the broker
+  keeps) delivers a ``resync`` event too; a server answers one with every list-changed
+  notification (and ``resources/updated`` for every subscribed resource).
 
 :class:`LocalBus` is the in-process bus (the default: one server alone sees what it always
 saw; several servers in one process holding one ``LocalBus`` hear each other).
-``RedisBus`` (``trio_mcp.redis._bus``, Redis pub/sub) spans processes and hosts.
+``RedisBus`` (``trio_mcp.redis._bus``, a Redis stream) spans processes and hosts.
 """
 
 from __future__ import annotations
@@ -42,11 +50,16 @@ logger = logging.getLogger("trio_mcp.bus")
 
 #: Events waiting for the publisher, at most; past it the oldest is dropped.
 DEFAULT_MAX_QUEUED = 1024
+#: A failed publish is retried after this long, doubling up to :data:`RETRY_MAX` (seconds).
+RETRY_INITIAL = 0.1
+RETRY_MAX = 2.0
 
 #: The event kinds the core delivers. Others (an extension's, a newer worker's) are carried
 #: by every bus: the server's extensions handle theirs, and the rest are ignored.
 LIST_CHANGED = "list_changed"
 RESOURCE_UPDATED = "resource_updated"
+#: "You may have missed events": every list changed, every subscribed resource updated.
+RESYNC = "resync"
 
 
 class BusError(Exception):
@@ -74,6 +87,13 @@ class BusEvent:
     def resource_updated(cls, uri: str) -> BusEvent:
         """``notifications/resources/updated`` for the clients subscribed to ``uri``."""
         return cls(RESOURCE_UPDATED, {"uri": uri})
+
+    @classmethod
+    def resync(cls) -> BusEvent:
+        """Events were missed (a subscriber away past what the bus keeps, or a full outbox):
+        every worker tells its clients that every list changed, and every subscribed
+        resource."""
+        return cls(RESYNC)
 
     def encode(self) -> bytes:
         return orjson.dumps({"kind": self.kind, "params": self.params, "origin": self.origin})
@@ -105,7 +125,8 @@ class NotificationBus(Protocol):
       ``task_status.started()`` once it is subscribed (or raises :class:`BusError` when it
       cannot be, say the broker is down at start), then calls ``deliver`` (synchronous, it
       must not block) for every event published while it runs, until cancelled. A connection
-      lost later is not an error: it reconnects (events published meanwhile are missed).
+      lost later is not an error: it reconnects, and delivers the events published meanwhile
+      if it can, or a ``resync`` event (:meth:`BusEvent.resync`) if it cannot.
     - ``publish(event)`` sends one event to every subscriber; :class:`BusError` when it cannot.
       It may be called only while a ``subscribe`` of the same bus runs.
     """
@@ -161,6 +182,8 @@ class Notifier:
         self._running = False
         #: Events dropped from a full outbox since the last warning was followed by a publish.
         self.dropped = 0
+        #: Whether a resync is owed to the other workers (events were dropped).
+        self._owe_resync = False
         #: Whether the last publish failed (its error is logged once, until one succeeds).
         self._failing = False
 
@@ -178,10 +201,11 @@ class Notifier:
         if len(self._outbox) >= self.max_queued:
             self._outbox.popleft()
             self.dropped += 1
+            self._owe_resync = True
             if self.dropped == 1:
                 logger.warning(
                     "notification bus: %d events wait for the publisher; dropping the oldest "
-                    "(the other workers miss them)",
+                    "(the other workers are told to resync once publishing works)",
                     self.max_queued,
                 )
         self._outbox.append(attrs.evolve(event, origin=self.origin))
@@ -220,28 +244,43 @@ class Notifier:
                 self._outbox.clear()
 
     async def _publish_forever(self) -> None:
+        delay = RETRY_INITIAL
         while True:
-            while not self._outbox:
+            while not self._outbox and not self._owe_resync:
                 await self._wakeup.wait()
                 self._wakeup = trio.Event()
-            event = self._outbox.popleft()
+            resync = self._owe_resync
+            if resync:
+                event = attrs.evolve(BusEvent.resync(), origin=self.origin)
+            else:
+                event = self._outbox[0]
             try:
                 await self.bus.publish(event)
             except Exception as exc:
-                # Already delivered here; the other workers miss it. Logged once per outage;
-                # whatever went wrong, the pump (and the app it belongs to) goes on.
+                # Already delivered here; kept, and retried until the bus takes it. Logged
+                # once per outage; whatever went wrong, the pump (and its app) goes on.
                 if not self._failing:
                     logger.error(
-                        "notification bus: publishing failed, the other workers miss changes "
-                        "until it works again: %s",
+                        "notification bus: publishing failed, the other workers hear of "
+                        "changes once it works again: %s",
                         exc,
                         exc_info=not isinstance(exc, BusError),
                     )
                 self._failing = True
+                await trio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
                 continue
+            delay = RETRY_INITIAL
+            if resync:
+                self._owe_resync = False
+            elif self._outbox and self._outbox[0] is event:
+                self._outbox.popleft()  # (unless a full outbox dropped it meanwhile)
             if self._failing:
                 logger.warning("notification bus: publishing works again")
                 self._failing = False
             if self.dropped:
-                logger.warning("notification bus: %d events were dropped", self.dropped)
+                logger.warning(
+                    "notification bus: %d events were dropped; the other workers resync",
+                    self.dropped,
+                )
                 self.dropped = 0

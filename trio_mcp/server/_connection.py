@@ -100,6 +100,9 @@ DEFAULT_MAX_LISTENS = 16
 
 MethodHandler = Callable[["ServerConnection", InFlight], Awaitable[JSONObject]]
 
+#: The lists a client may be told changed (all of them, on a resync).
+LIST_KINDS = ("tools", "prompts", "resources")
+
 
 class ToolError(Exception):
     """Raise in a tool to fail it with this message as an ``isError`` result the model sees.
@@ -666,6 +669,17 @@ class ServerConnection:
                     {"uri": uri, "_meta": {SUBSCRIPTION_ID_KEY: listener.id}},
                     related_request_id=listener.id,
                 )
+
+    def send_resync(self) -> None:
+        """Notifications were missed (the bus says so): every list changed, and every
+        subscribed resource was updated, so the client lists and reads them again."""
+        for kind in LIST_KINDS:
+            self.send_list_changed(kind)
+        uris = set(self.subscriptions) if self.state.initialized else set()
+        for listener in self.listeners.values():
+            uris.update(listener.uris)
+        for uri in sorted(uris):
+            self.send_resource_updated(uri)
 
     def send_watched(self, extension: str, item: str, method: str, params: JSONObject) -> None:
         """A notification about ``item`` to the listeners watching it through ``extension``

@@ -37,6 +37,7 @@ from ..transports._transport import Transport
 from ._bus import (
     LIST_CHANGED,
     RESOURCE_UPDATED,
+    RESYNC,
     BusEvent,
     LocalBus,
     NotificationBus,
@@ -814,6 +815,12 @@ class Server:
         elif event.kind == RESOURCE_UPDATED and isinstance(uri := params.get("uri"), str):
             for connection in list(self.connections):
                 connection.send_resource_updated(uri)
+        elif event.kind == RESYNC:
+            # Events were missed somewhere: what may have changed, said again (the
+            # extensions hear it too, below, for what they keep).
+            for connection in list(self.connections):
+                connection.send_resync()
+            self.extensions.on_bus_event(event)
         elif not self.extensions.on_bus_event(event):
             logger.debug("ignored a bus event of kind %r", event.kind)
         for listener in self.event_listeners:
