@@ -51,7 +51,7 @@ import trio
 
 from ..otel import count_redis_error
 from ._circuit import Circuit, CircuitOpen
-from ._client import CLUSTER_FORM, connect, redact
+from ._client import CLUSTER_FORM, connect, parse, redact
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -439,12 +439,14 @@ class RedisHub:
         blocks on Redis, never retrying by itself; the user enters it, which opens it."""
         from coredis.retry import NoRetryPolicy
 
+        # One connection; a cluster client keeps one per node (coredis raises a lower cap).
+        single = parse(self.url).kind == "single"
         return connect(
             self.url,
             retry_policy=NoRetryPolicy(),
             stream_timeout=None,
-            max_connections=1,
             client_name=_name(role),
+            **({"max_connections": 1} if single else {}),
         )
 
     def _subscriber(self) -> contextlib.AbstractAsyncContextManager[Client]:
