@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..auth._gate import HttpAuth, Refused
 from ..protocol._jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ErrorObject, Request, RequestId
 from ..server._principal import Principal
-from ._asgi import HttpError, Scope, Send, _refusal, header
+from ._asgi import HttpError, Scope, Send, _refusal, header, header_table
 
 if TYPE_CHECKING:
     from ._options import HttpOptions
@@ -152,8 +152,9 @@ class Admission:
         # address is not checked by default: that server is reachable without any rebinding.
         server_addr = scope.get("server") or ("", None)
         local = str(server_addr[0] or "")
-        host = header(scope, b"host") or ""
-        origin = header(scope, b"origin")
+        headers = header_table(scope)
+        host = headers.get(b"host") or ""
+        origin = headers.get(b"origin")
         seen = (id(self.options.hosts), local, host, origin)
         if seen in self._passed:
             return
@@ -219,8 +220,10 @@ class Admission:
 
     def cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
         origins = self.options.hosts.cors_origins
+        if origins is None:
+            return []
         origin = header(scope, b"origin")
-        if origins is None or origin is None:
+        if origin is None:
             return []
         if not origin_allowed(origin, origins):
             return []
