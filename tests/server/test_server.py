@@ -314,6 +314,34 @@ async def test_tool_error_becomes_an_is_error_result_with_its_message() -> None:
         }
 
 
+async def test_a_tool_answers_and_fails_alike_whether_it_blocks_first_or_not() -> None:
+    # A tool's first step is taken as the call is routed: one that ends there and one that
+    # blocks first must give the same results.
+    server = Server("steps")
+
+    @server.tool()
+    async def say(text: str, block: bool) -> str:
+        if block:
+            await trio.lowlevel.checkpoint()
+        if text == "fail":
+            raise ToolError("failed as asked")
+        return text
+
+    async with wire_to(server) as peer:
+        for block in (False, True):
+            said = await result_of(
+                peer, "tools/call", {"name": "say", "arguments": {"text": "hi", "block": block}}
+            )
+            assert said == {"content": [{"type": "text", "text": "hi"}]}
+            failed = await result_of(
+                peer, "tools/call", {"name": "say", "arguments": {"text": "fail", "block": block}}
+            )
+            assert failed == {
+                "content": [{"type": "text", "text": "failed as asked"}],
+                "isError": True,
+            }
+
+
 @pytest.mark.invariant(8)
 async def test_unexpected_exception_is_an_is_error_result_that_hides_the_details() -> None:
     server = Server("errors")

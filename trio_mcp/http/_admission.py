@@ -30,7 +30,7 @@ from ..protocol._jsonrpc import (
     RequestId,
 )
 from ..server._principal import Principal
-from ._asgi import HttpError, Scope, Send, _refusal, header
+from ._asgi import HttpError, Scope, Send, _refusal, header, header_table
 
 if TYPE_CHECKING:
     from ._options import HttpOptions
@@ -160,8 +160,9 @@ class Admission:
         # address is not checked by default: that server is reachable without any rebinding.
         server_addr = scope.get("server") or ("", None)
         local = str(server_addr[0] or "")
-        host = header(scope, b"host") or ""
-        origin = header(scope, b"origin")
+        headers = header_table(scope)
+        host = headers.get(b"host") or ""
+        origin = headers.get(b"origin")
         seen = (id(self.options.hosts), local, host, origin)
         if seen in self._passed:
             return
@@ -227,8 +228,10 @@ class Admission:
 
     def cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
         origins = self.options.hosts.cors_origins
+        if origins is None:
+            return []
         origin = header(scope, b"origin")
-        if origins is None or origin is None:
+        if origin is None:
             return []
         if not origin_allowed(origin, origins):
             return []

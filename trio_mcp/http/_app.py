@@ -14,6 +14,7 @@ import logging
 import secrets
 from collections.abc import (
     AsyncIterator,
+    Awaitable,
     Callable,
     Iterable,
 )
@@ -69,6 +70,7 @@ from ._asgi import (
     cancel_on_disconnect,
     end_cut_response,
     header,
+    header_table,
     is_json,
     mcp_headers,
 )
@@ -443,6 +445,8 @@ class McpHttpApp:
         self.budget = ByteBudget(options.limits.max_buffered_bytes)
         path = self.options.path.rstrip("/") or "/"
         self._paths = {path, path + "/"} if path != "/" else {"/"}
+        #: The (Accept, Content-Type) pairs a POST passed the media checks with.
+        self._media_passed: set[tuple[str | None, str | None]] = set()
         #: The authorization gate, with ``Server(auth=...)``; None: every request is let in.
         self.gate = HttpAuth(server, server.auth) if server.auth is not None else None
         #: The checks every endpoint makes before anything of MCP runs.
@@ -677,10 +681,12 @@ class McpHttpApp:
             raise RuntimeError(f"trio_mcp's HTTP app does not speak {scope['type']!r}")
         started = False
 
-        async def tracked(message: Message) -> None:
+        def tracked(message: Message) -> Awaitable[None]:
+            # A plain function handing back the server's own awaitable: no coroutine of ours
+            # per message sent.
             nonlocal started
             started = started or message["type"] == "http.response.start"
-            await send(message)
+            return send(message)
 
         try:
             await self._http(scope, receive, tracked)
@@ -855,10 +861,13 @@ class McpHttpApp:
 
     # -- POST ----------------------------------------------------------------------------------
 
-    async def _post(
-        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
-    ) -> None:
-        accept = header(scope, b"accept")
+    def _check_media_types(self, accept: str | None, content_type: str | None) -> None:
+        """A POST's Accept (406 unless it admits what this app may answer with) and its
+        Content-Type (415 unless JSON). A client sends the same two on every request: a pair
+        that passed is remembered (a bounded number), so its next POSTs cost a lookup."""
+        seen = (accept, content_type)
+        if seen in self._media_passed:
+            return
         needs = (
             ["application/json"]
             if self.options.json_response
@@ -869,10 +878,19 @@ class McpHttpApp:
                 406,
                 "Not Acceptable: the client must accept " + " and ".join(needs),
             )
-        if not is_json(header(scope, b"content-type")):
+        if not is_json(content_type):
             raise HttpError(
                 415, "Unsupported Media Type: the body must be application/json (one media type)"
             )
+        if len(self._media_passed) >= _MEDIA_PASSED_MAX:
+            self._media_passed.clear()
+        self._media_passed.add(seen)
+
+    async def _post(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
+    ) -> None:
+        headers = header_table(scope)
+        self._check_media_types(headers.get(b"accept"), headers.get(b"content-type"))
         body = await self.read_body(receive)
         parsed = parse(body)
         if isinstance(parsed, Batch):
@@ -893,9 +911,10 @@ class McpHttpApp:
             and parsed.method == "initialize"
             and not has_envelope(parsed.params)
         )
+        session_id = headers.get(b"mcp-session-id")
         if is_modern(
-            header(scope, b"mcp-protocol-version"),
-            self._has_session(scope, principal),
+            headers.get(b"mcp-protocol-version"),
+            session_id is not None and self._live_session(session_id, principal) is not None,
             plain_initialize,
         ):
             await self._post_modern(scope, receive, send, parsed, principal)
@@ -1032,12 +1051,16 @@ class McpHttpApp:
             return
         await self._serve_alone(scope, receive, send, session, message, principal)
 
-    async def _post_modern(
+    def _post_modern(
         self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
-    ) -> None:
+    ) -> Awaitable[None]:
         """A modern request: checked against its headers, then served inside this POST's own
-        task, so the client closing the stream is the cancel (2026-07-28)."""
-        version = header(scope, b"mcp-protocol-version") or ""
+        task, so the client closing the stream is the cancel (2026-07-28).
+
+        Checked here, synchronously; what answers it is handed back for the POST to await, so
+        no coroutine of this method stands between the POST and the request on every step."""
+        headers = header_table(scope)
+        version = headers.get(b"mcp-protocol-version") or ""
         if version not in MODERN_VERSIONS:
             supported = {"supported": list(MODERN_VERSIONS), "requested": version}
             raise HttpError(
@@ -1047,7 +1070,7 @@ class McpHttpApp:
                 ),
                 request_id=getattr(message, "id", None),
             )
-        if header(scope, b"mcp-session-id") is not None:
+        if b"mcp-session-id" in headers:
             raise HttpError(
                 400,
                 "Invalid Request: a modern request belongs to no session; drop Mcp-Session-Id",
@@ -1055,8 +1078,7 @@ class McpHttpApp:
             )
         if not isinstance(message, Request):
             if isinstance(message, Notification):
-                await self.respond(scope, send, 202)
-                return
+                return self.respond(scope, send, 202)
             raise HttpError(400, "Invalid Request: a modern client sends no responses")
         try:
             check_request(message, mcp_headers(scope), self._param_headers)
@@ -1064,6 +1086,18 @@ class McpHttpApp:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
             ) from None
+        return self._post_modern_counted(scope, receive, send, message, principal)
+
+    async def _post_modern_counted(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        message: Request,
+        principal: Principal | None,
+    ) -> None:
+        """A checked modern request, within its client's limits (its rate, its requests at
+        once), served by :func:`serve_modern` (or by an engine of its own with mounts)."""
         limits = self.client_limits
         client = self.registry.client_of(scope, principal)
         await limits.check_rate(client, message.method, message.params, message.id)
@@ -1603,6 +1637,8 @@ async def _watch_disconnect(
 #: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
 #: first write, for a request about to end; a cancel's POST, for the request it cancelled.
 _PATIENCE = 2
+#: How many passing (Accept, Content-Type) pairs an app remembers: no client grows it past this.
+_MEDIA_PASSED_MAX = 256
 
 
 def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:

@@ -146,34 +146,38 @@ class ModernPost(ServerConnection):
     (:meth:`_wind_down`), so neither outlives it.
     """
 
+    # What a POST starts with, as class attributes: most requests change none of them, and an
+    # instance sets only what changes.
+    #: The request, once admitted.
+    record: InFlight | None = None
+    #: Once the request has settled (its answer decided): nothing more is sent for it.
+    settled = False
+    _answer: Message | None = None
+    #: The bytes of the notifications not yet written (counted in the app's byte budget too,
+    #: as every connection's pending events are).
+    _pending_bytes = 0
+    #: The client went away before the request settled, or fell too far behind its stream:
+    #: the request is cancelled, nothing more is written.
+    _gone = False
+    #: The helper tasks running, their scopes, and what the POST waits on while any runs.
+    _helpers = 0
+    _watcher: trio.CancelScope | None = None
+    _streamer: trio.CancelScope | None = None
+    _helper_ended: trio.Event | None = None
+    #: Whether the SSE response was started, and then whether it was written whole.
+    _streaming = False
+    _streamed = False
+    #: What the SSE task waits on while there is nothing to write.
+    _wake: trio.Event | None = None
+
     def __init__(self, app: ModernHost, scope: Scope, receive: Receive, send: Send) -> None:
         super().__init__(app.server)
         self._app = app
         self._scope = scope
         self._receive = receive
         self._send = send
-        #: The request, once admitted.
-        self.record: InFlight | None = None
-        #: Once the request has settled (its answer decided): nothing more is sent for it.
-        self.settled = False
-        self._answer: Message | None = None
-        #: The request's notifications not yet written, and their bytes (counted in the app's
-        #: byte budget too, as every connection's pending events are).
+        #: The request's notifications not yet written, in order.
         self._events: list[bytes] = []
-        self._pending_bytes = 0
-        #: The client went away before the request settled, or fell too far behind its stream:
-        #: the request is cancelled, nothing more is written.
-        self._gone = False
-        #: The helper tasks running, their scopes, and what the POST waits on while any runs.
-        self._helpers = 0
-        self._watcher: trio.CancelScope | None = None
-        self._streamer: trio.CancelScope | None = None
-        self._helper_ended: trio.Event | None = None
-        #: Whether the SSE response was started, and then whether it was written whole.
-        self._streaming = False
-        self._streamed = False
-        #: What the SSE task waits on while there is nothing to write.
-        self._wake: trio.Event | None = None
 
     # -- what the handler sends ----------------------------------------------------------------
 
@@ -281,9 +285,10 @@ class ModernPost(ServerConnection):
 
     def _end(self) -> None:
         """The POST is over: whatever is still pending leaves the byte budget."""
-        self._events.clear()
-        self._app.budget.used -= self._pending_bytes
-        self._pending_bytes = 0
+        if self._pending_bytes:
+            self._events.clear()
+            self._app.budget.used -= self._pending_bytes
+            self._pending_bytes = 0
 
     # -- its helpers ---------------------------------------------------------------------------
 
@@ -360,16 +365,16 @@ class ModernPost(ServerConnection):
 
     # -- the answer ----------------------------------------------------------------------------
 
-    async def _answer_whole(self, answer: Message | None) -> None:
+    def _answer_whole(self, answer: Message | None) -> Awaitable[None]:
         """The whole answer, once the request has settled with nothing streamed: its response
         as JSON, with the status its error code calls for; an empty 202 when it was cancelled
-        with no response, never the 500 an ASGI server answers for an app that sent nothing."""
+        with no response, never the 500 an ASGI server answers for an app that sent nothing.
+        (The app's response to await: no coroutine of this method's in between.)"""
         app = self._app
         if answer is None:
-            await app.respond(self._scope, self._send, 202)
-            return
-        code = answer.error.code if isinstance(answer, ErrorResponse) else None
-        await app.respond(self._scope, self._send, status_for(code), encode_response(answer))
+            return app.respond(self._scope, self._send, 202)
+        status = status_for(answer.error.code) if isinstance(answer, ErrorResponse) else 200
+        return app.respond(self._scope, self._send, status, encode_response(answer))
 
     async def _stream(self) -> None:
         """The SSE response of a request whose notifications come before its answer, as they

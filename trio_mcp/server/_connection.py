@@ -10,6 +10,7 @@ instrumentation hook.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
@@ -296,7 +297,7 @@ class ServerConnection:
                 raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
             return _custom_handler(custom)
         capability = SERVER_REQUEST_CAPABILITY.get(method)
-        if capability is not None and capability not in self.capabilities():
+        if capability is not None and not self._offers(capability):
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
         if self.server.mounts:  # composition: mounted servers and proxies answer here too
             handler = self.server.mounts.handler(method, handler, self.server)
@@ -337,6 +338,10 @@ class ServerConnection:
             else self.server.single_use_state
         )
         claims = self.server.state_claims
+        # A failed nested request is never relayed as this request's answer (what
+        # _internal_on_nested_error does for the other routes), checked below where the
+        # handler's error is caught; _tools_call already makes it the tool's isError.
+        guard_nested = hook is not None or handler is not _tools_call
 
         async def modern(conn: ServerConnection, record: InFlight) -> JSONObject:
             record.envelope = incoming
@@ -368,6 +373,12 @@ class ServerConnection:
                 # frame (which its traceback holds), would be left in a reference cycle.
                 asked = _input_asked(exc)
                 if asked is None:
+                    if guard_nested:
+                        if isinstance(single_error(exc), NestedRequestError):
+                            raise _nested_failed(record) from exc
+                        verdict = _tool_error_verdict(exc)
+                        if verdict is not None:
+                            raise verdict from None
                     raise
                 result = input_required_result(
                     incoming,
@@ -388,7 +399,12 @@ class ServerConnection:
                 server_info=conn.server_info_wire,
             )
 
-        return Route(self._instrument(modern, incoming))
+        server = self.server
+        if server.on_request is None and server.auth is None and not server.middleware_chain:
+            # Nothing observes, authorizes or wraps it (and the route is this request's
+            # alone): the request's task awaits the handler's own coroutine.
+            return Route(functools.partial(modern, self))
+        return Route(self._instrument(modern, incoming, guarded=True))
 
     def on_notification(
         self, notification: Notification, session: Engine, principal: Any = None
@@ -412,9 +428,15 @@ class ServerConnection:
         session.run_ordered(job)
 
     def _instrument(
-        self, handler: MethodHandler, envelope: ModernRequest | None = None
+        self,
+        handler: MethodHandler,
+        envelope: ModernRequest | None = None,
+        *,
+        guarded: bool = False,
     ) -> Callable[[InFlight], Awaitable[JSONObject]]:
-        if handler is not _tools_call:  # it makes a failed nested request the tool's isError
+        # _tools_call makes a failed nested request the tool's isError; a ``guarded`` handler
+        # refuses it itself.
+        if not guarded and handler is not _tools_call:
             handler = _internal_on_nested_error(handler)
         if self.server.middleware_chain:
             # Authorized before the chain (as without it), and again on params it changed.
@@ -595,6 +617,13 @@ class ServerConnection:
 
     # -- state ---------------------------------------------------------------------------------
 
+    def _offers(self, capability: str) -> bool:
+        """Whether :meth:`capabilities` holds ``capability``; decided without building them
+        when the server's own registrations offer it (mounts only ever add to those): a
+        modern request, whose connection is new, asks on every request."""
+        own = _OWN_CAPABILITY.get(capability)
+        return (own is not None and own(self.server)) or capability in self.capabilities()
+
     def capabilities(self) -> JSONObject:
         """Server capabilities, derived from what is registered."""
         server = self.server
@@ -697,6 +726,17 @@ class ServerConnection:
         return self.server.lifespan_state
 
 
+#: For each capability :meth:`ServerConnection.capabilities` derives from the server's own
+#: registrations, whether they offer it (the same rule, without building the whole).
+_OWN_CAPABILITY: dict[str, Callable[[Registrations], bool]] = {
+    "logging": lambda server: True,
+    "completions": lambda server: server.completion_handler is not None,
+    "prompts": lambda server: bool(server.prompts),
+    "resources": lambda server: bool(server.resources or server.templates),
+    "tools": lambda server: bool(server.tools),
+}
+
+
 def admit_alone(
     conn: ServerConnection, request: Request, principal: Principal | None = None
 ) -> tuple[Route, InFlight]:
@@ -789,9 +829,7 @@ def _internal_on_nested_error(handler: MethodHandler) -> MethodHandler:
             # No local of this frame holds the error: its traceback holds this frame, and the
             # cycle would outlive the request (an error is an ordinary answer, say -32602).
             if isinstance(single_error(exc), NestedRequestError):
-                raise RuntimeError(
-                    f"a nested request made by {record.request.method} failed"
-                ) from exc
+                raise _nested_failed(record) from exc
             verdict = _tool_error_verdict(exc)
             if verdict is not None:
                 raise verdict from None
@@ -806,6 +844,10 @@ def _tool_error_verdict(exc: BaseException) -> ProtocolError | None:
     if isinstance(only, ToolError):
         return _invalid(str(only) or "Invalid params")
     return None
+
+
+def _nested_failed(record: InFlight) -> RuntimeError:
+    return RuntimeError(f"a nested request made by {record.request.method} failed")
 
 
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -988,9 +1030,20 @@ def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObjec
     if isinstance(prepared, dict):
         return _answered(prepared)
     name, entry, kwargs = prepared
-    if entry.is_async:
-        return _ToolRun(entry, entry.fn(**kwargs))
-    return _sync_tool_call(name, entry, kwargs)
+    if not entry.is_async:
+        return _sync_tool_call(name, entry, kwargs)
+    # The tool's first step is taken here (whoever calls this awaits what it returns at once,
+    # in the same task): a tool that ends without blocking, as most do, is answered by a
+    # finished coroutine, with no StopIteration raised by an awaitable of ours; one that
+    # blocks is awaited through a _ToolRun that hands trio what that step yielded.
+    coro = entry.fn(**kwargs)
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        return _answered(_tool_result(name, entry, stop.value))
+    except Exception as exc:
+        return _answered(_tool_failure(name, exc))
+    return _ToolRun(entry, coro, first)
 
 
 async def _answered(result: JSONObject) -> JSONObject:
@@ -1018,16 +1071,18 @@ def _tool_result(name: str, entry: ToolEntry, value: Any) -> JSONObject:
 
 
 class _ToolRun(Generator[Any, Any, JSONObject]):
-    """An async tool's coroutine awaited on behalf of ``tools/call``: every step is passed to
-    the tool's coroutine as is, and what it returns (or raises, other than a BaseException
-    that is not an Exception) is turned into the call's result once it ends. Three slots in
-    place of a suspended coroutine frame, held by every call in flight while its tool runs."""
+    """An async tool's coroutine, its first step already taken (``first``: what it yielded to
+    trio), awaited on behalf of ``tools/call``: every step is passed to the tool's coroutine
+    as is, and what it returns (or raises, other than a BaseException that is not an
+    Exception) is turned into the call's result once it ends. Three slots in place of a
+    suspended coroutine frame, held by every call in flight while its tool runs."""
 
-    __slots__ = ("_coro", "_entry")
+    __slots__ = ("_coro", "_entry", "_first")
 
-    def __init__(self, entry: ToolEntry, coro: Coroutine[Any, Any, Any]) -> None:
+    def __init__(self, entry: ToolEntry, coro: Coroutine[Any, Any, Any], first: Any) -> None:
         self._entry = entry
         self._coro = coro
+        self._first = first
 
     @property
     def _name(self) -> str:
@@ -1036,7 +1091,15 @@ class _ToolRun(Generator[Any, Any, JSONObject]):
     def __await__(self) -> Generator[Any, Any, JSONObject]:
         return self
 
+    def __next__(self) -> Any:
+        return self.send(None)
+
     def send(self, value: Any) -> Any:
+        first = self._first
+        if first is not _TAKEN:
+            # The await begins: trio is handed what the tool yielded in its first step.
+            self._first = _TAKEN
+            return first
         try:
             return self._coro.send(value)
         except StopIteration as stop:
@@ -1057,6 +1120,10 @@ class _ToolRun(Generator[Any, Any, JSONObject]):
 
     def close(self) -> None:
         self._coro.close()
+
+
+#: A _ToolRun's first step, once trio has been handed it.
+_TAKEN: Any = object()
 
 
 def _tool_arguments(

@@ -24,6 +24,9 @@ from ..protocol._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUN
 from ..protocol._types import LOGGING_LEVELS, ClientCapabilities, Implementation
 from ..protocol._versions import Era, negotiate
 
+#: What is known of a client's capabilities before a handshake: nothing (frozen, so shared).
+_NO_CLIENT_CAPABILITIES = ClientCapabilities()
+
 
 class ConnectionState:
     """The lifecycle of one server connection: its era, what the handshake fixed, its settings."""
@@ -35,7 +38,7 @@ class ConnectionState:
         self._era: Era | None = None
         self._protocol_version = offered_version
         self._client_info: Implementation | None = None
-        self._client_capabilities = ClientCapabilities()
+        self._client_capabilities = _NO_CLIENT_CAPABILITIES
         self._announced: JSONObject = {}
         self._back_channel = True
         self._log_level: str | None = None
