@@ -14,7 +14,7 @@ import inspect
 import json
 import re
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -467,7 +467,3 @@ def _expand(template: str, values: Mapping[str, str]) -> str:
 
 def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(text)], is_error=True)
-
-
-def _names(items: Iterable[str]) -> str:
-    return ", ".join(items)
