@@ -35,6 +35,8 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     # The extensions, each in a room of its own: it plugs into the server's extension seam
     # (server/_extensions.py), which names none of them.
     {"tasks": ("tasks/",), "skills": ("skills/",), "apps": ("apps/",)},
+    # An HTTP API served from its OpenAPI document: a server whose tools call the API (httpx).
+    {"openapi": ("openapi/",)},
     # The resource server: the token verifiers and the HTTP gate.
     {"auth": ("auth/",)},
     # The ASGI binding: Streamable HTTP, HTTP+SSE, WebSocket, the stores a second worker shares.
@@ -54,6 +56,8 @@ CONVENIENCES = {
         "trio_mcp/http/__init__.py",
         # Every Server installs the tasks extension (its keywords, ``server.tasks``).
         "trio_mcp/tasks/__init__.py",
+        # Server.from_openapi builds a server from an OpenAPI document.
+        "trio_mcp/openapi/__init__.py",
     },
     # Every Client follows tasks (unless tasks=False); call_tool_task hands out a ToolTask.
     "trio_mcp/client/_client.py": {"trio_mcp/tasks/__init__.py"},

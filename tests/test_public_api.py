@@ -123,6 +123,7 @@ PUBLIC_MODULES = (
     "trio_mcp.tasks",
     "trio_mcp.skills",
     "trio_mcp.apps",
+    "trio_mcp.openapi",
     "trio_mcp.client",
     "trio_mcp.http",
     "trio_mcp.auth",

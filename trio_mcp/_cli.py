@@ -909,7 +909,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "server",
+        nargs="?",
         help="FILE.py or package.module, optionally :attribute (default: the module's Server)",
+    )
+    serve.add_argument(
+        "--openapi",
+        metavar="URL_OR_FILE",
+        help="serve the operations of this OpenAPI 3.x document (JSON or YAML) as tools, "
+        "calling the API at --base-url (instead of a server file; see docs/openapi.md)",
+    )
+    serve.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="with --openapi: the API's URL (default: the document's first server URL)",
     )
     fronted = commands.add_parser(
         "proxy", help="serve a proxy of another MCP server (a command or a URL)", allow_abbrev=False
@@ -1929,7 +1941,18 @@ def _serve(args: argparse.Namespace) -> int:
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    elif args.openapi is not None:
+        if args.server is not None:
+            raise UsageError("serve takes a server file or --openapi, not both")
+        try:
+            server = Server.from_openapi(args.openapi, base_url=args.base_url)
+        except ValueError as exc:  # OpenApiError: the document cannot be served
+            raise UsageError(str(exc)) from None
     else:
+        if args.server is None:
+            raise UsageError("serve needs a server file (FILE.py or package.module) or --openapi")
+        if args.base_url is not None:
+            raise UsageError("--base-url goes with --openapi")
         server = load_server(args.server)
         if protected and server.auth is not None:
             raise UsageError(

@@ -69,6 +69,10 @@ from ._schema import explicit_signature, function_signature
 from ._state_claims import HostedStateClaims, MemoryStateClaims, StateClaims
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
+    from pathlib import Path
+
+    import httpx
+
     from ..http import HttpOptions, McpHttpApp
     from ..tasks import TaskManager, TaskStore
 
@@ -1019,6 +1023,25 @@ class Server:
                 run_blocking(self, transport, host=host, port=port, options=options)
         except KeyboardInterrupt:
             raise SystemExit(130) from None
+
+    @classmethod
+    def from_openapi(
+        cls,
+        document: Mapping[str, Any] | str | Path,
+        client: httpx.AsyncClient | None = None,
+        **options: Any,
+    ) -> Server:
+        """A server of an HTTP API's operations, from its OpenAPI 3.x document.
+
+        ``document``: the document (a dict), a JSON or YAML file, or an ``http(s)://`` URL
+        fetched once, with ``client``, when the server starts. ``client``: the
+        ``httpx.AsyncClient`` that calls the API (its ``base_url``, headers, auth and timeout
+        apply), or ``base_url=`` for one the server opens itself. Further options (``routes``,
+        ``uri_scheme``, ``upstream_headers``, ...) and the rules: ``docs/openapi.md``.
+        """
+        from ..openapi import server_from_openapi  # the import's room, loaded only when used
+
+        return server_from_openapi(document, client, **options)
 
     def http_app(self, options: HttpOptions | None = None) -> McpHttpApp:
         """The Streamable HTTP endpoint as an ASGI app, for ``hypercorn --worker-class trio``.
