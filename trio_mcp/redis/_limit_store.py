@@ -25,7 +25,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..http._limit_store import LimitStoreUnavailable
-from ._link import RedisLink, redact
+from ._client import check_url
+from ._link import RedisLink
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -115,10 +116,7 @@ class RedisLimitStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
-            )
+        check_url(url)
         self.url = url
         self.prefix = prefix
         self.timeout = timeout

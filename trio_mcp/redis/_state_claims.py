@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..server._state_claims import StateClaimsUnavailable
+from ._client import check_url
 from ._limit_store import limit_key
-from ._link import RedisLink, redact
+from ._link import RedisLink
 
 if TYPE_CHECKING:
     pass
@@ -28,10 +29,7 @@ class RedisStateClaims:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                f"a Redis URL starts with redis://, rediss:// or unix://, not {redact(url)!r}"
-            )
+        check_url(url)
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
