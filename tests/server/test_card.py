@@ -50,7 +50,7 @@ def test_the_demo_servers_card_and_server_json_validate() -> None:
     listed = offer(card)
     assert [t["name"] for t in listed["tools"]] == ["echo", "add", "sleep"]
     assert [p["name"] for p in listed["prompts"]] == ["greeting"]
-    assert [r["uri"] for r in listed["resources"]] == ["demo://readme"]
+    assert [r["uri"] for r in listed["resources"]] == ["demo://readme", "ui://trio-mcp-demo/adder"]
     assert [t["uriTemplate"] for t in listed["resourceTemplates"]] == ["demo://greeting/{name}"]
     assert "authorization" not in listed
 
