@@ -1916,6 +1916,15 @@ def _use_state_keys(server: Server, keys: list[bytes], args: argparse.Namespace)
     server.state_keys_origin = f"--state-key-file ({args.state_key_file})"
 
 
+def _share_session_state(server: Server, url: str) -> None:
+    """--redis-url: the session state on Redis, unless the server chose a store of its own."""
+    from .redis._session_state import RedisSessionStateStore
+    from .server import MemorySessionStateStore
+
+    if type(server.session_state_store) is MemorySessionStateStore:
+        server.session_state_store = RedisSessionStateStore(url)
+
+
 def _serve(args: argparse.Namespace) -> int:
     if args.transport == "streamable-http":
         args.transport = "http"  # the same transport, by the specification's name
@@ -1982,6 +1991,7 @@ def _serve(args: argparse.Namespace) -> int:
             limit_store = RedisLimitStore(args.redis_url)
             if type(server.state_claims) is MemoryStateClaims:  # not one of the server's own
                 server.state_claims = RedisStateClaims(args.redis_url)
+            _share_session_state(server, args.redis_url)
         except ValueError as exc:
             raise UsageError(f"--redis-url: {exc}") from None
     session_store = relay = None

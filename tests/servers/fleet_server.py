@@ -54,3 +54,16 @@ async def grow(name: str) -> dict[str, int | str]:
 
     server.tool(name=name)(grown)
     return {"name": name, "pid": os.getpid()}
+
+
+@server.tool()
+async def keep(ctx: Context, name: str, value: str) -> dict[str, int | str | None]:
+    """Store ``value`` in the session state (the fleet's, with ``--redis-url``)."""
+    await ctx.session_state.set(name, value)
+    return {"node": os.environ.get("TRIO_MCP_NODE_ID"), "value": value}
+
+
+@server.tool()
+async def kept(ctx: Context, name: str) -> dict[str, int | str | None]:
+    """What the session state holds under ``name``, and which node read it."""
+    return {"node": os.environ.get("TRIO_MCP_NODE_ID"), "value": await ctx.session_state.get(name)}

@@ -555,6 +555,7 @@ class McpHttpApp:
             scale_out.relay,
             scale_out.limit_store,
             getattr(self.server, "state_claims", None),
+            getattr(self.server, "session_state_store", None),
             getattr(self.server, "bus", None),
             getattr(tasks, "store", None),
         ]
@@ -1575,6 +1576,9 @@ class McpHttpApp:
         session.close()
         if self.fleet is not None:
             await self.fleet.ended(session)
+        ended = getattr(self.server, "session_ended", None)  # its session state
+        if ended is not None:
+            await ended(session.id)
         await self.respond(scope, send, 200)
 
 

@@ -9,6 +9,7 @@ from ._bus import RedisBus
 from ._event_store import RedisEventStore
 from ._limit_store import RedisLimitStore
 from ._relay import RedisRelay
+from ._session_state import RedisSessionStateStore
 from ._session_store import RedisSessionStore
 from ._state_claims import RedisStateClaims
 from ._task_store import RedisTaskStore
@@ -18,6 +19,7 @@ __all__ = [
     "RedisEventStore",
     "RedisLimitStore",
     "RedisRelay",
+    "RedisSessionStateStore",
     "RedisSessionStore",
     "RedisStateClaims",
     "RedisTaskStore",

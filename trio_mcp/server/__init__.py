@@ -27,6 +27,15 @@ from ._mount import Mount
 from ._principal import Auth, InvalidToken, Principal, TokenVerifier, VerifierUnavailable
 from ._registry import RequestRecord
 from ._server import Server
+from ._session_state import (
+    STATE_META_KEY,
+    MemorySessionStateStore,
+    SessionState,
+    SessionStateError,
+    SessionStateFull,
+    SessionStateStore,
+    SessionStateUnavailable,
+)
 from ._state import ConnectionState
 from ._state_claims import MemoryStateClaims, StateClaims, StateClaimsUnavailable
 
@@ -35,6 +44,7 @@ __all__ = [
     "CARD_META_KEY",
     "CARD_SCHEMA",
     "SERVER_JSON_SCHEMA",
+    "STATE_META_KEY",
     "Audio",
     "Auth",
     "BusError",
@@ -51,6 +61,7 @@ __all__ = [
     "InvalidToken",
     "LifespanFailed",
     "LocalBus",
+    "MemorySessionStateStore",
     "MemoryStateClaims",
     "MiddlewareContext",
     "MiddlewareServer",
@@ -63,6 +74,11 @@ __all__ = [
     "Server",
     "ServerCardError",
     "ServerConnection",
+    "SessionState",
+    "SessionStateError",
+    "SessionStateFull",
+    "SessionStateStore",
+    "SessionStateUnavailable",
     "StateClaims",
     "StateClaimsUnavailable",
     "TokenVerifier",

@@ -83,6 +83,7 @@ from ._registry import (
     resource_contents,
 )
 from ._schema import ArgumentsError, ResultError
+from ._session_state import SessionStateError
 from ._state import ConnectionState
 
 logger = logging.getLogger("trio_mcp.server")
@@ -1170,8 +1171,9 @@ def _tool_failure(name: str, exc: Exception) -> JSONObject:
             del exc, only
     if isinstance(only, ToolError):
         message = str(only) or f"Tool {name} failed"
-    elif isinstance(only, CapabilityMissing | InvalidAnswer):
-        # About the client, not the tool's code: the model (and its user) can act on it.
+    elif isinstance(only, CapabilityMissing | InvalidAnswer | SessionStateError):
+        # About the client (or the session's bounded state), not the tool's code: the model
+        # (and its user) can act on it.
         message = f"Tool {name} failed: {only}"
     elif isinstance(only, ResultError):
         # Structured content MUST conform to the output schema: the mismatch is the tool's

@@ -38,6 +38,7 @@ from ..protocol._types import (
 from ._input import INPUT_METHODS, InputRequired, ModernRequest, StartTask
 from ._principal import Principal
 from ._schema import ArgumentsError, elicitation_schema
+from ._session_state import SessionState, session_state_of
 from ._state import ConnectionState
 
 T = TypeVar("T")
@@ -402,6 +403,20 @@ class Context:
         if self._local_state is None:
             self._local_state = {}
         return self._local_state
+
+    @property
+    def session_state(self) -> SessionState:
+        """What this request's session keeps across requests: async ``get``/``set``/``delete``
+        of JSON values, bounded, in the server's ``session_state_store``. Handshake era: the
+        session's (dropped when it ends). Modern era: the principal's under the handle the
+        client sends in ``_meta["trio-mcp/state"]``; without one, ``SessionStateError``."""
+        auth = self.auth
+        return session_state_of(
+            self._connection,
+            modern=self.modern,
+            meta=self.meta,
+            principal=auth.identity if auth is not None else None,
+        )
 
     @property
     def in_task(self) -> bool:

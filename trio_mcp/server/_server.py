@@ -19,6 +19,7 @@ from .._engine import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Engine
 from ..otel import observe
 from ..protocol._bearer import BadCredential
 from ..protocol._envelope import CacheHints
+from ..protocol._errors import MCPError
 from ..protocol._request_state import StateSealer
 from ..protocol._types import (
     CallToolResult,
@@ -66,6 +67,15 @@ from ._registry import (
 from ._request_log import log_request
 from ._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV, server_state_keys
 from ._schema import explicit_signature, function_signature
+from ._session_state import (
+    DEFAULT_STATE_MAX_BYTES,
+    DEFAULT_STATE_MAX_VALUE_BYTES,
+    DEFAULT_STATE_TTL,
+    HostedSessionStateStore,
+    MemorySessionStateStore,
+    SessionStateStore,
+    state_scope,
+)
 from ._state_claims import HostedStateClaims, MemoryStateClaims, StateClaims
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
@@ -143,6 +153,10 @@ class Server:
         state_audience: str | None = None,
         single_use_state: bool = False,
         state_claims: StateClaims | None = None,
+        session_state_store: SessionStateStore | None = None,
+        session_state_ttl: float = DEFAULT_STATE_TTL,
+        session_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        session_state_max_value_bytes: int = DEFAULT_STATE_MAX_VALUE_BYTES,
         strict: bool = False,
         max_listens: int = DEFAULT_MAX_LISTENS,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -192,6 +206,19 @@ class Server:
         self.state_claims: StateClaims = (
             state_claims if state_claims is not None else MemoryStateClaims()
         )
+        #: Where ``ctx.session_state`` keeps what handlers store for their session: this
+        #: process's memory by default; a store every worker shares
+        #: (``RedisSessionStateStore``) for a fleet. Each scope lapses ``session_state_ttl``
+        #: seconds after its last use and holds at most ``session_state_max_bytes`` (each
+        #: value at most ``session_state_max_value_bytes``).
+        self.session_state_store: SessionStateStore = (
+            session_state_store if session_state_store is not None else MemorySessionStateStore()
+        )
+        if min(session_state_ttl, session_state_max_bytes, session_state_max_value_bytes) <= 0:
+            raise ValueError("the session state's ttl and bounds must be positive")
+        self.session_state_ttl = session_state_ttl
+        self.session_state_max_bytes = session_state_max_bytes
+        self.session_state_max_value_bytes = session_state_max_value_bytes
         #: The handshake version offered for clients asking for one we do not speak.
         self.protocol_version = check_pin(protocol_version)
         if page_size is not None and page_size < 1:
@@ -843,7 +870,7 @@ class Server:
         It is also the home of the server's tasks (SEP-2663): their work runs in its nursery,
         so it outlives the request that created it.
         """
-        async with self.hosting(), self._claiming():
+        async with self.hosting(), self._claiming(), self._keeping_state():
             await self.notifier.run(task_status=task_status)
 
     @asynccontextmanager
@@ -868,6 +895,30 @@ class Server:
         finally:
             with trio.CancelScope(shield=True):
                 await claims.aclose()
+
+    @asynccontextmanager
+    async def _keeping_state(self) -> AsyncIterator[None]:
+        """The session state store, started while the server serves (a shared one only)."""
+        store = self.session_state_store
+        if not isinstance(store, HostedSessionStateStore):
+            yield
+            return
+        await store.start()
+        try:
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await store.aclose()
+
+    async def session_ended(self, session_id: str) -> None:
+        """Drop the session state of a handshake session that ended (an HTTP ``DELETE``, the
+        end of a stdio connection); bounded, and a store that cannot answer leaves the state
+        to lapse with its ttl."""
+        with trio.move_on_after(5, shield=True):
+            try:
+                await self.session_state_store.drop(state_scope(session_id, None, None))
+            except MCPError as error:
+                logger.warning("session state of an ended session kept until it lapses: %s", error)
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -915,6 +966,8 @@ class Server:
             self.connections.discard(connection)
             if observer is not None:
                 observer.session_ended()
+            if state.initialized:
+                await self.session_ended(connection.id)
 
     async def serve_stdio(self, *, max_line_bytes: int | None = None) -> None:
         """Serve on stdin and stdout until stdin ends: ``trio.run(server.serve_stdio)``.

@@ -1,0 +1,114 @@
+"""Session state on Redis, shared by every worker (:class:`~trio_mcp.server.SessionStateStore`),
+so a session's state follows it to whichever worker serves its next request.
+
+One hash per scope, ``<prefix>{<scope digest>}:state`` (:func:`~trio_mcp.redis._keys.key`):
+its fields the names, its values the encoded values, its Redis expiry the scope's ttl. A write
+is one script on that one key (:data:`PUT_LUA`): it sums the scope's size, stores only under
+the bound and refreshes the expiry, atomically, so workers racing cannot overshoot the bound.
+"""
+
+from __future__ import annotations
+
+from ..server._session_state import SessionStateUnavailable
+from ._client import check_url
+from ._keys import check_prefix, key
+from ._link import RedisLink
+
+# KEYS[1] the scope's hash; ARGV: name, value, ttl (ms), bound. 1 if stored, else 0.
+PUT_LUA = """
+local size = 0
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  if entries[i] ~= ARGV[1] then size = size + #entries[i] + #entries[i + 1] end
+end
+if size + #ARGV[1] + #ARGV[2] > tonumber(ARGV[4]) then
+  if #entries > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# KEYS[1] the scope's hash; ARGV: name, ttl (ms). The value (nil if none), the expiry refreshed.
+GET_LUA = """
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return value
+"""
+
+# KEYS[1] the scope's hash; ARGV: name, ttl (ms).
+DELETE_LUA = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+class RedisSessionStateStore:
+    """Where every worker naming the same Redis and ``prefix`` keeps session state:
+    ``Server(session_state_store=RedisSessionStateStore("redis://host:6379/0"))`` (what
+    ``trio-mcp serve --redis-url`` gives every worker).
+
+    Started while the server serves (its HTTP app's lifespan). A Redis that cannot be reached
+    fails the start; lost later, a handler's use of the state raises
+    :class:`~trio_mcp.server.SessionStateUnavailable` (-32603 to the client) until it answers.
+    """
+
+    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
+        check_url(url)
+        self.url = url
+        self.prefix = check_prefix(prefix)
+        self.timeout = timeout
+        self._link = RedisLink(
+            url,
+            what="the session state store",
+            unavailable=SessionStateUnavailable,
+            timeout=timeout,
+        )
+
+    @property
+    def where(self) -> str:
+        return self._link.where
+
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
+    async def start(self) -> None:
+        if self._link.started:
+            raise RuntimeError("a RedisSessionStateStore serves one server: give each its own")
+        await self._link.start()
+
+    async def aclose(self) -> None:
+        await self._link.aclose()
+
+    def key(self, scope: str) -> str:
+        """The key of a scope's hash (what a test or an operator looks for)."""
+        return key(self.prefix, scope, "state")
+
+    async def get(self, scope: str, name: str, ttl: float) -> bytes | None:
+        async with self._link.errors():
+            value = await self._link.client.eval(
+                GET_LUA, keys=[self.key(scope)], args=[name, _ms(ttl)]
+            )
+        return value if isinstance(value, bytes) else None
+
+    async def put(self, scope: str, name: str, value: bytes, ttl: float, max_bytes: int) -> bool:
+        async with self._link.errors():
+            stored = await self._link.client.eval(
+                PUT_LUA, keys=[self.key(scope)], args=[name, value, _ms(ttl), max_bytes]
+            )
+        return stored == 1
+
+    async def delete(self, scope: str, name: str, ttl: float) -> None:
+        async with self._link.errors():
+            await self._link.client.eval(DELETE_LUA, keys=[self.key(scope)], args=[name, _ms(ttl)])
+
+    async def drop(self, scope: str) -> None:
+        async with self._link.errors():
+            await self._link.client.delete([self.key(scope)])
+
+
+def _ms(ttl: float) -> int:
+    return max(1, int(ttl * 1000))
