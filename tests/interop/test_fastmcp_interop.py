@@ -63,7 +63,7 @@ def check_fastmcp_report(mode: str, out: dict[str, Any]) -> None:
     assert out["add"] == ["5", {"result": 5}, 5]
     assert out["prompts"] == ["confirm", "greeting"]
     assert out["prompt"] == "Write a warm greeting for Ada."
-    assert out["resources"] == ["demo://readme"]
+    assert out["resources"] == ["demo://readme", "ui://trio-mcp-demo/adder"]
     assert out["templates"] == ["demo://greeting/{name}"]
     assert out["readme"]["text"] == README_TEXT
     assert out["templated"]["text"] == "Hello, Ada!"

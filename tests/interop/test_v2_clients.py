@@ -72,7 +72,7 @@ def check_report(era: str, out: dict[str, Any]) -> None:
     assert out["add"]["structuredContent"] == {"result": 5}
     assert out["prompts"] == ["confirm", "greeting"]
     assert out["prompt"] == "Write a warm greeting for Ada."
-    assert out["resources"] == ["demo://readme"]
+    assert out["resources"] == ["demo://readme", "ui://trio-mcp-demo/adder"]
     assert out["templates"] == ["demo://greeting/{name}"]
     ((readme,), (templated,)) = out["readme"], out["templated"]
     assert readme["text"] == README_TEXT
