@@ -29,12 +29,14 @@ from ._registry import RequestRecord
 from ._server import Server
 from ._state import ConnectionState
 from ._state_claims import MemoryStateClaims, StateClaims, StateClaimsUnavailable
+from ._transform import ArgTransform
 
 __all__ = [
     "CARD_MEDIA_TYPE",
     "CARD_META_KEY",
     "CARD_SCHEMA",
     "SERVER_JSON_SCHEMA",
+    "ArgTransform",
     "Audio",
     "Auth",
     "BusError",
