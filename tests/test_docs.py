@@ -138,6 +138,7 @@ def test_every_page_has_its_examples() -> None:
         "cancellation.md",
         "cli.md",
         "client.md",
+        "components.md",
         "composition.md",
         "http.md",
         "lifespan.md",

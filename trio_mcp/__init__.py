@@ -90,6 +90,7 @@ from .protocol import (
     ToolUseContent,
 )
 from .server import (
+    ArgTransform,
     Audio,
     Auth,
     BusError,
@@ -275,6 +276,7 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no other name
 
 __all__ = [
     "Annotations",
+    "ArgTransform",
     "Audio",
     "AudioContent",
     "Auth",

@@ -38,6 +38,7 @@ from ._session_state import (
 )
 from ._state import ConnectionState
 from ._state_claims import MemoryStateClaims, StateClaims, StateClaimsUnavailable
+from ._transform import ArgTransform
 
 __all__ = [
     "CARD_MEDIA_TYPE",
@@ -45,6 +46,7 @@ __all__ = [
     "CARD_SCHEMA",
     "SERVER_JSON_SCHEMA",
     "STATE_META_KEY",
+    "ArgTransform",
     "Audio",
     "Auth",
     "BusError",

@@ -85,6 +85,7 @@ from ._registry import (
 from ._schema import ArgumentsError, ResultError
 from ._session_state import SessionStateError
 from ._state import ConnectionState
+from ._visibility import Visibility, shown
 
 logger = logging.getLogger("trio_mcp.server")
 
@@ -149,7 +150,7 @@ async def _call_handler(
         raise
 
 
-E = TypeVar("E")
+E = TypeVar("E", ToolEntry, PromptEntry)
 
 
 def _invalid(message: str, data: Any = NO_DATA) -> ProtocolError:
@@ -163,11 +164,14 @@ def _require_str(params: JSONObject, key: str, what: str) -> str:
     return value
 
 
-def _named(entries: Mapping[str, E], params: JSONObject, method: str, kind: str) -> tuple[str, E]:
-    """The entry a ``tools/call`` or ``prompts/get`` names: -32602 for a missing or unknown name."""
+def _named(
+    conn: ServerConnection, entries: Mapping[str, E], params: JSONObject, method: str, kind: str
+) -> tuple[str, E]:
+    """The entry a ``tools/call`` or ``prompts/get`` names: -32602 for a missing or unknown name
+    (a hidden one is unknown: see ``_visibility``)."""
     name = _require_str(params, "name", method)
     entry = entries.get(name)
-    if entry is None:
+    if entry is None or not conn.shows(entry):
         raise _invalid(f"Unknown {kind}: {name}")
     return name, entry
 
@@ -197,6 +201,9 @@ class ServerConnection:
         #: The wire it came over, for the instrumentation: ``memory``, ``stdio``,
         #: ``streamable-http``, ``sse`` or ``websocket``.
         self.transport_name = "memory"
+        #: This connection's own enable/disable rules (``ctx.enable_components``), applied
+        #: after the server's.
+        self.visibility = Visibility()
 
     def share(self, other: ServerConnection) -> None:
         """Answer on ``other``'s engine: composition (``Server.mount``) serves a mounted server
@@ -279,9 +286,15 @@ class ServerConnection:
         is set.
         """
         hints = self.server.cache_hints
-        if self.server.auth is not None and hints.cache_scope != "private":
+        # Lists shaped by this connection's own rules are its alone, as a principal's are.
+        private = self.server.auth is not None or bool(self.visibility)
+        if private and hints.cache_scope != "private":
             return attrs.evolve(hints, cache_scope="private")
         return hints
+
+    def shows(self, entry: ToolEntry | PromptEntry | ResourceEntry | TemplateEntry) -> bool:
+        """Whether ``entry`` is visible here: the server's rules, then this connection's."""
+        return shown(entry, self.server.visibility, self.visibility)
 
     def _listen_ended(self, record: InFlight) -> JSONObject:
         """A listen ends, when the client cancels it, with a final result naming it."""
@@ -329,6 +342,8 @@ class ServerConnection:
         takes_input = request.method in INPUT_METHODS
         tool = params.get("name") if request.method == "tools/call" else None
         entry = self.server.tools.get(tool) if isinstance(tool, str) else None
+        if entry is not None and not self.shows(entry):
+            entry = None  # hidden: the call is answered as for an unknown tool
         # An extension may answer the call its own way (a task, say): chosen here, run past
         # authorization like the call itself.
         hook = extensions.tool_call(entry, caps) if entry is not None and extensions else None
@@ -999,6 +1014,8 @@ def _visible(conn: ServerConnection, record: InFlight, entries: Iterable[_Entry]
     """The entries the request's principal may use (lists may vary by authorization): with
     ``Server(auth=...)``, those whose scopes its token grants, implied ones included. Filtered
     before paging, so the pages of one principal's list hold exactly its entries."""
+    if conn.server.visibility or conn.visibility:
+        entries = [entry for entry in entries if conn.shows(entry)]
     auth = conn.server.auth
     if auth is None:
         return list(entries)
@@ -1134,7 +1151,7 @@ def _tool_arguments(
     ``isError`` result saying why its arguments do not fit (-32602 for a missing or unknown
     tool)."""
     params = record.params
-    name, entry = _named(conn.server.tools, params, "tools/call", "tool")
+    name, entry = _named(conn, conn.server.tools, params, "tools/call", "tool")
     # Held by every call in flight (in its params): the registry's string, not one per call.
     params["name"] = name = entry.tool.name
     arguments = params.get("arguments")
@@ -1194,7 +1211,7 @@ async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
     params = record.params
-    name, entry = _named(conn.server.prompts, params, "prompts/get", "prompt")
+    name, entry = _named(conn, conn.server.prompts, params, "prompts/get", "prompt")
     arguments = params.get("arguments") or {}
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         raise _invalid("Invalid params: prompt arguments must be an object of strings")
@@ -1231,13 +1248,15 @@ async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObjec
     server = conn.server
     kwargs: dict[str, Any]
     entry = server.resources.get(uri)
+    if entry is not None and not conn.shows(entry):
+        raise _not_found(uri, record.envelope is not None)
     if entry is not None:
         fn, is_async, in_thread = entry.fn, entry.is_async, entry.in_thread
         context_param, mime_type, kwargs = entry.context_param, entry.resource.mime_type, {}
     else:
         for template in server.templates.values():
             variables = template.match(uri)
-            if variables is not None:
+            if variables is not None and conn.shows(template):
                 fn, is_async, in_thread = template.fn, template.is_async, template.in_thread
                 context_param, mime_type = template.context_param, template.template.mime_type
                 try:
@@ -1295,7 +1314,8 @@ async def _complete(conn: ServerConnection, record: InFlight) -> JSONObject:
     try:
         if ref_raw.get("type") == "ref/prompt":
             ref = from_wire(ref_raw, PromptReference)
-            if ref.name not in conn.server.prompts:
+            prompt = conn.server.prompts.get(ref.name)
+            if prompt is None or not conn.shows(prompt):
                 raise _invalid(f"Unknown prompt: {ref.name}")
         elif ref_raw.get("type") == "ref/resource":
             ref = from_wire(ref_raw, ResourceTemplateReference)

@@ -8,7 +8,7 @@ handler's own task and cancel scope, so cancelling the request cancels it and th
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar, overload
 
 import attrs
@@ -53,6 +53,12 @@ class Elicited(ElicitResult):
 
     data: Any = None
 
+
+#: Why a modern request cannot change its session's visibility.
+_NO_SESSION = (
+    "per-session visibility needs a session, and a modern (2026-07-28) request has none: use "
+    "server.enable / server.disable, or scopes, instead"
+)
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -216,6 +222,45 @@ class Context:
     def connection(self) -> ConnectionView:
         """The connection's lifecycle state and engine (low-level: see ``trio_mcp.lowlevel``)."""
         return self._connection
+
+    def enable_components(
+        self,
+        *,
+        names: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        components: Iterable[str] | str | None = None,
+        only: bool = False,
+    ) -> None:
+        """Show components to this session only, by name or tag, as ``server.enable`` does
+        for every client (its rules come after the server's); its client is told the lists
+        changed. A session is a handshake-era connection: a modern request has none, so
+        there this raises ``RuntimeError`` (use ``server.enable``, or scopes, instead)."""
+        from ._visibility import change_session
+
+        if self.modern:
+            raise RuntimeError(_NO_SESSION)
+        change_session(self._connection, True, names, tags, components, only)
+
+    def disable_components(
+        self,
+        *,
+        names: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        components: Iterable[str] | str | None = None,
+    ) -> None:
+        """Hide components from this session only, by name or tag: left out of its lists and
+        refused as unknown; its client is told the lists changed. Handshake era only, as
+        :meth:`enable_components`."""
+        from ._visibility import change_session
+
+        if self.modern:
+            raise RuntimeError(_NO_SESSION)
+        change_session(self._connection, False, names, tags, components, False)
+
+    def _served_request(self) -> tuple[InFlight, ConnectionView]:
+        """The record and connection behind this context, for tools that answer as another
+        method of the same request would (``prompts_as_tools``, ``resources_as_tools``)."""
+        return self._record, self._connection
 
     # -- notifications about this request ------------------------------------------------------
 

@@ -49,6 +49,7 @@ from ._state_claims import StateClaims
 if TYPE_CHECKING:
     from ._bus import BusEvent
     from ._middleware import Middleware
+    from ._visibility import Visibility
 
 CONTENT_TYPES: tuple[type, ...] = (
     TextContent,
@@ -125,8 +126,15 @@ class ToolEntry:
     #: Whether a requestState of its multi round-trips opens once (``@server.tool(
     #: single_use_state=...)``); None: the server's choice (``Server(single_use_state=...)``).
     single_use_state: bool | None = None
+    #: Its tags (``@server.tool(tags=...)``): what ``server.enable`` / ``disable`` select by.
+    tags: frozenset[str] = frozenset()
     #: Its ``x-mcp-header`` declarations once looked for, or why they are invalid.
     _param_headers: ParamHeaders | str | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def component(self) -> tuple[str, tuple[str, ...]]:
+        """Its kind and the names a visibility rule may call it by."""
+        return "tool", (self.tool.name,)
 
     def param_headers(self) -> ParamHeaders:
         """Its ``x-mcp-header`` declarations (``tool_param_headers``), which a modern POST's
@@ -201,6 +209,11 @@ class PromptEntry:
     #: The arguments whose parameter is not a string: their text is read as JSON first.
     typed: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def component(self) -> tuple[str, tuple[str, ...]]:
+        return "prompt", (self.prompt.name,)
 
     def arguments(self, given: dict[str, str]) -> dict[str, Any]:
         """The handler's keyword arguments for the strings a client sent; raises
@@ -247,6 +260,11 @@ class ResourceEntry:
     is_async: bool
     in_thread: bool
     scopes: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def component(self) -> tuple[str, tuple[str, ...]]:
+        return "resource", (self.resource.uri, self.resource.name)
 
 
 @attrs.define(eq=False)
@@ -264,6 +282,11 @@ class TemplateEntry:
     #: (``"5"`` for an ``int``), then converted like tool arguments.
     typed: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def component(self) -> tuple[str, tuple[str, ...]]:
+        return "template", (self.template.uri_template, self.template.name)
 
     def match(self, uri: str) -> dict[str, str] | None:
         found = self.pattern.fullmatch(uri)
@@ -464,6 +487,8 @@ class Registrations(Protocol):
     def resources(self) -> dict[str, ResourceEntry]: ...
     @property
     def templates(self) -> dict[str, TemplateEntry]: ...
+    @property
+    def visibility(self) -> Visibility: ...
     @property
     def completion_handler(self) -> CustomMethod | None: ...
     @property

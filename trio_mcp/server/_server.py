@@ -77,6 +77,8 @@ from ._session_state import (
     state_scope,
 )
 from ._state_claims import HostedStateClaims, MemoryStateClaims, StateClaims
+from ._transform import ArgTransform, prompt_tools, resource_tools, transformed_tool
+from ._visibility import Visibility
 
 if TYPE_CHECKING:  # the binding, imported only by http_app() and run("http"): see test_layers
     from pathlib import Path
@@ -251,6 +253,8 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
         self.templates: dict[str, TemplateEntry] = {}
+        #: The server's enable/disable rules (:meth:`enable`, :meth:`disable`).
+        self.visibility = Visibility()
         self.completion_handler: CustomMethod | None = None
         self.custom_methods: dict[str, CustomMethod] = {}
         self.connections: set[ServerConnection] = set()
@@ -348,6 +352,7 @@ class Server:
         task: bool | Literal["required"] = False,
         input_first: bool = False,
         single_use_state: bool | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -369,6 +374,7 @@ class Server:
         task: bool | Literal["required"] = False,
         input_first: bool = False,
         single_use_state: bool | None = None,
+        tags: Iterable[str] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool. The schema comes from the type hints unless ``input_schema`` is given.
 
@@ -395,6 +401,9 @@ class Server:
         opens once; the same retry sent again is refused (-32602, as a tampered state is), on
         any worker sharing ``Server(state_claims=...)``. For a tool whose side effect must
         not repeat. None: the server's ``single_use_state``.
+
+        ``tags``: names that :meth:`enable` and :meth:`disable` (and
+        ``ctx.enable_components``) select it by (``docs/components.md``).
         """
         if task not in (False, True, "required"):
             raise ValueError("server.tool(task=...) takes False, True or 'required'")
@@ -405,6 +414,7 @@ class Server:
                 raise TypeError("server.tool() takes the name once: positionally or as name=")
             name, fn = fn, None
         needed = check_scopes(scopes, "server.tool(scopes=...)")
+        tagged = _tags(tags)
 
         def register(func: F) -> F:
             tool_name = name or func.__name__
@@ -449,6 +459,7 @@ class Server:
                     scopes=needed,
                     options={"task": task, "input_first": input_first} if task else {},
                     single_use_state=single_use_state,
+                    tags=tagged,
                 )
             )
             return func
@@ -505,6 +516,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         scopes: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -517,6 +529,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         scopes: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a prompt; its parameters are the prompt's arguments.
 
@@ -526,11 +539,13 @@ class Server:
         read as JSON first (``"3"``, ``"true"``, ``'["a"]'``), and its argument's description
         ends with the JSON Schema its value must match; a value that does not convert is
         -32602 naming the argument. ``scopes``: what the caller's token must grant for the
-        prompt to be listed to them, got, and completed, as for :meth:`tool`.
+        prompt to be listed to them, got, and completed, as for :meth:`tool`. ``tags``: as for
+        :meth:`tool`.
         """
         fn = None if name is None or isinstance(name, str) else name
         prompt_name = name if isinstance(name, str) else None
         needed = check_scopes(scopes, "server.prompt(scopes=...)")
+        tagged = _tags(tags)
 
         def register(func: F) -> F:
             signature = function_signature(func, context_type=Context)
@@ -570,6 +585,7 @@ class Server:
                 signature,
                 typed,
                 scopes=needed,
+                tags=tagged,
             )
             self.notify_list_changed("prompts")
             return func
@@ -588,6 +604,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         in_thread: bool = True,
         scopes: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` has ``{variables}``.
 
@@ -595,7 +612,7 @@ class Server:
         to the parameter's type hint (a URI that does not convert is -32602). ``scopes``: what
         the caller's token must grant for the resource (or template) to be listed to them,
         read, subscribed to and completed, as for :meth:`tool`; a URI that an exact resource
-        and a template both match needs the resource's.
+        and a template both match needs the resource's. ``tags``: as for :meth:`tool`.
         """
         if not isinstance(uri, str):
             what = getattr(uri, "__name__", type(uri).__name__)
@@ -605,6 +622,7 @@ class Server:
             )
 
         needed = check_scopes(scopes, "server.resource(scopes=...)")
+        tagged = _tags(tags)
 
         def register(func: F) -> F:
             if uri in self.resources or uri in self.templates:
@@ -641,6 +659,7 @@ class Server:
                     signature,
                     typed,
                     scopes=needed,
+                    tags=tagged,
                 )
             else:
                 self.resources[uri] = ResourceEntry(
@@ -650,6 +669,7 @@ class Server:
                     is_async,
                     in_thread,
                     scopes=needed,
+                    tags=tagged,
                 )
             self.notify_list_changed("resources")
             return func
@@ -740,6 +760,117 @@ class Server:
         """
         async with self._lifespan.hold() as state:
             yield state
+
+    # -- visibility and transforms -------------------------------------------------------------
+
+    def enable(
+        self,
+        *,
+        names: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        components: Iterable[str] | str | None = None,
+        only: bool = False,
+    ) -> None:
+        """Show the components named in ``names`` or tagged with any of ``tags`` to every
+        client (neither: all of them); their clients are told the lists changed.
+
+        ``components`` limits the rule to kinds (``"tool"``, ``"prompt"``, ``"resource"``,
+        ``"template"``). ``only=True``: everything else (of those kinds) is hidden. Rules apply
+        in order, the last that matches deciding; a session's own rules
+        (``ctx.enable_components``) come after these. See ``docs/components.md``.
+        """
+        self._visible(True, names, tags, components, only)
+
+    def disable(
+        self,
+        *,
+        names: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        components: Iterable[str] | str | None = None,
+    ) -> None:
+        """Hide the components named in ``names`` or tagged with any of ``tags`` from every
+        client: left out of their lists and answered as unknown ones (-32602 "Unknown tool",
+        "Resource not found"). Their clients are told the lists changed."""
+        self._visible(False, names, tags, components, False)
+
+    def _visible(
+        self,
+        enabled: bool,
+        names: Iterable[str] | str | None,
+        tags: Iterable[str] | str | None,
+        components: Iterable[str] | str | None,
+        only: bool,
+    ) -> None:
+        changed = self.visibility.change(
+            enabled, names=names, tags=tags, components=components, only=only
+        )
+        for kind in sorted(changed):
+            self.notify_list_changed(kind)
+
+    def transform_tool(
+        self,
+        parent: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        arguments: Mapping[str, ArgTransform] | None = None,
+        wrap: Callable[..., Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | str | None = None,
+        replace: bool = False,
+    ) -> Tool:
+        """Register a tool derived from ``parent`` (a registered tool's name).
+
+        ``name`` (default the parent's, which needs ``replace=True``), ``title`` and
+        ``description`` replace the parent's. ``arguments`` maps a parent's argument to an
+        :class:`ArgTransform`: a new name, description or default, or ``hide=True`` (with a
+        ``default`` or ``default_factory``: the value always passed). ``wrap``: ``async def
+        wrap(call_parent, **kwargs)``, called with the derived tool's arguments; ``await
+        call_parent(**kwargs)`` runs the parent and returns what it returned, so code may run
+        before and after. The output schema is the parent's unless ``output_schema`` is given.
+
+        The call keeps what a written tool has: its arguments are checked (a mismatch is an
+        ``isError`` result naming the derived argument names), the parent runs in the same
+        request task and cancel scope, and its scopes apply besides ``scopes``. Tags default to
+        the parent's. ``replace=True`` removes the parent from the lists (it keeps running
+        inside the derived tool). Returns the derived tool's definition (what ``tools/list`` shows).
+        """
+        found = self.tools.get(parent)
+        if found is None:
+            raise ValueError(f"no tool named {parent!r} is registered")
+        entry = transformed_tool(
+            found,
+            name=name,
+            title=title,
+            description=description,
+            arguments=arguments or {},
+            wrap=wrap,
+            output_schema=output_schema,
+            tags=None if tags is None else _tags(tags),
+            scopes=check_scopes(scopes, "server.transform_tool(scopes=...)"),
+        )
+        if entry.tool.name in self.tools and not (replace and entry.tool.name == parent):
+            raise ValueError(f"a tool named {entry.tool.name!r} is already registered")
+        if replace:
+            del self.tools[parent]
+        self.add_tool(entry)
+        return entry.tool
+
+    def prompts_as_tools(self, *, tags: Iterable[str] | None = None) -> None:
+        """Add the tools ``list_prompts`` and ``get_prompt`` (``name``, ``arguments``), for
+        clients that only call tools: they answer what ``prompts/list`` and ``prompts/get``
+        would, for the same caller (scopes, visibility and mounts included)."""
+        for entry in prompt_tools(_tags(tags)):
+            self.add_tool(entry)
+
+    def resources_as_tools(self, *, tags: Iterable[str] | None = None) -> None:
+        """Add the tools ``list_resources`` (resources and templates) and ``read_resource``
+        (``uri``), answering what ``resources/list``, ``resources/templates/list`` and
+        ``resources/read`` would, for the same caller."""
+        for entry in resource_tools(_tags(tags)):
+            self.add_tool(entry)
 
     # -- composition ---------------------------------------------------------------------------
 
@@ -1177,6 +1308,17 @@ def _is_string_schema(schema: dict[str, Any]) -> bool:
     return isinstance(options, list) and all(
         o.get("type") in ("string", "null") for o in options if isinstance(o, dict)
     )
+
+
+def _tags(tags: Iterable[str] | None) -> frozenset[str]:
+    if tags is None:
+        return frozenset()
+    if isinstance(tags, str):
+        raise TypeError("tags= takes a set of names, not one string: tags={'name'}")
+    found = frozenset(tags)
+    if not all(isinstance(t, str) and t for t in found):
+        raise TypeError("tags= takes non-empty strings")
+    return found
 
 
 def _context_param(func: Callable[..., Any]) -> str | None:
