@@ -25,6 +25,7 @@ from trio_mcp import (
     open_client,
     proxy,
 )
+from trio_mcp.http import HttpOptions, Limits
 
 from ._http import serving
 from .server.test_mount import Heard, weather
@@ -327,3 +328,16 @@ async def test_a_handshake_era_client_in_front_of_a_modern_upstream() -> None:
     # The modern upstream asked by ending the request (an InputRequiredResult); the proxy's
     # client put the question to the handshake-era client as a real request, then retried.
     assert eras == [True, True]
+
+
+async def test_a_modern_post_to_a_proxy_ends_with_its_answer() -> None:
+    """The proxy hears each modern POST's connection until it ends (a task in the POST's
+    nursery): that task must not hold the POST, and its client's count of requests running,
+    once the answer is written. With a cap of one request at a time, call after call passes."""
+    options = HttpOptions(limits=Limits(max_requests_per_client=1))
+    async with (
+        serving(proxy(weather()), options) as served,
+        open_client(served.url, mode="modern") as client,
+    ):
+        for _ in range(5):
+            assert (await client.call_tool("forecast", {"city": "Paris"})).is_error is False
