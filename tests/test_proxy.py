@@ -341,3 +341,21 @@ async def test_a_modern_post_to_a_proxy_ends_with_its_answer() -> None:
     ):
         for _ in range(5):
             assert (await client.call_tool("forecast", {"city": "Paris"})).is_error is False
+
+
+async def test_an_upstream_session_closes_once_idle_for_idle_timeout_and_not_before(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Calls beginning and ending, and a downstream connection attached, keep the session;
+    idle (no call, nobody attached) for ``idle_timeout`` it closes, and not a moment sooner."""
+    upstream = weather()
+    front = proxy(upstream, idle_timeout=10)
+    async with open_client(front) as client:
+        for _ in range(3):
+            await client.call_tool("forecast", {"city": "Paris"})
+            await trio.sleep(6)  # attached all along: never idle
+        assert len(upstream.connections) == 1
+    await trio.sleep(9)
+    assert len(upstream.connections) == 1
+    await trio.sleep(2)
+    assert len(upstream.connections) == 0
