@@ -72,8 +72,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_warmup": 1000,
         "fleet_concurrency": 16,
         "task_calls": 2000,
-        "proxy_calls": 1000,
+        "proxy_calls": 200,
         "proxy_warmup": 100,
+        "proxy_rounds": 5,
         "task_warmup": 300,
         "task_parked": 5000,
         "otel_calls": 1000,
@@ -104,8 +105,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_warmup": 300,
         "fleet_concurrency": 16,
         "task_calls": 500,
-        "proxy_calls": 300,
+        "proxy_calls": 100,
         "proxy_warmup": 50,
+        "proxy_rounds": 3,
         "task_warmup": 100,
         "task_parked": 1000,
         "otel_calls": 300,
@@ -138,6 +140,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "task_calls": 20,
         "proxy_calls": 20,
         "proxy_warmup": 5,
+        "proxy_rounds": 1,
         "task_warmup": 5,
         "task_parked": 50,
         "otel_calls": 20,
@@ -464,9 +467,16 @@ def ratios_for(run: Run) -> dict[str, float]:
         if ours in run and values and min(values) > 0:
             out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
-    for transport in ("stdio", "http"):
-        proxied = ("proxy", f"{transport}_proxied_p50_us")
-        ratio(f"proxy_{transport}_vs_direct", proxied, ("proxy", f"{transport}_direct_p50_us"))
+    # Already within-round ratios (the median over the job's own interleaved rounds).
+    proxy_ratios = {
+        "proxy_stdio_vs_direct": "stdio_ratio",
+        "proxy_http_vs_direct": "http_ratio",
+        "proxy_floor_stdio_vs_direct": "stdio_floor_ratio",
+        "proxy_stdio_vs_floor": "stdio_proxied_vs_floor",
+    }
+    for name, metric in proxy_ratios.items():
+        if metric in run.get("proxy", {}):
+            out[name] = run["proxy"][metric]
     for transport in ("stdio", "http"):
         for mode in ("api", "sdk"):
             if f"{transport}_{mode}_vs_absent" in run.get("otel", {}):
@@ -624,7 +634,8 @@ class Bench:
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
     def proxy(self) -> dict[str, float]:
-        spec = {"calls": self.p["proxy_calls"], "warmup": self.p["proxy_warmup"]}
+        p = self.p
+        spec = {"calls": p["proxy_calls"], "warmup": p["proxy_warmup"], "rounds": p["proxy_rounds"]}
         command = [*PYTHON, str(Path("benchmarks") / "proxy.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 

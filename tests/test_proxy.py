@@ -25,6 +25,7 @@ from trio_mcp import (
     open_client,
     proxy,
 )
+from trio_mcp.http import HttpOptions, Limits
 
 from ._http import serving
 from .server.test_mount import Heard, weather
@@ -327,3 +328,34 @@ async def test_a_handshake_era_client_in_front_of_a_modern_upstream() -> None:
     # The modern upstream asked by ending the request (an InputRequiredResult); the proxy's
     # client put the question to the handshake-era client as a real request, then retried.
     assert eras == [True, True]
+
+
+async def test_a_modern_post_to_a_proxy_ends_with_its_answer() -> None:
+    """The proxy hears each modern POST's connection until it ends (a task in the POST's
+    nursery): that task must not hold the POST, and its client's count of requests running,
+    once the answer is written. With a cap of one request at a time, call after call passes."""
+    options = HttpOptions(limits=Limits(max_requests_per_client=1))
+    async with (
+        serving(proxy(weather()), options) as served,
+        open_client(served.url, mode="modern") as client,
+    ):
+        for _ in range(5):
+            assert (await client.call_tool("forecast", {"city": "Paris"})).is_error is False
+
+
+async def test_an_upstream_session_closes_once_idle_for_idle_timeout_and_not_before(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Calls beginning and ending, and a downstream connection attached, keep the session;
+    idle (no call, nobody attached) for ``idle_timeout`` it closes, and not a moment sooner."""
+    upstream = weather()
+    front = proxy(upstream, idle_timeout=10)
+    async with open_client(front) as client:
+        for _ in range(3):
+            await client.call_tool("forecast", {"city": "Paris"})
+            await trio.sleep(6)  # attached all along: never idle
+        assert len(upstream.connections) == 1
+    await trio.sleep(9)
+    assert len(upstream.connections) == 1
+    await trio.sleep(2)
+    assert len(upstream.connections) == 0

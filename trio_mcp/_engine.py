@@ -382,6 +382,8 @@ class Engine:
         #: with the first job (most connections never have one). ``_ordered_jobs`` is the
         #: channel's end until its task is started.
         self._ordered_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
+        #: The jobs handed to :meth:`run_ordered` that have not finished yet.
+        self._ordered_pending = 0
         self._ordered_jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed: BaseException | None = None
@@ -730,6 +732,8 @@ class Engine:
                 await job()
             except Exception:
                 logger.exception("notification callback failed")
+            finally:
+                self._ordered_pending -= 1
 
     def run_ordered(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run ``job`` after every job queued before it, off the read loop."""
@@ -739,6 +743,13 @@ class Engine:
             ](math.inf)
             self._start_ordered()
         self._ordered_send.send_nowait(job)
+        self._ordered_pending += 1
+
+    @property
+    def ordered_pending(self) -> int:
+        """How many jobs handed to :meth:`run_ordered` have not finished: with none, whatever
+        the peer sent so far has been handled (a caller may skip waiting for its turn)."""
+        return self._ordered_pending
 
     def _start_ordered(self) -> None:
         """Start the task of the ordered jobs, once there are some and :meth:`run` runs."""

@@ -156,7 +156,7 @@ def _unavailable(message: str) -> ProtocolError:
     return ProtocolError(INTERNAL_ERROR, f"Upstream server unavailable: {message}")
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class _Key:
     """Whom an upstream session works for: one session per key."""
 
@@ -171,7 +171,9 @@ class _Call:
     """One downstream request being answered upstream."""
 
     context: Context
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    #: What ends a modern downstream's call early, with its question (None: a handshake-era
+    #: downstream, whose questions are asked and answered within the call).
+    scope: trio.CancelScope | None = None
     #: A modern downstream's question for its client (the request then ends with it).
     input_required: InputRequired | None = None
 
@@ -219,7 +221,7 @@ class ProxyProvider:
         return dict(FULL_CAPABILITIES)
 
     async def prepare(self, conn: ServerConnection, record: InFlight) -> None:
-        await self._upstream(conn, record)
+        await self._upstream(conn, record, _identity(record))
 
     async def forward(self, conn: ServerConnection, record: InFlight) -> JSONObject:
         method = record.request.method
@@ -229,7 +231,7 @@ class ProxyProvider:
             if task_id is None or self.task_owners.get(task_id, _NOBODY) != identity:
                 await trio.lowlevel.checkpoint()
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: unknown task")
-        upstream = await self._upstream(conn, record)
+        upstream = await self._upstream(conn, record, identity)
         result = await upstream.call(conn, record)
         if method == "tools/call" and result.get("resultType") == "task":
             task_id = result.get("taskId")
@@ -239,13 +241,23 @@ class ProxyProvider:
                     self.task_owners.popitem(last=False)
         return result
 
-    async def _upstream(self, conn: ServerConnection, record: InFlight) -> _Upstream:
+    async def _upstream(
+        self, conn: ServerConnection, record: InFlight, identity: str | None
+    ) -> _Upstream:
         """The connected session for this request's principal, opened if there is none."""
+        if record.envelope is None and conn.state.initialized:
+            # A handshake-era connection's capabilities are its initialize's: the session it
+            # used last is the one, while it lives, is the pool's, and works for this principal.
+            chosen = self._chosen.get(conn)
+            if (
+                chosen is not None
+                and chosen.key.principal == identity
+                and chosen.alive
+                and self.pool.upstreams.get(chosen.key) is chosen
+            ):
+                return chosen
         caps = _downstream_capabilities(conn, record)
-        key = _Key(
-            _identity(record),
-            frozenset(q for q in _QUESTIONS if isinstance(caps.get(q), dict)),
-        )
+        key = _Key(identity, frozenset(q for q in _QUESTIONS if isinstance(caps.get(q), dict)))
         upstream = await self.pool.get(key)
         upstream.attach(conn)
         self._chosen[conn] = upstream
@@ -398,6 +410,8 @@ class _Upstream:
         self.subscribed: dict[str, weakref.WeakSet[ServerConnection]] = {}
         self.idle_since = trio.current_time()
         self._changed = trio.Event()
+        #: Whether the session was idle at the last :meth:`_touch` (as the expiry task saw it).
+        self._was_idle = True
 
     @property
     def alive(self) -> bool:
@@ -410,8 +424,15 @@ class _Upstream:
         return self.connected and not self.calls and not self.attached
 
     def _touch(self) -> None:
-        if self.idle:
+        """Tell the expiry task, when it matters to it: the session became idle (its clock
+        starts), is idle again (its clock restarts) or stopped being idle. A call beginning or
+        ending while others run, or a connection attached, wakes nothing."""
+        idle = self.idle
+        if idle:
             self.idle_since = trio.current_time()
+        elif not self._was_idle:
+            return
+        self._was_idle = idle
         self._changed.set()
         self._changed = trio.Event()
 
@@ -507,29 +528,14 @@ class _Upstream:
             if shared is not None:
                 await trio.lowlevel.checkpoint()
                 return shared
-        context = Context(record, conn)
-        call = _Call(context)
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            await context.report_progress(progress, total, message)
-
+        call = _Call(Context(record, conn))
         self.calls.append(call)
         self._touch()
         try:
-            with call.scope:
-                result = await client.request(
-                    method,
-                    params,
-                    on_progress=on_progress if record.progress_token is not None else None,
-                )
-                if result.get("resultType") == "task" and not _declares_tasks(record):
-                    # Asked for no task: the proxy follows it upstream to its result.
-                    result = await self._follow(client, params, result)
-                await self._caught_up(client)
-                if result.get("resultType") == "task" or method in TASK_METHODS:
-                    # A task's own fields (its ttlMs among them) are not this hop's.
-                    return {k: v for k, v in result.items() if k != "cacheScope"}
-                return {k: v for k, v in result.items() if k not in _HOP_KEYS}
+            if record.envelope is None:
+                return await self._answer(client, method, params, record, call)
+            with trio.CancelScope() as call.scope:
+                return await self._answer(client, method, params, record, call)
             # Cancelled here only to end a modern request with the upstream's question.
             assert call.input_required is not None
             raise call.input_required
@@ -538,6 +544,30 @@ class _Upstream:
         finally:
             self.calls.remove(call)
             self._touch()
+
+    async def _answer(
+        self, client: Client, method: str, params: JSONObject, record: InFlight, call: _Call
+    ) -> JSONObject:
+        """The upstream's answer to a downstream request, as this hop gives it."""
+        on_progress = None
+        if record.progress_token is not None:
+            context = call.context
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                await context.report_progress(progress, total, message)
+
+        result = await client.request(method, params, on_progress=on_progress)
+        if result.get("resultType") == "task" and not _declares_tasks(record):
+            # Asked for no task: the proxy follows it upstream to its result.
+            result = await self._follow(client, params, result)
+        if client.session.ordered_pending:
+            await self._caught_up(client)
+        if result.get("resultType") == "task" or method in TASK_METHODS:
+            # A task's own fields (its ttlMs among them) are not this hop's.
+            return {k: v for k, v in result.items() if k != "cacheScope"}
+        return {k: v for k, v in result.items() if k not in _HOP_KEYS}
 
     async def _follow(self, client: Client, params: JSONObject, task: JSONObject) -> JSONObject:
         """An upstream task, followed to its ``CallToolResult`` (its questions asked of the
@@ -599,7 +629,7 @@ class _Upstream:
     async def _caught_up(client: Client) -> None:
         """Until what the upstream sent before its answer (log messages, say, handed to the
         client's ordered jobs as they were read) went downstream: so they come before the
-        answer there too."""
+        answer there too. Called only when some of those jobs are still pending."""
         done = trio.Event()
 
         async def mark() -> None:
@@ -669,6 +699,7 @@ class _Upstream:
                 # A modern downstream: its request ends asking this; the retry asks upstream
                 # again and finds the answer.
                 call.input_required = only
+                assert call.scope is not None  # InputRequired: a modern downstream's call
                 call.scope.cancel()
                 # The upstream call is being cancelled, and this question with it: wait for
                 # that (bounded) rather than answer the upstream with an error it would log.

@@ -1204,7 +1204,7 @@ class McpHttpApp:
                 if session.on_event is not None:  # nothing was streamed: answer it whole
                     session.on_event = None
                     await self._answer_alone(scope, send, session, stream, events)
-                    _wind_down(nursery, ended=True, own=watcher.started)
+                    _wind_down(nursery, ended=True, own=watcher.running)
         finally:
             self.registry.posts.discard(session)
             self._end(session, stream, events)
@@ -1273,7 +1273,7 @@ class McpHttpApp:
             await self.sse_start(scope, send)
             ended = await self._relay(send, stream, events)
         finally:
-            _wind_down(done, ended=ended, own=1 + watcher.started)
+            _wind_down(done, ended=ended, own=1 + watcher.running)
 
     async def _answer_initialize(
         self,
@@ -1602,9 +1602,11 @@ async def _started(store: LimitStore) -> AsyncIterator[None]:
 
 class _Watcher:
     """The disconnect watcher of a POST's own request (:func:`_watch_disconnect`), started
-    once the request first yields (:func:`_on_first_yield`)."""
+    once the request first yields (:func:`_on_first_yield`). ``running`` until it ends: a
+    watcher that already saw the end of a complete response is no task of the POST's any more
+    (counting it would leave a handler's task, a proxy's, say, running for the whole grace)."""
 
-    __slots__ = ("_nursery", "_receive", "_request_id", "_session", "started")
+    __slots__ = ("_nursery", "_receive", "_request_id", "_session", "running")
 
     def __init__(
         self, receive: Receive, nursery: trio.Nursery, session: HttpSession, request_id: RequestId
@@ -1613,24 +1615,36 @@ class _Watcher:
         self._nursery = nursery
         self._session = session
         self._request_id = request_id
-        self.started = False
+        self.running = False
 
     def start(self) -> None:
-        self.started = True
+        self.running = True
         nursery = self._nursery
         nursery.start_soon(
-            _watch_disconnect, self._receive, nursery.cancel_scope, self._session, self._request_id
+            _watch_disconnect,
+            self,
+            self._receive,
+            nursery.cancel_scope,
+            self._session,
+            self._request_id,
         )
 
 
 async def _watch_disconnect(
-    receive: Receive, scope: trio.CancelScope, session: HttpSession, rid: RequestId
+    watcher: _Watcher,
+    receive: Receive,
+    scope: trio.CancelScope,
+    session: HttpSession,
+    rid: RequestId,
 ) -> None:
     """:func:`cancel_on_disconnect` for a POST's own engine: a disconnect once its request has
     ended cancels nothing, for hypercorn reports the end of a complete response as a
     disconnect too."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    finally:
+        watcher.running = False
     if session.has_ended(rid):
         return
     session.engine.cancel_incoming(rid, "the client closed the connection", by="peer")

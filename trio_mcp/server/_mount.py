@@ -376,6 +376,8 @@ def _by_name(mounts: Mounts, own: MethodHandler) -> MethodHandler:
         if found is None:
             return await own(conn, record)  # answers "Unknown tool" (or prompt)
         mount, inner = found
+        if inner == name:  # a mount without a prefix: the request goes as it came
+            return await mount.provider.forward(conn, record)
         return await forward(mount, conn, record, {**record.params, "name": inner})
 
     return named
