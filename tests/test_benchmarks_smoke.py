@@ -27,7 +27,7 @@ SECTIONS = {
     "cancel": ["cancel ts->trio", "cancel trio->ts", "cancel py->ts", "cancel raw->floor"],
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
-    "fleet": ["fleet 1", "fleet 2", "fleet 3"],
+    "fleet": ["fleet 1", "fleet 2", "fleet 3", "fleet cost"],
     "tasks": ["tasks"],
     "proxy": ["proxy"],
 }
@@ -138,6 +138,13 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
             assert f"{transport}_proxied_p50_us" in jobs["proxy"], sorted(jobs["proxy"])
             assert f"proxy_{transport}_vs_direct" in summary["ratios"], sorted(summary["ratios"])
         assert "A proxied call against a direct one" in report
+    if section == "fleet":
+        # CPU per call through nginx + Redis against standalone, both eras, with the ratio.
+        for era in ("hs", "modern"):
+            for part in ("standalone", "fleet", "fleet_backends", "fleet_nginx", "fleet_redis"):
+                assert f"{era}_{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+            assert f"fleet_cost_{era}" in summary["ratios"], sorted(summary["ratios"])
+        assert "CPU per call: through nginx + Redis against one process alone" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])
