@@ -104,6 +104,9 @@ class MemorySink:
 
 #: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
 _Op = tuple[str, str, object]
+#: The operations whose batch waits ``coalesce`` (a stream's writes); a flush, a session's end
+#: or a sweep is made at once.
+_COALESCED = frozenset({"open", "append", "finish"})
 
 
 class EventWriter:
@@ -235,7 +238,7 @@ class EventWriter:
             nursery.start_soon(self._heartbeat)
             task_status.started()
             async for first in self._receive:
-                if self.coalesce > 0:
+                if self.coalesce > 0 and first[0] in _COALESCED:
                     await trio.sleep(self.coalesce)
                 batch = [first]
                 while True:
