@@ -163,7 +163,8 @@ async def cpu_per_call(
 async def standalone(directory: Path) -> AsyncIterator[tuple[str, int]]:
     """One ``trio-mcp serve`` process of the fleet's server, alone: its URL and pid."""
     port = free_port()
-    command = [sys.executable, "-m", "trio_mcp", "serve", str(FLEET_SERVER)]
+    # -P: trio_mcp from PYTHONPATH first (run.py --commit), not from the working directory.
+    command = [sys.executable, "-P", "-m", "trio_mcp", "serve", str(FLEET_SERVER)]
     command += ["--transport", "http", "--port", str(port)]
     path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
     log = directory / "standalone.log"
