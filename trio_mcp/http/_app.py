@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import math
 import secrets
 from collections.abc import (
     AsyncIterator,
@@ -174,10 +173,6 @@ class HttpSession(RegisteredSession, BaseSender):
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
-        #: With a session store: when (``trio.current_time()``) this copy last read or wrote
-        #: the session's record; the fleet reads it again only past a short freshness, or
-        #: once another worker said that it changed it.
-        self.record_read = -math.inf
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session

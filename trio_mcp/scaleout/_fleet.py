@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -35,13 +34,6 @@ logger = logging.getLogger("trio_mcp.http")
 
 #: Records a stopping worker rewrites at once as it hands its sessions over.
 _HAND_OVER_AT_ONCE = 16
-#: How long a copy of a session serves its requests on the record it last read (or wrote)
-#: before it reads it again, with a relay that tells every copy when a worker changed it.
-#: Measured through a fleet on one Redis: that read was most of what an any-worker session's
-#: request cost beyond a standalone one. A change whose word is lost (the relay down) reaches
-#: the other copies within this time anyway, and a record's expiry is pushed forward by the
-#: first request after it.
-RECORD_FRESH = 1.0
 
 
 class SharedFleet:
@@ -131,7 +123,6 @@ class SharedFleet:
                     record = await store.get(session.id)
                     if record is not None and record.get_node == self.node_id:
                         await store.put(session.id, attrs.evolve(record, get_node=None), ttl)
-                        await self._tell_copies(session)
                 except SessionStoreUnavailable as error:
                     logger.warning(
                         "session %s: its GET stream was not released: %s", session.id, error
@@ -145,31 +136,15 @@ class SharedFleet:
     # -- records -------------------------------------------------------------------------------
 
     def opened(self, session: HttpSession) -> None:
-        if self.session_store is not None:
-            session.connection.on_change = functools.partial(self._changed, session)
-
-    async def _changed(self, session: HttpSession) -> None:
-        """The client changed what the record holds (its log level, its subscriptions)."""
-        await self.save(session)
-        await self._tell_copies(session)
-
-    async def _tell_copies(self, session: HttpSession) -> None:
-        """Every other copy of the session reads its record again at its next request."""
-        if self.relay is None:
-            return
-        try:
-            await self.relay.send(None, relayed("stale", session.id))
-        except RelayUnavailable as error:
-            # They read it again within RECORD_FRESH anyway.
-            logger.warning(
-                "session %s: the other copies were not told of a change: %s", session.id, error
-            )
+        store = self.session_store
+        if store is not None:
+            ttl = self.app.options.limits.session_idle_timeout
+            session.connection.on_change = functools.partial(save, session, store, ttl)
 
     async def save(self, session: HttpSession) -> None:
         """Write the session's record (raises ProtocolError if the store failed)."""
         assert self.session_store is not None
         await save(session, self.session_store, self.app.options.limits.session_idle_timeout)
-        session.record_read = trio.current_time()
 
     async def initialized(self, session: HttpSession, request_id: RequestId) -> None:
         if self.session_store is None:
@@ -219,13 +194,6 @@ class SharedFleet:
         if not session_id or len(session_id) > 200:
             return
         local = self.app.sessions.get(session_id)
-        if (
-            local is not None
-            and self.relay is not None
-            and trio.current_time() - local.record_read < RECORD_FRESH
-            and local.owner == identity(principal)
-        ):
-            return  # read a moment ago, and no worker said it changed it since
         if local is None and method == "GET":
             last_event = header(scope, b"last-event-id")
             if last_event and parse_event_id(last_event) is not None:
@@ -266,7 +234,6 @@ class SharedFleet:
                 return  # an unknown session, to this principal: 404 as usual
             if local is not None:
                 follow(local, record)
-                local.record_read = trio.current_time()
                 return
             await self._replicate(scope, session_id, principal, record)
         finally:
@@ -294,7 +261,6 @@ class SharedFleet:
             return  # 404: nothing of it can be served here
         assert registry.nursery is not None
         await registry.nursery.start(session.run)
-        session.record_read = trio.current_time()
         registry.keep(session)
         session.touch()  # idle until its request registers: a refused one leaves it to expire
 
@@ -357,8 +323,6 @@ class SharedFleet:
         except ProtocolError as error:
             # The stream works here; the other copies keep the messages for a GET of theirs.
             logger.warning("session %s: %s", session.id, error.message)
-            return
-        await self._tell_copies(session)
 
     def _on_relayed(self, data: bytes) -> None:
         """A message another worker relayed to this one (or to every one)."""
@@ -375,9 +339,6 @@ class SharedFleet:
         if kind == "end":
             app.registry.forget(session)
             session.close()
-            return
-        if kind == "stale":
-            session.record_read = -math.inf  # another worker changed the record
             return
         if not isinstance(body, str):
             return
