@@ -570,7 +570,7 @@ class Report:
         header = ["backends", "calls/s", "p50", "p90", "p99", "vs 1 backend"]
         header += ["backend CPU ms/call", "nginx CPU ms/call", "busiest share"]
         rows = []
-        for job in sorted(j for j in self.jobs if j.startswith("fleet ")):
+        for job in sorted(j for j in self.jobs if j.startswith("fleet ") and j != "fleet cost"):
             size = job.split()[1]
             row = [size, cell(self.stat(job, "cps"))]
             row += [cell(self.stat(job, q)) for q in ("p50", "p90", "p99")]
@@ -578,6 +578,34 @@ class Report:
             for metric in ("backend_cpu_ms_per_call", "nginx_cpu_ms_per_call"):
                 row.append(cell(self.stat(job, metric), 2))
             row.append(cell(self.stat(job, "busiest_backend_cpu_share"), 2))
+            rows.append(row)
+        self.table(header, rows)
+        self.fleet_cost()
+
+    def fleet_cost(self) -> None:
+        if "fleet cost" not in self.jobs:
+            return
+        p = self.p
+        self.add(
+            "### CPU per call: through nginx + Redis against one process alone",
+            "",
+            f"`benchmarks/fleet_cost.py`: the same server alone, called directly, and as three "
+            "`--redis-url --any-worker` processes behind nginx round robin on one "
+            f"`redis-server`; {p['fleet_cost_calls']} `tools/call echo` after "
+            f"{p['fleet_cost_warmup']} warm-up, from {p['fleet_cost_sessions']} keep-alive "
+            "loops (each its own session in the handshake era, whose requests land on any "
+            "process). CPU of every server process (backends, nginx, redis-server) from "
+            "`/proc/<pid>/stat`, per call, in microseconds; the ratio is within each run. "
+            "Goal: at most 1.3x (reported, not asserted).",
+            "",
+        )
+        header = ["era", "standalone", "fleet", "backends", "nginx", "Redis", "fleet/standalone"]
+        rows = []
+        for era, label in (("hs", "handshake, any worker"), ("modern", "modern")):
+            row = [label]
+            for part in ("standalone", "fleet", "fleet_backends", "fleet_nginx", "fleet_redis"):
+                row.append(cell(self.stat("fleet cost", f"{era}_{part}_us")))
+            row.append(cell(self.ratio(f"fleet_cost_{era}"), 2, "x"))
             rows.append(row)
         self.table(header, rows)
 

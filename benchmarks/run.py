@@ -71,6 +71,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 5000,
         "fleet_warmup": 1000,
         "fleet_concurrency": 16,
+        "fleet_cost_calls": 5000,
+        "fleet_cost_warmup": 500,
+        "fleet_cost_sessions": 8,
         "task_calls": 2000,
         "proxy_calls": 200,
         "proxy_warmup": 100,
@@ -104,6 +107,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 1500,
         "fleet_warmup": 300,
         "fleet_concurrency": 16,
+        "fleet_cost_calls": 2000,
+        "fleet_cost_warmup": 300,
+        "fleet_cost_sessions": 8,
         "task_calls": 500,
         "proxy_calls": 100,
         "proxy_warmup": 50,
@@ -137,6 +143,9 @@ PROFILES: dict[str, dict[str, int]] = {
         "fleet_n": 30,
         "fleet_warmup": 5,
         "fleet_concurrency": 4,
+        "fleet_cost_calls": 30,
+        "fleet_cost_warmup": 6,
+        "fleet_cost_sessions": 3,
         "task_calls": 20,
         "proxy_calls": 20,
         "proxy_warmup": 5,
@@ -486,6 +495,10 @@ def ratios_for(run: Run) -> dict[str, float]:
                 ]
     for size in FLEET_SIZES[1:]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
+    for era in ("hs", "modern"):
+        # CPU per call through nginx + Redis against one process alone, both in one job.
+        cost = ("fleet cost", f"{era}_fleet_us")
+        ratio(f"fleet_cost_{era}", cost, ("fleet cost", f"{era}_standalone_us"))
     for mode in ("seq", "con"):
         ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
         for era in HTTP_ERAS:
@@ -624,6 +637,13 @@ class Bench:
         spec = {"backends": backends, "n": p["fleet_n"], "warmup": p["fleet_warmup"]}
         spec["concurrency"] = p["fleet_concurrency"]
         command = [*PYTHON, str(Path("benchmarks") / "scale_out.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
+    def fleet_cost(self) -> dict[str, float]:
+        p = self.p
+        spec = {"calls": p["fleet_cost_calls"], "warmup": p["fleet_cost_warmup"]}
+        spec["sessions"] = p["fleet_cost_sessions"]
+        command = [*PYTHON, str(Path("benchmarks") / "fleet_cost.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
     def tasks(self) -> dict[str, float]:
@@ -770,6 +790,7 @@ class Bench:
         if "fleet" in sections:
             for size in FLEET_SIZES:
                 add(f"fleet {size}", lambda k=size: self.fleet(k))
+            add("fleet cost", self.fleet_cost)
         if "tasks" in sections:
             add("tasks", self.tasks)
         if "proxy" in sections:

@@ -27,7 +27,7 @@ SECTIONS = {
     "cancel": ["cancel ts->trio", "cancel trio->ts", "cancel py->ts", "cancel raw->floor"],
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
-    "fleet": ["fleet 1", "fleet 2", "fleet 3"],
+    "fleet": ["fleet 1", "fleet 2", "fleet 3", "fleet cost"],
     "tasks": ["tasks"],
     "proxy": ["proxy"],
     "otel": ["otel"],
@@ -148,6 +148,13 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
             for mode in ("api", "sdk"):
                 assert f"otel_{transport}_{mode}_vs_absent" in summary["ratios"]
         assert "What OpenTelemetry costs" in report
+    if section == "fleet":
+        # CPU per call through nginx + Redis against standalone, both eras, with the ratio.
+        for era in ("hs", "modern"):
+            for part in ("standalone", "fleet", "fleet_backends", "fleet_nginx", "fleet_redis"):
+                assert f"{era}_{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+            assert f"fleet_cost_{era}" in summary["ratios"], sorted(summary["ratios"])
+        assert "CPU per call: through nginx + Redis against one process alone" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])

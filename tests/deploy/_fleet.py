@@ -222,7 +222,9 @@ async def fleet(
         for node in nodes:
             port = free_port()
             log = directory / f"{node}.log"
-            command = [sys.executable, "-m", "trio_mcp"]
+            # -P: the working directory (this checkout) does not go first on the path, so a
+            # PYTHONPATH that names another trio_mcp (the benchmarks' --commit) is the one run.
+            command = [sys.executable, "-P", "-m", "trio_mcp"]
             command += ["serve", server] if server is not None else ["demo"]
             command += ["--transport", "http", "--port", str(port), "--node-id", node, *options]
             with log.open("wb") as out:

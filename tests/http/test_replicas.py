@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.http import HttpOptions, Limits, MemorySessionStore, ScaleOut
+from trio_mcp.http import HttpOptions, Limits, MemoryEventStore, MemorySessionStore, ScaleOut
 from trio_mcp.http._relay import MemoryRelay
 from trio_mcp.protocol._errors import ProtocolError
 from trio_mcp.server import Context
@@ -291,3 +291,24 @@ async def test_a_session_busy_on_one_worker_past_the_idle_timeout_stays_everywhe
             assert "result" in await b.call(session, request_body(1, "ping"))
             park.release.set()
             await reader.rest()
+
+
+async def test_a_worker_that_stops_hands_its_sessions_over() -> None:
+    records, events = MemorySessionStore(), MemoryEventStore()
+
+    def options(node: str) -> HttpOptions:
+        scale_out = ScaleOut(session_store=records, event_store=events, node_id=node)
+        return HttpOptions(scale_out=scale_out)
+
+    async with serving(chatty_server(), options("b")) as b:
+        async with serving(chatty_server(), options("a")) as a:
+            session = await a.initialize()
+            held = a.app.sessions[session]
+            assert a.app.fleet is not None
+            await a.app.fleet.hold_get(held)  # its GET stream is held on a
+            record = await records.get(session)
+            assert record is not None and record.get_node == "a"
+        # a stopped: the record stays, naming no holder of the GET stream now.
+        record = await records.get(session)
+        assert record is not None and record.get_node is None
+        assert (await b.call(session, request_body(1, "ping")))["result"] == {}

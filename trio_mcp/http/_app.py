@@ -17,6 +17,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
+    Sequence,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
@@ -381,7 +382,13 @@ class HttpSession(RegisteredSession, BaseSender):
         self.standalone.discard_backlog()
 
     def forget_events(self) -> None:
-        """Nobody can resume a stream of an ended session: drop its events from the store."""
+        """Nobody can resume a stream of an ended session: drop its events from the store.
+
+        Unless the app hands its sessions over as it stops (a fleet with a session store):
+        then the session lives on elsewhere, and its streams (finished by now) stay in the
+        shared store, for a resume on another worker, until they expire."""
+        if self.app.handing_over and self.kind is SessionKind.SESSION:
+            return
         self.store.forget(self.standalone.stream_id)
         for number in range(1, self._stream_numbers + 1):
             self.store.forget(stream_id(self.id, f"{self._key_prefix}r{number}"))
@@ -475,6 +482,9 @@ class McpHttpApp:
         #: What the readiness path asks of the stores, the bus and the relay; built when the
         #: app starts, from what it was given by then (``Server(bus=...)`` may come later).
         self.health = Health((), options.ready_timeout)
+        #: Set as the app stops, when its fleet hands its sessions over to the other workers:
+        #: their records and streams stay (see :meth:`HttpSession.forget_events`).
+        self.handing_over = False
 
     @property
     def metadata_paths(self) -> tuple[str, ...]:
@@ -524,7 +534,7 @@ class McpHttpApp:
                 try:
                     yield self
                 finally:
-                    await registry.shutdown(self.options.shutdown_grace)
+                    await self._stop(fleet)
                     registry.nursery = None
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
@@ -542,6 +552,22 @@ class McpHttpApp:
         finally:
             with trio.CancelScope(shield=True):
                 await self.store.aclose()
+
+    async def _stop(self, fleet: Fleet[HttpSession] | None) -> None:
+        """End every session as the app stops. A fleet that keeps session records takes them
+        over first (:meth:`Fleet.hand_over`): the sessions stay, for other workers to serve,
+        and so do their streams, whose last events (a drain's errors, the end of a GET
+        stream) reach the shared store before the writer stops."""
+        registry = self.registry
+        if fleet is not None and fleet.hands_over:
+            self.handing_over = True
+            await fleet.hand_over()
+        await registry.shutdown(self.options.shutdown_grace)
+        if self.handing_over:
+            try:
+                await self.writer.flush()
+            except EventStoreUnavailable as error:
+                logger.error("streams handed over may have lost their last events: %s", error)
 
     def _probed(self) -> list[object]:
         """What the readiness path asks: the stores, the bus and the relay the app and its
@@ -1524,6 +1550,32 @@ class McpHttpApp:
             if after > stream.seq:
                 raise HttpError(400, "Bad Request: unknown Last-Event-ID")  # never issued
         assert stream is not None
+        await self._attach(scope, receive, send, session, stream, after)
+
+    async def serve_get(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: HttpSession,
+        first: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        """Serve a GET stream of ``session`` (held here), with ``first`` (events as id and
+        data) written before its own: a fleet's worker adopting the GET stream that a stopped
+        worker's copy of the session held, after what its client missed of that one."""
+        self._check_version(scope)
+        await self._attach(scope, receive, send, session, session.standalone, None, first)
+
+    async def _attach(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: HttpSession,
+        stream: EventStream,
+        after: int | None,
+        first: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         session.used = True
         # Attached first, so that nothing pushed while the store is read is missed: what the
         # store gives up to this point is written first, then what came since.
@@ -1533,7 +1585,7 @@ class McpHttpApp:
         try:
             if stream is session.standalone and self.fleet is not None:
                 await self.fleet.hold_get(session)
-            missed: list[tuple[str, bytes]] = []
+            missed: list[tuple[str, bytes]] = list(first)
             if after is not None and after < upto:
                 replay = None
                 if not session.store.is_lost(stream.stream_id):
@@ -1545,7 +1597,7 @@ class McpHttpApp:
                         400, "Bad Request: the events after Last-Event-ID are no longer kept"
                     )
                 kept = [(seq, data) for seq, data in replay.events if seq <= upto]
-                missed = _items(session.id, stream.key, kept)
+                missed += _items(session.id, stream.key, kept)
             await self._stream(scope, receive, send, stream, events, None, first=missed)
         finally:
             stream.detach(events)

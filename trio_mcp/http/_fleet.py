@@ -45,6 +45,17 @@ class Fleet(Protocol[S_contra]):
         listening to the relay); returns once it is running."""
         ...
 
+    @property
+    def hands_over(self) -> bool:
+        """Whether this worker's sessions outlive it (their records are shared): then, as the
+        app stops, :meth:`hand_over` runs, and their records and streams stay."""
+        ...
+
+    async def hand_over(self) -> None:
+        """The app stops, its requests drained: leave its sessions for the other workers to
+        adopt (a GET stream held here is held nowhere now), before they end here."""
+        ...
+
     async def before_request(self, scope: Scope, principal: Principal | None, method: str) -> None:
         """Before a POST, GET or DELETE of the MCP path is served: a session held elsewhere may
         become one held here too, and one held here takes what other workers changed."""

@@ -104,6 +104,9 @@ class MemorySink:
 
 #: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
 _Op = tuple[str, str, object]
+#: The operations whose batch waits ``coalesce`` (a stream's writes); a flush, a session's end
+#: or a sweep is made at once.
+_COALESCED = frozenset({"open", "append", "finish"})
 
 
 class EventWriter:
@@ -119,6 +122,14 @@ class EventWriter:
     A forgotten stream's writes still queued are skipped, and its events leave the store (retried
     until the store answers, so that no partial stream is served). It also refreshes the
     liveness of the app's sessions (``live_sessions``) every ``store.heartbeat`` seconds.
+
+    It writes in batches, each started ``coalesce`` seconds after its first operation came:
+    most request streams are answered and delivered on their live connection within that
+    time, and are forgotten before any of their writes was made, so they cost the store
+    nothing at all (no write, and no delete of what was never written); measured through a
+    fleet on one Redis, that was four of the five round trips a handshake-era call made. The
+    price is the window: a worker killed outright loses, for a resume elsewhere, at most the
+    events of its last ``coalesce`` seconds, as the store's answer time lost them before.
     """
 
     def __init__(
@@ -129,8 +140,10 @@ class EventWriter:
         max_queued_bytes: int = 32 * 1024 * 1024,
         timeout: float = 5.0,
         live_sessions: Callable[[], Collection[str]] = tuple,
+        coalesce: float = 0.005,
     ) -> None:
         self.store = store
+        self.coalesce = coalesce
         self.max_queued_bytes = max_queued_bytes
         self.timeout = timeout
         self.live_sessions = live_sessions
@@ -144,6 +157,9 @@ class EventWriter:
         self._forgotten: set[str] = set()
         #: Streams whose events must leave the store (retried until they do).
         self._to_forget: set[str] = set()
+        #: Streams the store was asked to write (until they are forgotten): only those need
+        #: deleting there.
+        self._written: set[str] = set()
         self._failing = False
 
     def is_lost(self, stream_id: str) -> bool:
@@ -162,7 +178,9 @@ class EventWriter:
 
     def forget(self, stream_id: str) -> None:
         self._lost.discard(stream_id)
-        self._to_forget.add(stream_id)
+        if stream_id in self._written:
+            self._written.discard(stream_id)
+            self._to_forget.add(stream_id)
         if self._queued[stream_id]:
             self._forgotten.add(stream_id)
         else:
@@ -219,8 +237,17 @@ class EventWriter:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._heartbeat)
             task_status.started()
-            async for op in self._receive:
-                await self._do(op)
+            async for first in self._receive:
+                if self.coalesce > 0 and first[0] in _COALESCED:
+                    await trio.sleep(self.coalesce)
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                for op in batch:
+                    await self._do(op)
                 if self._to_forget:
                     await self._sweep()
 
@@ -247,6 +274,7 @@ class EventWriter:
             self._forgotten.discard(stream)
         if skip:
             return
+        self._written.add(stream)
         if kind == "open":
             assert isinstance(argument, StreamMeta)
             await self._call(self.store.open(stream, argument), stream)

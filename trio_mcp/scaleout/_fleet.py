@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import attrs
 import orjson
 import trio
 
@@ -24,12 +25,15 @@ from ..http._asgi import HttpError, Receive, Scope, Send, header
 from ..http._sessions import identity
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import ErrorResponse, Notification, RequestId, Response, parse
-from ..protocol._sse import parse_event_id
+from ..protocol._sse import event_id, parse_event_id, stream_id
 from ..server._principal import Principal
 from ._records import follow, restore, save
 from ._resume import resume_elsewhere
 
 logger = logging.getLogger("trio_mcp.http")
+
+#: Records a stopping worker rewrites at once as it hands its sessions over.
+_HAND_OVER_AT_ONCE = 16
 
 
 class SharedFleet:
@@ -95,6 +99,40 @@ class SharedFleet:
                     logger.warning("the records of busy sessions were not refreshed: %s", error)
                     break
 
+    # -- the drain ---------------------------------------------------------------------------
+
+    @property
+    def hands_over(self) -> bool:
+        return self.session_store is not None
+
+    async def hand_over(self) -> None:
+        """The sessions held here outlive this worker: their records stay, and so do their
+        streams (the app keeps them); a record that names this worker as the holder of the
+        session's GET stream names none now, so the other copies keep their messages for the
+        next GET (which the worker it reaches adopts) instead of relaying them here."""
+        store = self.session_store
+        assert store is not None
+        held = [s for s in self.app.sessions.values() if s.get_node == self.node_id]
+        limiter = trio.CapacityLimiter(_HAND_OVER_AT_ONCE)
+        ttl = self.app.options.limits.session_idle_timeout
+
+        async def release(session: HttpSession) -> None:
+            async with limiter:
+                session.get_node = None
+                try:
+                    record = await store.get(session.id)
+                    if record is not None and record.get_node == self.node_id:
+                        await store.put(session.id, attrs.evolve(record, get_node=None), ttl)
+                except SessionStoreUnavailable as error:
+                    logger.warning(
+                        "session %s: its GET stream was not released: %s", session.id, error
+                    )
+
+        with trio.move_on_after(self.app.options.shutdown_grace):
+            async with trio.open_nursery() as nursery:
+                for session in held:
+                    nursery.start_soon(release, session)
+
     # -- records -------------------------------------------------------------------------------
 
     def opened(self, session: HttpSession) -> None:
@@ -155,12 +193,20 @@ class SharedFleet:
         session_id = header(scope, b"mcp-session-id")
         if not session_id or len(session_id) > 200:
             return
-        app = self.app
-        local = app.sessions.get(session_id)
+        local = self.app.sessions.get(session_id)
         if local is None and method == "GET":
             last_event = header(scope, b"last-event-id")
             if last_event and parse_event_id(last_event) is not None:
                 return  # a resume of a stream held elsewhere: served from the event store
+        await self._load(store, scope, principal, session_id)
+
+    async def _load(
+        self, store: SessionStore, scope: Scope, principal: Principal | None, session_id: str
+    ) -> None:
+        """Read the session's record: a copy held here follows it (or ends with it), and one
+        held nowhere here is built from it."""
+        app = self.app
+        local = app.sessions.get(session_id)
         pending = self._replicating.get(session_id)
         if local is None and pending is not None:
             await pending.wait()  # another request is building the replica
@@ -329,7 +375,49 @@ class SharedFleet:
         session_id: str,
         event: tuple[str, str, int],
     ) -> None:
+        store = self.session_store
+        if store is not None and await self._adopt_get(
+            store, scope, receive, send, principal, session_id, event
+        ):
+            return
         await resume_elsewhere(self.app, scope, receive, send, principal, session_id, event)
+
+    async def _adopt_get(
+        self,
+        store: SessionStore,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal | None,
+        session_id: str,
+        event: tuple[str, str, int],
+    ) -> bool:
+        """A resume of a GET stream whose copy ended (its worker stopped, and handed the
+        session over): this worker's copy takes the GET over, after what the client missed
+        of the old one (True: served). A request's stream, or a GET stream another copy
+        still holds, is the plain resume's (False)."""
+        owner, key, after = event
+        if owner != session_id:
+            return False
+        app = self.app
+        replay = await app.replay(stream_id(owner, key), after)
+        meta = replay.meta if replay is not None else None
+        if (
+            replay is None
+            or meta is None
+            or not replay.finished
+            or meta.request_id is not None
+            or meta.session_id != session_id
+            or meta.owner != identity(principal)
+        ):
+            return False
+        await self._load(store, scope, principal, session_id)
+        local = app.sessions.get(session_id)
+        if local is None or local.closing or local.owner != identity(principal):
+            return False
+        first = [(event_id(owner, key, seq), data) for seq, data in replay.events]
+        await app.serve_get(scope, receive, send, local, first)
+        return True
 
 
 async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
