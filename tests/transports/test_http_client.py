@@ -483,5 +483,5 @@ async def test_the_command_line_speaks_http() -> None:
                 [sys.executable, "-m", "trio_mcp", "call", url, "add", '{"a": 2, "b": 40}'],
                 capture_stdout=True,
             )
-    assert b"echo(text)" in listed.stdout
+    assert b"echo(text: string)" in listed.stdout
     assert called.stdout.strip() == b"42"

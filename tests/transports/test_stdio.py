@@ -206,7 +206,7 @@ DEMO_LINE = f"{sys.executable} -m trio_mcp demo"
 def test_cli_lists_tools() -> None:
     done = run_cli("tools", DEMO_LINE)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "echo(text)  Return the text unchanged."
+    assert done.stdout.splitlines()[0] == "echo(text: string)  Return the text unchanged."
     assert [line.split("(")[0] for line in done.stdout.splitlines()] == ["echo", "add", "sleep"]
     as_json = run_cli("tools", DEMO_LINE, "--json")
     assert [t["name"] for t in orjson.loads(as_json.stdout)] == ["echo", "add", "sleep"]
