@@ -984,6 +984,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_fleet_options(served)
         _add_http_settings(served)
         _add_auth_options(served)
+    for served in (demo, serve):
+        _add_reload(served)
 
     def client_command(name: str, help: str) -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=help)
@@ -1110,7 +1112,12 @@ def _add_install(commands: Any) -> None:
         + "; ".join(f"{host.name}: {host.title}" for host in HOSTS.values()),
     )
     install.add_argument("host", choices=list(HOSTS), metavar="HOST", help=", ".join(HOSTS))
-    install.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    install.add_argument(
+        "server_file",
+        metavar="SERVER_FILE",
+        nargs="?",
+        help="FILE.py[:NAME] (default: the project file's server)",
+    )
     install.add_argument("--name", help="the entry's name (default: NAME, else the file's stem)")
     install.add_argument(
         "--env",
@@ -1145,6 +1152,13 @@ def _add_install(commands: Any) -> None:
     install.add_argument(
         "--dry-run", action="store_true", help="print the entry as JSON; write nothing"
     )
+    install.add_argument(
+        "--no-uv",
+        action="store_true",
+        help="start the server with this interpreter even when uv is on PATH (by default the "
+        "entry runs `uv run --with trio-mcp ...` when it is, with the project file's "
+        "dependencies)",
+    )
 
 
 def _add_dev(commands: Any) -> None:
@@ -1156,7 +1170,12 @@ def _add_dev(commands: Any) -> None:
         "Node.js 22.19+ are found in node_modules here or above (npm install "
         "@modelcontextprotocol/inspector@2.12.0), or given with --inspector / --node.",
     )
-    dev.add_argument("server_file", metavar="SERVER_FILE", help="FILE.py[:NAME]")
+    dev.add_argument(
+        "server_file",
+        metavar="SERVER_FILE",
+        nargs="?",
+        help="FILE.py[:NAME] (default: the project file's server)",
+    )
     dev.add_argument(
         "--port", type=int, default=6274, help="the Inspector's page port (default: 6274)"
     )
@@ -1235,6 +1254,7 @@ def _install(args: argparse.Namespace) -> int:
     from ._install import InstallError, install, parse_env, server_spec
 
     try:
+        launcher = _install_launcher(args)
         env = parse_env(args.env, args.env_file)
         if not args.no_check:
             _check_entry(server_spec(args.server_file), env)
@@ -1247,6 +1267,7 @@ def _install(args: argparse.Namespace) -> int:
             project=args.project,
             force=args.force,
             dry_run=args.dry_run,
+            launcher=launcher,
         )
     except InstallError as exc:
         raise UsageError(str(exc)) from None
@@ -1263,6 +1284,25 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_launcher(args: argparse.Namespace) -> list[str] | None:
+    """The words that start ``trio-mcp`` in the entry: uv's, when it is on PATH (and not
+    ``--no-uv``), with the project file's ``dependencies``; else None (this interpreter)."""
+    import shutil
+
+    from ._install import uv_launcher
+
+    uv = None if args.no_uv else shutil.which("uv")
+    dependencies = getattr(args, "dependencies", [])
+    if uv is None:
+        if dependencies and not args.no_uv:
+            sys.stderr.write(
+                "trio-mcp: uv is not on PATH: the entry runs this interpreter, which must "
+                "have the project file's dependencies\n"
+            )
+        return None
+    return uv_launcher(uv, dependencies)
+
+
 def _add_card(commands: Any) -> None:
     card = commands.add_parser(
         "card",
@@ -1272,7 +1312,11 @@ def _add_card(commands: Any) -> None:
         "resources, templates), the extensions it declares and the authorization it needs. "
         "With --registry, the MCP Registry's server.json instead. Nothing is served.",
     )
-    card.add_argument("server", help="FILE.py or package.module, optionally :attribute")
+    card.add_argument(
+        "server",
+        nargs="?",
+        help="FILE.py or package.module, optionally :attribute (default: the project file's)",
+    )
     card.add_argument(
         "--registry",
         action="store_true",
@@ -1357,6 +1401,170 @@ def _package(spec: str, version: str) -> dict[str, Any]:
 
 #: Where ``--node-id`` is read from when the command line has none.
 NODE_ID_ENV = "TRIO_MCP_NODE_ID"
+
+
+# -- the project file and --reload ----------------------------------------------------------------
+
+
+#: The keys of the project file besides :data:`SERVE_SETTINGS`' flags: serve's flag name (without
+#: ``--``) -> its kind (``text``, ``port``, ``switch``, ``list``, ``path`` relative to the file,
+#: or the values it may take) and the environment variables that win over the file.
+PROJECT_OPTIONS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "server": ("text", ()),
+    "dependencies": ("list", ()),
+    "transport": (SERVER_TRANSPORTS, ()),
+    "host": ("text", ()),
+    "port": ("port", ()),
+    "state-key-file": ("path", ("TRIO_MCP_STATE_KEYS", "TRIO_MCP_STATE_KEYS_FILE")),
+    "redis-url": ("text", (REDIS_URL_ENV,)),
+    "log-level": (LOG_LEVELS, (LOG_LEVEL_ENV,)),
+    "node-id": ("text", (NODE_ID_ENV,)),
+    "any-worker": ("switch", ()),
+    "openapi": ("text", ()),
+    "base-url": ("text", ()),
+    "auth-issuer": ("text", ()),
+    "auth-introspect": ("text", ()),
+    "auth-client-id": ("text", ()),
+    "auth-client-secret-env": ("text", ()),
+    "auth-client-auth": (("client_secret_basic", "client_secret_post"), ()),
+    "auth-token-env": ("text", ()),
+    "public-url": ("text", ()),
+    "auth-scope": ("list", ()),
+}
+
+
+def _project_keys() -> frozenset[str]:
+    return frozenset(PROJECT_OPTIONS) | {s.flag.removeprefix("--") for s in SERVE_SETTINGS}
+
+
+def _on_command_line(words: Sequence[str], key: str) -> bool:
+    flag = f"--{key}"
+    return any(word == flag or word.startswith(flag + "=") for word in words)
+
+
+def _project_value(key: str, value: Any, project: Any) -> Any:
+    """A project file's value as the ``args`` attribute its flag would set; UsageError naming
+    the file and the key."""
+    where = f"{project.path}: {key}"
+    for setting in SERVE_SETTINGS:
+        if setting.flag == f"--{key}":
+            if setting.kind == "switch" and isinstance(value, bool):
+                return True if value else "false"
+            if setting.kind == "list":
+                value = [value] if isinstance(value, str) else value
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise UsageError(f"{where}: expected a list of strings")
+                _setting_value(setting, value, where)
+                return value
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise UsageError(f"{where}: expected a string or a number, not {value!r}")
+            _setting_value(setting, str(value), where)  # checked now, naming the file
+            return str(value)
+    kind = PROJECT_OPTIONS[key][0]
+    if kind == "switch":
+        if not isinstance(value, bool):
+            raise UsageError(f"{where}: expected true or false, not {value!r}")
+        return value
+    if kind == "port":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+            raise UsageError(f"{where}: expected a port number (0-65535), not {value!r}")
+        return value
+    if kind == "list":
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: expected a list of strings")
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{where}: expected a non-empty string, not {value!r}")
+    if isinstance(kind, tuple) and value not in kind:
+        raise UsageError(f"{where}: expected one of {', '.join(kind)}, not {value!r}")
+    if kind == "path":
+        return str(project.folder / Path(value).expanduser())
+    return value
+
+
+def _use_project(args: argparse.Namespace, words: Sequence[str]) -> None:
+    """Fill in what the command line leaves out from the project file of the current folder:
+    a flag wins over an environment variable, which wins over the file, which wins over the
+    default. Read only when the command line names no server."""
+    from ._project import ProjectError, find_project
+
+    slot = "server" if args.command in ("serve", "card") else "server_file"
+    if getattr(args, slot) is not None or getattr(args, "openapi", None) is not None:
+        return
+    try:
+        project = find_project(Path.cwd(), _project_keys())
+        server = project.server() if project is not None else None
+        if project is not None and args.command == "install":
+            args.dependencies = project.strings("dependencies")
+    except ProjectError as exc:
+        raise UsageError(str(exc)) from None
+    if project is None or (server is None and "openapi" not in project.table):
+        if args.command == "serve":
+            return  # serve says what it needs
+        what = "a server file (FILE.py[:NAME])" if args.command != "card" else "a server"
+        raise UsageError(
+            f"{args.command} needs {what}, or a trio-mcp.toml (or [tool.trio-mcp] in "
+            'pyproject.toml) here with server = "app.py"'
+        )
+    setattr(args, slot, server)
+    args.project_file = project.path
+    if args.command != "serve":
+        return  # the rest is serve's
+    for key, value in project.table.items():
+        if key in ("server", "dependencies") or _on_command_line(words, key):
+            continue
+        names = PROJECT_OPTIONS[key][1] if key in PROJECT_OPTIONS else ()
+        names += tuple(s.env for s in SERVE_SETTINGS if s.flag == f"--{key}")
+        given = _project_value(key, value, project)  # checked even when a variable wins
+        if any(os.environ.get(name, "").strip() for name in names):
+            continue
+        setattr(args, key.replace("-", "_"), given)
+
+
+def _add_reload(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--reload",
+        action="store_true",
+        help="for development over HTTP: run the server in a child process and restart it when "
+        "a *.py file under the server's folder (or the project file) changes; needs the "
+        "reload extra (watchfiles)",
+    )
+
+
+def _reload_grace(args: argparse.Namespace) -> float:
+    """How long a restart waits for the child to end: its drain and shutdown graces, and a
+    second for the rest."""
+    total = 1.0
+    for setting in HTTP_SETTINGS:
+        if setting.flag in ("--drain-grace", "--shutdown-grace"):
+            given = _given_setting(args, setting)
+            total += setting.default if given is None else given
+    return float(total)
+
+
+def _reload(args: argparse.Namespace, words: Sequence[str]) -> int:
+    """``--reload``: supervise the same command line, less ``--reload``, in a child."""
+    from ._reload import child_command, run
+
+    if args.transport == "stdio":
+        raise UsageError(
+            "--reload needs --transport http (or sse, ws): over stdio a restart would cut the "
+            "client's session on the pipe"
+        )
+    if args.command == "demo":
+        folders = [Path(__file__).resolve().parent]
+    elif args.server is not None and _split_target(args.server)[0].endswith(".py"):
+        folders = [Path(_split_target(args.server)[0]).resolve().parent]
+    elif args.server is None and args.openapi is None:
+        raise UsageError("serve needs a server file (FILE.py or package.module) or --openapi")
+    else:
+        folders = [Path.cwd()]  # a module is imported from here
+    files = [args.project_file] if getattr(args, "project_file", None) else []
+    command = child_command(words)
+    if args.port == 0:  # one free port for every child: the URL survives a restart
+        command += ["--port", str(_free_port(args.host))]
+    return run(command, folders, files, _reload_grace(args))
 
 
 def _add_fleet_options(command: argparse.ArgumentParser) -> None:
@@ -2123,7 +2331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args.command in ("serve", "dev", "install", "card"):
+            _use_project(args, words)
+        if getattr(args, "reload", False):
+            return _reload(args, words)
         if args.command in ("demo", "serve", "proxy"):
             return _serve(args)
         if args.command == "install":

@@ -136,11 +136,26 @@ def parse_env(pairs: Sequence[str], files: Sequence[str]) -> dict[str, str]:
     return env
 
 
-def entry(host: Host, spec: str, env: Mapping[str, str]) -> dict[str, Any]:
-    """The host's entry that starts ``spec`` over stdio."""
+def uv_launcher(uv: str, dependencies: Sequence[str] = ()) -> list[str]:
+    """``uv run --with trio-mcp [--with DEP ...] trio-mcp``: an entry that uv starts in an
+    environment it makes (and caches) with trio-mcp and the server's dependencies, so that the
+    host needs no virtualenv of ours."""
+    withs = [word for dependency in ("trio-mcp", *dependencies) for word in ("--with", dependency)]
+    return [uv, "run", *withs, "trio-mcp"]
+
+
+def entry(
+    host: Host, spec: str, env: Mapping[str, str], launcher: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The host's entry that starts ``spec`` over stdio: with ``launcher`` (the words that run
+    ``trio-mcp``, say :func:`uv_launcher`'s) or else this interpreter."""
     made: dict[str, Any] = {"type": "stdio"} if host.typed else {}
-    made["command"] = sys.executable
-    made["args"] = ["-m", "trio_mcp", "serve", spec]
+    if launcher:
+        made["command"] = launcher[0]
+        made["args"] = [*launcher[1:], "serve", spec]
+    else:
+        made["command"] = sys.executable
+        made["args"] = ["-m", "trio_mcp", "serve", spec]
     if env:
         made["env"] = dict(env)
     return made
@@ -209,6 +224,7 @@ def install(
     project: bool = False,
     force: bool = False,
     dry_run: bool = False,
+    launcher: Sequence[str] | None = None,
 ) -> Installed:
     """Add (or with ``force`` replace) the entry of ``server_file`` in ``host_name``'s
     configuration; raises :class:`InstallError`."""
@@ -224,7 +240,7 @@ def install(
     path = (
         Path(config).expanduser() if config is not None else config_path(host.name, project=project)
     )
-    made = entry(host, spec, env or {})
+    made = entry(host, spec, env or {}, launcher)
     snippet = {host.key: {name: made}}
     current = _read(path)
     servers = current.get(host.key, {})
