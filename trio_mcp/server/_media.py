@@ -93,7 +93,34 @@ def _media_type(kind: str, given: str | None, where: Path | None, data: bytes) -
 
 
 @attrs.frozen(init=False)
-class Image:
+class _Media:
+    """What :class:`Image` and :class:`Audio` share: the bytes, given or read from ``path``
+    at once (a missing file fails the tool here), and a MIME type, ``mime_type``, else the file's
+    suffix's, else what the bytes start with; ``ValueError`` when none says."""
+
+    data: bytes
+    mime_type: str
+    annotations: Annotations | None
+
+    def __init__(
+        self,
+        data: bytes | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        mime_type: str | None = None,
+        annotations: Annotations | None = None,
+    ) -> None:
+        kind = type(self).__name__
+        content, where = _load(kind, data, path)
+        found = _media_type(kind, mime_type, where, content)
+        self.__attrs_init__(content, found, annotations)
+
+    def _base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+
+@attrs.frozen(init=False)
+class Image(_Media):
     """An image a tool returns: ``Image(png_bytes)``, ``Image(path="chart.png")``.
 
     Becomes an image content block (base64 on the wire). The MIME type is ``mime_type``, else
@@ -101,56 +128,22 @@ class Image:
     when none says. ``path`` is read at once: a missing file fails the tool here.
     """
 
-    data: bytes
-    mime_type: str
-    annotations: Annotations | None
-
-    def __init__(
-        self,
-        data: bytes | None = None,
-        *,
-        path: str | os.PathLike[str] | None = None,
-        mime_type: str | None = None,
-        annotations: Annotations | None = None,
-    ) -> None:
-        content, where = _load("Image", data, path)
-        found = _media_type("Image", mime_type, where, content)
-        self.__attrs_init__(content, found, annotations)
-
     def to_content(self) -> ImageContent:
         """The content block: an ``ImageContent``."""
-        encoded = base64.b64encode(self.data).decode("ascii")
-        return ImageContent(encoded, self.mime_type, annotations=self.annotations)
+        return ImageContent(self._base64(), self.mime_type, annotations=self.annotations)
 
 
 @attrs.frozen(init=False)
-class Audio:
+class Audio(_Media):
     """Audio a tool returns: ``Audio(wav_bytes)``, ``Audio(path="note.mp3")``.
 
     Becomes an audio content block. The MIME type is ``mime_type``, else the file's
     suffix's, else what the bytes start with (WAV, MP3, Ogg, FLAC).
     """
 
-    data: bytes
-    mime_type: str
-    annotations: Annotations | None
-
-    def __init__(
-        self,
-        data: bytes | None = None,
-        *,
-        path: str | os.PathLike[str] | None = None,
-        mime_type: str | None = None,
-        annotations: Annotations | None = None,
-    ) -> None:
-        content, where = _load("Audio", data, path)
-        found = _media_type("Audio", mime_type, where, content)
-        self.__attrs_init__(content, found, annotations)
-
     def to_content(self) -> AudioContent:
         """The content block: an ``AudioContent``."""
-        encoded = base64.b64encode(self.data).decode("ascii")
-        return AudioContent(encoded, self.mime_type, annotations=self.annotations)
+        return AudioContent(self._base64(), self.mime_type, annotations=self.annotations)
 
 
 @attrs.frozen(init=False)
