@@ -25,8 +25,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..http._limit_store import LimitStoreUnavailable
-from ._client import check_url
-from ._link import RedisLink
+from ._link import LinkedStore
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -106,7 +105,7 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-class RedisLimitStore:
+class RedisLimitStore(LinkedStore):
     """A :class:`~trio_mcp.http.LimitStore` on Redis, shared by every worker that names the
     same Redis and ``prefix``: ``ScaleOut(limit_store=RedisLimitStore("redis://host:6379/0"))``.
 
@@ -116,29 +115,13 @@ class RedisLimitStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        check_url(url)
-        self.url = url
-        self.prefix = prefix
-        self.timeout = timeout
-        self._link = RedisLink(
-            url, what="the limit store", unavailable=LimitStoreUnavailable, timeout=timeout
+        super().__init__(
+            url,
+            prefix=prefix,
+            timeout=timeout,
+            what="the limit store",
+            unavailable=LimitStoreUnavailable,
         )
-
-    @property
-    def where(self) -> str:
-        return self._link.where
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
-
-    async def start(self) -> None:
-        if self._link.started:
-            raise RuntimeError("a RedisLimitStore serves one app: give each app its own")
-        await self._link.start()
-
-    async def aclose(self) -> None:
-        await self._link.aclose()
 
     async def acquire(self, name: str, lease: str, cap: int, lapse: float) -> bool:
         async with self._errors():

@@ -193,3 +193,44 @@ class RedisLink:
         if isinstance(error, RedisUnsuitable):
             how = "cannot be used"
         return self.unavailable(f"{self.what}'s Redis at {self.where} {how}: {error.reason}")
+
+
+class LinkedStore:
+    """What a small Redis store shares: its URL checked at once (so a wrong one fails before
+    anything starts), a prefix that holds no brace (it would become every key's hash tag), one
+    :class:`RedisLink` started and closed once by whoever serves it, and a readiness probe.
+    ``what`` names it in errors; ``unavailable`` is the error its callers catch."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str,
+        timeout: float,
+        what: str,
+        unavailable: type[Exception],
+    ) -> None:
+        from ._client import check_url
+        from ._keys import check_prefix
+
+        check_url(url)
+        self.url = url
+        self.prefix = check_prefix(prefix)
+        self.timeout = timeout
+        self._link = RedisLink(url, what=what, unavailable=unavailable, timeout=timeout)
+
+    @property
+    def where(self) -> str:
+        return self._link.where
+
+    async def probe(self) -> None:
+        """Whether its Redis answers now (for a readiness check), within its timeout."""
+        await self._link.probe()
+
+    async def start(self) -> None:
+        if self._link.started:
+            raise RuntimeError(f"a {type(self).__name__} is started once: give each its own")
+        await self._link.start()
+
+    async def aclose(self) -> None:
+        await self._link.aclose()

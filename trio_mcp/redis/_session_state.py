@@ -10,9 +10,8 @@ the bound and refreshes the expiry, atomically, so workers racing cannot oversho
 from __future__ import annotations
 
 from ..server._session_state import SessionStateUnavailable
-from ._client import check_url
-from ._keys import check_prefix, key
-from ._link import RedisLink
+from ._keys import key
+from ._link import LinkedStore
 
 # KEYS[1] the scope's hash; ARGV: name, value, ttl (ms), bound. 1 if stored, else 0.
 PUT_LUA = """
@@ -45,7 +44,7 @@ return 1
 """
 
 
-class RedisSessionStateStore:
+class RedisSessionStateStore(LinkedStore):
     """Where every worker naming the same Redis and ``prefix`` keeps session state:
     ``Server(session_state_store=RedisSessionStateStore("redis://host:6379/0"))`` (what
     ``trio-mcp serve --redis-url`` gives every worker).
@@ -56,32 +55,13 @@ class RedisSessionStateStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        check_url(url)
-        self.url = url
-        self.prefix = check_prefix(prefix)
-        self.timeout = timeout
-        self._link = RedisLink(
+        super().__init__(
             url,
+            prefix=prefix,
+            timeout=timeout,
             what="the session state store",
             unavailable=SessionStateUnavailable,
-            timeout=timeout,
         )
-
-    @property
-    def where(self) -> str:
-        return self._link.where
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
-
-    async def start(self) -> None:
-        if self._link.started:
-            raise RuntimeError("a RedisSessionStateStore serves one server: give each its own")
-        await self._link.start()
-
-    async def aclose(self) -> None:
-        await self._link.aclose()
 
     def key(self, scope: str) -> str:
         """The key of a scope's hash (what a test or an operator looks for)."""

@@ -8,18 +8,12 @@ state would have expired. The key is :func:`~trio_mcp.redis._limit_store.limit_k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..server._state_claims import StateClaimsUnavailable
-from ._client import check_url
 from ._limit_store import limit_key
-from ._link import RedisLink
-
-if TYPE_CHECKING:
-    pass
+from ._link import LinkedStore
 
 
-class RedisStateClaims:
+class RedisStateClaims(LinkedStore):
     """Where the single-use states of every worker naming the same Redis and ``prefix`` are
     claimed: ``Server(single_use_state=True, state_claims=RedisStateClaims(url))``.
 
@@ -29,32 +23,13 @@ class RedisStateClaims:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        check_url(url)
-        self.url = url
-        self.prefix = prefix
-        self.timeout = timeout
-        self._link = RedisLink(
+        super().__init__(
             url,
+            prefix=prefix,
+            timeout=timeout,
             what="the requestState claim store",
             unavailable=StateClaimsUnavailable,
-            timeout=timeout,
         )
-
-    @property
-    def where(self) -> str:
-        return self._link.where
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
-
-    async def start(self) -> None:
-        if self._link.started:
-            raise RuntimeError("a RedisStateClaims is started once: give each server its own")
-        await self._link.start()
-
-    async def aclose(self) -> None:
-        await self._link.aclose()
 
     def key(self, digest: str) -> str:
         """The key of a claim (what a test or an operator looks for)."""
