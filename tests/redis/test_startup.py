@@ -120,6 +120,9 @@ async def test_serve_against_a_cluster_node_exits_with_one_line(tmp_path: Path) 
     # A cluster-enabled node with no slots assigned: CLUSTERDOWN to every key.
     node = tmp_path / "node"
     options = ["--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf")]
+    # Its cluster bus port, named: the default (its port + 10000) is past 65535 for a free port
+    # above 55535, and the node would not start.
+    options += ["--cluster-port", str(free_port())]
     async with redis(node, *options) as (port, _):
         done = await serve_against(f"redis://:s3cret@127.0.0.1:{port}/0", "--node-id", "n1")
     line = the_one_line(done)
