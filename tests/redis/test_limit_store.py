@@ -6,6 +6,7 @@ holding the same contract."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -106,10 +107,9 @@ async def test_keys_are_one_hash_tag_each_and_hold_no_client_key(tmp_path: Path)
         keys = await redis_keys(redis.url)
     assert len(keys) == 3
     for key in keys:
-        assert key.startswith("trio_mcp:{") and key.endswith("}")
-        assert key.count("{") == 1
+        assert re.fullmatch(r"trio_mcp:\{[0-9a-f]{64}\}:[a-z-]+", key), key
         assert "alice" not in key and "10.0.0.7" not in key and "pay" not in key
-    assert any(key.startswith("trio_mcp:{rs:") for key in keys)
+    assert {key.rsplit(":", 1)[1] for key in keys} == {"sessions", "tool-rate", "rs"}
 
 
 async def test_a_claim_wins_once_across_stores_and_lapses_with_the_state(tmp_path: Path) -> None:

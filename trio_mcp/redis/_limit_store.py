@@ -3,8 +3,8 @@ token buckets of rate limits (:class:`~trio_mcp.http.LimitStore`).
 
 coredis is imported only when the store starts: a server without Redis never loads it.
 
-Every key is built by :func:`limit_key`: ``<prefix>{<family>:<digest of the id>}``, the whole
-name after the prefix a hash tag, so each key is its own slot family on a Redis Cluster, and
+Every key is built by :func:`limit_key`: ``<prefix>{<digest of the id>}:<family>``, through the
+stores' one key helper (``_keys.key``), so each key carries its own hash tag on a Redis Cluster, and
 no client's key (an address, a principal) is written to Redis. Each script touches one key,
 named in ``KEYS``, in one round trip:
 
@@ -25,6 +25,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..http._limit_store import LimitStoreUnavailable
+from ._keys import key
 from ._link import LinkedStore
 
 if TYPE_CHECKING:
@@ -94,11 +95,10 @@ return wait
 
 
 def limit_key(prefix: str, family: str, ident: str) -> str:
-    """The one spelling of every key of the limits (and of single-use claims):
-    ``<prefix>{<family>:<sha256 of ident>}``; the braces make the whole name a Redis Cluster
-    hash tag, so a script on one key never crosses slots."""
-    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{prefix}{{{family}:{digest}}}"
+    """The key of a limit (or a single-use claim): the store's one key helper,
+    ``<prefix>{<sha256 of ident>}:<family>``, with a digest for the thing's id so that no
+    client's address or principal is written to Redis."""
+    return key(prefix, hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest(), family)
 
 
 def _ms(seconds: float) -> int:

@@ -3,7 +3,7 @@
 
 A claim is one ``SET key 1 NX PX <remaining life>``: atomic, one round trip, and gone when the
 state would have expired. The key is :func:`~trio_mcp.redis._limit_store.limit_key` of family
-``rs`` and the state's digest (``<prefix>{rs:<sha256>}``): never the state itself.
+``rs`` and the state's digest (``<prefix>{<sha256>}:rs``): never the state itself.
 """
 
 from __future__ import annotations
