@@ -42,11 +42,16 @@ def is_running(pid: int) -> bool:
 
 
 async def answer(url: str) -> str | None:
-    """The ``version`` tool's text, or None while no server answers."""
+    """The ``version`` tool's text, or None while no server answers (a call that meets a
+    server as it is replaced is abandoned after a few seconds and asked again)."""
+    result = None
     try:
-        async with open_client(url) as client:
-            result = await client.call_tool("version", {})
+        with trio.move_on_after(5):
+            async with open_client(url) as client:
+                result = await client.call_tool("version", {})
     except (OSError, MCPError):  # ConnectionClosed: between two servers
+        return None
+    if result is None:
         return None
     text: str = result.content[0].text  # type: ignore[union-attr]
     return text
