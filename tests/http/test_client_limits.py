@@ -84,6 +84,25 @@ async def test_a_client_runs_at_most_its_modern_requests_at_once() -> None:
     assert after.status_code == 200
 
 
+async def test_a_modern_request_refused_before_it_runs_gives_its_count_back() -> None:
+    # One request at once: each refusal (a method this server does not have, a cancelled
+    # request, a tool error) must end its count, or the client would be locked out.
+    server, release, _ = limited_server()
+    release.set()
+    async with serving(server, options(max_requests_per_client=1)) as served:
+        unknown = []
+        for n in range(3):
+            body = {"jsonrpc": "2.0", "id": n, "method": "no/such", "params": {"_meta": META}}
+            headers = served.headers(version=MODERN, mcp_method="no/such")
+            unknown.append(await served.post(body, headers=headers))
+        bad = await modern_call(served, "echo", {"text": 5})  # fails the schema: a tool error
+        after = await modern_call(served, "echo", {"text": "still in"})
+    assert [r.json()["error"]["code"] for r in unknown] == [-32601] * 3
+    assert bad.json()["result"]["isError"] is True
+    assert after.status_code == 200
+    assert after.json()["result"]["content"][0]["text"] == "still in"
+
+
 async def test_a_rate_limit_refuses_with_429_retry_after_and_retry_after_ms() -> None:
     server, _, _ = limited_server()
     async with serving(server, options(rate_limit=RateLimit(SLOW, 2))) as served:

@@ -1113,6 +1113,13 @@ class McpHttpApp:
             raise HttpError(
                 status_for(problem.code), problem.error, request_id=message.id
             ) from None
+        limits = self.client_limits
+        if limits.counts_here and not self.server.mounts:
+            # The usual single process: counted here with no checkpoint, and served by the one
+            # coroutine of serve_modern, which ends the count.
+            client = self.registry.client_of(scope, principal)
+            ended = limits.start_request_here(client, message.id)
+            return serve_modern(self, scope, receive, send, message, principal, ended)
         return self._post_modern_counted(scope, receive, send, message, principal)
 
     async def _post_modern_counted(

@@ -30,6 +30,7 @@ hold, and the failure is logged once until the store answers again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import secrets
@@ -175,6 +176,26 @@ class ClientLimits:
             request_id=request_id,
             headers=[(b"retry-after", str(retry_after_seconds(wait)).encode())],
         )
+
+    @property
+    def counts_here(self) -> bool:
+        """Whether a modern request's limits are all counted in this process, with no call to
+        a store: no rate limit and no shared request count (the usual single process). Then
+        :meth:`start_request_here` takes the count without a checkpoint."""
+        limits = self.options.limits
+        return (
+            not self.share_requests and limits.rate_limit is None and limits.tool_rate_limit is None
+        )
+
+    def start_request_here(self, client: str, request_id: RequestId) -> Callable[[], None]:
+        """:meth:`start_request` when :attr:`counts_here`: counted with no checkpoint (429 past
+        ``max_requests_per_client``); returns what ends it."""
+        limit = self.options.limits.max_requests_per_client
+        running = self._requests.get(client, 0)
+        if running >= limit:
+            raise self._too_many_requests(limit, request_id)
+        self._requests[client] = running + 1
+        return functools.partial(self._end_request, client)
 
     async def start_request(self, client: str, request_id: RequestId) -> Callable[[], None]:
         """A modern request of ``client`` begins: 429 past ``max_requests_per_client`` (in this

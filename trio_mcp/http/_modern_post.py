@@ -97,13 +97,19 @@ async def serve_modern(
     send: Send,
     request: Request,
     principal: Principal | None,
+    ended: Callable[[], None] | None = None,
 ) -> None:
-    """Serve a modern request, its envelope already checked, in this POST's task."""
+    """Serve a modern request, its envelope already checked, in this POST's task; ``ended``
+    (the end of its client's count, if the caller took one) is called once it is over."""
     post = ModernPost(app, scope, receive, send)
     post.transport_name = "streamable-http"
     try:
         route, record = admit_alone(post, request, principal)
-    except ProtocolError as refused:
+    except BaseException as refused:
+        if ended is not None:
+            ended()
+        if not isinstance(refused, ProtocolError):
+            raise
         refusal = encode(ErrorResponse(request.id, refused.error))
         await app.respond(scope, send, status_for(refused.code), refusal)
         return
@@ -130,6 +136,8 @@ async def serve_modern(
         server.connections.discard(post)
         registry.alone.discard(post)
         registry.request_ended()
+        if ended is not None:
+            ended()
 
 
 class ModernPost(ServerConnection):
