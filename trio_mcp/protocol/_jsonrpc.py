@@ -80,26 +80,27 @@ class ErrorObject:
         return out
 
 
-@attrs.frozen
+# Messages have no __weakref__ slot: every request in flight holds its Request.
+@attrs.frozen(weakref_slot=False)
 class Request:
     id: RequestId
     method: str
     params: JSONObject | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Notification:
     method: str
     params: JSONObject | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Response:
     id: RequestId
     result: JSONObject
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class ErrorResponse:
     id: RequestId | None
     error: ErrorObject
