@@ -554,11 +554,14 @@ class Engine:
                 return ConnectionClosed("the peer closed the connection")
             except ConnectionClosed as exc:
                 return exc
-            if isinstance(data, RequestFailed):
+            if type(data) is bytes:  # a byte stream's line: told with no call
+                self.feed(parse(data))
+            elif isinstance(data, RequestFailed):
                 self._on_request_failed(data)
-                continue
-            parsed = parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
-            self.feed(parsed)
+            else:
+                self.feed(
+                    parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
+                )
 
     async def _until_input_ends(self) -> BaseException:
         await self._input_ended.wait()
@@ -576,7 +579,9 @@ class Engine:
         ``principal`` is who the transport vouches sent a request or a notification (a
         request's ``InFlight.principal``).
         """
-        if isinstance(parsed, Batch):
+        if type(parsed) is Request:  # the commonest, told apart with no call
+            self._on_request(parsed, None, principal)
+        elif isinstance(parsed, Batch):
             self._feed_batch(parsed, principal)
         elif isinstance(parsed, Request):
             self._on_request(parsed, None, principal)
