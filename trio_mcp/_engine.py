@@ -14,6 +14,7 @@ import inspect
 import itertools
 import logging
 import math
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, TypeAlias, assert_never
@@ -58,9 +59,9 @@ DEFAULT_MAX_IN_FLIGHT = 4096
 _BATCH_BYTES = 1024 * 1024
 #: The error a request still running when a half-closed connection's drain timeout ends gets.
 INPUT_ENDED_MESSAGE = "Request cancelled: the input ended and it did not finish in time"
-#: The name of every request's task: what trio would derive from ``Engine._run_request``, given
-#: as a constant so that no task builds (and holds) a string of its own.
-_REQUEST_TASK_NAME = "trio_mcp._engine.Session._run_request"
+#: The name of every request's task: what trio would derive from ``_run_request``, given as a
+#: constant so that no task builds (and holds) a string of its own.
+_REQUEST_TASK_NAME = "trio_mcp._engine._run_request"
 
 
 class Dispatcher(Protocol):
@@ -144,27 +145,36 @@ class Route:
     on_cancel: Callable[[InFlight], JSONObject] | None = None
 
 
-@attrs.define(eq=False)
+@attrs.frozen(weakref_slot=False)
+class _Cancel:
+    """Why a request was cancelled; made only for a request that is (most never are)."""
+
+    reason: str | None
+    error: ErrorObject | None
+    by: str | None
+
+
+@attrs.define(eq=False, weakref_slot=False)
 class InFlight:
-    """One incoming request while it runs: the handler's view of its own lifecycle."""
+    """One incoming request while it runs: the handler's view of its own lifecycle.
+
+    Every request in flight holds one for as long as it runs, so it keeps to a few slots: what
+    only a cancelled request has is one :class:`_Cancel`, made when it is cancelled.
+    """
 
     request: Request
     #: The engine it came in on; None for a request served alone, with no engine
     #: (:func:`run_alone`: a modern Streamable HTTP POST).
     session: Engine | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    cancel_requested: bool = False
-    cancel_reason: str | None = None
-    #: The answer of a request cancelled by the engine rather than by the peer (None: none).
-    cancel_error: ErrorObject | None = None
-    #: Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went away)
-    #: or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled.
-    cancelled_by: str | None = None
     settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
     #: Who the transport says sent it (the server's authorization principal), or None.
     principal: Any = None
+    #: How the engine runs it (set when an engine admits it; None for any other record).
+    _route: Route | None = attrs.field(default=None, alias="route", repr=False)
+    _cancellation: _Cancel | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def id(self) -> RequestId:
@@ -181,9 +191,30 @@ class InFlight:
         return token if is_valid_id(token) else None
 
     @property
+    def cancel_requested(self) -> bool:
+        return self._cancellation is not None
+
+    @property
+    def cancel_reason(self) -> str | None:
+        return None if self._cancellation is None else self._cancellation.reason
+
+    @property
+    def cancel_error(self) -> ErrorObject | None:
+        """The answer of a request cancelled by the engine rather than by the peer (None:
+        none)."""
+        return None if self._cancellation is None else self._cancellation.error
+
+    @property
+    def cancelled_by(self) -> str | None:
+        """Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went
+        away) or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled
+        (and for a handler that ended itself by raising ``RequestCancelled``)."""
+        return None if self._cancellation is None else self._cancellation.by
+
+    @property
     def finished(self) -> bool:
         """True once nothing more may be sent for this request."""
-        return self.settled or self.cancel_requested
+        return self.settled or self._cancellation is not None
 
     def cancel(
         self, reason: str | None = None, *, error: ErrorObject | None = None, by: str = "local"
@@ -191,12 +222,9 @@ class InFlight:
         """Cancel the request as ``notifications/cancelled`` would (False: it had already
         settled or been cancelled); with ``error``, it is answered with that error instead of
         nothing. ``by`` says who cancelled it (``"peer"`` or ``"local"``)."""
-        if self.settled or self.cancel_requested:
+        if self.settled or self._cancellation is not None:
             return False
-        self.cancel_requested = True
-        self.cancel_reason = reason
-        self.cancel_error = error
-        self.cancelled_by = by
+        self._cancellation = _Cancel(reason, error, by)
         self.scope.cancel()
         return True
 
@@ -526,11 +554,14 @@ class Engine:
                 return ConnectionClosed("the peer closed the connection")
             except ConnectionClosed as exc:
                 return exc
-            if isinstance(data, RequestFailed):
+            if type(data) is bytes:  # a byte stream's line: told with no call
+                self.feed(parse(data))
+            elif isinstance(data, RequestFailed):
                 self._on_request_failed(data)
-                continue
-            parsed = parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
-            self.feed(parsed)
+            else:
+                self.feed(
+                    parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
+                )
 
     async def _until_input_ends(self) -> BaseException:
         await self._input_ended.wait()
@@ -548,7 +579,9 @@ class Engine:
         ``principal`` is who the transport vouches sent a request or a notification (a
         request's ``InFlight.principal``).
         """
-        if isinstance(parsed, Batch):
+        if type(parsed) is Request:  # the commonest, told apart with no call
+            self._on_request(parsed, None, principal)
+        elif isinstance(parsed, Batch):
             self._feed_batch(parsed, principal)
         elif isinstance(parsed, Request):
             self._on_request(parsed, None, principal)
@@ -639,33 +672,6 @@ class Engine:
         self._close(ConnectionClosed(f"could not write to the peer: {exc}"))
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
-
-    async def _write_in_place(self, message: Message) -> bool:
-        """Write a response from its request's own task, if the writer is idle (nothing queued,
-        nothing being written): one task hop fewer between a response and the wire, which is
-        most of a sequential call's wait. False (nothing done) when the writer is busy: the
-        response is then queued behind what it is writing, as ever."""
-        if (
-            self._writer_parked is None
-            or self._borrowed
-            or self._queue
-            or self._queue_closed
-            or self._deliver is not None
-        ):
-            return False
-        assert isinstance(message, Response | ErrorResponse)
-        self._borrowed = True
-        try:
-            await self.transport.send(
-                encode_response(message), related_request_id=message.id, final=True
-            )
-        except _WRITE_ERRORS as exc:
-            self._write_failed(exc)
-        finally:
-            self._borrowed = False
-            if self._queue or self._queue_closed:
-                self._wake_writer()  # what was queued meanwhile, or the end
-        return True
 
     def _unpark_writer(self, _: Any) -> trio.lowlevel.Abort:
         self._writer_parked = None  # the writer was cancelled while it waited
@@ -785,10 +791,13 @@ class Engine:
         self._enqueue(encode_response(message), message.id, final=True)
 
     def _on_request(self, request: Request, sink: Sink | None, principal: Any = None) -> None:
-        admitted = self._admit(request, sink, principal)
-        if admitted is not None:
+        record = self._admit(request, sink, principal)
+        if record is not None:
             assert self._nursery is not None
-            self._nursery.start_soon(self._run_request, *admitted, sink, name=_REQUEST_TASK_NAME)
+            if sink is None:
+                self._nursery.start_soon(_run_request, record, name=_REQUEST_TASK_NAME)
+            else:
+                self._nursery.start_soon(_run_in_batch, record, sink, name=_REQUEST_TASK_NAME)
 
     async def serve_one(
         self, request: Request, nursery: trio.Nursery, *, principal: Any = None
@@ -806,9 +815,9 @@ class Engine:
             raise TypeError("serve_one needs a transport that delivers (see Sender)")
         self._nursery = nursery
         try:
-            admitted = self._admit(request, None, principal)
-            if admitted is not None:
-                await self._run_request(*admitted, None)
+            record = self._admit(request, None, principal)
+            if record is not None:
+                await _run_request(record)
         finally:
             self._close(ConnectionClosed("the request has ended"))
             self._close_queue()
@@ -826,9 +835,7 @@ class Engine:
         self._deliver = None
         del self.transport, self.dispatcher
 
-    def _admit(
-        self, request: Request, sink: Sink | None, principal: Any
-    ) -> tuple[Route, InFlight] | None:
+    def _admit(self, request: Request, sink: Sink | None, principal: Any) -> InFlight | None:
         """Route and register a request; or answer it at once (None) when it is refused.
 
         A request answered on its own (no ``sink``) is refused through ``_write_response``,
@@ -845,7 +852,7 @@ class Engine:
         except ProtocolError as exc:
             self._refuse(request, sink, ErrorResponse(request.id, exc.error))
             return None
-        record = InFlight(request, self, principal=principal)
+        record = InFlight(request, self, principal=principal, route=route)
         if route.register:
             if len(self._in_flight) >= self.max_in_flight:
                 self._refuse(
@@ -875,7 +882,7 @@ class Engine:
                 return None
             self._in_flight[request.id] = record
         self._running += 1
-        return route, record
+        return record
 
     def _refuse(self, request: Request, sink: Sink | None, answer: ErrorResponse) -> None:
         if self.observer is not None:
@@ -893,42 +900,36 @@ class Engine:
         """The ids of the peer's requests in flight (a server's drain ends them)."""
         return list(self._in_flight)
 
-    async def _run_request(self, route: Route, record: InFlight, sink: Sink | None) -> None:
-        # Few locals, and no ``with`` (it keeps the scope's bound ``__exit__`` on the stack):
-        # all of this frame is held by every parked request.
-        outcome: Message | None = None
-        try:
-            try:
-                record.scope.__enter__()
-                try:
-                    outcome = Response(
-                        record.request.id,
-                        await (
-                            route.handler(record)
-                            if self.observer is None
-                            else self.observer.serve(route.handler, record)
-                        ),
-                    )
-                except BaseException as exc:
-                    if not record.scope.__exit__(type(exc), exc, exc.__traceback__):
-                        raise
-                else:
-                    record.scope.__exit__(None, None, None)
-            except BaseException as exc:
-                outcome = _error_outcome(record, exc)
-            # Settle exactly once, synchronously: a cancel that arrived first suppresses.
-            if record.cancel_requested:
-                outcome = _cancelled_outcome(route, record)
-        finally:
-            self._settled(record)
+    async def _answer_settled(self, record: InFlight, outcome: Message | None) -> None:
+        """Write the answer a request settled with, or tell the transport it has none.
+
+        From the request's own task when the writer is idle (nothing queued, nothing being
+        written): one task hop fewer between a response and the wire, which is most of a
+        sequential call's wait. Otherwise it is queued behind what the writer has, as ever."""
         if outcome is None:
-            if sink is not None:
-                sink(None)
             self._suppressed(record.request.id)
-        elif sink is not None:
-            sink(outcome)
-        elif not await self._write_in_place(outcome):
-            self._write_response(outcome)
+            return
+        assert isinstance(outcome, Response | ErrorResponse)
+        if (
+            self._writer_parked is None
+            or self._borrowed
+            or self._queue
+            or self._queue_closed
+            or self._deliver is not None
+        ):
+            self._enqueue(encode_response(outcome), outcome.id, final=True)
+            return
+        self._borrowed = True
+        try:
+            await self.transport.send(
+                encode_response(outcome), related_request_id=outcome.id, final=True
+            )
+        except _WRITE_ERRORS as exc:
+            self._write_failed(exc)
+        finally:
+            self._borrowed = False
+            if self._queue or self._queue_closed:
+                self._wake_writer()  # what was queued meanwhile, or the end
 
     def _suppressed(self, request_id: RequestId) -> None:
         """Tell the transport, in order with the writes, that a request ended unanswered."""
@@ -1155,15 +1156,91 @@ class Engine:
             pending.send.send_nowait(_Failed(message.error))
 
 
+# The task of a request an engine runs. Its frame is held by every request for as long as the
+# request runs (tens of thousands may be parked on one connection), so it holds as little as can
+# be: the record and its outcome. Everything else (entering the scope, calling the handler,
+# leaving the scope, settling) is done by the plain functions below, whose frames are gone once
+# they return; no ``with`` (it keeps the scope's bound ``__exit__`` on the stack) and no
+# ``except ... as`` (its name is one more slot).
+
+
+async def _run_request(record: InFlight) -> None:
+    """Run a request answered on its own, in its task and scope, settle it and answer it."""
+    outcome: Any  # the handler's result, then the answer: one slot for both
+    try:
+        outcome = await _started(record)
+    except BaseException:
+        outcome = _raised(record)
+    else:
+        outcome = _returned(record, outcome)
+    # An engine runs only records it admitted, each with itself as their session.
+    await record.session._answer_settled(record, outcome)  # type: ignore[union-attr]
+
+
+async def _run_in_batch(record: InFlight, sink: Sink) -> None:
+    """Run a request of a batch; its answer goes to the batch's collector."""
+    try:
+        result = await _started(record)
+    except BaseException:
+        outcome = _raised(record)
+    else:
+        outcome = _returned(record, result)
+    sink(outcome)
+    if outcome is None:
+        record.session._suppressed(record.request.id)  # type: ignore[union-attr]
+
+
+def _started(record: InFlight) -> Awaitable[JSONObject]:
+    """Enter the request's scope and call its handler (what it returns is awaited in the
+    scope: whatever the handler starts lives and dies there)."""
+    record.scope.__enter__()
+    handler = record._route.handler  # type: ignore[union-attr] # an engine's record has one
+    observer = record.session.observer  # type: ignore[union-attr]
+    return handler(record) if observer is None else observer.serve(handler, record)
+
+
+def _returned(record: InFlight, result: JSONObject) -> Message | None:
+    """The handler returned ``result``: leave the scope and settle."""
+    try:
+        record.scope.__exit__(None, None, None)
+    except BaseException as exc:
+        return _settle(record, exc)
+    return _settle(record, Response(record.request.id, result))
+
+
+def _raised(record: InFlight) -> Message | None:
+    """The handler raised (called in the ``except`` block that caught it): leave the scope
+    with the error, and settle."""
+    exc = sys.exc_info()[1]
+    assert exc is not None
+    try:
+        absorbed = record.scope.__exit__(type(exc), exc, exc.__traceback__)
+    except BaseException as error:
+        return _settle(record, error)
+    return _settle(record, None if absorbed else exc)
+
+
+def _settle(record: InFlight, ended: Message | BaseException | None) -> Message | None:
+    """Settle exactly once, synchronously: the answer to write (None: suppressed). A cancel
+    that arrived first suppresses it (or answers with its error); what is not the handler's
+    to answer (the connection going away) is raised, once the request is settled."""
+    try:
+        outcome = _error_outcome(record, ended) if isinstance(ended, BaseException) else ended
+        if record._cancellation is not None:
+            outcome = _cancelled_outcome(record._route, record)  # type: ignore[arg-type]
+    finally:
+        record.session._settled(record)  # type: ignore[union-attr]
+    return outcome
+
+
 def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
     """Map a handler's exception to its answer; re-raise what is not the handler's."""
     only = single_error(exc)
     if only is None and all_cancelled(exc):
         raise exc  # the connection itself is going away
     if isinstance(only, RequestCancelled):
-        if not record.cancel_requested:
-            record.cancel_requested = True
-            record.cancel_reason = only.reason
+        if record._cancellation is None:
+            record._cancellation = _Cancel(only.reason, None, None)
         return None
     if isinstance(only, ProtocolError):
         return ErrorResponse(record.request.id, only.error)

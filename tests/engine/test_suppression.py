@@ -1,8 +1,9 @@
 """A cancel that arrived first decides: a handler that ignores it (its work shielded) and
 returns a normal result afterwards gets no response, on every transport.
 
-These fail if ``Engine._run_request`` stops suppressing the outcome of a request whose cancel
-arrived before it settled (the "a cancel that arrived first suppresses" branch).
+These fail if the engine's request task (``_run_request``) stops suppressing the outcome of a
+request whose cancel arrived before it settled (the "a cancel that arrived first suppresses"
+branch).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def has_envelope(params: Mapping[str, Any] | None) -> bool:
     """A request is modern when its ``_meta`` carries a protocol version; other ``_meta``
     (a progress token, trace context) does not make it so."""
     meta = params.get("_meta") if params else None
-    return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+    return meta is not None and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
 def read_envelope(

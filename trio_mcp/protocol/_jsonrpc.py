@@ -80,26 +80,27 @@ class ErrorObject:
         return out
 
 
-@attrs.frozen
+# Messages have no __weakref__ slot: every request in flight holds its Request.
+@attrs.frozen(weakref_slot=False)
 class Request:
     id: RequestId
     method: str
     params: JSONObject | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Notification:
     method: str
     params: JSONObject | None = None
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Response:
     id: RequestId
     result: JSONObject
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class ErrorResponse:
     id: RequestId | None
     error: ErrorObject
@@ -131,6 +132,9 @@ class Batch:
 
 def is_valid_id(value: object) -> TypeGuard[RequestId]:
     """Ids are strings or integers (of any size); null, floats and booleans are not ids."""
+    kind = type(value)
+    if kind is int or kind is str:  # what a decoder gives: no isinstance calls on the hot path
+        return True
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -151,24 +155,26 @@ def _maybe_wide(value: object) -> bool:
 
 
 def _names_wide_id(obj: object) -> bool:
-    """Whether an id, or the id or token a message's params name, may have lost its exactness."""
-    # Run on every frame: only a float is looked at closer.
-    if not isinstance(obj, dict):
+    """Whether an id, or the id or token a message's params name, may have lost its exactness.
+
+    Run on every frame orjson decoded (so its objects are plain dicts): written with operators
+    alone, it makes no call unless a float is where an id may be."""
+    if type(obj) is not dict:
         return False
-    rid = obj.get("id")
-    if type(rid) is float and _maybe_wide(rid):
+    if "id" in obj and type(obj["id"]) is float and _maybe_wide(obj["id"]):
         return True
-    params = obj.get("params")
-    if not isinstance(params, dict):
+    if "params" not in obj or type(params := obj["params"]) is not dict:
         return False
-    for value in (params.get("requestId"), params.get("progressToken")):
-        if type(value) is float and _maybe_wide(value):
+    for key in ("requestId", "progressToken"):
+        if key in params and type(params[key]) is float and _maybe_wide(params[key]):
             return True
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
+    if "_meta" not in params or type(meta := params["_meta"]) is not dict:
         return False
-    token = meta.get("progressToken")
-    return type(token) is float and _maybe_wide(token)
+    return (
+        "progressToken" in meta
+        and type(meta["progressToken"]) is float
+        and _maybe_wide(meta["progressToken"])
+    )
 
 
 def _refuse_constant(name: str) -> Any:
@@ -237,7 +243,7 @@ def _invalid(obj: Mapping[str, Any], why: str) -> Invalid:
 
 def parse_object(obj: object) -> Parsed:
     """Classify one decoded JSON value as a JSON-RPC message."""
-    if not isinstance(obj, dict):
+    if type(obj) is not dict and not isinstance(obj, dict):
         return Invalid(
             None,
             ErrorObject.make(INVALID_REQUEST, "Invalid Request", data="message must be an object"),
@@ -246,10 +252,10 @@ def parse_object(obj: object) -> Parsed:
         return _invalid(obj, 'the "jsonrpc" member must be "2.0"')
     if "method" in obj:
         method = obj["method"]
-        if not isinstance(method, str) or not method:
+        if (type(method) is not str and not isinstance(method, str)) or not method:
             return _invalid(obj, 'the "method" member must be a non-empty string')
         params = obj.get("params")
-        if params is not None and not isinstance(params, dict):
+        if params is not None and type(params) is not dict and not isinstance(params, dict):
             return _invalid(obj, 'the "params" member must be an object')
         # A method name is held by every request in flight: one string per name, not per message.
         method = sys.intern(method)
@@ -285,6 +291,8 @@ def parse_object(obj: object) -> Parsed:
 
 def to_json(message: Message | Invalid) -> JSONObject:
     """The JSON object for one message."""
+    if type(message) is Response:  # the commonest, told apart with no call
+        return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
     if isinstance(message, Request):
         out: JSONObject = {"jsonrpc": "2.0", "id": message.id, "method": message.method}
         if message.params is not None:

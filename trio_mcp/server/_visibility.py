@@ -140,8 +140,11 @@ def shown(entry: Component, *layers: Visibility) -> bool:
     """Whether ``entry`` is shown under ``layers`` (the server's, then a connection's): a tool
     or prompt is named by its name, a resource by its URI or name, a template by its URI
     template or name."""
-    if not any(layers):
-        return True
+    for layer in layers:
+        if layer._rules:
+            break
+    else:
+        return True  # no rules anywhere, as on most servers: decided with no call
     kind, keys = entry.component
     for layer in reversed(layers):
         decided = layer.decide(kind, keys, entry.tags)

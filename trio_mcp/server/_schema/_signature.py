@@ -227,7 +227,7 @@ def function_signature(
         result = convert(values, (), found)
         if found.issues:
             raise found.error("argument", "arguments")
-        kwargs = typing.cast("dict[str, Any]", result)
+        kwargs: dict[str, Any] = result
         if fills:
             for key, fill in fills.items():
                 if key not in kwargs:
