@@ -24,6 +24,8 @@ SERVERS = ("trio", "ts", "py")
 CLIENTS = ("trio", "ts", "py")
 HTTP_NAMES = {**NAMES, "floor": "bare-hypercorn floor"}
 HTTP_CONNECTIONS = 10
+#: Bare POST round trips per cancel in the floor's HTTP cancel job (run.py's HTTP_POST_ROUNDS).
+HTTP_POST_ROUNDS = 10
 DASH = "\u2013"  # an en dash, for ranges
 
 Stat = dict[str, float]
@@ -158,6 +160,30 @@ GOALS = [
         ),
         profile="http-modern",
     ),
+    *(
+        goal
+        for transport, label in (("legacy_sse", "HTTP+SSE (2024-11-05)"), ("ws", "WebSocket"))
+        for goal in (
+            Goal(
+                f"{label} ≥ 0.8x its bare-hypercorn floor per worker, 10 connections",
+                ("ratio", f"http_{transport}_vs_floor_con"),
+                at_least=0.8,
+                context=lambda r, t=transport.replace("_", "-"): (
+                    f"ours {cell(r.stat(f'http {t} trio', 'con_cps'))}, floor "
+                    f"{cell(r.stat(f'http {t} floor', 'con_cps'))} calls/s"
+                ),
+            ),
+            Goal(
+                f"{label} ≥ 0.8x its bare-hypercorn floor per worker, by CPU per call (floor/ours)",
+                ("ratio", f"http_{transport}_cpu_vs_floor"),
+                at_least=0.8,
+                context=lambda r, t=transport.replace("_", "-"): (
+                    f"ours {cell(r.stat(f'http {t} trio', 'cpu_us_per_call'))}, floor "
+                    f"{cell(r.stat(f'http {t} floor', 'cpu_us_per_call'))} µs per call"
+                ),
+            ),
+        )
+    ),
     Goal(
         "HTTP ≥ 2x the Python SDK server, handshake era, SSE, 10 connections",
         ("ratio", "http_hs_sse_vs_py_con"),
@@ -286,6 +312,20 @@ GOALS = [
         ),
         floor=("bare-hypercorn floor", "http_cancel_floor_vs_best_peer"),
         profile="http",
+    ),
+    *(
+        Goal(
+            f"server-observed cancel latency ≤ 1.2x the bare POST round trip to the "
+            f"bare-hypercorn floor, HTTP {label} (p50)",
+            ("ratio", f"http_cancel_{era}_vs_post"),
+            at_most=1.2,
+            context=lambda r, e=era: (
+                f"ours {cell(r.stat(f'http cancel {e} trio', 'server_p50'))} µs, the POST round "
+                f"trip {cell(r.stat(f'http cancel {e} floor', 'post_p50'))} µs"
+            ),
+            floor=("bare-hypercorn floor", f"http_cancel_{era}_floor_vs_post"),
+        )
+        for era, label in (("hs", "handshake era"), ("modern", "modern era, closing the stream"))
     ),
     *(
         Goal(
@@ -770,6 +810,7 @@ class Report:
             if rows:
                 self.add(f"### {title}", "")
                 self.table(header, rows)
+        self.http_transports()
         self.add("### Ratios: trio_mcp over the other server, within each run", "")
         rows = []
         for era, era_name in (("hs", "handshake"), ("modern", "modern")):
@@ -841,6 +882,7 @@ class Report:
                 )
             header = ["server, era", "cancel by", "(a) p50", "p90", "(b) server observed p50"]
             self.table([*header, "p90", "next call p50", "p90"], cancel_rows)
+            self.http_cancel_post()
         session_rows = []
         for server in ("trio", "ts", "py"):
             job = f"http sessions {server}"
@@ -861,6 +903,69 @@ class Report:
                 ["server", "bytes per session", "RSS before (MiB)", "RSS after (MiB)"],
                 session_rows,
             )
+
+    def http_transports(self) -> None:
+        """HTTP+SSE and WebSocket, each against the floor speaking its framing."""
+        rows = []
+        for transport, label in (("legacy-sse", "HTTP+SSE (2024-11-05)"), ("ws", "WebSocket")):
+            key = transport.replace("-", "_")
+            for server in ("floor", "trio"):
+                job = f"http {transport} {server}"
+                if job not in self.jobs:
+                    continue
+                row = [label, HTTP_NAMES[server]]
+                for mode in ("seq", "con"):
+                    row.append(cell(self.stat(job, f"{mode}_cps")))
+                    row += [cell(self.stat(job, f"{mode}_{q}")) for q in ("p50", "p99")]
+                row.append(cell(self.stat(job, "cpu_us_per_call")))
+                if server == "trio":
+                    row += [
+                        cell(self.ratio(f"http_{key}_vs_floor_{m}"), 2, "x") for m in ("seq", "con")
+                    ]
+                    row.append(cell(self.ratio(f"http_{key}_cpu_vs_floor"), 2, "x"))
+                else:
+                    row += ["", "", ""]
+                rows.append(row)
+        if not rows:
+            return
+        self.add(
+            "### HTTP+SSE (2024-11-05) and WebSocket",
+            "",
+            "The same workload over the app's two other transports, a handshake-era session per "
+            "connection (`initialize` and `notifications/initialized` on each). HTTP+SSE: a GET "
+            "of `/sse` opens the session's stream, whose first event names the URL to POST to; "
+            "each call is a POST there, answered 202, its answer coming down the stream (a "
+            "connection is the stream and the keep-alive connection of its POSTs). WebSocket "
+            "(`/ws`, subprotocol `mcp`): one message per text frame each way, the driver's own "
+            "client framing (masked frames, pings answered). The floor is the bare-hypercorn "
+            "floor speaking that framing: the endpoint event, 202 and the answer down the "
+            "stream; or a text frame answered with one. Ratios are ours over the floor within "
+            "each run (CPU: floor/ours).",
+            "",
+        )
+        header = ["transport", "server", "1 connection calls/s", "p50", "p99"]
+        header += [f"{HTTP_CONNECTIONS} connections calls/s", "p50", "p99", "server CPU µs/call"]
+        header += ["ours/floor, 1 connection", f"{HTTP_CONNECTIONS} connections", "by CPU"]
+        self.table(header, rows)
+
+    def http_cancel_post(self) -> None:
+        """The server-observed cancel latencies over the bare POST round trip to the floor."""
+        posts = {era: self.stat(f"http cancel {era} floor", "post_p50") for era in ("hs", "modern")}
+        if all(stat is None for stat in posts.values()):
+            return
+        self.add(
+            "The bare POST round trip, the yardstick of (b): the same driver, on the same "
+            "connection as the cancel POST, sends the floor a `notifications/cancelled` naming "
+            "no call (a POST like the cancel's) and reads its 202, "
+            f"{HTTP_POST_ROUNDS} times per cancel, one at a time. p50: handshake era "
+            f"{cell(posts['hs'])} µs, modern era {cell(posts['modern'])} µs. (b) p50 over it, "
+            "within each run (goal: at most 1.2x): trio_mcp "
+            f"{cell(self.ratio('http_cancel_hs_vs_post'), 2, 'x')} (handshake era), "
+            f"{cell(self.ratio('http_cancel_modern_vs_post'), 2, 'x')} (modern era); the floor "
+            f"{cell(self.ratio('http_cancel_hs_floor_vs_post'), 2, 'x')}, "
+            f"{cell(self.ratio('http_cancel_modern_floor_vs_post'), 2, 'x')}.",
+            "",
+        )
 
     def profiles(self) -> None:
         profiles = self.s.get("profiles")

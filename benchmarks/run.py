@@ -186,8 +186,13 @@ CLIENTS = ("trio", "ts", "py")
 HTTP_ERAS = {"hs": "handshake", "modern": "modern"}
 HTTP_SERVERS = {"hs": ("trio", "floor", "ts", "py"), "modern": ("trio", "floor", "py")}
 HTTP_RESPONSES = ("sse", "json")
+#: The two other transports of trio_mcp's HTTP app, each against its own floor (the
+#: bare-hypercorn floor speaking its framing): the job's name for it -> the driver's, the path.
+HTTP_TRANSPORTS = {"legacy-sse": ("sse", "/sse"), "ws": ("ws", "/ws")}
 #: Connections of the "concurrent" half of an HTTP throughput job.
 HTTP_CONNECTIONS = 10
+#: Bare POST round trips timed per cancel, after the cancels of the floor's HTTP cancel job.
+HTTP_POST_ROUNDS = 10
 #: How long an HTTP server may take to accept connections.
 HTTP_START_TIMEOUT = 30.0
 
@@ -520,6 +525,17 @@ def ratios_for(run: Run) -> dict[str, float]:
                     (f"http {era} {peer} {response}", "cpu_us_per_call"),
                     (f"http {era} trio {response}", "cpu_us_per_call"),
                 )
+    for transport in HTTP_TRANSPORTS:
+        ours, floor = f"http {transport} trio", f"http {transport} floor"
+        key = transport.replace("-", "_")
+        for mode in ("seq", "con"):
+            ratio(f"http_{key}_vs_floor_{mode}", (ours, f"{mode}_cps"), (floor, f"{mode}_cps"))
+        ratio(f"http_{key}_cpu_vs_floor", (floor, "cpu_us_per_call"), (ours, "cpu_us_per_call"))
+    for era in HTTP_ERAS:
+        # The server-observed cancel over the bare POST round trip to the floor (its job).
+        post = (f"http cancel {era} floor", "post_p50")
+        ratio(f"http_cancel_{era}_vs_post", (f"http cancel {era} trio", "server_p50"), post)
+        ratio(f"http_cancel_{era}_floor_vs_post", (f"http cancel {era} floor", "server_p50"), post)
     ratio(
         "http_workers_2_vs_1",
         ("http modern trio sse w2", "con_cps"),
@@ -684,7 +700,7 @@ class Bench:
         running = HttpServer(command, env, port, self.log, ready)
         try:
             running.wait_ready(workers)
-            spec = {**spec, "port": port, "path": "/mcp"}
+            spec = {"path": "/mcp", **spec, "port": port}
             if spec["workload"] == "sessions":
                 spec["pids"] = group_pids(running.process.pid)
             before = group_cpu_seconds(running.process.pid)
@@ -709,6 +725,21 @@ class Bench:
         out["cpu_us_per_call"] = cpu * 1e6 / calls
         return out
 
+    def http_transport(self, transport: str, server: str) -> dict[str, float]:
+        """The HTTP throughput workload over HTTP+SSE or WebSocket, a session per connection."""
+        p = self.p
+        k = HTTP_CONNECTIONS
+        kind, path = HTTP_TRANSPORTS[transport]
+        spec = {"workload": "throughput", "transport": kind, "path": path, "n": p["http_n"], "k": k}
+        spec["warmup"] = p["http_warmup"]
+        raw, cpu = self.http_job(server, spec)
+        out = throughput_metrics(raw)
+        # As for Streamable HTTP: the server's CPU over every call (the handshakes left out).
+        calls = p["http_warmup"] + k * -(-p["http_warmup"] // k)
+        calls += len(raw["sequential"]["latencies_us"]) + len(raw["concurrent"]["latencies_us"])
+        out["cpu_us_per_call"] = cpu * 1e6 / calls
+        return out
+
     def http_cancel(self, era: str, server: str) -> dict[str, float]:
         stamps = self.scratch / f"stamps-http-{server}-{time.monotonic_ns()}"
         stamps.write_text("")
@@ -716,9 +747,15 @@ class Bench:
         spec["stamps"] = str(stamps)
         spec.update(cancels=self.p["http_cancels"], warmup=self.p["cancel_warmup"])
         spec["warmup_cancels"] = self.p["warmup_cancels"]
+        if server == "floor":  # and the bare POST round trip, the yardstick of the cancels
+            spec["post_rounds"] = HTTP_POST_ROUNDS * self.p["http_cancels"]
         raw, _ = self.http_job(server, spec, stamps=str(stamps))
         stamped = [int(line) for line in stamps.read_text().split()]
-        return cancel_metrics(raw, stamped[self.p["warmup_cancels"] :])
+        out = cancel_metrics(raw, stamped[self.p["warmup_cancels"] :])
+        if "post_us" in raw:
+            out["post_p50"] = percentile(raw["post_us"], 50)
+            out["post_p90"] = percentile(raw["post_us"], 90)
+        return out
 
     def http_sessions(self, server: str) -> dict[str, float]:
         p = self.p
@@ -747,6 +784,14 @@ class Bench:
         jobs.append(
             ("http modern trio sse w2", lambda: self.http_throughput("modern", "trio", "sse", 2))
         )
+        for transport in HTTP_TRANSPORTS:
+            for server in ("trio", "floor"):
+                jobs.append(
+                    (
+                        f"http {transport} {server}",
+                        lambda t=transport, s=server: self.http_transport(t, s),
+                    )
+                )
         for era, servers in HTTP_SERVERS.items():
             for server in servers:
                 jobs.append(

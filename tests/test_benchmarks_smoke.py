@@ -51,6 +51,10 @@ HTTP_JOBS = [
     "http modern py sse",
     "http modern py json",
     "http modern trio sse w2",
+    "http legacy-sse trio",
+    "http legacy-sse floor",
+    "http ws trio",
+    "http ws floor",
     "http cancel hs trio",
     "http cancel hs floor",
     "http cancel hs ts",
@@ -92,6 +96,13 @@ HTTP_RATIOS = [
     "http_cancel_floor_vs_best_peer",
     "http_hs_json_floor_vs_py_con",
     "http_modern_sse_floor_vs_py_con",
+    "http_legacy_sse_vs_floor_con",
+    "http_legacy_sse_cpu_vs_floor",
+    "http_ws_vs_floor_con",
+    "http_ws_cpu_vs_floor",
+    "http_cancel_hs_vs_post",
+    "http_cancel_modern_vs_post",
+    "http_cancel_hs_floor_vs_post",
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
@@ -174,11 +185,22 @@ def test_http_figures(tmp_path: Path) -> None:
         kind = job.split()[1] if job.split()[1] in ("cancel", "sessions") else "throughput"
         missing = set(HTTP_FIGURES[kind]) - set(jobs[job])
         assert not missing, (job, missing)
+    for era in ("hs", "modern"):
+        # The floor's cancel job also times the bare POST round trip, the cancels' yardstick.
+        assert "post_p50" in jobs[f"http cancel {era} floor"], sorted(
+            jobs[f"http cancel {era} floor"]
+        )
     missing_ratios = set(HTTP_RATIOS) - set(summary["ratios"])
     assert not missing_ratios, missing_ratios
     # The jobs compared with each other ran back to back: each workload's peers together.
     order = list(summary["runs"][0]["figures"])
-    for workload in ("http hs * sse", "http modern * json", "http cancel hs *"):
+    for workload in (
+        "http hs * sse",
+        "http modern * json",
+        "http cancel hs *",
+        "http legacy-sse *",
+        "http ws *",
+    ):
         pattern = re.compile("^" + re.escape(workload).replace(r"\*", r"(trio|floor|ts|py)") + "$")
         at = [i for i, name in enumerate(order) if pattern.match(name)]
         assert len(at) > 1 and at == list(range(at[0], at[0] + len(at))), (workload, order)
@@ -189,7 +211,12 @@ def test_http_figures(tmp_path: Path) -> None:
     for name in ("sessions", "parked"):
         assert loads[name]["top"], name
     report = (tmp_path / "report.md").read_text()
-    for heading in ("## 8. Streamable HTTP", "## Profiles", "### Profile: http ("):
+    for heading in (
+        "## 8. Streamable HTTP",
+        "### HTTP+SSE (2024-11-05) and WebSocket",
+        "## Profiles",
+        "### Profile: http (",
+    ):
         assert heading in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
     assert (tmp_path / "profiles.md").read_text().startswith("# Profiles")

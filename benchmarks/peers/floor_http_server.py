@@ -24,11 +24,22 @@ handshake era's cancel), or the client closing that stream (the modern era's), a
 CLOCK_MONOTONIC timestamp (ns) to ``PATH`` at once, as the MCP servers' ``sleep`` tools do in
 their ``finally``: the earliest a server under this hypercorn can observe a cancel. The cancel
 POST gets 202; the stream ends.
+
+The floors of the two other transports trio_mcp's app serves, each with that transport's framing
+and nothing more (the echo answered as above, ``initialize`` canned):
+
+- HTTP+SSE (2024-11-05): ``GET /sse`` opens a stream whose first event (``endpoint``) names
+  ``/messages/?session_id=...``; each POST there gets 202 and its answer, if it is a request,
+  goes down that stream as an ``event: message``. An unknown session is 404.
+- WebSocket: any websocket is accepted with the subprotocol ``mcp``; one JSON-RPC message per
+  text frame, a request's answer in a text frame of its own.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import secrets
 import time
 from typing import Any
 
@@ -53,6 +64,10 @@ STAMPS_FD = (
 )
 #: The ``sleep`` calls being held open, by request id: set when a cancel names them.
 SLEEPING: dict[Any, trio.Event] = {}
+#: The HTTP+SSE floor's open streams, by session id: where a POST's answer goes.
+STREAMS: dict[bytes, trio.MemorySendChannel[bytes]] = {}
+LEGACY_SSE_PATH = "/sse"
+LEGACY_MESSAGES_PATH = "/messages/"
 if os.environ.get("BENCH_READY"):
     with open(os.environ["BENCH_READY"], "a") as ready:
         ready.write(f"{os.getpid()}\n")
@@ -76,7 +91,13 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             elif event["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+    if scope["type"] == "websocket":
+        await websocket(receive, send)
+        return
     if scope["type"] != "http":
+        return
+    if scope["path"] == LEGACY_SSE_PATH:
+        await legacy_stream(receive, send)
         return
     body = b""
     while True:
@@ -85,6 +106,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not event.get("more_body"):
             break
     message = orjson.loads(body) if body else None
+    if scope["path"] == LEGACY_MESSAGES_PATH:
+        await legacy_message(scope, message, send)
+        return
     if isinstance(message, dict) and (message.get("params") or {}).get("name") == "sleep":
         await sleep(message, receive, send)
         return
@@ -110,6 +134,68 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers.append((b"content-length", str(len(reply)).encode()))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": reply})
+
+
+def reply_to(message: Any) -> bytes | None:
+    """The encoded answer to a request; None for anything else (a notification)."""
+    if not isinstance(message, dict) or message.get("id") is None:
+        return None
+    return orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result_for(message)})
+
+
+async def legacy_stream(receive: Any, send: Any) -> None:
+    """``GET /sse``: a session's stream, its ``endpoint`` event first, then its answers."""
+    session = secrets.token_hex(16).encode()
+    outgoing, incoming = trio.open_memory_channel[bytes](math.inf)
+    STREAMS[session] = outgoing
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+        endpoint = LEGACY_MESSAGES_PATH.encode() + b"?session_id=" + session
+        event = b"event: endpoint\ndata: " + endpoint + b"\n\n"
+        await send({"type": "http.response.body", "body": event, "more_body": True})
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            async for event in incoming:
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+    except OSError:
+        pass  # the client went away: so does its session
+    finally:
+        del STREAMS[session]
+
+
+async def legacy_message(scope: dict[str, Any], message: Any, send: Any) -> None:
+    """``POST /messages/?session_id=...``: 202, and a request's answer down the session's
+    stream."""
+    query: bytes = scope["query_string"]
+    session = query.partition(b"session_id=")[2].partition(b"&")[0]
+    stream = STREAMS.get(session)
+    status = 404 if stream is None else 202
+    reply = reply_to(message)
+    if stream is not None and reply is not None:
+        stream.send_nowait(b"event: message\ndata: " + reply + b"\n\n")
+    await send({"type": "http.response.start", "status": status, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def websocket(receive: Any, send: Any) -> None:
+    """One socket: accepted with the subprotocol ``mcp``; every request in a text frame is
+    answered in one."""
+    if (await receive())["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept", "subprotocol": "mcp"})
+    while True:
+        event = await receive()
+        if event["type"] != "websocket.receive":
+            return  # websocket.disconnect
+        reply = reply_to(orjson.loads(event.get("text") or event.get("bytes") or b"null"))
+        if reply is not None:
+            await send({"type": "websocket.send", "text": reply.decode()})
 
 
 def stamp() -> None:
