@@ -13,7 +13,8 @@
 //   Mcp-Name headers.
 // - throughput {n, k, warmup}: `tools/call echo` with fresh ids, n calls on one connection
 //   ("sequential"), then n spread over k connections, one call at a time on each ("concurrent");
-//   the same output as raw_driver.mjs.
+//   the same output as raw_driver.mjs, and the driver's own CPU (`cpu_us`) over the concurrent
+//   part, to set beside wrk's.
 // - cancel {cancels, warmup_cancels, stamps}: a `sleep` call per cancel, cancelled at its first
 //   progress event: in the handshake era by POSTing `notifications/cancelled` on a second
 //   connection, in the modern era by closing the call's connection (the spec: closing the
@@ -244,12 +245,14 @@ async function throughput(connections) {
   if (spec.sequential !== false) await timedCalls(connections[0], spec.n, sequential);
   const seqElapsed = Number(now() - start) / 1e9;
   const concurrent = [];
+  const cpu = process.cpuUsage(); // the driver's own CPU over the concurrent part
   start = now();
   await Promise.all(connections.map((c) => timedCalls(c, Math.ceil(spec.n / k), concurrent)));
   const conElapsed = Number(now() - start) / 1e9;
+  const { user, system } = process.cpuUsage(cpu);
   return {
     sequential: { elapsed: seqElapsed, latencies_us: sequential },
-    concurrent: { elapsed: conElapsed, latencies_us: concurrent, k },
+    concurrent: { elapsed: conElapsed, latencies_us: concurrent, k, cpu_us: user + system },
   };
 }
 
