@@ -8,6 +8,7 @@ max over the runs; and the same for every ratio, each computed within one run.
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 NAMES = {
     "trio": "trio_mcp",
     "ts": "TypeScript SDK",
+    "ts2": "TypeScript SDK v2 server",
     "py": "Python SDK",
     "floor": "bare-Trio floor",
     "raw": "raw driver",
 }
-SERVERS = ("trio", "ts", "py")
+SERVERS = ("trio", "ts", "ts2", "py")
 CLIENTS = ("trio", "ts", "py")
 HTTP_NAMES = {**NAMES, "floor": "bare-hypercorn floor"}
 HTTP_CONNECTIONS = 10
@@ -124,6 +126,7 @@ GOALS = [
             f"ours {cell(r.stat('http hs trio sse', 'con_cps'))}, floor "
             f"{cell(r.stat('http hs floor sse', 'con_cps'))} calls/s; by CPU per call "
             f"(floor/ours): {cell(r.ratio('http_hs_sse_cpu_vs_floor'), 2, 'x')}"
+            f"{r.under_wrk('hs', 'sse')}"
         ),
         profile="http",
     ),
@@ -135,6 +138,7 @@ GOALS = [
             f"ours {cell(r.stat('http hs trio json', 'con_cps'))}, floor "
             f"{cell(r.stat('http hs floor json', 'con_cps'))} calls/s; by CPU per call "
             f"(floor/ours): {cell(r.ratio('http_hs_json_cpu_vs_floor'), 2, 'x')}"
+            f"{r.under_wrk('hs', 'json')}"
         ),
         profile="http",
     ),
@@ -146,6 +150,7 @@ GOALS = [
             f"ours {cell(r.stat('http modern trio sse', 'con_cps'))}, floor "
             f"{cell(r.stat('http modern floor sse', 'con_cps'))} calls/s; by CPU per call "
             f"(floor/ours): {cell(r.ratio('http_modern_sse_cpu_vs_floor'), 2, 'x')}"
+            f"{r.under_wrk('modern', 'sse')}"
         ),
         profile="http-modern",
     ),
@@ -157,6 +162,7 @@ GOALS = [
             f"ours {cell(r.stat('http modern trio json', 'con_cps'))}, floor "
             f"{cell(r.stat('http modern floor json', 'con_cps'))} calls/s; by CPU per call "
             f"(floor/ours): {cell(r.ratio('http_modern_json_cpu_vs_floor'), 2, 'x')}"
+            f"{r.under_wrk('modern', 'json')}"
         ),
         profile="http-modern",
     ),
@@ -256,7 +262,9 @@ GOALS = [
         at_least=1,
         context=lambda r: (
             f"ours {cell(r.stat('ts->trio', 'seq_cps'))}, "
-            f"TS {cell(r.stat('ts->ts', 'seq_cps'))} calls/s"
+            f"TS {cell(r.stat('ts->ts', 'seq_cps'))}, TS v2 server "
+            f"{cell(r.stat('ts->ts2', 'seq_cps'))} calls/s; ours/TS v2 server: "
+            f"{cell(r.ratio('server_vs_ts2_seq'), 2, 'x')}"
         ),
         floor=("bare-Trio floor", "floor_vs_ts_seq"),
         profile="stdio",
@@ -281,7 +289,8 @@ GOALS = [
         digits=0,
         unit=" B",
         context=lambda r: (
-            f"TS SDK {cell(r.stat('http sessions ts', 'bytes_per_session'))} B, Python SDK "
+            f"TS SDK {cell(r.stat('http sessions ts', 'bytes_per_session'))} B, TS v2 server "
+            f"{cell(r.stat('http sessions ts2', 'bytes_per_session'))} B, Python SDK "
             f"{cell(r.stat('http sessions py', 'bytes_per_session'))} B"
         ),
         profile="sessions",
@@ -292,7 +301,8 @@ GOALS = [
         at_most=0.5,
         context=lambda r: (
             f"ours {cell(r.stat('cancel ts->trio', 'server_p50'))} µs, TS "
-            f"{cell(r.stat('cancel ts->ts', 'server_p50'))} µs, Python SDK "
+            f"{cell(r.stat('cancel ts->ts', 'server_p50'))} µs, TS v2 server "
+            f"{cell(r.stat('cancel ts->ts2', 'server_p50'))} µs, Python SDK "
             f"{cell(r.stat('cancel ts->py', 'server_p50'))} µs"
         ),
         floor=("bare-Trio floor over TS, raw driver", "cancel_floor_vs_ts_raw"),
@@ -304,10 +314,12 @@ GOALS = [
         at_most=0.5,
         context=lambda r: (
             f"ours {cell(r.stat('http cancel hs trio', 'server_p50'))} µs, TS "
-            f"{cell(r.stat('http cancel hs ts', 'server_p50'))} µs, Python SDK "
+            f"{cell(r.stat('http cancel hs ts', 'server_p50'))} µs, TS v2 server "
+            f"{cell(r.stat('http cancel hs ts2', 'server_p50'))} µs, Python SDK "
             f"{cell(r.stat('http cancel hs py', 'server_p50'))} µs, bare-hypercorn floor "
             f"{cell(r.stat('http cancel hs floor', 'server_p50'))} µs; modern era (closing the "
-            f"stream): ours {cell(r.stat('http cancel modern trio', 'server_p50'))} µs, Python SDK "
+            f"stream): ours {cell(r.stat('http cancel modern trio', 'server_p50'))} µs, TS v2 "
+            f"server {cell(r.stat('http cancel modern ts2', 'server_p50'))} µs, Python SDK "
             f"{cell(r.stat('http cancel modern py', 'server_p50'))} µs"
         ),
         floor=("bare-hypercorn floor", "http_cancel_floor_vs_best_peer"),
@@ -376,6 +388,18 @@ class Report:
     def cores(self) -> str:
         found = re.search(r"(\d+) logical cores", self.s["machine"].get("CPU", ""))
         return found.group(1) if found else "?"
+
+    def under_wrk(self, era: str, response: str) -> str:
+        """The goal's ratio under wrk, for the context column beside the driver's (or nothing)."""
+        ratio = self.ratio(f"http_{era}_{response}_wrk_vs_floor_con")
+        if ratio is None:
+            return ""
+        ours = self.stat(f"http {era} trio {response} wrk", "con_cps")
+        floor = self.stat(f"http {era} floor {response} wrk", "con_cps")
+        return (
+            f"; under wrk: ours/floor {cell(ratio, 2, 'x')} (ours {cell(ours)}, floor "
+            f"{cell(floor)} calls/s)"
+        )
 
     def profiles_recorded(self) -> set[str]:
         return set((self.s.get("profiles") or {}).get("loads", {}))
@@ -480,6 +504,7 @@ class Report:
         self.ratio_table(
             [
                 ("server / TypeScript server", "server_vs_ts"),
+                ("server / TypeScript SDK v2 server", "server_vs_ts2"),
                 ("server / Python SDK server", "server_vs_py"),
                 ("client / TypeScript client", "client_vs_ts"),
                 ("client / Python SDK client", "client_vs_py"),
@@ -543,7 +568,7 @@ class Report:
         header += ["next call p50", "p90"]
         metrics = ("return_p50", "return_p90", "server_p50", "server_p90", "next_p50", "next_p90")
         pairs = [("ts", s) for s in SERVERS] + [(c, "ts") for c in CLIENTS if c != "ts"]
-        pairs += [("raw", s) for s in ("floor", "trio", "ts")]
+        pairs += [("raw", s) for s in ("floor", "trio", "ts", "ts2")]
         rows = []
         for client, server in pairs:
             job = f"cancel {client}->{server}"
@@ -560,7 +585,9 @@ class Report:
             f"{cell(self.ratio('cancel_server_vs_floor'), 2, 'x')}. With the raw driver (the "
             "same bytes to every server), (b) p50 over the TypeScript server's: trio_mcp "
             f"{cell(self.ratio('cancel_trio_vs_ts_raw'), 2, 'x')}, the bare-Trio floor "
-            f"{cell(self.ratio('cancel_floor_vs_ts_raw'), 2, 'x')}.",
+            f"{cell(self.ratio('cancel_floor_vs_ts_raw'), 2, 'x')}, the TypeScript SDK v2 server "
+            f"{cell(self.ratio('cancel_ts2_vs_ts_raw'), 2, 'x')}. The best peer server is the best "
+            "of the TypeScript SDK, its v2 server package and the Python SDK.",
             "",
         )
 
@@ -780,11 +807,14 @@ class Report:
             "`node:net` sockets, every response checked) sends the same bytes to every server. "
             "trio_mcp and the bare-hypercorn floor (`peers/floor_http_server.py`: read the body, "
             "orjson, answer the echo; no MCP) run under `hypercorn --worker-class trio`, one "
-            "worker process; the TypeScript SDK under Node's `http`; the Python SDK as "
-            '`MCPServer.run("streamable-http")` runs it, under uvicorn. Handshake era: one '
-            "session, every connection on it; modern era (2026-07-28): no session, the `_meta` "
-            "envelope and the Mcp-Method / Mcp-Name headers (the TypeScript SDK does not speak "
-            f"it). After {p['http_warmup']} warm-up calls on 1 and on "
+            "worker process; the TypeScript SDK under Node's `http`, and so its v2 server package "
+            "(`@modelcontextprotocol/server`: Node's request turned into a web-standard one, the "
+            "body parsed once and handed over, as a Node user without a framework serves it); "
+            'the Python SDK as `MCPServer.run("streamable-http")` runs it, under uvicorn. '
+            "Handshake era: one session, every connection on it; modern era (2026-07-28): no "
+            "session, the `_meta` envelope and the Mcp-Method / Mcp-Name headers (the TypeScript "
+            "SDK 1.x does not speak it; its v2 server package does). "
+            f"After {p['http_warmup']} warm-up calls on 1 and on "
             f"{HTTP_CONNECTIONS} connections: {p['http_n']} `tools/call echo` calls on 1 "
             f"connection, then {p['http_n']} spread over {HTTP_CONNECTIONS} connections, one call "
             "at a time on each. CPU: the server's processes (user + system) over the whole "
@@ -796,7 +826,7 @@ class Report:
         header += [f"{HTTP_CONNECTIONS} connections calls/s", "p50", "p99", "server CPU µs/call"]
         for era, title in (("hs", "Handshake era"), ("modern", "Modern era (2026-07-28)")):
             rows = []
-            for server in ("floor", "trio", "ts", "py"):
+            for server in ("floor", "trio", "ts", "ts2", "py"):
                 for response in ("sse", "json"):
                     job = f"http {era} {server} {response}"
                     if job not in self.jobs:
@@ -815,7 +845,7 @@ class Report:
         rows = []
         for era, era_name in (("hs", "handshake"), ("modern", "modern")):
             for response in ("sse", "json"):
-                for peer in ("floor", "ts", "py"):
+                for peer in ("floor", "ts", "ts2", "py"):
                     name = f"http_{era}_{response}_vs_{peer}"
                     if self.ratio(f"{name}_seq") or self.ratio(f"{name}_con"):
                         rows.append(
@@ -835,6 +865,7 @@ class Report:
             ],
             rows,
         )
+        self.http_wrk()
         if "http modern trio sse w2" in self.jobs:
             self.add(
                 "### 1 and 2 hypercorn workers, modern era",
@@ -854,7 +885,7 @@ class Report:
             ("hs", "`notifications/cancelled` POST"),
             ("modern", "closing the stream"),
         ):
-            for server in ("trio", "floor", "ts", "py"):
+            for server in ("trio", "floor", "ts", "ts2", "py"):
                 job = f"http cancel {era} {server}"
                 if job in self.jobs:
                     row = [f"{HTTP_NAMES[server]}, {'handshake' if era == 'hs' else 'modern'}", how]
@@ -884,7 +915,7 @@ class Report:
             self.table([*header, "p90", "next call p50", "p90"], cancel_rows)
             self.http_cancel_post()
         session_rows = []
-        for server in ("trio", "ts", "py"):
+        for server in ("trio", "ts", "ts2", "py"):
             job = f"http sessions {server}"
             if job in self.jobs:
                 row = [HTTP_NAMES[server], cell(self.stat(job, "bytes_per_session"))]
@@ -965,6 +996,125 @@ class Report:
             f"{cell(self.ratio('http_cancel_hs_floor_vs_post'), 2, 'x')}, "
             f"{cell(self.ratio('http_cancel_modern_floor_vs_post'), 2, 'x')}.",
             "",
+        )
+
+    def http_wrk(self) -> None:
+        """wrk's figures beside the driver's, and why they differ."""
+        skipped = self.s.get("wrk_skipped")
+        if skipped:
+            self.add("### Under wrk", "", f"The wrk jobs were skipped: {skipped}.", "")
+            return
+        if not any(job.endswith(" wrk") for job in self.jobs):
+            return
+        p = self.p
+        self.add(
+            "### Under wrk",
+            "",
+            f"The same servers under wrk {self.s['machine'].get('wrk', '')} "
+            f"(`wrk -t1 -c{HTTP_CONNECTIONS} -d{p.get('wrk_seconds', '?')}s`, after "
+            f"{p.get('wrk_warmup_seconds', 0)} s unrecorded), with `peers/wrk_echo.lua`: the "
+            "driver's request, byte for byte but for the id and text (fresh for each call; in "
+            "the handshake era on one session that run.py opens first, as the driver does). A "
+            "call counts when its answer is a 200 holding the echoed text; any other answer, "
+            "and any error wrk counts, fails the job. wrk's latency percentiles are from its own "
+            "summary. Beside each, the driver's figures on its "
+            f"{HTTP_CONNECTIONS} connections from the tables above, measured back to back with "
+            "it; CPU per call: the server's processes, and the load generator's own (wrk's from "
+            "wait4 over its run, the driver's from `process.cpuUsage` over its "
+            f"{HTTP_CONNECTIONS}-connection part).",
+            "",
+        )
+        header = ["server", "era, response", "wrk calls/s", "p50", "p99", "server CPU µs/call"]
+        header += ["wrk CPU µs/call", "driver calls/s", "p50", "p99", "server CPU µs/call"]
+        header += ["driver CPU µs/call", "wrk/driver calls/s"]
+        rows = []
+        for era, era_name in (("hs", "handshake"), ("modern", "modern")):
+            for server in ("trio", "floor"):
+                for response in ("sse", "json"):
+                    job = f"http {era} {server} {response}"
+                    if f"{job} wrk" not in self.jobs:
+                        continue
+                    row = [HTTP_NAMES[server], f"{era_name}, {response.upper()}"]
+                    for name in (f"{job} wrk", job):
+                        row += [cell(self.stat(name, m)) for m in ("con_cps", "con_p50", "con_p99")]
+                        row += [cell(self.stat(name, "cpu_us_per_call"))]
+                        row += [cell(self.stat(name, "client_cpu_us_per_call"))]
+                    ratio = self.ratio(f"http_{era}_{server}_{response}_wrk_vs_driver")
+                    rows.append([*row, cell(ratio, 2, "x")])
+        self.table(header, rows)
+        rows = []
+        for era, era_name in (("hs", "handshake"), ("modern", "modern")):
+            for response in ("sse", "json"):
+                wrk = self.ratio(f"http_{era}_{response}_wrk_vs_floor_con")
+                if wrk is None:
+                    continue
+                rows.append(
+                    [
+                        f"{era_name}, {response.upper()}",
+                        cell(wrk, 2, "x"),
+                        cell(self.ratio(f"http_{era}_{response}_vs_floor_con"), 2, "x"),
+                        cell(self.ratio(f"http_{era}_{response}_wrk_cpu_vs_floor"), 2, "x"),
+                        cell(self.ratio(f"http_{era}_{response}_cpu_vs_floor"), 2, "x"),
+                    ]
+                )
+        self.add("Ours over the bare-hypercorn floor, within each run:", "")
+        self.table(
+            [
+                "",
+                "under wrk",
+                "under the driver",
+                "by CPU per call (floor/ours), wrk",
+                "the same, driver",
+            ],
+            rows,
+        )
+        self.add(
+            "Why the two load generators give different figures. Both keep "
+            f"{HTTP_CONNECTIONS} keep-alive connections busy with one call at a time each and "
+            "send the same bytes, so what differs is the client. (The server's CPU per call under "
+            "wrk is over its measured run only; under the driver, over the whole driver run, "
+            "warm-up and the 1-connection part included: the two columns are not the same "
+            "window.) "
+            "wrk is C and LuaJIT: it formats each request with one Lua call and checks an answer "
+            "with one substring search, where the driver is Node and parses every answer (a JSON "
+            "body or an SSE stream), checks its id and its text, and keeps a promise per call "
+            "(the load generator's CPU per call, above). The load generator and the server share "
+            f"this machine's {self.cores()} cores: a cheaper client leaves more CPU to the "
+            "server and to everything else running, and holds each answer less long between "
+            "its arrival and the next request. The cheaper the server's own call, the larger "
+            "the part of the machine's work per call that the client's is, so the more a "
+            f"cheaper client raises its calls/s.{self.wrk_gain()} The CPU-per-call ratio "
+            "(the server's CPU only, whichever the client) is the steadier measure of the two. "
+            "Calls/s under wrk are over a fixed time (`-d`), the driver's over a fixed number of "
+            "calls; wrk's latency runs from the request written to the answer parsed in its "
+            "event loop, the driver's from promise to promise.",
+            "",
+        )
+
+    def wrk_gain(self) -> str:
+        """What wrk gained over the driver in this report, per server (a sentence, or none)."""
+        gains = {}
+        for server in ("trio", "floor"):
+            medians = [
+                stat["median"]
+                for era in ("hs", "modern")
+                for response in ("sse", "json")
+                if (stat := self.ratio(f"http_{era}_{server}_{response}_wrk_vs_driver"))
+            ]
+            if medians:
+                gains[server] = statistics.median(medians)
+        if len(gains) < 2:
+            return ""
+        ours, floor = gains["trio"], gains["floor"]
+        if floor > ours * 1.05:
+            verdict = "the floor gained more than trio_mcp, so ours/floor reads lower under wrk"
+        elif ours > floor * 1.05:
+            verdict = "trio_mcp gained more than the floor, so ours/floor reads higher under wrk"
+        else:
+            verdict = "within 5% of each other, so ours/floor reads about the same under either"
+        return (
+            f" Here wrk's calls/s over the driver's (the median of the four cases) were "
+            f"{fmt(ours, 2)}x for trio_mcp and {fmt(floor, 2)}x for the floor: {verdict}."
         )
 
     def profiles(self) -> None:
@@ -1128,7 +1278,13 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     jobs: dict[str, dict[str, Stat]] = summary["jobs"]
-    colours = {"trio": "#3b7dd8", "ts": "#e0a030", "py": "#5aa05a", "floor": "#888888"}
+    colours = {
+        "trio": "#3b7dd8",
+        "ts": "#e0a030",
+        "ts2": "#b0662a",
+        "py": "#5aa05a",
+        "floor": "#888888",
+    }
     http = any(job.startswith("http ") for job in jobs)
     Where = Callable[[str], tuple[str, str]]
 
@@ -1208,7 +1364,7 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
                     else (f"cancel raw->{i}", "server_p50")
                 ),
             )
-            for i in ("trio", "ts", "py", "floor")
+            for i in ("trio", "ts", "ts2", "py", "floor")
         ],
     )
     bars(
@@ -1234,7 +1390,7 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
             era, response = kind.split()
             return f"http {'hs' if era == 'handshake' else 'modern'} {server} {response.lower()}"
 
-        servers = ("trio", "floor", "ts", "py")
+        servers = ("trio", "floor", "ts", "ts2", "py")
         era_of = {"handshake era": "hs", "modern era": "modern"}
         bars(
             axes[2][0],
@@ -1259,7 +1415,7 @@ def draw_chart(summary: dict[str, Any], path: Path) -> None:
             ["handshake era", "modern era"],
             [
                 (s, lambda g, s=s: (f"http cancel {era_of[g]} {s}", "server_p50"))
-                for s in ("trio", "ts", "py")
+                for s in ("trio", "ts", "ts2", "py")
             ],
         )
     fig.suptitle(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import importlib.util
 import io
 import json
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -89,6 +91,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_cancels": 20,
         "http_sessions": 500,
         "http_session_warmup": 50,
+        "wrk_seconds": 10,
+        "wrk_warmup_seconds": 2,
     },
     "quick": {
         "runs": 2,
@@ -125,6 +129,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_cancels": 8,
         "http_sessions": 300,
         "http_session_warmup": 20,
+        "wrk_seconds": 5,
+        "wrk_warmup_seconds": 1,
     },
     "smoke": {
         "runs": 1,
@@ -161,6 +167,8 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_cancels": 2,
         "http_sessions": 10,
         "http_session_warmup": 2,
+        "wrk_seconds": 1,
+        "wrk_warmup_seconds": 0,
     },
 }
 SECTIONS = (
@@ -180,11 +188,19 @@ FLEET_SIZES = (1, 2, 3)
 
 SERVERS = ("trio", "ts", "py")
 CLIENTS = ("trio", "ts", "py")
+#: The peer servers beside trio_mcp in the throughput, cancel and HTTP sections: the Python SDK,
+#: the TypeScript SDK 1.x (``ts``) and its v2 server package (``ts2``,
+#: ``@modelcontextprotocol/server``).
+PEER_SERVERS = ("ts", "ts2", "py")
 
 #: The HTTP section: the eras (``hs``: the handshake era, ``modern``: 2026-07-28), the servers
-#: that speak each (the TypeScript SDK has no modern era), the two response kinds.
+#: that speak each (the TypeScript SDK 1.x has no modern era; its v2 server package speaks both),
+#: the two response kinds.
 HTTP_ERAS = {"hs": "handshake", "modern": "modern"}
-HTTP_SERVERS = {"hs": ("trio", "floor", "ts", "py"), "modern": ("trio", "floor", "py")}
+HTTP_SERVERS = {
+    "hs": ("trio", "floor", "ts", "ts2", "py"),
+    "modern": ("trio", "floor", "ts2", "py"),
+}
 HTTP_RESPONSES = ("sse", "json")
 #: The two other transports of trio_mcp's HTTP app, each against its own floor (the
 #: bare-hypercorn floor speaking its framing): the job's name for it -> the driver's, the path.
@@ -198,6 +214,13 @@ HTTP_START_TIMEOUT = 30.0
 
 #: A bound on one benchmark process, only so that a hang fails instead of blocking forever.
 JOB_TIMEOUT = 600
+
+#: The HTTP section's second load generator: wrk (the Debian package), one thread and
+#: HTTP_CONNECTIONS connections, each sending its next request as soon as an answer is in, for
+#: a fixed time. It runs trio_mcp's server and the bare-hypercorn floor, in both eras and both
+#: response kinds; job ``http hs trio sse wrk`` sits beside the driver's ``http hs trio sse``.
+WRK_SERVERS = ("trio", "floor")
+WRK_SCRIPT = PEERS / "wrk_echo.lua"
 
 
 # -- commands -----------------------------------------------------------------------------------
@@ -239,6 +262,7 @@ def server_command(name: str, stamps: str | None = None) -> list[str]:
         "trio": [*PYTHON, str(PEERS / "trio_server.py")],
         "py": [*PYTHON, str(PEERS / "py_server.py")],
         "ts": [node(), str(PEERS / "ts_server.mjs")],
+        "ts2": [node(), str(PEERS / "ts2_server.mjs")],
         "floor": [*PYTHON, str(PEERS / "floor_server.py")],
         "floor-tasks": [*PYTHON, str(PEERS / "floor_server.py"), "--tasks"],
     }[name]
@@ -261,7 +285,8 @@ def http_server_command(
     """The command line and extra environment of one HTTP benchmark server on ``port``.
 
     trio_mcp's server and the floor run under ``hypercorn --worker-class trio`` (its default
-    of one worker process, or ``workers``); the TypeScript SDK's under Node's ``http``; the Python
+    of one worker process, or ``workers``); the TypeScript SDK's (1.x and the v2 server package)
+    under Node's ``http``; the Python
     SDK's as ``MCPServer.run("streamable-http")`` runs it, under uvicorn.
     """
     env: dict[str, str] = {}
@@ -284,6 +309,7 @@ def http_server_command(
         raise ValueError(f"only hypercorn servers run with several workers, not {name}")
     program = {
         "ts": [node(), str(PEERS / "ts_http_server.mjs")],
+        "ts2": [node(), str(PEERS / "ts2_http_server.mjs")],
         "py": [*PYTHON, str(PEERS / "py_http_server.py")],
     }[name]
     command = [*program, "--port", str(port)] + (["--json"] if json_response else [])
@@ -382,6 +408,92 @@ def run_json(command: Sequence[str], log: Path) -> Any:
     return json.loads(lines[-1])
 
 
+def open_http_session(port: int) -> tuple[str, str]:
+    """A handshake-era session on ``port``, opened as http_driver.mjs opens its own
+    (``initialize``, then ``notifications/initialized``): its Mcp-Session-Id and the protocol
+    version the server chose."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "run.py", "version": "0.0.0"},
+        },
+    }
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_START_TIMEOUT)
+    try:
+        connection.request("POST", "/mcp", json.dumps(init), headers)
+        answer = connection.getresponse()
+        body = answer.read().decode()
+        session = answer.getheader("mcp-session-id")
+        if answer.status != 200 or session is None:
+            raise RuntimeError(f"initialize: HTTP {answer.status}, no session: {body[:300]}")
+        # The result, from a JSON body or from the data of an SSE event.
+        data = [line.removeprefix("data:").strip() for line in body.splitlines()]
+        reply = next(json.loads(d) for d in data if d.startswith("{") and '"result"' in d)
+        version: str = reply["result"]["protocolVersion"]
+        headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": version})
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        connection.request("POST", "/mcp", json.dumps(note), headers)
+        answer = connection.getresponse()
+        answer.read()
+        if answer.status not in (200, 202):
+            raise RuntimeError(f"notifications/initialized: HTTP {answer.status}")
+    finally:
+        connection.close()
+    return session, version
+
+
+def run_wrk(
+    port: int, seconds: int, args: Sequence[str], log: Path
+) -> tuple[dict[str, Any], float]:
+    """Run wrk with ``wrk_echo.lua`` on ``port`` for ``seconds``: the JSON its ``done`` printed,
+    and wrk's own CPU time (user + system, from wait4)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not on PATH")
+    command = [wrk, "-t1", f"-c{HTTP_CONNECTIONS}", f"-d{seconds}s", "-s", str(WRK_SCRIPT)]
+    command += [f"http://127.0.0.1:{port}/mcp", "--", *args]
+    with log.open("ab") as err:
+        err.write(f"\n--- wrk {' '.join(args[:1])}\n".encode())
+        err.flush()
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err
+        )
+    guard = threading.Timer(JOB_TIMEOUT, process.kill)  # only so that a hang fails
+    guard.start()
+    try:
+        assert process.stdout is not None
+        output = process.stdout.read().decode(errors="replace")
+        process.stdout.close()
+        # wait4, not wait: the child's resource usage comes with its exit status.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        guard.cancel()
+    lines = output.strip().splitlines()
+    if process.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        raise RuntimeError(f"wrk exited with {process.returncode}:\n{output[-3000:]}")
+    raw: dict[str, Any] = json.loads(lines[-1])
+    errors = {k: raw[k] for k in ("bad", "connect", "read", "write", "status", "timeout") if raw[k]}
+    if errors:
+        raise RuntimeError(f"wrk met errors (bad: not 200 or no echo) {errors}:\n{output[-3000:]}")
+    return raw, usage.ru_utime + usage.ru_stime
+
+
+def wrk_version() -> str:
+    """wrk's version line (``wrk -v`` prints it before its usage)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return "not installed"
+    done = subprocess.run([wrk, "-v"], capture_output=True, text=True, check=False)
+    words = (done.stdout + done.stderr).split()
+    return words[1] if len(words) > 1 and words[0] == "wrk" else "?"
+
+
 # -- statistics ---------------------------------------------------------------------------------
 
 
@@ -464,6 +576,7 @@ def ratios_for(run: Run) -> dict[str, float]:
     for mode in ("seq", "con"):
         ratio(f"server_vs_ts_{mode}", ("ts->trio", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
         ratio(f"server_vs_py_{mode}", ("ts->trio", f"{mode}_cps"), ("ts->py", f"{mode}_cps"))
+        ratio(f"server_vs_ts2_{mode}", ("ts->trio", f"{mode}_cps"), ("ts->ts2", f"{mode}_cps"))
         ratio(f"client_vs_ts_{mode}", ("trio->ts", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
         ratio(f"client_vs_py_{mode}", ("trio->ts", f"{mode}_cps"), ("py->ts", f"{mode}_cps"))
         ratio(f"floor_raw_{mode}", ("raw->floor", f"{mode}_cps"), ("raw->trio", f"{mode}_cps"))
@@ -476,7 +589,9 @@ def ratios_for(run: Run) -> dict[str, float]:
     for metric in ("server_p50", "return_p50"):
         side = "server" if metric == "server_p50" else "client"
         ours = "cancel ts->trio" if side == "server" else "cancel trio->ts"
-        peers = ("cancel ts->ts", "cancel ts->py" if side == "server" else "cancel py->ts")
+        peers: tuple[str, ...] = ("cancel ts->ts", "cancel py->ts")
+        if side == "server":
+            peers = tuple(f"cancel ts->{peer}" for peer in PEER_SERVERS)
         values = [run[p][metric] for p in peers if p in run]
         if ours in run and values and min(values) > 0:
             out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
@@ -509,7 +624,7 @@ def ratios_for(run: Run) -> dict[str, float]:
         for era in HTTP_ERAS:
             for response in HTTP_RESPONSES:
                 ours_cps = (f"http {era} trio {response}", f"{mode}_cps")
-                for peer in ("floor", "ts", "py"):
+                for peer in ("floor", *PEER_SERVERS):
                     ratio(
                         f"http_{era}_{response}_vs_{peer}_{mode}",
                         ours_cps,
@@ -519,7 +634,7 @@ def ratios_for(run: Run) -> dict[str, float]:
         for response in HTTP_RESPONSES:
             # CPU per call, the other way up (theirs/ours: higher is better, as for throughput):
             # the share of one worker's capacity we keep, steadier than calls/s on a busy machine.
-            for peer in ("floor", "ts", "py"):
+            for peer in ("floor", *PEER_SERVERS):
                 ratio(
                     f"http_{era}_{response}_cpu_vs_{peer}",
                     (f"http {era} {peer} {response}", "cpu_us_per_call"),
@@ -536,13 +651,37 @@ def ratios_for(run: Run) -> dict[str, float]:
         post = (f"http cancel {era} floor", "post_p50")
         ratio(f"http_cancel_{era}_vs_post", (f"http cancel {era} trio", "server_p50"), post)
         ratio(f"http_cancel_{era}_floor_vs_post", (f"http cancel {era} floor", "server_p50"), post)
+    for era in HTTP_ERAS:
+        for response in HTTP_RESPONSES:
+            # Under wrk: ours over the floor, and each server's wrk figure over the driver's.
+            wrk_ours = f"http {era} trio {response} wrk"
+            wrk_floor = f"http {era} floor {response} wrk"
+            ratio(
+                f"http_{era}_{response}_wrk_vs_floor_con",
+                (wrk_ours, "con_cps"),
+                (wrk_floor, "con_cps"),
+            )
+            ratio(
+                f"http_{era}_{response}_wrk_cpu_vs_floor",
+                (wrk_floor, "cpu_us_per_call"),
+                (wrk_ours, "cpu_us_per_call"),
+            )
+            for server in WRK_SERVERS:
+                job = f"http {era} {server} {response}"
+                ratio(
+                    f"http_{era}_{server}_{response}_wrk_vs_driver",
+                    (f"{job} wrk", "con_cps"),
+                    (job, "con_cps"),
+                )
     ratio(
         "http_workers_2_vs_1",
         ("http modern trio sse w2", "con_cps"),
         ("http modern trio sse", "con_cps"),
     )
     peer_cancels = [
-        run[j]["server_p50"] for j in ("http cancel hs ts", "http cancel hs py") if j in run
+        run[j]["server_p50"]
+        for j in (f"http cancel hs {peer}" for peer in PEER_SERVERS)
+        if j in run
     ]
     if "http cancel hs trio" in run and peer_cancels and min(peer_cancels) > 0:
         out["http_cancel_vs_best_peer"] = run["http cancel hs trio"]["server_p50"] / min(
@@ -563,7 +702,7 @@ def ratios_for(run: Run) -> dict[str, float]:
         ("cancel raw->trio", "server_p50"),
         ("cancel raw->floor", "server_p50"),
     )
-    for server in ("trio", "floor"):
+    for server in ("trio", "floor", "ts2"):
         ratio(
             f"cancel_{server}_vs_ts_raw",
             (f"cancel raw->{server}", "server_p50"),
@@ -609,10 +748,14 @@ def aggregate(runs: list[Run]) -> dict[str, dict[str, dict[str, float]]]:
 
 
 class Bench:
-    def __init__(self, profile: dict[str, int], scratch: Path, log: Path) -> None:
+    def __init__(
+        self, profile: dict[str, int], scratch: Path, log: Path, *, wrk: bool = False
+    ) -> None:
         self.p = profile
         self.scratch = scratch
         self.log = log
+        #: Whether wrk is installed: without it, the HTTP section has no wrk jobs.
+        self.wrk = wrk
 
     def throughput_spec(self, n: int | None = None) -> dict[str, Any]:
         p = self.p
@@ -723,6 +866,10 @@ class Bench:
         calls = p["http_warmup"] + k * -(-p["http_warmup"] // k)
         calls += len(raw["sequential"]["latencies_us"]) + len(raw["concurrent"]["latencies_us"])
         out["cpu_us_per_call"] = cpu * 1e6 / calls
+        if "cpu_us" in raw["concurrent"]:  # the driver's own, over the concurrent part
+            out["client_cpu_us_per_call"] = raw["concurrent"]["cpu_us"] / max(
+                1, len(raw["concurrent"]["latencies_us"])
+            )
         return out
 
     def http_transport(self, transport: str, server: str) -> dict[str, float]:
@@ -756,6 +903,40 @@ class Bench:
             out["post_p50"] = percentile(raw["post_us"], 50)
             out["post_p90"] = percentile(raw["post_us"], 90)
         return out
+
+    def http_wrk(self, era: str, server: str, response: str) -> dict[str, float]:
+        """wrk on one HTTP server: ``wrk_warmup_seconds`` unrecorded, then ``wrk_seconds``."""
+        p = self.p
+        port = free_port()
+        command, env = http_server_command(server, port, json_response=response == "json")
+        ready = (
+            self.scratch / f"ready-{time.monotonic_ns()}" if server in ("trio", "floor") else None
+        )
+        running = HttpServer(command, env, port, self.log, ready)
+        try:
+            running.wait_ready()
+            args = [HTTP_ERAS[era]]
+            if era == "hs":
+                args += open_http_session(port)
+            if p["wrk_warmup_seconds"]:
+                run_wrk(port, p["wrk_warmup_seconds"], args, self.log)
+            before = group_cpu_seconds(running.process.pid)
+            raw, client_cpu = run_wrk(port, p["wrk_seconds"], args, self.log)
+            used = group_cpu_seconds(running.process.pid) - before
+        finally:
+            running.stop()
+        calls = raw["requests"]
+        if not calls:
+            raise RuntimeError(f"wrk made no calls to the {server} server")
+        return {
+            "con_cps": calls / raw["seconds"],
+            "con_p50": float(raw["p50_us"]),
+            "con_p90": float(raw["p90_us"]),
+            "con_p99": float(raw["p99_us"]),
+            "cpu_us_per_call": used * 1e6 / calls,
+            "client_cpu_us_per_call": client_cpu * 1e6 / calls,
+            "calls": float(calls),
+        }
 
     def http_sessions(self, server: str) -> dict[str, float]:
         p = self.p
@@ -792,12 +973,22 @@ class Bench:
                         lambda t=transport, s=server: self.http_transport(t, s),
                     )
                 )
+        if self.wrk:
+            for era in HTTP_ERAS:
+                for server in WRK_SERVERS:
+                    for response in HTTP_RESPONSES:
+                        jobs.append(
+                            (
+                                f"http {era} {server} {response} wrk",
+                                lambda e=era, s=server, r=response: self.http_wrk(e, s, r),
+                            )
+                        )
         for era, servers in HTTP_SERVERS.items():
             for server in servers:
                 jobs.append(
                     (f"http cancel {era} {server}", lambda e=era, s=server: self.http_cancel(e, s))
                 )
-        for server in ("trio", "ts", "py"):
+        for server in ("trio", *PEER_SERVERS):
             jobs.append((f"http sessions {server}", lambda s=server: self.http_sessions(s)))
         return jobs
 
@@ -811,7 +1002,7 @@ class Bench:
                 jobs.append((name, fn))
 
         if "throughput" in sections:
-            for server in SERVERS:
+            for server in ("trio", *PEER_SERVERS):
                 add(f"ts->{server}", lambda s=server: self.pair("ts", s))
             for client in CLIENTS:
                 add(f"{client}->ts", lambda c=client: self.pair(c, "ts"))
@@ -821,11 +1012,11 @@ class Bench:
             add("ts->floor", lambda: self.pair("ts", "floor"))
             add("ts->trio", lambda: self.pair("ts", "trio"))
         if "cancel" in sections:
-            for server in SERVERS:
+            for server in ("trio", *PEER_SERVERS):
                 add(f"cancel ts->{server}", lambda s=server: self.cancel("ts", s))
             for client in CLIENTS:
                 add(f"cancel {client}->ts", lambda c=client: self.cancel(c, "ts"))
-            for server in ("floor", "trio", "ts"):
+            for server in ("floor", "trio", "ts", "ts2"):
                 add(f"cancel raw->{server}", lambda s=server: self.cancel("raw", s))
         if "scale" in sections:
             for server in SERVERS:
@@ -849,14 +1040,14 @@ class Bench:
 
 
 #: The peers' names in job names; the raw driver is a workload, not a peer.
-_PEER = re.compile(r"\b(trio|floor(?:-tasks)?|ts|py)\b")
+_PEER = re.compile(r"\b(trio|floor(?:-tasks)?|ts2?|py)\b")
 
 
 def comparison_group(name: str) -> str:
     """The jobs whose figures are compared with each other share a group: the same workload on
     each peer (``http hs trio sse`` and ``http hs floor sse``: ``http hs * sse``), the two
-    workers' job with the one worker's."""
-    return _PEER.sub("*", name.removesuffix(" w2"))
+    workers' job with the one worker's, wrk's (``http hs trio sse wrk``) with the driver's."""
+    return _PEER.sub("*", name.removesuffix(" w2").removesuffix(" wrk"))
 
 
 def in_run_order(
@@ -882,7 +1073,30 @@ def check_clock(rounds: int, log: Path) -> dict[str, Any]:
 # -- environment --------------------------------------------------------------------------------
 
 
-def ensure_installed(*, install: bool, chart: bool) -> None:
+def ensure_wrk(*, install: bool) -> str | None:
+    """Install wrk (the Debian package) when it is missing and this runs as root; None when wrk
+    is there, else why its jobs are skipped."""
+    if shutil.which("wrk") is not None:
+        return None
+    if not install:
+        return "wrk is not installed (and `--no-install` was given)"
+    apt = shutil.which("apt-get")
+    if apt is None or os.geteuid() != 0:
+        return "wrk is not installed, and installing it needs apt-get as root (apt-get install wrk)"
+    print("installing wrk (apt-get install wrk)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install_wrk = [apt, "install", "-y", "--no-install-recommends", "wrk"]
+    done = subprocess.run(install_wrk, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:  # a fresh machine may have no package lists yet
+        subprocess.run([apt, "update"], env=env, capture_output=True, check=False)
+        done = subprocess.run(install_wrk, env=env, capture_output=True, text=True, check=False)
+    if shutil.which("wrk") is None:
+        return f"wrk is not installed, and apt-get could not install it: {done.stderr[-300:]}"
+    return None
+
+
+def ensure_installed(*, install: bool, chart: bool, wrk: bool = False) -> str | None:
+    """Install what is missing; with ``wrk``, wrk too, and return why it is absent (or None)."""
     wanted = ["trio_mcp", "mcp"] + (["matplotlib"] if chart else [])
     missing = [m for m in wanted if importlib.util.find_spec(m) is None]
     if missing:
@@ -909,6 +1123,7 @@ def ensure_installed(*, install: bool, chart: bool) -> None:
             raise SystemExit("run.py: npm is not on PATH; it installs the TypeScript SDK")
         print("installing the TypeScript SDK (npm ci)", flush=True)
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True)
+    return ensure_wrk(install=install) if wrk else None
 
 
 def _first_line(command: Sequence[str]) -> str:
@@ -1047,7 +1262,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = json.loads((out / "results.json").read_text())
         write_report(summary, out, chart=not args.no_chart)
         return 0
-    ensure_installed(install=not args.no_install, chart=not args.no_chart)
+    wrk_missing = ensure_installed(
+        install=not args.no_install, chart=not args.no_chart, wrk="http" in sections
+    )
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     runs: list[Run] = []
@@ -1065,8 +1282,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": machine(snapshot),
             "argv": shown_arguments(argv if argv is not None else sys.argv[1:]),
         }
+        if "http" in sections:
+            summary["machine"]["wrk"] = wrk_version()
+            if wrk_missing is not None:
+                summary["wrk_skipped"] = wrk_missing
+                print(f"skipping the wrk jobs: {wrk_missing}", flush=True)
         summary["clock"] = check_clock(profile["clock_rounds"], log)
-        bench = Bench(profile, Path(scratch), log)
+        bench = Bench(profile, Path(scratch), log, wrk=wrk_missing is None)
         for index in range(profile["runs"]):
             jobs = in_run_order(bench.jobs(sections, index), random.Random(index))
             run: Run = {}

@@ -22,9 +22,16 @@ RUN = ROOT / "benchmarks" / "run.py"
 
 #: Each section, and jobs it must have measured.
 SECTIONS = {
-    "throughput": ["ts->trio", "ts->ts", "ts->py", "trio->ts", "py->ts"],
+    "throughput": ["ts->trio", "ts->ts", "ts->ts2", "ts->py", "trio->ts", "py->ts"],
     "floor": ["raw->floor", "raw->floor-tasks", "raw->trio", "raw->ts", "ts->floor"],
-    "cancel": ["cancel ts->trio", "cancel trio->ts", "cancel py->ts", "cancel raw->floor"],
+    "cancel": [
+        "cancel ts->trio",
+        "cancel ts->ts2",
+        "cancel trio->ts",
+        "cancel py->ts",
+        "cancel raw->floor",
+        "cancel raw->ts2",
+    ],
     "scale": ["scale trio", "scale ts", "scale py"],
     "inprocess": ["inprocess"],
     "fleet": ["fleet 1", "fleet 2", "fleet 3", "fleet cost"],
@@ -42,12 +49,16 @@ HTTP_JOBS = [
     "http hs floor json",
     "http hs ts sse",
     "http hs ts json",
+    "http hs ts2 sse",
+    "http hs ts2 json",
     "http hs py sse",
     "http hs py json",
     "http modern trio sse",
     "http modern trio json",
     "http modern floor sse",
     "http modern floor json",
+    "http modern ts2 sse",
+    "http modern ts2 json",
     "http modern py sse",
     "http modern py json",
     "http modern trio sse w2",
@@ -58,13 +69,23 @@ HTTP_JOBS = [
     "http cancel hs trio",
     "http cancel hs floor",
     "http cancel hs ts",
+    "http cancel hs ts2",
     "http cancel hs py",
     "http cancel modern trio",
     "http cancel modern floor",
+    "http cancel modern ts2",
     "http cancel modern py",
     "http sessions trio",
     "http sessions ts",
+    "http sessions ts2",
     "http sessions py",
+]
+#: The wrk jobs, when wrk is installed (without it, the report says they were skipped).
+WRK_JOBS = [
+    f"http {era} {server} {response} wrk"
+    for era in ("hs", "modern")
+    for server in ("trio", "floor")
+    for response in ("sse", "json")
 ]
 
 #: The figures each kind of HTTP job must have (their values are not checked).
@@ -80,6 +101,7 @@ HTTP_FIGURES = {
     ],
     "cancel": ["return_p50", "server_p50", "next_p50"],
     "sessions": ["bytes_per_session", "rss_before_mib", "rss_after_mib"],
+    "wrk": ["con_cps", "con_p50", "con_p99", "cpu_us_per_call", "client_cpu_us_per_call"],
 }
 #: The ratios the HTTP section's goals read.
 HTTP_RATIOS = [
@@ -103,6 +125,15 @@ HTTP_RATIOS = [
     "http_cancel_hs_vs_post",
     "http_cancel_modern_vs_post",
     "http_cancel_hs_floor_vs_post",
+    "http_hs_sse_vs_ts2_con",
+    "http_modern_json_vs_ts2_con",
+]
+#: The ratios of the wrk jobs, when wrk is installed.
+WRK_RATIOS = [
+    "http_hs_sse_wrk_vs_floor_con",
+    "http_modern_json_wrk_vs_floor_con",
+    "http_hs_json_wrk_cpu_vs_floor",
+    "http_modern_trio_sse_wrk_vs_driver",
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
@@ -178,22 +209,32 @@ def test_http_figures(tmp_path: Path) -> None:
     # Four at once: the HTTP jobs mostly wait for their servers to start.
     summary = run_benchmarks(tmp_path, "--only", "http", "--no-chart", "--profile", parallel=4)
     jobs = summary["jobs"]
-    for job in HTTP_JOBS:
+    report = (tmp_path / "report.md").read_text()
+    # wrk (the Debian package) is used when installed, and its absence is said, not an error.
+    wrk = shutil.which("wrk") is not None
+    for job in HTTP_JOBS + (WRK_JOBS if wrk else []):
         assert job in jobs, f"{job} was not measured: {sorted(jobs)}"
         for metric, stat in jobs[job].items():
             assert math.isfinite(stat["median"]), (job, metric, stat)
         kind = job.split()[1] if job.split()[1] in ("cancel", "sessions") else "throughput"
-        missing = set(HTTP_FIGURES[kind]) - set(jobs[job])
+        missing = set(HTTP_FIGURES["wrk" if job.endswith(" wrk") else kind]) - set(jobs[job])
         assert not missing, (job, missing)
     for era in ("hs", "modern"):
         # The floor's cancel job also times the bare POST round trip, the cancels' yardstick.
         assert "post_p50" in jobs[f"http cancel {era} floor"], sorted(
             jobs[f"http cancel {era} floor"]
         )
-    missing_ratios = set(HTTP_RATIOS) - set(summary["ratios"])
+    missing_ratios = set(HTTP_RATIOS + (WRK_RATIOS if wrk else [])) - set(summary["ratios"])
     assert not missing_ratios, missing_ratios
-    # The jobs compared with each other ran back to back: each workload's peers together.
+    if wrk:
+        assert "### Under wrk" in report and "Why the two load generators" in report
+    else:
+        assert "The wrk jobs were skipped: wrk is not installed" in report
+        assert not any(job.endswith(" wrk") for job in jobs)
+    # The jobs compared with each other ran back to back: each workload's peers together (and
+    # wrk's jobs with the driver's).
     order = list(summary["runs"][0]["figures"])
+    peers = r"(trio|floor|ts2?|py)"
     for workload in (
         "http hs * sse",
         "http modern * json",
@@ -201,7 +242,7 @@ def test_http_figures(tmp_path: Path) -> None:
         "http legacy-sse *",
         "http ws *",
     ):
-        pattern = re.compile("^" + re.escape(workload).replace(r"\*", r"(trio|floor|ts|py)") + "$")
+        pattern = re.compile("^" + re.escape(workload).replace(r"\*", peers) + "( wrk)?$")
         at = [i for i, name in enumerate(order) if pattern.match(name)]
         assert len(at) > 1 and at == list(range(at[0], at[0] + len(at))), (workload, order)
     loads = summary["profiles"]["loads"]

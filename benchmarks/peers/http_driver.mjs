@@ -13,7 +13,8 @@
 //   Mcp-Name headers.
 // - throughput {n, k, warmup}: `tools/call echo` with fresh ids, n calls on one connection
 //   ("sequential"), then n spread over k connections, one call at a time on each ("concurrent");
-//   the same output as raw_driver.mjs.
+//   the same output as raw_driver.mjs, and the driver's own CPU (`cpu_us`) over the concurrent
+//   part, to set beside wrk's.
 //   With `transport`, the same workload over another transport, each connection its own
 //   handshake-era session (`initialize`, `notifications/initialized`, then the calls):
 //   "sse", the 2024-11-05 HTTP+SSE transport (a GET of `path` opens a stream whose first
@@ -256,12 +257,14 @@ async function throughput(connections, call = echo) {
   if (spec.sequential !== false) await timedCalls(connections[0], spec.n, sequential, call);
   const seqElapsed = Number(now() - start) / 1e9;
   const concurrent = [];
+  const cpu = process.cpuUsage(); // the driver's own CPU over the concurrent part
   start = now();
   await Promise.all(connections.map((c) => timedCalls(c, Math.ceil(spec.n / k), concurrent, call)));
   const conElapsed = Number(now() - start) / 1e9;
+  const { user, system } = process.cpuUsage(cpu);
   return {
     sequential: { elapsed: seqElapsed, latencies_us: sequential },
-    concurrent: { elapsed: conElapsed, latencies_us: concurrent, k },
+    concurrent: { elapsed: conElapsed, latencies_us: concurrent, k, cpu_us: user + system },
   };
 }
 
