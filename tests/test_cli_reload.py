@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from trio_mcp import MCPError, open_client
+from trio_mcp import MCPError, ProtocolError, open_client
+from trio_mcp.protocol import SESSION_EXPIRED
 
 from .test_cli import CLI, GUARD, child_env, run_cli
 
@@ -24,6 +25,23 @@ server = Server("reloaded")
 @server.tool()
 def version() -> str:
     return {answer!r}
+"""
+
+
+BLOCKING = """
+from pathlib import Path
+
+import trio
+from trio_mcp import Server
+
+server = Server("reloaded")
+
+
+@server.tool()
+async def wait() -> str:
+    Path("entered.txt").write_text("{version}")
+    await trio.sleep_forever()
+    return "never"
 """
 
 
@@ -97,6 +115,69 @@ async def test_a_change_to_the_server_file_restarts_it_and_sigterm_leaves_no_chi
             await process.wait()
     assert process.returncode == 0
     assert not [pid for pid in children if is_running(pid)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize("how", ["drained", "killed"])
+async def test_a_call_in_flight_when_the_server_is_replaced_fails_instead_of_waiting(
+    tmp_path: Path, how: str
+) -> None:
+    """A call that is running when the server is replaced gets an error, never a hang: the
+    drain's retry error when a change restarts the server, or the lost stream's own error when
+    the server dies under it and a new one (which never knew its session) takes the port."""
+    app = tmp_path / "app.py"
+    app.write_text(BLOCKING.format(version="one"))
+    entered = tmp_path / "entered.txt"
+    command = ["serve", "app.py", "--transport", "http", "--port", "0", "--drain-grace", "0.5"]
+    process = await trio.lowlevel.open_process(
+        [*CLI, *command, "--reload"],
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=child_env(),
+    )
+    try:
+        with trio.fail_after(GUARD):
+            assert process.stderr is not None
+            seen = b""
+            while (found := re.search(rb"serving MCP at (http://\S+/mcp)\n", seen)) is None:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, seen
+                seen += chunk
+            async with trio.open_nursery() as nursery:
+                stderr = process.stderr
+
+                async def drain_stderr() -> None:  # the children's log must never block them
+                    while await stderr.receive_some(4096):
+                        pass
+
+                nursery.start_soon(drain_stderr)
+
+                async def replace_once_entered() -> None:
+                    while not entered.exists():  # noqa: ASYNC110 - a file to poll
+                        await trio.sleep(0.05)
+                    if how == "killed":
+                        for pid in children_of(process.pid):
+                            os.kill(pid, signal.SIGKILL)
+                    app.write_text(BLOCKING.format(version="two"))
+
+                async with open_client(found[1].decode()) as client, trio.open_nursery() as calls:
+                    calls.start_soon(replace_once_entered)
+                    with pytest.raises(ProtocolError) as info:
+                        await client.call_tool("wait", {})
+                nursery.cancel_scope.cancel()
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    if how == "drained":
+        assert info.value.message.startswith("Server shutting down: the request was ended")
+    else:
+        # The resume met the new server (it never knew the session), or found no server.
+        assert info.value.code == SESSION_EXPIRED or info.value.message.startswith(
+            "the response stream broke and could not be resumed"
+        ), info.value
 
 
 def test_reload_over_stdio_is_refused_in_one_line(tmp_path: Path) -> None:

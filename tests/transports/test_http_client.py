@@ -406,6 +406,22 @@ async def test_an_http_error_status_is_a_protocol_error_not_a_hang() -> None:
             assert len(await client.list_tools()) == 3  # only that request failed
 
 
+async def test_a_request_answered_202_with_no_response_fails_instead_of_waiting() -> None:
+    """A request's answer comes on its own POST or never: a bare 202 (a server that dropped the
+    request as it stopped) is the caller's error at once, not a wait for an answer elsewhere."""
+    app = Refuse(demo_server().http_app(), 202, b"", b"text/plain")
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url) as client:
+            with pytest.raises(ProtocolError) as info:
+                await client.call_tool("echo", {"text": "x"})
+            assert info.value.code == -32603
+            assert info.value.message == (
+                "the server accepted the request (HTTP 202) but will send no response to it"
+            )
+            assert info.value.data == {"httpStatus": 202}
+            assert len(await client.list_tools()) == 3  # only that request failed
+
+
 async def test_an_http_error_with_a_json_rpc_body_keeps_its_error() -> None:
     body = orjson.dumps(
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad Request: no"}}

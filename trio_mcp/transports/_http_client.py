@@ -13,10 +13,10 @@ roots request nested in a tool call) belongs to that request: when we cancel it,
 requests still unanswered are cancelled here too, as if the server had said so. The server's
 own notice may come later than the end of the stream we close, or never.
 
-Errors are turned into answers, never into hangs: an HTTP error or a lost connection on a
-request POST becomes a JSON-RPC error response for that request id (the caller gets
-``ProtocolError``); only a failed ``initialize``, or a session that cannot be re-established,
-ends the whole connection.
+Errors are turned into answers, never into hangs: an HTTP error, a lost connection or a bare
+202 (no response will come) on a request POST becomes a JSON-RPC error response for that
+request id (the caller gets ``ProtocolError``); only a failed ``initialize``, or a session that
+cannot be re-established, ends the whole connection.
 """
 
 from __future__ import annotations
@@ -492,7 +492,18 @@ class StreamableHttpTransport(BaseTransport):
                 self._start_listener()
             return
         if status == 202:
-            return  # accepted with no body: the answer, if any, comes another way
+            # A request's POST is answered with its response (JSON or SSE), never elsewhere:
+            # a bare 202 means no answer is coming (a server that dropped the request as it
+            # stopped, say). Unless we cancelled it ourselves, its caller must hear so.
+            await _read_limited(response, MAX_ERROR_BODY)
+            if not post.cancelled:
+                self._answer(
+                    post,
+                    INTERNAL_ERROR,
+                    "the server accepted the request (HTTP 202) but will send no response to it",
+                    {"httpStatus": status},
+                )
+            return
         media = _media_type(response)
         if media == "text/event-stream":
             await self._request_stream(post, response)
