@@ -653,27 +653,41 @@ class Report:
         if "fleet cost" not in self.jobs:
             return
         p = self.p
+        loops = p["fleet_cost_sessions"]
         self.add(
             "### CPU per call: through nginx + Redis against one process alone",
             "",
-            f"`benchmarks/fleet_cost.py`: the same server alone, called directly, and as three "
-            "`--redis-url --any-worker` processes behind nginx round robin on one "
-            f"`redis-server`; {p['fleet_cost_calls']} `tools/call echo` after "
-            f"{p['fleet_cost_warmup']} warm-up, from {p['fleet_cost_sessions']} keep-alive "
-            "loops (each its own session in the handshake era, whose requests land on any "
-            "process). CPU of every server process (backends, nginx, redis-server) from "
-            "`/proc/<pid>/stat`, per call, in microseconds; the ratio is within each run. "
+            f"`benchmarks/fleet_cost.py`: the same server alone, called directly, and as two "
+            "fleets of three processes behind nginx, each fleet on a `redis-server` of its own: "
+            "*tagged*, `--redis-url` backends behind `deploy/nginx.conf` as shipped (a session's "
+            "requests go to the node its id names), the recommended fleet; *any worker*, "
+            "`--redis-url --any-worker` backends behind nginx round robin (each request of a "
+            "session on any process: its record read from Redis every time). "
+            f"{p['fleet_cost_calls']} `tools/call echo` after {p['fleet_cost_warmup']} warm-up "
+            f"from {loops} keep-alive loops (each its own session in the handshake era); each "
+            f"fleet is also driven with {loops * 3} loops and three times the calls, the same "
+            "load per process as the standalone's (*per process*): at the same load in all "
+            "(*in all*) each backend runs a third of it, and a process serving fewer requests at "
+            "once pays more CPU per call, so *per process* is the cost of the fleet's machinery "
+            "alone. CPU of every server process (backends, nginx, redis-server) from "
+            "`/proc/<pid>/stat`, per call, in microseconds; the ratios are within each run. "
             "Goal: at most 1.3x (reported, not asserted).",
             "",
         )
-        header = ["era", "standalone", "fleet", "backends", "nginx", "Redis", "fleet/standalone"]
+        header = ["era", "fleet", "load", "standalone", "fleet", "backends", "nginx", "Redis"]
+        header.append("fleet/standalone")
         rows = []
-        for era, label in (("hs", "handshake, any worker"), ("modern", "modern")):
-            row = [label]
-            for part in ("standalone", "fleet", "fleet_backends", "fleet_nginx", "fleet_redis"):
-                row.append(cell(self.stat("fleet cost", f"{era}_{part}_us")))
-            row.append(cell(self.ratio(f"fleet_cost_{era}"), 2, "x"))
-            rows.append(row)
+        for era, era_label in (("hs", "handshake"), ("modern", "modern")):
+            for fleet, fleet_label in (("tagged", "tagged"), ("any", "any worker")):
+                for load, load_label in (("per", "per process"), ("total", "in all")):
+                    key = f"{era}_{fleet}_{load}"
+                    row = [era_label, fleet_label, load_label]
+                    row.append(cell(self.stat("fleet cost", f"{era}_standalone_us")))
+                    row.append(cell(self.stat("fleet cost", f"{key}_us")))
+                    for part in ("backends", "nginx", "redis"):
+                        row.append(cell(self.stat("fleet cost", f"{key}_{part}_us")))
+                    row.append(cell(self.ratio(f"fleet_cost_{key}"), 2, "x"))
+                    rows.append(row)
         self.table(header, rows)
 
     def tasks(self) -> None:

@@ -2,26 +2,40 @@
 
     python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8}'
 
-Two deployments of the same server (``tests/servers/fleet_server.py``), up at once:
+Three deployments of the same server (``tests/servers/fleet_server.py``), up at once:
 
 - standalone: one ``trio-mcp serve ... --transport http`` process, called directly;
-- fleet: three ``--redis-url URL --any-worker`` processes (session records, replicas, the
-  relay, the event store and the bus on one real ``redis-server``) behind nginx round robin,
-  run from ``deploy/nginx.conf`` by the tests' harness (``tests/deploy/_fleet.py``).
+- tagged: three ``--redis-url URL`` processes behind nginx as ``deploy/nginx.conf`` ships it (a
+  session's requests go to the node its id names; requests without a session round robin): the
+  recommended fleet;
+- any: three ``--redis-url URL --any-worker`` processes behind nginx round robin, every request
+  of a session on any process (its record read from Redis each time, a replica built where it
+  lands): the fleet that survives losing any node without its sessions.
 
-For each era (``hs``: handshake sessions, each request of a session on any worker; ``modern``:
-2026-07-28 ``tools/call``), ``sessions`` loops make ``calls`` ``tools/call echo`` in all, over
-keep-alive connections, every answer checked, after ``warmup`` calls; the standalone and the
-fleet back to back. What is counted is CPU, not time: user plus system CPU (``/proc/<pid>/stat``)
-of every server process (the backends, nginx's master and workers, ``redis-server``) over the
-measured calls, divided by their number. The load generator's own CPU is not counted, so the
-figure holds on a busy machine, where calls per second do not. Prints one JSON object: per era,
-microseconds of CPU per call standalone and in the fleet (and its backends, nginx and Redis
-parts), and the ratio fleet/standalone (the goal is at most 1.3; reported, not asserted).
+Each fleet has a real ``redis-server`` of its own; both are run from ``deploy/nginx.conf`` by
+the tests' harness (``tests/deploy/_fleet.py``). For each era (``hs``: handshake sessions;
+``modern``: 2026-07-28 ``tools/call``), ``sessions`` loops make ``calls`` ``tools/call echo`` in
+all over keep-alive connections, every answer checked, after ``warmup`` calls. Each fleet is
+loaded two ways: with the standalone's ``sessions`` loops (``total``: the same load in all, so
+each backend runs a third of it) and with three times as many (``per``: the same load per
+process as the standalone's). A process that serves fewer requests at once pays more CPU per
+call (fewer requests share each wake-up of its event loop): ``total`` counts that with the
+fleet's cost, ``per`` does not, and is the cost of the fleet's machinery (nginx, Redis, the
+shared records).
+
+What is counted is CPU, not time: user plus system CPU (``/proc/<pid>/stat``) of every server
+process (the backends, nginx's master and workers, ``redis-server``) over the measured calls,
+divided by their number. The load generator's own CPU is not counted, so the figure holds on a
+busy machine, where calls per second do not. Prints one JSON object: per era, microseconds of
+CPU per call standalone (``<era>_standalone_us``), and per fleet and load
+(``<era>_<fleet>_<load>_us``, with its ``_backends``, ``_nginx`` and ``_redis`` parts), and the
+ratio to the standalone (``<era>_<fleet>_<load>_ratio``; the goal is at most 1.3; reported, not
+asserted).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -198,44 +212,65 @@ async def standalone(directory: Path) -> AsyncIterator[tuple[str, int]]:
             await process.wait()
 
 
+#: The fleets: the backends' options and nginx's routing (see the module's docstring).
+FLEETS = {"tagged": ([], "map"), "any": (["--any-worker"], "any")}
+#: The loads of a fleet: how many times the standalone's loops it is driven with.
+LOADS = {"total": 1, "per": BACKENDS}
+
+
 async def measure(spec: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="trio-mcp-fleet-cost-") as scratch:
         base = Path(scratch)
-        (base / "fleet").mkdir()
-        async with (
-            redis_server(base) as redis,
-            fleet(
-                base / "fleet",
-                BACKENDS,
-                server=str(FLEET_SERVER),
-                options=["--redis-url", redis.url, "--any-worker"],
-                routing="any",
-            ) as running,
-            standalone(base) as (alone_url, alone_pid),
-        ):
-            assert redis.process is not None
-            redis_pid = redis.process.pid
+        async with contextlib.AsyncExitStack() as stack:
+            fleets = {}
+            for name, (options, routing) in FLEETS.items():
+                (base / name).mkdir()
+                # Each fleet its own redis-server: the two share nothing, and each one's Redis
+                # CPU is its own.
+                redis = await stack.enter_async_context(redis_server(base / name))
+                running = await stack.enter_async_context(
+                    fleet(
+                        base / name,
+                        BACKENDS,
+                        server=str(FLEET_SERVER),
+                        options=["--redis-url", redis.url, *options],
+                        routing=routing,
+                    )
+                )
+                assert redis.process is not None
+                fleets[name] = (running, redis.process.pid)
+            alone_url, alone_pid = await stack.enter_async_context(standalone(base))
 
-            def fleet_parts() -> list[float]:
-                backends = sum(cpu_seconds(b.pid, group=True) for b in running.backends)
-                nginx = cpu_seconds(running.nginx.pid, group=True)
-                return [backends, nginx, cpu_seconds(redis_pid, group=False)]
+            def parts_of(running: Any, redis_pid: int) -> Callable[[], list[float]]:
+                def parts() -> list[float]:
+                    backends = sum(cpu_seconds(b.pid, group=True) for b in running.backends)
+                    nginx = cpu_seconds(running.nginx.pid, group=True)
+                    return [backends, nginx, cpu_seconds(redis_pid, group=False)]
+
+                return parts
 
             for era in ("hs", "modern"):
                 (alone,) = await cpu_per_call(
                     era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)], "a"
                 )
-                backends, nginx, redis_part = await cpu_per_call(
-                    era, running.url, spec, fleet_parts, "f"
-                )
-                total = backends + nginx + redis_part
                 out[f"{era}_standalone_us"] = alone
-                out[f"{era}_fleet_us"] = total
-                out[f"{era}_fleet_backends_us"] = backends
-                out[f"{era}_fleet_nginx_us"] = nginx
-                out[f"{era}_fleet_redis_us"] = redis_part
-                out[f"{era}_ratio"] = total / alone if alone else 0.0
+                for name, (running, redis_pid) in fleets.items():
+                    for load, times in LOADS.items():
+                        loaded = {**spec, "sessions": int(spec["sessions"]) * times}
+                        loaded["calls"] = int(spec["calls"]) * times
+                        tag = f"{name[0]}{load[0]}"
+                        parts = parts_of(running, redis_pid)
+                        backends, nginx, redis_part = await cpu_per_call(
+                            era, running.url, loaded, parts, tag
+                        )
+                        total = backends + nginx + redis_part
+                        key = f"{era}_{name}_{load}"
+                        out[f"{key}_us"] = total
+                        out[f"{key}_backends_us"] = backends
+                        out[f"{key}_nginx_us"] = nginx
+                        out[f"{key}_redis_us"] = redis_part
+                        out[f"{key}_ratio"] = total / alone if alone else 0.0
     return out
 
 

@@ -616,9 +616,13 @@ def ratios_for(run: Run) -> dict[str, float]:
     for size in FLEET_SIZES[1:]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for era in ("hs", "modern"):
-        # CPU per call through nginx + Redis against one process alone, both in one job.
-        cost = ("fleet cost", f"{era}_fleet_us")
-        ratio(f"fleet_cost_{era}", cost, ("fleet cost", f"{era}_standalone_us"))
+        # CPU per call through nginx + Redis against one process alone, all in one job: each
+        # fleet (tagged routing, any worker), at the same load in all and per process.
+        for fleet in ("tagged", "any"):
+            for load in ("total", "per"):
+                cost = ("fleet cost", f"{era}_{fleet}_{load}_us")
+                alone = ("fleet cost", f"{era}_standalone_us")
+                ratio(f"fleet_cost_{era}_{fleet}_{load}", cost, alone)
     for mode in ("seq", "con"):
         ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
         for era in HTTP_ERAS:

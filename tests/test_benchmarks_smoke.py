@@ -193,9 +193,13 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
     if section == "fleet":
         # CPU per call through nginx + Redis against standalone, both eras, with the ratio.
         for era in ("hs", "modern"):
-            for part in ("standalone", "fleet", "fleet_backends", "fleet_nginx", "fleet_redis"):
-                assert f"{era}_{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
-            assert f"fleet_cost_{era}" in summary["ratios"], sorted(summary["ratios"])
+            assert f"{era}_standalone_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+            for fleet in ("tagged", "any"):
+                for load in ("total", "per"):
+                    key = f"{era}_{fleet}_{load}"
+                    for part in ("", "_backends", "_nginx", "_redis"):
+                        assert f"{key}{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+                    assert f"fleet_cost_{key}" in summary["ratios"], sorted(summary["ratios"])
         assert "CPU per call: through nginx + Redis against one process alone" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
