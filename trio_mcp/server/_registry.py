@@ -14,7 +14,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from ._bus import BusEvent
     from ._middleware import Middleware
     from ._visibility import Visibility
+
+T = TypeVar("T")
 
 CONTENT_TYPES: tuple[type, ...] = (
     TextContent,
@@ -371,18 +373,38 @@ def decode_cursor(cursor: object) -> int | None:
     return int(number)
 
 
-def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
-    """One page of ``items`` after ``cursor``; raises ValueError for a cursor we did not issue."""
+def page(
+    items: list[T], cursor: object, size: int | None, keep: Callable[[T], bool] | None = None
+) -> tuple[list[T], str | None]:
+    """One page of ``items`` after ``cursor``, of those ``keep`` lets through (None: all);
+    raises ValueError for a cursor we did not issue.
+
+    The cursor is an offset into ``items``, past what the last page looked at: a page looks at
+    its own items and those kept out between them, never at the ones before it, so walking a
+    list of n items asks ``keep`` about each about once (n, not n times the pages)."""
     start = 0
     if cursor is not None:
         decoded = decode_cursor(cursor)
         if decoded is None or decoded > len(items):
             raise ValueError("Invalid cursor")
         start = decoded
+    if keep is None:
+        if size is None:
+            return items[start:], None
+        end = start + size
+        return items[start:end], encode_cursor(end) if end < len(items) else None
     if size is None:
-        return items[start:], None
-    end = start + size
-    return items[start:end], encode_cursor(end) if end < len(items) else None
+        return [item for item in items[start:] if keep(item)], None
+    chosen: list[T] = []
+    index, count = start, len(items)
+    while index < count and len(chosen) < size:
+        if keep(items[index]):
+            chosen.append(items[index])
+        index += 1
+    # The next page starts at the next item kept (none: this page was the last).
+    while index < count and not keep(items[index]):
+        index += 1
+    return chosen, encode_cursor(index) if index < count else None
 
 
 @attrs.frozen
