@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -1003,15 +1003,13 @@ def _paged(
     conn: ServerConnection,
     record: InFlight,
     key: str,
-    entries: Iterable[_Entry],
+    entries: Collection[_Entry],
     wire: Callable[[_Entry], Any],
     keep: Callable[[_Entry], bool] | None,
 ) -> JSONObject:
     """One page of a list: only the page's entries are filtered (``keep``) and encoded."""
     try:
-        chunk, next_cursor = page(
-            list(entries), record.params.get("cursor"), conn.server.page_size, keep
-        )
+        chunk, next_cursor = page(entries, record.params.get("cursor"), conn.server.page_size, keep)
     except ValueError:
         raise _invalid("Invalid params: invalid cursor") from None
     result: JSONObject = {key: [to_wire(wire(entry)) for entry in chunk]}
