@@ -486,6 +486,7 @@ class Report:
         self.proxy()
         self.otel()
         self.http()
+        self.growth()
         self.profiles()
         self.clock()
         self.method()
@@ -1130,6 +1131,182 @@ class Report:
             f" Here wrk's calls/s over the driver's (the median of the four cases) were "
             f"{fmt(ours, 2)}x for trio_mcp and {fmt(floor, 2)}x for the floor: {verdict}."
         )
+
+    def growth(self) -> None:
+        """The scale family (``benchmarks/growth.py``): each cost at two or three sizes, and how
+        much it grew against how much the work grew."""
+        if not any(j.startswith("growth ") for j in self.jobs):
+            return
+        self.add(
+            "## 9. Growth: how the cost grows with the work",
+            "",
+            "`benchmarks/growth.py`. Each cost is measured at growing sizes of the work; "
+            "*growth* is the cost at the larger size over the cost at the smaller, *work* how "
+            "much the work grew: growth at most the work is linear or better (10x the work "
+            "should cost at most 10x). Memory figures are the steady ones on a shared machine.",
+            "",
+        )
+
+        def grew(job: str, metric: str, work: float) -> str:
+            stat = self.stat(job, metric)
+            if stat is None:
+                return "n/a"
+            verdict = "" if stat["median"] <= work * 1.15 else " **worse than linear**"
+            return f"{cell(stat, 2, 'x')} of {fmt(work)}x{verdict}"
+
+        names = {"http": "Streamable HTTP", "sse": "HTTP+SSE (2024-11-05)", "ws": "WebSocket"}
+        rows = []
+        for transport, label in names.items():
+            job = f"growth sessions {transport}"
+            if job not in self.jobs:
+                continue
+            small, large = (self.stat(job, f"sessions_{k}") for k in ("small", "large"))
+            work = large["median"] / small["median"] if small and large else float("nan")
+            rows.append(
+                [
+                    label,
+                    f"{cell(small)} / {cell(large)}",
+                    cell(self.stat(job, "rss_small_bytes_per_session")),
+                    cell(self.stat(job, "rss_large_bytes_per_session")),
+                    grew(job, "rss_growth", work),
+                    cell(self.stat(job, "traced_small_bytes_per_session")),
+                    cell(self.stat(job, "traced_large_bytes_per_session")),
+                    grew(job, "traced_growth", work),
+                    cell(self.stat(job, "idle_cpu_small_ms_per_s"), 2),
+                    cell(self.stat(job, "idle_cpu_large_ms_per_s"), 2),
+                ]
+            )
+        if rows:
+            self.add(
+                "### Idle sessions: memory and CPU per open session",
+                "",
+                "trio_mcp's server under `hypercorn --worker-class trio` on 127.0.0.1; sessions "
+                "opened 32 at a time and left idle: Streamable HTTP after `initialize` and "
+                "`notifications/initialized` (no connection kept), HTTP+SSE with its `GET` "
+                "stream open, WebSocket open and initialized. Bytes per session over the "
+                "baseline: the worker's VmRSS, and tracemalloc in a second server; CPU: the "
+                f"worker's, in ms a second, over {self.p.get('growth_idle_ms', 0) / 1000:g} s "
+                "while the sessions sit idle.",
+                "",
+            )
+            header = ["transport", "sessions", "RSS B/session", "at the larger", "RSS growth"]
+            header += ["traced B/session", "at the larger", "traced growth"]
+            header += ["idle CPU ms/s", "at the larger"]
+            self.table(header, rows)
+        job = "growth tools/list"
+        if job in self.jobs:
+            self.add(
+                "### `tools/list` with many tools registered",
+                "",
+                "In process: trio_mcp's client over in-memory streams, both engines in one "
+                "process (handshake era), best of three runs. *One page*: one call, the "
+                "server's default `page_size` of 100; *the walk*: every page, one after the "
+                "other; *unpaged*: one call of a server with `page_size=None`.",
+                "",
+            )
+            rows = []
+            for index in range(3):
+                tools = self.stat(job, f"tools_{index}")
+                if tools is None:
+                    continue
+                work = self.stat(job, f"work_{index}")
+                w = work["median"] if work else float("nan")
+                # A page holds at most 100 tools: its work grows only up to there.
+                page_work = min(tools["median"], 100) / min(tools["median"] / w, 100)
+                rows.append(
+                    [
+                        cell(tools),
+                        cell(self.stat(job, f"page_us_{index}")),
+                        grew(job, f"page_growth_{index}", page_work) if work else "",
+                        cell(self.stat(job, f"walk_us_{index}")),
+                        cell(self.stat(job, f"walk_us_per_tool_{index}"), 1),
+                        grew(job, f"walk_growth_{index}", w) if work else "",
+                        cell(self.stat(job, f"whole_us_{index}")),
+                        grew(job, f"whole_growth_{index}", w) if work else "",
+                    ]
+                )
+            header = ["tools", "one page µs", "growth"]
+            header += ["the walk µs", "µs/tool", "growth", "unpaged µs", "growth"]
+            self.table(header, rows)
+            self.add(
+                "A page holds at most 100 tools whatever the server holds: past 100 tools its "
+                "work, and so its cost, should stay the same (growth near 1x).",
+                "",
+            )
+        job = "growth tools/call"
+        if job in self.jobs:
+            self.add(
+                "### `tools/call` with large results, against the bare-hypercorn floor",
+                "",
+                "A `blob` tool whose result is one text block of the size given, over "
+                "Streamable HTTP (handshake era, SSE responses), one call at a time on one "
+                "keep-alive connection; the bare-hypercorn floor (`peers/floor_http_server.py`) "
+                "answers the same sized body. The two take turns round by round (rounds: "
+                f"{self.p.get('growth_rounds', 1)}); ours/floor is in calls/s (higher is "
+                "better), the median of the rounds' ratios.",
+                "",
+            )
+            rows = []
+            for index in range(3):
+                size = self.stat(job, f"bytes_{index}")
+                if size is None:
+                    continue
+                work = self.stat(job, f"work_{index}")
+                w = work["median"] if work else float("nan")
+                rows.append(
+                    [
+                        f"{fmt(size['median'])} B",
+                        cell(self.stat(job, f"trio_us_{index}")),
+                        cell(self.stat(job, f"floor_us_{index}")),
+                        cell(self.stat(job, f"vs_floor_{index}"), 2, "x"),
+                        cell(self.stat(job, f"trio_mb_per_s_{index}"), 1),
+                        grew(job, f"trio_growth_{index}", w) if work else "",
+                        grew(job, f"floor_growth_{index}", w) if work else "",
+                    ]
+                )
+            header = ["result", "trio_mcp µs/call", "floor µs/call", "ours/floor", "trio_mcp MB/s"]
+            self.table([*header, "trio_mcp growth", "floor growth"], rows)
+        job = "growth event store"
+        if job in self.jobs:
+            small, large = self.stat(job, "events_small"), self.stat(job, "events_large")
+            work = large["median"] / small["median"] if small and large else float("nan")
+            size = self.stat(job, "event_bytes")
+            self.add(
+                "### The in-memory event store (`MemoryEventStore`)",
+                "",
+                f"Events of {cell(size)} bytes (a progress notification), kept in one stream "
+                "or one per stream (a stream's own cost counted in its event). Bytes per event "
+                "by tracemalloc (data and overhead); append time without it, best of three; "
+                "a resume of a stream's last 10 events (the same work at every size).",
+                "",
+            )
+            rows = []
+            for layout, label in (("one_stream", "one stream"), ("streams", "a stream each")):
+                rows.append(
+                    [
+                        label,
+                        cell(self.stat(job, f"{layout}_small_bytes_per_event")),
+                        cell(self.stat(job, f"{layout}_large_bytes_per_event")),
+                        grew(job, f"{layout}_growth", work),
+                        cell(self.stat(job, f"{layout}_small_append_us"), 2),
+                        cell(self.stat(job, f"{layout}_large_append_us"), 2),
+                        grew(job, f"{layout}_append_growth", work),
+                    ]
+                )
+            header = [f"{cell(small)} / {cell(large)} events", "B/event", "at the larger"]
+            header += ["memory growth", "append µs", "at the larger", "time growth"]
+            self.table(header, rows)
+            self.table(
+                ["resume of the last 10 events", "µs", "at the larger", "growth (same work)"],
+                [
+                    [
+                        "one stream",
+                        cell(self.stat(job, "replay_tail_small_us"), 1),
+                        cell(self.stat(job, "replay_tail_large_us"), 1),
+                        grew(job, "replay_tail_growth", 1.0),
+                    ]
+                ],
+            )
 
     def profiles(self) -> None:
         profiles = self.s.get("profiles")

@@ -93,6 +93,19 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_session_warmup": 50,
         "wrk_seconds": 10,
         "wrk_warmup_seconds": 2,
+        "growth_runs": 2,
+        "growth_sessions": 10000,
+        "growth_session_warmup": 50,
+        "growth_idle_ms": 3000,
+        "growth_tools": 10000,
+        "growth_tools_listed": 20000,
+        "growth_page_calls": 200,
+        "growth_call_bytes": 10_000_000,
+        "growth_calls": 300,
+        "growth_call_budget": 100_000_000,
+        "growth_rounds": 5,
+        "growth_events": 10000,
+        "growth_replays": 1000,
     },
     "quick": {
         "runs": 2,
@@ -131,6 +144,19 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_session_warmup": 20,
         "wrk_seconds": 5,
         "wrk_warmup_seconds": 1,
+        "growth_runs": 1,
+        "growth_sessions": 10000,
+        "growth_session_warmup": 20,
+        "growth_idle_ms": 2000,
+        "growth_tools": 10000,
+        "growth_tools_listed": 10000,
+        "growth_page_calls": 100,
+        "growth_call_bytes": 10_000_000,
+        "growth_calls": 100,
+        "growth_call_budget": 30_000_000,
+        "growth_rounds": 3,
+        "growth_events": 10000,
+        "growth_replays": 300,
     },
     "smoke": {
         "runs": 1,
@@ -169,6 +195,19 @@ PROFILES: dict[str, dict[str, int]] = {
         "http_session_warmup": 2,
         "wrk_seconds": 1,
         "wrk_warmup_seconds": 0,
+        "growth_runs": 1,
+        "growth_sessions": 200,
+        "growth_session_warmup": 5,
+        "growth_idle_ms": 200,
+        "growth_tools": 1000,
+        "growth_tools_listed": 2000,
+        "growth_page_calls": 10,
+        "growth_call_bytes": 1_000_000,
+        "growth_calls": 10,
+        "growth_call_budget": 2_000_000,
+        "growth_rounds": 1,
+        "growth_events": 1000,
+        "growth_replays": 20,
     },
 }
 SECTIONS = (
@@ -182,7 +221,10 @@ SECTIONS = (
     "proxy",
     "otel",
     "http",
+    "growth",
 )
+#: The growth section's transports of idle sessions (``benchmarks/growth.py``).
+GROWTH_TRANSPORTS = ("http", "sse", "ws")
 #: How many backends the fleet section puts behind nginx.
 FLEET_SIZES = (1, 2, 3)
 
@@ -828,6 +870,35 @@ class Bench:
         command = [*PYTHON, str(Path("benchmarks") / "otel.py"), json.dumps(spec)]
         return {k: float(v) for k, v in run_json(command, self.log).items()}
 
+    def growth_job(self, spec: dict[str, Any]) -> dict[str, float]:
+        command = [*PYTHON, str(Path("benchmarks") / "growth.py"), json.dumps(spec)]
+        return {k: float(v) for k, v in run_json(command, self.log).items()}
+
+    def growth_jobs(self) -> list[tuple[str, Callable[[], dict[str, float]]]]:
+        """The scale family (``benchmarks/growth.py``): each figure at two or three sizes."""
+        p = self.p
+        sessions = p["growth_sessions"]
+        jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
+        for transport in GROWTH_TRANSPORTS:
+            spec = {"part": "sessions", "transport": transport}
+            spec.update(sessions=[sessions // 10, sessions], warmup=p["growth_session_warmup"])
+            spec.update(settle_ms=p["settle_ms"], idle_ms=p["growth_idle_ms"])
+            jobs.append((f"growth sessions {transport}", lambda s=spec: self.growth_job(s)))
+        tools = p["growth_tools"]
+        spec = {"part": "tools", "tools": [10, tools // 10, tools]}
+        spec.update(tools_listed=p["growth_tools_listed"], page_calls=p["growth_page_calls"])
+        jobs.append(("growth tools/list", lambda s=spec: self.growth_job(s)))
+        most = p["growth_call_bytes"]
+        spec = {"part": "calls", "sizes": [most // 10_000, most // 100, most]}
+        spec.update(calls=p["growth_calls"], call_bytes=p["growth_call_budget"], min_calls=3)
+        spec["rounds"] = p["growth_rounds"]
+        jobs.append(("growth tools/call", lambda s=spec: self.growth_job(s)))
+        events = p["growth_events"]
+        spec = {"part": "events", "events": [events // 10, events]}
+        spec["replays"] = p["growth_replays"]
+        jobs.append(("growth event store", lambda s=spec: self.growth_job(s)))
+        return jobs
+
     def http_job(
         self,
         server: str,
@@ -1039,6 +1110,9 @@ class Bench:
             add("otel", self.otel)
         if "http" in sections and index < self.p["http_runs"]:
             for name, fn in self.http_jobs():
+                add(name, fn)
+        if "growth" in sections and index < self.p["growth_runs"]:
+            for name, fn in self.growth_jobs():
                 add(name, fn)
         return jobs
 

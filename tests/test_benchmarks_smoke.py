@@ -38,6 +38,14 @@ SECTIONS = {
     "tasks": ["tasks"],
     "proxy": ["proxy"],
     "otel": ["otel"],
+    "growth": [
+        "growth sessions http",
+        "growth sessions sse",
+        "growth sessions ws",
+        "growth tools/list",
+        "growth tools/call",
+        "growth event store",
+    ],
 }
 
 #: The HTTP section's jobs: run by test_http_figures alone (with the profiles), not once more by
@@ -201,6 +209,20 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                         assert f"{key}{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
                     assert f"fleet_cost_{key}" in summary["ratios"], sorted(summary["ratios"])
         assert "CPU per call: through nginx + Redis against one process alone" in report
+    if section == "growth":
+        # Each cost at its sizes, with how much it grew; the large results against the floor.
+        for transport in ("http", "sse", "ws"):
+            figures = jobs[f"growth sessions {transport}"]
+            for metric in ("rss", "traced"):
+                assert f"{metric}_large_bytes_per_session" in figures, sorted(figures)
+            assert "idle_cpu_large_ms_per_s" in figures, sorted(figures)
+        for metric in ("page_growth_2", "walk_growth_2", "whole_growth_2"):
+            assert metric in jobs["growth tools/list"], sorted(jobs["growth tools/list"])
+        for metric in ("vs_floor_2", "trio_growth_2", "floor_growth_2"):
+            assert metric in jobs["growth tools/call"], sorted(jobs["growth tools/call"])
+        for metric in ("one_stream_growth", "streams_growth", "replay_tail_growth"):
+            assert metric in jobs["growth event store"], sorted(jobs["growth event store"])
+        assert "## 9. Growth: how the cost grows with the work" in report
     if section == "inprocess":
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])

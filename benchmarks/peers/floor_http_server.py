@@ -6,7 +6,9 @@
 What any JSON-RPC-over-HTTP server must do at the least, under the same hypercorn trio worker as
 trio_mcp's server: read the request body, decode it with orjson, and answer a request with
 ``{"jsonrpc", "id", "result"}`` whose result has the shape an MCP server gives
-``tools/call echo`` (``params.arguments.text`` in one text content block), encoded with orjson.
+``tools/call echo`` (``params.arguments.text`` in one text content block), encoded with orjson;
+a call whose arguments have a ``size`` gets that many characters instead (``blob``, for
+``benchmarks/growth.py``).
 A message without an id (a notification) gets 202 and no body. No header is checked, no session
 kept. With ``BENCH_SSE=1`` the answer is one SSE event (``event: message``, ``data: ...``) on a
 ``text/event-stream`` response, as a Streamable HTTP server streams it; otherwise a JSON body.
@@ -37,6 +39,7 @@ and nothing more (the echo answered as above, ``initialize`` canned):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import secrets
@@ -78,8 +81,16 @@ def result_for(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("method") == "initialize":
         version = params.get("protocolVersion") or INITIALIZE_RESULT["protocolVersion"]
         return {**INITIALIZE_RESULT, "protocolVersion": version}
-    text = (params.get("arguments") or {}).get("text", "")
-    return {"content": [{"type": "text", "text": text}]}
+    arguments = params.get("arguments") or {}
+    if "size" in arguments:  # the growth benchmark's ``blob`` call: a result of that size
+        return {"content": [{"type": "text", "text": blob(int(arguments["size"]))}]}
+    return {"content": [{"type": "text", "text": arguments.get("text", "")}]}
+
+
+@functools.lru_cache(maxsize=8)
+def blob(size: int) -> str:
+    """``size`` characters, made once per size, as trio_mcp's benchmark ``blob`` tool does."""
+    return "x" * size
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -23,6 +23,7 @@ from trio_mcp.http import (
     HttpOptions,
     MemoryEventStore,
     Replay,
+    ScaleOut,
     StreamMeta,
 )
 from trio_mcp.redis import RedisEventStore
@@ -91,6 +92,63 @@ async def test_busy_streams_do_not_keep_idle_ones_from_expiring() -> None:
     assert events(await store.replay("idle0.r1", 0)) is None
     # Only the busy streams and the ones created within the ttl are left.
     assert len(store) == len(busy) + 11
+
+
+class Seq(int):
+    """A sequence number that counts how often the store compares it."""
+
+    compared = 0
+
+    def _plain(self, other: object) -> tuple[int, int]:
+        Seq.compared += 1
+        assert isinstance(other, int)
+        return int(self), int(other)
+
+    def __gt__(self, other: object) -> bool:
+        mine, theirs = self._plain(other)
+        return mine > theirs
+
+    def __ge__(self, other: object) -> bool:
+        mine, theirs = self._plain(other)
+        return mine >= theirs
+
+    def __lt__(self, other: object) -> bool:
+        mine, theirs = self._plain(other)
+        return mine < theirs
+
+    def __le__(self, other: object) -> bool:
+        mine, theirs = self._plain(other)
+        return mine <= theirs
+
+
+async def test_a_resume_looks_at_what_it_missed_not_at_the_whole_stream() -> None:
+    """Resuming the last few events of a long stream looks at those events (and one more),
+    not at every event the stream holds: a resume costs what it gives back."""
+    store = MemoryEventStore(max_events_per_stream=10_000)
+    for seq in range(1, 10_001):
+        await store.append("s.r1", Seq(seq), b"e")
+    Seq.compared = 0
+    replay = await store.replay("s.r1", 9_995)
+    assert [seq for seq, _ in events(replay) or []] == [9_996, 9_997, 9_998, 9_999, 10_000]
+    assert Seq.compared <= 5 + 3  # the five, the one before them, the checks of the bounds
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_only_a_shared_store_is_told_which_sessions_live(
+    shared: bool, mock_clock: trio.testing.MockClock
+) -> None:
+    """The liveness of sessions is for the other workers of a shared store; an app's own store
+    is never told it, so idle sessions cost the heartbeat nothing (it named every one of them
+    every few seconds)."""
+    mock_clock.rate = 1
+    store = MemoryEventStore(heartbeat=5)
+    options = HttpOptions(scale_out=ScaleOut(event_store=store)) if shared else HttpOptions()
+    async with serving(Server("alive"), options, guard=700) as served:
+        sessions = [await served.initialize() for _ in range(3)]
+        mock_clock.jump(30)  # six heartbeats' time (an unused session lives 60 s)
+        await trio.sleep(0.5)  # and it beats (half a second of the clock's own flow)
+        alive = [await served.app.store.session_alive(s) for s in sessions]
+    assert alive == [shared] * 3
 
 
 async def test_the_byte_cap_drops_the_least_recently_active_streams_first() -> None:

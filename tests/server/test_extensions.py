@@ -221,3 +221,45 @@ async def test_an_extension_decides_which_tools_a_list_shows_by_what_the_client_
             }
             listed = await peer.request(1, "tools/list", {"_meta": modern})
             assert sorted(t["name"] for t in listed["result"]["tools"]) == expected
+
+
+class Counting(Extension):
+    """Shows the tools with an even number only, and counts how often it is asked."""
+
+    name = "example.com/counting"
+    handshake_era = True
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
+        self.asked += 1
+        return int(entry.tool.name.removeprefix("t")) % 2 == 0
+
+
+async def test_walking_a_filtered_list_asks_about_each_tool_about_once() -> None:
+    """Each page looks at its own tools and the ones filtered out between them, not at every
+    tool before it: walking 1,000 tools 10 a page asks the filter about 1,000 times, not about
+    50 pages times 1,000 (a walk that grew with the square of the tools)."""
+    counting = Counting()
+    server = Server("many", extensions=[counting], page_size=10)
+
+    async def tool_fn() -> str:
+        return "x"
+
+    for i in range(1000):
+        server.tool(name=f"t{i}")(tool_fn)
+    async with wire_to(server) as peer:
+        names: list[str] = []
+        cursor = None
+        for rid in range(1, 100):
+            answer = await peer.request(rid, "tools/list", {"cursor": cursor} if cursor else None)
+            page = answer["result"]
+            assert len(page["tools"]) == 10  # every page full: the filter applied before paging
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+    assert names == [f"t{i}" for i in range(0, 1000, 2)]
+    # Each tool once, and the first of each next page once more.
+    assert counting.asked <= 1000 + 50

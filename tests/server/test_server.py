@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ from trio_mcp import (
 from trio_mcp.lowlevel import memory_transport_pair
 from trio_mcp.protocol import to_wire
 from trio_mcp.protocol._types import ListToolsResult
+from trio_mcp.server._registry import page
 
 from ..wire import WirePeer, wire_to
 
@@ -1045,6 +1046,36 @@ async def test_client_list_methods_walk_every_page() -> None:
         assert [r.name for r in await client.list_resources()] == [f"r{i}" for i in range(5)]
         templates = await client.list_resource_templates()
         assert [t.name for t in templates] == [f"t{i}" for i in range(5)]
+
+
+class Counted:
+    """A registry's entries that count how many of them a list looks at."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.looked_at = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, int) and 0 <= item < self.count
+
+    def __iter__(self) -> Iterator[int]:
+        for item in range(self.count):
+            self.looked_at += 1
+            yield item
+
+
+def test_the_first_page_looks_at_its_own_entries_not_at_the_whole_registry() -> None:
+    """A page is cut from the entries without copying them all first: the first page of
+    10,000 looks at its 100 and the one after (a copy of every entry per page made one page of
+    a large registry cost what the whole registry did)."""
+    for keep in (None, lambda item: item % 2 == 0):
+        entries = Counted(10_000)
+        chunk, cursor = page(entries, None, 100, keep)
+        assert len(chunk) == 100 and cursor is not None
+        assert entries.looked_at <= (201 if keep else 100)
 
 
 async def test_page_size_none_returns_everything_at_once() -> None:

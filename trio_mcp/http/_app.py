@@ -427,13 +427,18 @@ class McpHttpApp:
         #: The Streamable HTTP sessions that are kept (their ``initialize`` succeeded), by id:
         #: the registry's table of them.
         self.sessions: dict[str, HttpSession] = self.registry.table(TransportKind.STREAMABLE_HTTP)
-        #: The one task that writes every stream's events to the store, in order.
+        #: The one task that writes every stream's events to the store, in order. Which
+        #: sessions live is for the other workers of a shared store (a resume served there
+        #: asks); the app's own store has no reader of it, so its heartbeat names none: telling
+        #: it cost a step per session every ``heartbeat``, the one work idle sessions made.
         self.writer = EventWriter(
             self.store,
             max_queued=options.scale_out.max_store_queue_events,
             max_queued_bytes=options.scale_out.max_store_queue_bytes,
             timeout=options.scale_out.event_store_timeout,
-            live_sessions=self.sessions.keys,
+            live_sessions=self.sessions.keys
+            if options.scale_out.event_store is not None
+            else tuple,
         )
         #: Where the streams of sessions hand their events: the writer, or, for a store whose
         #: writes never wait (an in-process MemoryEventStore), the store itself, at once.

@@ -153,10 +153,13 @@ class MemoryEventStore:
         self.heartbeat = heartbeat
         self._clock = clock
         # In order of last activity, oldest first: expiry and the byte cap both start there.
-        self._streams: dict[str, _Kept] = {}
+        # An OrderedDict, whose front is found at once: a dict that has its entries taken out
+        # and put back at the end walks past every hole they left to find its first one, so
+        # touching each of n streams in turn would cost n^2.
+        self._streams: collections.OrderedDict[str, _Kept] = collections.OrderedDict()
         self._size = 0
         #: Live sessions, and when their liveness lapses (three heartbeats after the last).
-        self._alive: dict[str, float] = {}
+        self._alive: collections.OrderedDict[str, float] = collections.OrderedDict()
 
     @property
     def held_bytes(self) -> int:
@@ -215,7 +218,14 @@ class MemoryEventStore:
         events = kept.events
         if not events or events[0][0] > after + 1:
             return None  # what the client missed was already dropped from the ring
-        return Replay([(s, d) for s, d in events if s > after], kept.finished, kept.meta)
+        # From the newest back: a resume costs what it missed, not what the stream holds.
+        missed: list[tuple[int, bytes]] = []
+        for seq, data in reversed(events):
+            if seq <= after:
+                break
+            missed.append((seq, data))
+        missed.reverse()
+        return Replay(missed, kept.finished, kept.meta)
 
     async def forget(self, stream_id: str) -> None:
         self.forget_now(stream_id)
@@ -225,9 +235,10 @@ class MemoryEventStore:
 
     async def keep_alive(self, session_ids: Collection[str]) -> None:
         until = self._clock() + 3 * self.heartbeat
+        alive = self._alive
         for session_id in session_ids:
-            self._alive.pop(session_id, None)
-            self._alive[session_id] = until  # re-inserted: the dict stays in order of expiry
+            alive[session_id] = until
+            alive.move_to_end(session_id)  # the dict stays in order of expiry
         now = self._clock()
         while self._alive:
             oldest = next(iter(self._alive))
@@ -249,13 +260,13 @@ class MemoryEventStore:
         """The stream's entry, made the most recently active (created if new)."""
         now = self._clock()
         self._expire(now)
-        kept = self._streams.pop(stream_id, None)
+        kept = self._streams.get(stream_id)
         if kept is None:
-            kept = _Kept(now)
+            kept = self._streams[stream_id] = _Kept(now)
             self._size += kept.size
             event_store_bytes(kept.size)
-        # Re-inserted at the end, so the dict stays in order of last activity.
-        self._streams[stream_id] = kept
+        else:
+            self._streams.move_to_end(stream_id)  # the dict stays in order of last activity
         kept.last_activity = now
         return kept
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -996,38 +996,55 @@ async def _ping(conn: ServerConnection, record: InFlight) -> JSONObject:
     return {}
 
 
-def _paged(conn: ServerConnection, record: InFlight, key: str, items: list[Any]) -> JSONObject:
+_Entry = TypeVar("_Entry", ToolEntry, PromptEntry, ResourceEntry, TemplateEntry)
+
+
+def _paged(
+    conn: ServerConnection,
+    record: InFlight,
+    key: str,
+    entries: Collection[_Entry],
+    wire: Callable[[_Entry], Any],
+    keep: Callable[[_Entry], bool] | None,
+) -> JSONObject:
+    """One page of a list: only the page's entries are filtered (``keep``) and encoded."""
     try:
-        chunk, next_cursor = page(items, record.params.get("cursor"), conn.server.page_size)
+        chunk, next_cursor = page(entries, record.params.get("cursor"), conn.server.page_size, keep)
     except ValueError:
         raise _invalid("Invalid params: invalid cursor") from None
-    result: JSONObject = {key: [to_wire(item) for item in chunk]}
+    result: JSONObject = {key: [to_wire(wire(entry)) for entry in chunk]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
     return result
 
 
-_Entry = TypeVar("_Entry", ToolEntry, PromptEntry, ResourceEntry, TemplateEntry)
-
-
-def _visible(conn: ServerConnection, record: InFlight, entries: Iterable[_Entry]) -> list[_Entry]:
-    """The entries the request's principal may use (lists may vary by authorization): with
-    ``Server(auth=...)``, those whose scopes its token grants, implied ones included. Filtered
-    before paging, so the pages of one principal's list hold exactly its entries."""
+def _shown(
+    conn: ServerConnection, record: InFlight, *more: Callable[[Any], bool]
+) -> Callable[[Any], bool] | None:
+    """Which entries a list shows the request's principal (lists may vary by authorization):
+    with ``Server(auth=...)``, those whose scopes its token grants, implied ones included; and
+    what visibility and ``more`` allow. None: every entry. Applied before paging, so the pages
+    of one principal's list hold exactly its entries."""
+    tests: list[Callable[[Any], bool]] = []
     if conn.server.visibility or conn.visibility:
-        entries = [entry for entry in entries if conn.shows(entry)]
+        tests.append(conn.shows)
     auth = conn.server.auth
-    if auth is None:
-        return list(entries)
-    principal = _principal(conn, record)
-    granted = auth.granted(principal) if principal is not None else frozenset()
-    return [entry for entry in entries if entry.scopes <= granted]
+    if auth is not None:
+        principal = _principal(conn, record)
+        granted = auth.granted(principal) if principal is not None else frozenset()
+        tests.append(lambda entry: entry.scopes <= granted)
+    tests.extend(more)
+    if not tests:
+        return None
+    if len(tests) == 1:
+        return tests[0]
+    return lambda entry: all(test(entry) for test in tests)
 
 
 async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    tools = _visible(conn, record, conn.server.tools.values())
     extensions = conn.server.extensions
+    more: list[Callable[[ToolEntry], bool]] = []
     if extensions:  # an extension may keep a tool from some clients (by what they declared)
         modern = record.envelope
         caps = (
@@ -1035,8 +1052,9 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
             if modern is not None
             else to_wire(conn.state.client_capabilities)
         )
-        tools = [e for e in tools if extensions.lists_tool(e, caps)]
-    return _paged(conn, record, "tools", [e.tool for e in tools])
+        more.append(lambda entry: extensions.lists_tool(entry, caps))
+    keep = _shown(conn, record, *more)
+    return _paged(conn, record, "tools", conn.server.tools.values(), lambda e: e.tool, keep)
 
 
 def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObject]:
@@ -1205,8 +1223,8 @@ def _tool_failure(name: str, exc: Exception) -> JSONObject:
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    prompts = _visible(conn, record, conn.server.prompts.values())
-    return _paged(conn, record, "prompts", [e.prompt for e in prompts])
+    prompts = conn.server.prompts.values()
+    return _paged(conn, record, "prompts", prompts, lambda e: e.prompt, _shown(conn, record))
 
 
 async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -1233,14 +1251,16 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _resources_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    items = [e.resource for e in _visible(conn, record, conn.server.resources.values())]
-    return _paged(conn, record, "resources", items)
+    resources = conn.server.resources.values()
+    keep = _shown(conn, record)
+    return _paged(conn, record, "resources", resources, lambda e: e.resource, keep)
 
 
 async def _templates_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    items = [e.template for e in _visible(conn, record, conn.server.templates.values())]
-    return _paged(conn, record, "resourceTemplates", items)
+    templates = conn.server.templates.values()
+    keep = _shown(conn, record)
+    return _paged(conn, record, "resourceTemplates", templates, lambda e: e.template, keep)
 
 
 async def _resources_read(conn: ServerConnection, record: InFlight) -> JSONObject:

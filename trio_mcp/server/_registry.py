@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
+import itertools
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from ._bus import BusEvent
     from ._middleware import Middleware
     from ._visibility import Visibility
+
+T = TypeVar("T")
 
 CONTENT_TYPES: tuple[type, ...] = (
     TextContent,
@@ -371,18 +374,40 @@ def decode_cursor(cursor: object) -> int | None:
     return int(number)
 
 
-def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
-    """One page of ``items`` after ``cursor``; raises ValueError for a cursor we did not issue."""
+def page(
+    items: Collection[T], cursor: object, size: int | None, keep: Callable[[T], bool] | None = None
+) -> tuple[list[T], str | None]:
+    """One page of ``items`` after ``cursor``, of those ``keep`` lets through (None: all);
+    raises ValueError for a cursor we did not issue.
+
+    The cursor is an offset into ``items``, past what the last page looked at: a page looks at
+    its own items and those kept out between them, never at the ones before it (skipped over,
+    not copied), so walking a list of n items asks ``keep`` about each about once (n, not n
+    times the pages)."""
     start = 0
+    count = len(items)
     if cursor is not None:
         decoded = decode_cursor(cursor)
-        if decoded is None or decoded > len(items):
+        if decoded is None or decoded > count:
             raise ValueError("Invalid cursor")
         start = decoded
-    if size is None:
-        return items[start:], None
-    end = start + size
-    return items[start:end], encode_cursor(end) if end < len(items) else None
+    end = count if size is None else start + size
+    if keep is None:
+        return list(itertools.islice(items, start, end)), (
+            encode_cursor(end) if end < count else None
+        )
+    chosen: list[T] = []
+    index = start
+    rest = itertools.islice(items, start, None)
+    for item in rest:
+        if size is not None and len(chosen) == size:
+            # The next page starts at the next item kept (none: this page was the last).
+            if keep(item):
+                return chosen, encode_cursor(index)
+        elif keep(item):
+            chosen.append(item)
+        index += 1
+    return chosen, None
 
 
 @attrs.frozen
