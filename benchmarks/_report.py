@@ -669,8 +669,9 @@ class Report:
             f"fleet is also driven with {loops * 3} loops and three times the calls, the same "
             "load per process as the standalone's (*per process*): at the same load in all "
             "(*in all*) each backend runs a third of it, and a process serving fewer requests at "
-            "once pays more CPU per call, so *per process* is the cost of the fleet's machinery "
-            "alone. CPU of every server process (backends, nginx, redis-server) from "
+            "once pays more CPU per call; *per process* avoids that but, with fewer cores than "
+            "busy processes, adds their contention for the cores. CPU of every server process "
+            "(backends, nginx, redis-server) from "
             "`/proc/<pid>/stat`, per call, in microseconds; the ratios are within each run. "
             "Goal: at most 1.3x (reported, not asserted).",
             "",

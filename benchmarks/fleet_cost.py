@@ -19,9 +19,10 @@ all over keep-alive connections, every answer checked, after ``warmup`` calls. E
 loaded two ways: with the standalone's ``sessions`` loops (``total``: the same load in all, so
 each backend runs a third of it) and with three times as many (``per``: the same load per
 process as the standalone's). A process that serves fewer requests at once pays more CPU per
-call (fewer requests share each wake-up of its event loop): ``total`` counts that with the
-fleet's cost, ``per`` does not, and is the cost of the fleet's machinery (nginx, Redis, the
-shared records).
+call (fewer requests share each wake-up of its event loop), which ``total`` counts with the
+fleet's cost; ``per`` does not, but on a machine with fewer cores than the fleet has busy
+processes (backends, nginx, Redis, the load generator) it adds their contention for the cores
+instead. Neither isolates the fleet's machinery alone; the two bracket it.
 
 What is counted is CPU, not time: user plus system CPU (``/proc/<pid>/stat``) of every server
 process (the backends, nginx's master and workers, ``redis-server``) over the measured calls,
