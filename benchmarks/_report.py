@@ -117,54 +117,32 @@ class Goal:
         return [*row, limits]
 
 
+#: The Streamable HTTP eras and responses of the goals (and the profile of each era).
+_STREAMABLE = [
+    (era, era_label, response, profile)
+    for era, era_label, profile in (
+        ("hs", "handshake", "http"),
+        ("modern", "modern", "http-modern"),
+    )
+    for response in ("sse", "json")
+]
+
 GOALS = [
-    Goal(
-        "HTTP ≥ 0.8x the bare-hypercorn floor per worker, handshake era, SSE, 10 connections",
-        ("ratio", "http_hs_sse_vs_floor_con"),
-        at_least=0.8,
-        context=lambda r: (
-            f"ours {cell(r.stat('http hs trio sse', 'con_cps'))}, floor "
-            f"{cell(r.stat('http hs floor sse', 'con_cps'))} calls/s; by CPU per call "
-            f"(floor/ours): {cell(r.ratio('http_hs_sse_cpu_vs_floor'), 2, 'x')}"
-            f"{r.under_wrk('hs', 'sse')}"
-        ),
-        profile="http",
-    ),
-    Goal(
-        "HTTP ≥ 0.8x the bare-hypercorn floor per worker, handshake era, JSON, 10 connections",
-        ("ratio", "http_hs_json_vs_floor_con"),
-        at_least=0.8,
-        context=lambda r: (
-            f"ours {cell(r.stat('http hs trio json', 'con_cps'))}, floor "
-            f"{cell(r.stat('http hs floor json', 'con_cps'))} calls/s; by CPU per call "
-            f"(floor/ours): {cell(r.ratio('http_hs_json_cpu_vs_floor'), 2, 'x')}"
-            f"{r.under_wrk('hs', 'json')}"
-        ),
-        profile="http",
-    ),
-    Goal(
-        "HTTP ≥ 0.8x the bare-hypercorn floor per worker, modern era, SSE, 10 connections",
-        ("ratio", "http_modern_sse_vs_floor_con"),
-        at_least=0.8,
-        context=lambda r: (
-            f"ours {cell(r.stat('http modern trio sse', 'con_cps'))}, floor "
-            f"{cell(r.stat('http modern floor sse', 'con_cps'))} calls/s; by CPU per call "
-            f"(floor/ours): {cell(r.ratio('http_modern_sse_cpu_vs_floor'), 2, 'x')}"
-            f"{r.under_wrk('modern', 'sse')}"
-        ),
-        profile="http-modern",
-    ),
-    Goal(
-        "HTTP ≥ 0.8x the bare-hypercorn floor per worker, modern era, JSON, 10 connections",
-        ("ratio", "http_modern_json_vs_floor_con"),
-        at_least=0.8,
-        context=lambda r: (
-            f"ours {cell(r.stat('http modern trio json', 'con_cps'))}, floor "
-            f"{cell(r.stat('http modern floor json', 'con_cps'))} calls/s; by CPU per call "
-            f"(floor/ours): {cell(r.ratio('http_modern_json_cpu_vs_floor'), 2, 'x')}"
-            f"{r.under_wrk('modern', 'json')}"
-        ),
-        profile="http-modern",
+    *(
+        Goal(
+            f"HTTP ≥ 0.8x the bare-hypercorn floor per worker, {era_label} era, "
+            f"{response.upper()}, 10 connections",
+            ("ratio", f"http_{era}_{response}_vs_floor_con"),
+            at_least=0.8,
+            context=lambda r, e=era, x=response: (
+                f"ours {cell(r.stat(f'http {e} trio {x}', 'con_cps'))}, floor "
+                f"{cell(r.stat(f'http {e} floor {x}', 'con_cps'))} calls/s; by CPU per call "
+                f"(floor/ours): {cell(r.ratio(f'http_{e}_{x}_cpu_vs_floor'), 2, 'x')}"
+                f"{r.under_wrk(e, x)}"
+            ),
+            profile=profile,
+        )
+        for era, era_label, response, profile in _STREAMABLE
     ),
     *(
         goal
