@@ -46,6 +46,19 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+async def served_url(process: trio.Process, path: bytes = rb"/mcp") -> str:
+    """The URL a ``serve`` child says it serves at (its ``serving MCP at URL`` line on stderr),
+    read as its stderr comes; the child's stderr must be a pipe."""
+    assert process.stderr is not None
+    pattern = re.compile(rb"serving MCP at (http://\S+" + re.escape(path) + rb")\n")
+    seen = b""
+    while (found := pattern.search(seen)) is None:
+        chunk = await process.stderr.receive_some(4096)
+        assert chunk, seen
+        seen += chunk
+    return found[1].decode()
+
+
 def test_version() -> None:
     done = run_cli("--version")
     assert done.returncode == 0
@@ -399,16 +412,12 @@ async def test_server_run_serves_stdio_and_http(tmp_path: Path) -> None:
             cwd=tmp_path,
             env=child_env(),
         )
-        assert process.stderr is not None
-        seen = b""
-        while (found := re.search(rb"serving MCP at (http://\S+/mcp)", seen)) is None:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, seen
-            seen += chunk
-        async with open_client(found[1].decode()) as client:
+        async with open_client(await served_url(process)) as client:
             assert (await client.call_tool("ping")).content[0].text == "pong"  # type: ignore[union-attr]
         process.send_signal(signal.SIGINT)  # over HTTP, a graceful shutdown
         assert await process.wait() == 0
+        assert process.stderr is not None
+        seen = b""  # what it wrote after the line that named its URL
         while chunk := await process.stderr.receive_some(4096):
             seen += chunk
         assert b"Traceback" not in seen

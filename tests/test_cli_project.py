@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from trio_mcp import TextContent, open_client
 from trio_mcp._cli import SERVE_SETTINGS, UsageError, _project_keys, _use_project, build_parser
 from trio_mcp.testing import stdio_client
 
-from .test_cli import CLI, GUARD, ROOT, child_env, run_cli
+from .test_cli import CLI, GUARD, ROOT, child_env, run_cli, served_url
 
 APP = """
 import os
@@ -53,13 +52,7 @@ async def test_serve_takes_the_server_transport_and_settings_from_trio_mcp_toml(
     )
     try:
         with trio.fail_after(GUARD):
-            assert process.stderr is not None
-            seen = b""
-            while (found := re.search(rb"serving MCP at (http://\S+/mcp)\n", seen)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen
-                seen += chunk
-            async with open_client(found[1].decode()) as client:
+            async with open_client(await served_url(process)) as client:
                 result = await client.call_tool("where", {})
             assert result.content[0].text == f"7 {project}"  # type: ignore[union-attr]
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ import trio
 from trio_mcp import MCPError, ProtocolError, open_client
 from trio_mcp.protocol import SESSION_EXPIRED
 
-from .test_cli import CLI, GUARD, child_env, run_cli
+from .test_cli import CLI, GUARD, child_env, run_cli, served_url
 
 APP = """
 from trio_mcp import Server
@@ -90,13 +89,7 @@ async def test_a_change_to_the_server_file_restarts_it_and_sigterm_leaves_no_chi
     children: list[int] = []
     try:
         with trio.fail_after(GUARD):
-            assert process.stderr is not None
-            seen = b""
-            while (found := re.search(rb"serving MCP at (http://\S+/mcp)\n", seen)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen
-                seen += chunk
-            url = found[1].decode()
+            url = await served_url(process)
             assert await answer(url) == "one"
             children = children_of(process.pid)
             assert len(children) == 1
@@ -137,14 +130,10 @@ async def test_a_call_in_flight_when_the_server_is_replaced_fails_instead_of_wai
     )
     try:
         with trio.fail_after(GUARD):
-            assert process.stderr is not None
-            seen = b""
-            while (found := re.search(rb"serving MCP at (http://\S+/mcp)\n", seen)) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen
-                seen += chunk
+            url = await served_url(process)
             async with trio.open_nursery() as nursery:
                 stderr = process.stderr
+                assert stderr is not None
 
                 async def drain_stderr() -> None:  # the children's log must never block them
                     while await stderr.receive_some(4096):
@@ -160,7 +149,7 @@ async def test_a_call_in_flight_when_the_server_is_replaced_fails_instead_of_wai
                             os.kill(pid, signal.SIGKILL)
                     app.write_text(BLOCKING.format(version="two"))
 
-                async with open_client(found[1].decode()) as client, trio.open_nursery() as calls:
+                async with open_client(url) as client, trio.open_nursery() as calls:
                     calls.start_soon(replace_once_entered)
                     with pytest.raises(ProtocolError) as info:
                         await client.call_tool("wait", {})

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 
 import trio
 
-from .test_cli import CLI, DEMO_LINE, GUARD, child_env, run_cli
+from .test_cli import CLI, DEMO_LINE, GUARD, child_env, run_cli, served_url
 
 
 async def test_the_demo_over_sse_and_the_url_commands_on_it() -> None:
@@ -19,15 +18,8 @@ async def test_the_demo_over_sse_and_the_url_commands_on_it() -> None:
             env=child_env(),
         )
         try:
-            assert process.stderr is not None
-            seen = b""
-            while (
-                found := re.search(rb"serving MCP at (http://127\.0\.0\.1:\d+/sse)\n", seen)
-            ) is None:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, seen
-                seen += chunk
-            url = found[1].decode()
+            url = await served_url(process, rb"/sse")
+            assert url.startswith("http://127.0.0.1:"), url
             listed = await trio.to_thread.run_sync(run_cli, "tools", url, "--transport", "sse")
             assert listed.returncode == 0, listed.stderr
             assert "add" in listed.stdout and "sleep" in listed.stdout
