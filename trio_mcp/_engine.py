@@ -143,6 +143,14 @@ class Route:
     #: For the one request that is answered when cancelled (a modern ``subscriptions/listen``
     #: ends with a final result): builds that result. Everything else is suppressed.
     on_cancel: Callable[[InFlight], JSONObject] | None = None
+    #: For a handler whose awaitable gives a value that is not yet the result (a tool's own
+    #: coroutine, awaited by the request's task with no wrapper, so that nothing more is held
+    #: while it runs): turns that value into the result, in the request's scope. None: the
+    #: value is the result.
+    returned: Callable[[InFlight, Any], JSONObject] | None = None
+    #: With ``returned``: turns an ``Exception`` the handler raised into the result (a tool's
+    #: ``isError``), or raises what the request is answered with instead.
+    failed: Callable[[InFlight, Exception], JSONObject] | None = None
 
 
 @attrs.frozen(weakref_slot=False)
@@ -1190,34 +1198,80 @@ async def _run_in_batch(record: InFlight, sink: Sink) -> None:
         record.session._suppressed(record.request.id)  # type: ignore[union-attr]
 
 
-def _started(record: InFlight) -> Awaitable[JSONObject]:
+def _started(record: InFlight) -> Awaitable[Any]:
     """Enter the request's scope and call its handler (what it returns is awaited in the
     scope: whatever the handler starts lives and dies there)."""
     record.scope.__enter__()
-    handler = record._route.handler  # type: ignore[union-attr] # an engine's record has one
+    route: Route = record._route  # type: ignore[assignment] # an engine's record has one
     observer = record.session.observer  # type: ignore[union-attr]
-    return handler(record) if observer is None else observer.serve(handler, record)
+    if observer is None:
+        return route.handler(record)
+    # An observer watches the result: it awaits the handler with the route's hooks applied.
+    return observer.serve(_finishing(route), record)
 
 
-def _returned(record: InFlight, result: JSONObject) -> Message | None:
-    """The handler returned ``result``: leave the scope and settle."""
+def _returned(record: InFlight, value: Any) -> Message | None:
+    """The handler returned ``value``: make it the result, leave the scope and settle."""
+    returned = record._route.returned  # type: ignore[union-attr]
+    if returned is not None and record.session.observer is None:  # type: ignore[union-attr]
+        try:
+            value = returned(record, value)
+        except BaseException as exc:
+            return _left(record, exc)
     try:
         record.scope.__exit__(None, None, None)
     except BaseException as exc:
         return _settle(record, exc)
-    return _settle(record, Response(record.request.id, result))
+    return _settle(record, Response(record.request.id, value))
 
 
 def _raised(record: InFlight) -> Message | None:
     """The handler raised (called in the ``except`` block that caught it): leave the scope
-    with the error, and settle."""
+    with the error, and settle; an ``Exception`` the route's ``failed`` turns into a result
+    is answered with that result instead."""
     exc = sys.exc_info()[1]
     assert exc is not None
+    failed = record._route.failed  # type: ignore[union-attr]
+    observed = record.session.observer is not None  # type: ignore[union-attr]
+    if failed is not None and isinstance(exc, Exception) and not observed:
+        try:
+            result = failed(record, exc)
+        except BaseException as error:
+            return _left(record, error)
+        del exc  # held here, the error's traceback would hold this frame in a cycle
+        try:
+            record.scope.__exit__(None, None, None)
+        except BaseException as error:
+            return _settle(record, error)
+        return _settle(record, Response(record.request.id, result))
+    return _left(record, exc)
+
+
+def _left(record: InFlight, exc: BaseException) -> Message | None:
+    """Leave the request's scope with ``exc``, and settle."""
     try:
         absorbed = record.scope.__exit__(type(exc), exc, exc.__traceback__)
     except BaseException as error:
         return _settle(record, error)
     return _settle(record, None if absorbed else exc)
+
+
+def _finishing(route: Route) -> Handler:
+    """``route``'s handler with its ``returned`` and ``failed`` applied: what an observer, or
+    a caller with no engine, awaits for the result."""
+    if route.returned is None and route.failed is None:
+        return route.handler
+
+    async def finished(record: InFlight) -> JSONObject:
+        try:
+            value = await route.handler(record)
+        except Exception as exc:
+            if route.failed is None:
+                raise
+            return route.failed(record, exc)
+        return value if route.returned is None else route.returned(record, value)
+
+    return finished
 
 
 def _settle(record: InFlight, ended: Message | BaseException | None) -> Message | None:
@@ -1272,12 +1326,11 @@ async def run_alone(
     try:
         try:
             with record.scope:
+                handler = _finishing(route)
                 outcome = Response(
                     record.request.id,
                     await (
-                        route.handler(record)
-                        if observer is None
-                        else observer.serve(route.handler, record)
+                        handler(record) if observer is None else observer.serve(handler, record)
                     ),
                 )
         except BaseException as exc:
