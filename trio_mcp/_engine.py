@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any, Protocol, TypeAlias, assert_never
+from typing import Any, Final, Protocol, TypeAlias, assert_never
 
 import attrs
 import trio
@@ -153,13 +153,24 @@ class Route:
     failed: Callable[[InFlight, Exception], JSONObject] | None = None
 
 
-@attrs.frozen(weakref_slot=False)
-class _Cancel:
-    """Why a request was cancelled; made only for a request that is (most never are)."""
+@attrs.define(eq=False, weakref_slot=False)
+class _Later:
+    """What only some requests come to have, made when one does (most never do): why it was
+    cancelled, and the handler's own per-request state (:attr:`InFlight.local_state`). Once
+    there is one, whether the request settled is kept here too; a request that settles with
+    none of it holds the shared :data:`_SETTLED`."""
 
-    reason: str | None
-    error: ErrorObject | None
-    by: str | None
+    cancelled: bool = False
+    reason: str | None = None
+    error: ErrorObject | None = None
+    by: str | None = None
+    settled: bool = False
+    state: dict[str, Any] | None = None
+
+
+#: The one ``_Later`` of every request that settled uncancelled and with no state: never
+#: changed (a change first replaces it with a ``_Later`` of the request's own).
+_SETTLED: Final = _Later(settled=True)
 
 
 @attrs.define(eq=False, weakref_slot=False)
@@ -167,7 +178,8 @@ class InFlight:
     """One incoming request while it runs: the handler's view of its own lifecycle.
 
     Every request in flight holds one for as long as it runs, so it keeps to a few slots: what
-    only a cancelled request has is one :class:`_Cancel`, made when it is cancelled.
+    only some requests come to have (a cancellation, a per-request state) is one
+    :class:`_Later`, made when they do; whether it settled is kept in the same slot.
     """
 
     request: Request
@@ -175,14 +187,14 @@ class InFlight:
     #: (:func:`run_alone`: a modern Streamable HTTP POST).
     session: Engine | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
     #: Who the transport says sent it (the server's authorization principal), or None.
     principal: Any = None
     #: How the engine runs it (set when an engine admits it; None for any other record).
     _route: Route | None = attrs.field(default=None, alias="route", repr=False)
-    _cancellation: _Cancel | None = attrs.field(default=None, init=False, repr=False)
+    #: None while it runs uncancelled; else its ``_Later`` (``_SETTLED`` once settled).
+    _later: _Later | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def id(self) -> RequestId:
@@ -199,30 +211,61 @@ class InFlight:
         return token if is_valid_id(token) else None
 
     @property
+    def settled(self) -> bool:
+        """True once it has settled: answered, or suppressed."""
+        later = self._later
+        return later is not None and later.settled
+
+    @settled.setter
+    def settled(self, value: bool) -> None:
+        later = self._later
+        if later is None or later is _SETTLED:
+            self._later = _SETTLED if value else None
+        else:
+            later.settled = value
+
+    @property
     def cancel_requested(self) -> bool:
-        return self._cancellation is not None
+        later = self._later
+        return later is not None and later.cancelled
 
     @property
     def cancel_reason(self) -> str | None:
-        return None if self._cancellation is None else self._cancellation.reason
+        return None if self._later is None else self._later.reason
 
     @property
     def cancel_error(self) -> ErrorObject | None:
         """The answer of a request cancelled by the engine rather than by the peer (None:
         none)."""
-        return None if self._cancellation is None else self._cancellation.error
+        return None if self._later is None else self._later.error
 
     @property
     def cancelled_by(self) -> str | None:
         """Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went
         away) or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled
         (and for a handler that ended itself by raising ``RequestCancelled``)."""
-        return None if self._cancellation is None else self._cancellation.by
+        return None if self._later is None else self._later.by
 
     @property
     def finished(self) -> bool:
         """True once nothing more may be sent for this request."""
-        return self.settled or self._cancellation is not None
+        later = self._later
+        return later is not None and (later.settled or later.cancelled)
+
+    @property
+    def local_state(self) -> dict[str, Any]:
+        """A dict of the handler's own for this request (``Context.state`` outside the modern
+        era), made on first use."""
+        later = self._own_later()
+        if later.state is None:
+            later.state = {}
+        return later.state
+
+    def _own_later(self) -> _Later:
+        later = self._later
+        if later is None or later is _SETTLED:
+            later = self._later = _Later(settled=later is _SETTLED)
+        return later
 
     def cancel(
         self, reason: str | None = None, *, error: ErrorObject | None = None, by: str = "local"
@@ -230,11 +273,18 @@ class InFlight:
         """Cancel the request as ``notifications/cancelled`` would (False: it had already
         settled or been cancelled); with ``error``, it is answered with that error instead of
         nothing. ``by`` says who cancelled it (``"peer"`` or ``"local"``)."""
-        if self.settled or self._cancellation is not None:
+        if self.finished:
             return False
-        self._cancellation = _Cancel(reason, error, by)
+        self._mark_cancelled(reason, error, by)
         self.scope.cancel()
         return True
+
+    def _mark_cancelled(
+        self, reason: str | None, error: ErrorObject | None, by: str | None
+    ) -> None:
+        later = self._own_later()
+        later.cancelled = True
+        later.reason, later.error, later.by = reason, error, by
 
 
 @attrs.define(eq=False)
@@ -948,7 +998,11 @@ class Engine:
         self._enqueue(b"", request_id).suppressed = True
 
     def _settled(self, record: InFlight) -> None:
-        record.settled = True
+        later = record._later
+        if later is None:
+            record._later = _SETTLED
+        else:
+            later.settled = True
         rid = record.request.id
         if self._in_flight.get(rid) is record:
             del self._in_flight[rid]
@@ -1280,7 +1334,8 @@ def _settle(record: InFlight, ended: Message | BaseException | None) -> Message 
     to answer (the connection going away) is raised, once the request is settled."""
     try:
         outcome = _error_outcome(record, ended) if isinstance(ended, BaseException) else ended
-        if record._cancellation is not None:
+        later = record._later
+        if later is not None and later.cancelled:
             outcome = _cancelled_outcome(record._route, record)  # type: ignore[arg-type]
     finally:
         record.session._settled(record)  # type: ignore[union-attr]
@@ -1293,8 +1348,8 @@ def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
     if only is None and all_cancelled(exc):
         raise exc  # the connection itself is going away
     if isinstance(only, RequestCancelled):
-        if record._cancellation is None:
-            record._cancellation = _Cancel(only.reason, None, None)
+        if not record.cancel_requested:
+            record._mark_cancelled(only.reason, None, None)
         return None
     if isinstance(only, ProtocolError):
         return ErrorResponse(record.request.id, only.error)

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from trio_mcp import Context, RequestCancelled, Server, open_client
-from trio_mcp.lowlevel import Engine
+from trio_mcp.lowlevel import Engine, InFlight
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
@@ -360,3 +360,36 @@ async def test_a_drain_waits_for_a_response_written_in_place() -> None:
         with trio.fail_after(5):
             await ended.wait()
     assert [rid for rid, _ in transport.writes] == [1]
+
+
+async def test_a_settled_request_keeps_its_cancel_and_refuses_another() -> None:
+    # Whether it settled, and why it was cancelled, share one slot of the record.
+    cancelled = InFlight(Request(1, "tools/call", None), None)
+    assert not (cancelled.settled or cancelled.finished or cancelled.cancel_requested)
+    assert cancelled.cancel("why", by="peer")
+    assert cancelled.finished and not cancelled.settled
+    cancelled.settled = True
+    assert cancelled.settled and cancelled.cancel_requested
+    assert (cancelled.cancel_reason, cancelled.cancelled_by) == ("why", "peer")
+    assert not cancelled.cancel("again")
+    assert cancelled.cancel_reason == "why"
+
+    answered = InFlight(Request(2, "tools/call", None), None)
+    answered.settled = True
+    assert answered.finished and not answered.cancel_requested
+    assert not answered.cancel("late")
+    assert not answered.cancel_requested and answered.cancel_reason is None
+
+
+async def test_each_request_has_a_local_state_of_its_own_made_on_first_use() -> None:
+    first = InFlight(Request(1, "tools/call", None), None)
+    second = InFlight(Request(2, "tools/call", None), None)
+    second.settled = True
+    first.local_state["k"] = 1
+    assert second.local_state == {}
+    assert first.local_state == {"k": 1}
+    assert second.settled and not second.cancel_requested
+    second.local_state["x"] = 2
+    third = InFlight(Request(3, "tools/call", None), None)
+    third.settled = True  # the shared record of a settled request is never changed
+    assert third.local_state == {}
