@@ -136,7 +136,9 @@ class Watch(Protocol):
 
 @attrs.frozen
 class Route:
-    handler: Handler
+    #: Called in the request's task and scope; what it returns is awaited there. Its value is
+    #: the result (a ``JSONObject``), unless ``returned`` makes it one.
+    handler: Callable[[InFlight], Awaitable[Any]]
     #: Registered requests can be cancelled and are refused while their id is in flight.
     #: ``initialize`` is never registered.
     register: bool = True
@@ -157,9 +159,10 @@ class Route:
 class _Later:
     """What only some requests come to have, made when one does (most never do): why it was
     cancelled, and the handler's own per-request state (:attr:`InFlight.local_state`). Once
-    there is one, whether the request settled is kept here too; a request that settles with
-    none of it holds the shared :data:`_SETTLED`."""
+    there is one, the request's route and whether it settled are kept here too; a request
+    that settles with none of it holds the shared :data:`_SETTLED`."""
 
+    route: Route | None = None
     cancelled: bool = False
     reason: str | None = None
     error: ErrorObject | None = None
@@ -191,10 +194,11 @@ class InFlight:
     envelope: Any = None
     #: Who the transport says sent it (the server's authorization principal), or None.
     principal: Any = None
-    #: How the engine runs it (set when an engine admits it; None for any other record).
-    _route: Route | None = attrs.field(default=None, alias="route", repr=False)
-    #: None while it runs uncancelled; else its ``_Later`` (``_SETTLED`` once settled).
-    _later: _Later | None = attrs.field(default=None, init=False, repr=False)
+    #: Its course, in one slot: while it runs uncancelled, how the engine runs it (its
+    #: :class:`Route`, given when an engine admits it; None for any other record); once it
+    #: is cancelled or has a state, its ``_Later`` (which keeps the route); ``_SETTLED`` once
+    #: it settled with neither.
+    _course: Route | _Later | None = attrs.field(default=None, alias="route", repr=False)
 
     @property
     def id(self) -> RequestId:
@@ -211,6 +215,11 @@ class InFlight:
         return token if is_valid_id(token) else None
 
     @property
+    def _later(self) -> _Later | None:
+        course = self._course
+        return course if course.__class__ is _Later else None
+
+    @property
     def settled(self) -> bool:
         """True once it has settled: answered, or suppressed."""
         later = self._later
@@ -218,11 +227,13 @@ class InFlight:
 
     @settled.setter
     def settled(self, value: bool) -> None:
-        later = self._later
-        if later is None or later is _SETTLED:
-            self._later = _SETTLED if value else None
-        else:
-            later.settled = value
+        course = self._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            course.settled = value
+        elif value:
+            self._course = _SETTLED  # what has settled needs its route no more
+        elif course is _SETTLED:
+            self._course = None
 
     @property
     def cancel_requested(self) -> bool:
@@ -231,26 +242,35 @@ class InFlight:
 
     @property
     def cancel_reason(self) -> str | None:
-        return None if self._later is None else self._later.reason
+        later = self._later
+        return None if later is None else later.reason
 
     @property
     def cancel_error(self) -> ErrorObject | None:
         """The answer of a request cancelled by the engine rather than by the peer (None:
         none)."""
-        return None if self._later is None else self._later.error
+        later = self._later
+        return None if later is None else later.error
 
     @property
     def cancelled_by(self) -> str | None:
         """Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went
         away) or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled
         (and for a handler that ended itself by raising ``RequestCancelled``)."""
-        return None if self._later is None else self._later.by
+        later = self._later
+        return None if later is None else later.by
 
     @property
     def finished(self) -> bool:
         """True once nothing more may be sent for this request."""
         later = self._later
         return later is not None and (later.settled or later.cancelled)
+
+    @property
+    def _route(self) -> Route | None:
+        """How the engine runs it (None for a record no engine admitted, or once settled)."""
+        course = self._course
+        return course.route if course.__class__ is _Later else course  # type: ignore[return-value]
 
     @property
     def local_state(self) -> dict[str, Any]:
@@ -262,9 +282,12 @@ class InFlight:
         return later.state
 
     def _own_later(self) -> _Later:
-        later = self._later
-        if later is None or later is _SETTLED:
-            later = self._later = _Later(settled=later is _SETTLED)
+        course = self._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            return course
+        # A settled request's route is gone (nothing needs it); a running one's is kept.
+        later = _Later(settled=True) if course is _SETTLED else _Later(route=course)  # type: ignore[arg-type]
+        self._course = later
         return later
 
     def cancel(
@@ -998,11 +1021,11 @@ class Engine:
         self._enqueue(b"", request_id).suppressed = True
 
     def _settled(self, record: InFlight) -> None:
-        later = record._later
-        if later is None:
-            record._later = _SETTLED
+        course = record._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            course.settled = True
         else:
-            later.settled = True
+            record._course = _SETTLED  # its route is needed no more
         rid = record.request.id
         if self._in_flight.get(rid) is record:
             del self._in_flight[rid]
@@ -1256,7 +1279,8 @@ def _started(record: InFlight) -> Awaitable[Any]:
     """Enter the request's scope and call its handler (what it returns is awaited in the
     scope: whatever the handler starts lives and dies there)."""
     record.scope.__enter__()
-    route: Route = record._route  # type: ignore[assignment] # an engine's record has one
+    course = record._course  # an engine's record has a route (in a _Later once cancelled)
+    route: Route = course.route if course.__class__ is _Later else course  # type: ignore[assignment]
     observer = record.session.observer  # type: ignore[union-attr]
     if observer is None:
         return route.handler(record)
@@ -1266,7 +1290,9 @@ def _started(record: InFlight) -> Awaitable[Any]:
 
 def _returned(record: InFlight, value: Any) -> Message | None:
     """The handler returned ``value``: make it the result, leave the scope and settle."""
-    returned = record._route.returned  # type: ignore[union-attr]
+    course = record._course
+    route: Route = course.route if course.__class__ is _Later else course  # type: ignore[assignment]
+    returned = route.returned
     if returned is not None and record.session.observer is None:  # type: ignore[union-attr]
         try:
             value = returned(record, value)
@@ -1285,7 +1311,7 @@ def _raised(record: InFlight) -> Message | None:
     is answered with that result instead."""
     exc = sys.exc_info()[1]
     assert exc is not None
-    failed = record._route.failed  # type: ignore[union-attr]
+    failed = record._route.failed  # type: ignore[union-attr] # an engine's record has one
     observed = record.session.observer is not None  # type: ignore[union-attr]
     if failed is not None and isinstance(exc, Exception) and not observed:
         try:
@@ -1334,9 +1360,9 @@ def _settle(record: InFlight, ended: Message | BaseException | None) -> Message 
     to answer (the connection going away) is raised, once the request is settled."""
     try:
         outcome = _error_outcome(record, ended) if isinstance(ended, BaseException) else ended
-        later = record._later
-        if later is not None and later.cancelled:
-            outcome = _cancelled_outcome(record._route, record)  # type: ignore[arg-type]
+        course = record._course
+        if course.__class__ is _Later and course.cancelled:
+            outcome = _cancelled_outcome(course.route, record)  # type: ignore[arg-type]
     finally:
         record.session._settled(record)  # type: ignore[union-attr]
     return outcome

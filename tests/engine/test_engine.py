@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from trio_mcp import Context, RequestCancelled, Server, open_client
-from trio_mcp.lowlevel import Engine, InFlight
+from trio_mcp.lowlevel import Engine, InFlight, Route
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
 from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
@@ -393,3 +393,42 @@ async def test_each_request_has_a_local_state_of_its_own_made_on_first_use() -> 
     third = InFlight(Request(3, "tools/call", None), None)
     third.settled = True  # the shared record of a settled request is never changed
     assert third.local_state == {}
+
+
+class Finishing:
+    """Routes whose handler gives a raw value that ``returned`` makes the result, answered
+    with ``on_cancel``'s result when cancelled."""
+
+    def route(self, request: Request, session: Engine) -> Any:
+        async def raw(record: Any) -> int:
+            await trio.lowlevel.checkpoint()
+            return 41
+
+        return Route(
+            raw,
+            returned=lambda record, value: {"value": value + 1},
+            on_cancel=lambda record: {"cancelled": record.cancel_reason},
+        )
+
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
+        pass  # pragma: no cover
+
+
+async def test_a_request_cancelled_before_its_task_starts_keeps_its_route() -> None:
+    # The route and the cancel share a slot of the record: a cancel that comes before the
+    # task starts must leave the task its route (its handler, its hooks, its on_cancel).
+    ours, theirs = memory_transport_pair()
+    session = Engine(ours, Finishing())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        session.feed(Request(1, "raw", None))
+        assert session.cancel_incoming(1, "early")
+        session.feed(Request(2, "raw", None))
+        answers = {}
+        for _ in range(2):
+            message = orjson.loads(await theirs.receive())
+            answers[message["id"]] = message["result"]
+        assert answers == {1: {"cancelled": "early"}, 2: {"value": 42}}
+        nursery.cancel_scope.cancel()
