@@ -414,7 +414,7 @@ class _BatchSink:
     def _flush(self) -> None:
         if self._sealed and self._waiting == 0 and self._responses:
             encoded = b",".join(encode_response(m) for m in self._responses)
-            self._session._enqueue(b"[" + encoded + b"]", None)
+            self._session._queue_message(b"[" + encoded + b"]", None)
             self._responses = []
 
 
@@ -479,8 +479,11 @@ class Engine:
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
         #: What the writer has still to write, in order; closed by :meth:`_close_queue`.
-        #: (A list: every session has one, and an empty deque holds a block of 64 slots.)
-        self._queue: list[_Outgoing] = []
+        #: (A list: every session has one, and an empty deque holds a block of 64 slots.) A
+        #: message nothing may withdraw (an answer, a notification) is queued as the
+        #: ``OutgoingMessage`` the transport takes; our own requests and the marks of
+        #: suppressed ones as an ``_Outgoing``.
+        self._queue: list[_Outgoing | OutgoingMessage] = []
         self._queue_closed = False
         #: The writer's task while it waits for the queue to fill (None: it is not waiting).
         self._writer_parked: trio.lowlevel.Task | None = None
@@ -673,7 +676,7 @@ class Engine:
         else:
             if isinstance(parsed, Oversized):
                 self._on_oversized(parsed)
-            self._enqueue(encode(parsed.response()), None)
+            self._queue_message(encode(parsed.response()), None)
 
     def _on_oversized(self, frame: Oversized) -> None:
         """A message over the transport's limit was skipped. If it may have been the answer
@@ -733,14 +736,19 @@ class Engine:
         Its own frame, so that nothing written stays referenced while the writer waits (the
         last message of an idle session would otherwise be held until the next one)."""
         queue = self._queue
-        size = taken = 0
-        for item in queue:
-            size += len(item.data)
-            taken += 1
-            if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
-                break
-        batch = queue[:taken]
-        del queue[:taken]
+        size = self._queued_bytes  # what is queued: all of it, unless that is too much
+        if size < _BATCH_BYTES:
+            batch = queue[:]
+            del queue[:]
+        else:
+            size = taken = 0
+            for item in queue:
+                size += len(item.data)
+                taken += 1
+                if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
+                    break
+            batch = queue[:taken]
+            del queue[:taken]
         try:
             await self._write_batch(batch)
         except _WRITE_ERRORS as exc:
@@ -779,19 +787,32 @@ class Engine:
             self._writer_caught_up.set()
             self._writer_caught_up = None
 
-    async def _write_batch(self, batch: list[_Outgoing]) -> None:
-        if len(batch) == 1 and not batch[0].suppressed:
-            # The common case when not under load: no batch to build.
-            item = batch[0]
+    async def _write_batch(self, batch: list[_Outgoing | OutgoingMessage]) -> None:
+        for message in batch:
+            if type(message) is not OutgoingMessage:
+                break
+        else:
+            # Answers and notifications alone, as under load: handed over as they are.
+            if len(batch) == 1:
+                only: OutgoingMessage = batch[0]  # type: ignore[assignment] # as just told
+                await self.transport.send(
+                    only.data, related_request_id=only.related_request_id, final=only.final
+                )
+            else:
+                await self.transport.send_many(batch)  # type: ignore[arg-type]
+            return
+        if len(batch) == 1 and not batch[0].suppressed:  # type: ignore[union-attr]
+            # One of our own requests, alone: no batch to build.
+            item: Any = batch[0]
             if not item.withdrawn:
                 item.taken = True
                 await self.transport.send(
                     item.data, related_request_id=item.related, final=item.final
                 )
             return
-        run: list[_Outgoing] = []
+        run: list[_Outgoing | OutgoingMessage] = []
         for item in batch:
-            if not item.suppressed:
+            if type(item) is OutgoingMessage or not item.suppressed:
                 run.append(item)
                 continue
             if run:
@@ -849,7 +870,22 @@ class Engine:
         except RuntimeError:
             pass  # the session has ended: its jobs would never have run
 
+    def _queue_message(self, data: bytes, related: RequestId | None, final: bool = False) -> None:
+        """Queue a message nothing may withdraw (an answer, a notification): as the
+        ``OutgoingMessage`` the transport is handed, with no record of ours."""
+        if self._queue_closed:
+            return  # the connection is shutting down
+        if self._deliver is not None:
+            self._deliver(data, related, final)
+            return
+        self._queue.append(OutgoingMessage(data, related, final))
+        self._queued_bytes += len(data)
+        if self._writer_parked is not None:
+            self._wake_writer()
+
     def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
+        """Queue one of our own requests, or the mark of a suppressed one: its record says
+        whether it was taken, and lets it be withdrawn until it is."""
         if self._deliver is not None and not self._queue_closed:
             self._deliver(data, related, final)
             return _DELIVERED
@@ -869,7 +905,7 @@ class Engine:
         if message is None:
             return
         assert isinstance(message, Response | ErrorResponse)
-        self._enqueue(encode_response(message), message.id, final=True)
+        self._queue_message(encode_response(message), message.id, final=True)
 
     def _on_request(self, request: Request, sink: Sink | None, principal: Any = None) -> None:
         record = self._admit(request, sink, principal)
@@ -998,7 +1034,7 @@ class Engine:
             or self._queue_closed
             or self._deliver is not None
         ):
-            self._enqueue(encode_response(outcome), outcome.id, final=True)
+            self._queue_message(encode_response(outcome), outcome.id, final=True)
             return
         self._borrowed = True
         try:
@@ -1099,7 +1135,7 @@ class Engine:
     ) -> None:
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
-        self._enqueue(encode(Notification(method, params)), related_request_id)
+        self._queue_message(encode(Notification(method, params)), related_request_id)
 
     # -- outgoing requests ---------------------------------------------------------------------
 
@@ -1215,7 +1251,7 @@ class Engine:
         params: JSONObject = {"requestId": rid}
         if reason is not None:
             params["reason"] = reason
-        self._enqueue(encode(Notification("notifications/cancelled", params)), related)
+        self._queue_message(encode(Notification("notifications/cancelled", params)), related)
 
     def _on_request_failed(self, failure: RequestFailed) -> None:
         """One of our requests failed in the transport: its caller gets the error, and the
@@ -1433,13 +1469,17 @@ def _cancelled_outcome(route: Route, record: InFlight) -> Message | None:
     return None
 
 
-def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:
+def _take(items: list[_Outgoing | OutgoingMessage]) -> Iterator[OutgoingMessage]:
     """The messages of ``items`` still wanted, each marked written as the transport takes it:
     a message withdrawn while an earlier one is being written is never sent."""
     for item in items:
-        if not item.withdrawn:
-            item.taken = True
-            yield OutgoingMessage(item.data, item.related, item.final)
+        if type(item) is OutgoingMessage:
+            yield item
+        else:
+            record: _Outgoing = item  # type: ignore[assignment] # not an OutgoingMessage
+            if not record.withdrawn:
+                record.taken = True
+                yield OutgoingMessage(record.data, record.related, record.final)
 
 
 def all_cancelled(exc: BaseException) -> bool:

@@ -3,6 +3,7 @@ whole-line writes, and the legacy era lock."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -14,7 +15,13 @@ from trio_mcp import Context, RequestCancelled, Server, open_client
 from trio_mcp.lowlevel import Engine, InFlight, Route
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
-from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
+from trio_mcp.transports import (
+    BaseTransport,
+    LineTransport,
+    MemoryTransport,
+    OutgoingMessage,
+    memory_transport_pair,
+)
 
 from ..wire import WirePeer, wire_to
 
@@ -431,4 +438,58 @@ async def test_a_request_cancelled_before_its_task_starts_keeps_its_route() -> N
             message = orjson.loads(await theirs.receive())
             answers[message["id"]] = message["result"]
         assert answers == {1: {"cancelled": "early"}, 2: {"value": 42}}
+        nursery.cancel_scope.cancel()
+
+
+class Batches(Writers):
+    """Records each ``send_many`` as the list of what it was handed."""
+
+    def __init__(self, inner: MemoryTransport) -> None:
+        super().__init__(inner)
+        self.batches: list[list[OutgoingMessage]] = []
+
+    async def send_many(self, messages: Iterable[OutgoingMessage]) -> None:
+        self.batches.append(list(messages))
+
+
+async def test_answers_and_notifications_queued_together_reach_the_transport_in_one_batch() -> None:
+    # What was queued while the writer wrote goes out in order, each message with its hints;
+    # a request of ours among them is taken as it is handed over.
+    ours, theirs = memory_transport_pair()
+    transport, dispatcher = Batches(ours), Answers()
+    session = Engine(transport, dispatcher)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        transport.hold = trio.Event()
+        session.notify_nowait("notifications/message", {"n": 0})  # the writer is stuck on it
+        await trio.testing.wait_all_tasks_blocked()
+        for rid in (1, 2):
+            await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "echo"}))
+        await trio.testing.wait_all_tasks_blocked()
+        session.notify_nowait("notifications/message", {"n": 1}, related_request_id=2)
+        transport.hold.set()
+        await trio.testing.wait_all_tasks_blocked()
+        ((answers),) = transport.batches
+        assert [
+            (orjson.loads(m.data).get("id"), m.related_request_id, m.final) for m in answers
+        ] == [
+            (1, 1, True),
+            (2, 2, True),
+            (None, 2, False),
+        ]
+        assert all(type(m) is OutgoingMessage for m in answers)
+
+        transport.hold = trio.Event()
+        session.notify_nowait("notifications/message", {"n": 2})
+        await trio.testing.wait_all_tasks_blocked()
+        session.notify_nowait("notifications/message", {"n": 3})
+        nursery.start_soon(session.request, "ping")
+        await trio.testing.wait_all_tasks_blocked()
+        transport.hold.set()
+        await trio.testing.wait_all_tasks_blocked()
+        mixed = transport.batches[1]
+        assert [orjson.loads(m.data).get("method") for m in mixed] == [
+            "notifications/message",
+            "ping",
+        ]
         nursery.cancel_scope.cancel()
