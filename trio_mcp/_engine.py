@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any, Protocol, TypeAlias, assert_never
+from typing import Any, Final, Protocol, TypeAlias, assert_never
 
 import attrs
 import trio
@@ -136,22 +136,44 @@ class Watch(Protocol):
 
 @attrs.frozen
 class Route:
-    handler: Handler
+    #: Called in the request's task and scope; what it returns is awaited there. Its value is
+    #: the result (a ``JSONObject``), unless ``returned`` makes it one.
+    handler: Callable[[InFlight], Awaitable[Any]]
     #: Registered requests can be cancelled and are refused while their id is in flight.
     #: ``initialize`` is never registered.
     register: bool = True
     #: For the one request that is answered when cancelled (a modern ``subscriptions/listen``
     #: ends with a final result): builds that result. Everything else is suppressed.
     on_cancel: Callable[[InFlight], JSONObject] | None = None
+    #: For a handler whose awaitable gives a value that is not yet the result (a tool's own
+    #: coroutine, awaited by the request's task with no wrapper, so that nothing more is held
+    #: while it runs): turns that value into the result, in the request's scope. None: the
+    #: value is the result.
+    returned: Callable[[InFlight, Any], JSONObject] | None = None
+    #: With ``returned``: turns an ``Exception`` the handler raised into the result (a tool's
+    #: ``isError``), or raises what the request is answered with instead.
+    failed: Callable[[InFlight, Exception], JSONObject] | None = None
 
 
-@attrs.frozen(weakref_slot=False)
-class _Cancel:
-    """Why a request was cancelled; made only for a request that is (most never are)."""
+@attrs.define(eq=False, weakref_slot=False)
+class _Later:
+    """What only some requests come to have, made when one does (most never do): why it was
+    cancelled, and the handler's own per-request state (:attr:`InFlight.local_state`). Once
+    there is one, the request's route and whether it settled are kept here too; a request
+    that settles with none of it holds the shared :data:`_SETTLED`."""
 
-    reason: str | None
-    error: ErrorObject | None
-    by: str | None
+    route: Route | None = None
+    cancelled: bool = False
+    reason: str | None = None
+    error: ErrorObject | None = None
+    by: str | None = None
+    settled: bool = False
+    state: dict[str, Any] | None = None
+
+
+#: The one ``_Later`` of every request that settled uncancelled and with no state: never
+#: changed (a change first replaces it with a ``_Later`` of the request's own).
+_SETTLED: Final = _Later(settled=True)
 
 
 @attrs.define(eq=False, weakref_slot=False)
@@ -159,7 +181,8 @@ class InFlight:
     """One incoming request while it runs: the handler's view of its own lifecycle.
 
     Every request in flight holds one for as long as it runs, so it keeps to a few slots: what
-    only a cancelled request has is one :class:`_Cancel`, made when it is cancelled.
+    only some requests come to have (a cancellation, a per-request state) is one
+    :class:`_Later`, made when they do; whether it settled is kept in the same slot.
     """
 
     request: Request
@@ -167,14 +190,15 @@ class InFlight:
     #: (:func:`run_alone`: a modern Streamable HTTP POST).
     session: Engine | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    settled: bool = False
     #: What the dispatcher learned about the request itself (the modern era's envelope).
     envelope: Any = None
     #: Who the transport says sent it (the server's authorization principal), or None.
     principal: Any = None
-    #: How the engine runs it (set when an engine admits it; None for any other record).
-    _route: Route | None = attrs.field(default=None, alias="route", repr=False)
-    _cancellation: _Cancel | None = attrs.field(default=None, init=False, repr=False)
+    #: Its course, in one slot: while it runs uncancelled, how the engine runs it (its
+    #: :class:`Route`, given when an engine admits it; None for any other record); once it
+    #: is cancelled or has a state, its ``_Later`` (which keeps the route); ``_SETTLED`` once
+    #: it settled with neither.
+    _course: Route | _Later | None = attrs.field(default=None, alias="route", repr=False)
 
     @property
     def id(self) -> RequestId:
@@ -191,30 +215,80 @@ class InFlight:
         return token if is_valid_id(token) else None
 
     @property
+    def _later(self) -> _Later | None:
+        course = self._course
+        return course if course.__class__ is _Later else None
+
+    @property
+    def settled(self) -> bool:
+        """True once it has settled: answered, or suppressed."""
+        later = self._later
+        return later is not None and later.settled
+
+    @settled.setter
+    def settled(self, value: bool) -> None:
+        course = self._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            course.settled = value
+        elif value:
+            self._course = _SETTLED  # what has settled needs its route no more
+        elif course is _SETTLED:
+            self._course = None
+
+    @property
     def cancel_requested(self) -> bool:
-        return self._cancellation is not None
+        later = self._later
+        return later is not None and later.cancelled
 
     @property
     def cancel_reason(self) -> str | None:
-        return None if self._cancellation is None else self._cancellation.reason
+        later = self._later
+        return None if later is None else later.reason
 
     @property
     def cancel_error(self) -> ErrorObject | None:
         """The answer of a request cancelled by the engine rather than by the peer (None:
         none)."""
-        return None if self._cancellation is None else self._cancellation.error
+        later = self._later
+        return None if later is None else later.error
 
     @property
     def cancelled_by(self) -> str | None:
         """Who cancelled it: ``"peer"`` (``notifications/cancelled``, or a client that went
         away) or ``"local"`` (a drain, a timeout, the connection ending); None until cancelled
         (and for a handler that ended itself by raising ``RequestCancelled``)."""
-        return None if self._cancellation is None else self._cancellation.by
+        later = self._later
+        return None if later is None else later.by
 
     @property
     def finished(self) -> bool:
         """True once nothing more may be sent for this request."""
-        return self.settled or self._cancellation is not None
+        later = self._later
+        return later is not None and (later.settled or later.cancelled)
+
+    @property
+    def _route(self) -> Route | None:
+        """How the engine runs it (None for a record no engine admitted, or once settled)."""
+        course = self._course
+        return course.route if course.__class__ is _Later else course  # type: ignore[return-value]
+
+    @property
+    def local_state(self) -> dict[str, Any]:
+        """A dict of the handler's own for this request (``Context.state`` outside the modern
+        era), made on first use."""
+        later = self._own_later()
+        if later.state is None:
+            later.state = {}
+        return later.state
+
+    def _own_later(self) -> _Later:
+        course = self._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            return course
+        # A settled request's route is gone (nothing needs it); a running one's is kept.
+        later = _Later(settled=True) if course is _SETTLED else _Later(route=course)  # type: ignore[arg-type]
+        self._course = later
+        return later
 
     def cancel(
         self, reason: str | None = None, *, error: ErrorObject | None = None, by: str = "local"
@@ -222,11 +296,18 @@ class InFlight:
         """Cancel the request as ``notifications/cancelled`` would (False: it had already
         settled or been cancelled); with ``error``, it is answered with that error instead of
         nothing. ``by`` says who cancelled it (``"peer"`` or ``"local"``)."""
-        if self.settled or self._cancellation is not None:
+        if self.finished:
             return False
-        self._cancellation = _Cancel(reason, error, by)
+        self._mark_cancelled(reason, error, by)
         self.scope.cancel()
         return True
+
+    def _mark_cancelled(
+        self, reason: str | None, error: ErrorObject | None, by: str | None
+    ) -> None:
+        later = self._own_later()
+        later.cancelled = True
+        later.reason, later.error, later.by = reason, error, by
 
 
 @attrs.define(eq=False)
@@ -333,7 +414,7 @@ class _BatchSink:
     def _flush(self) -> None:
         if self._sealed and self._waiting == 0 and self._responses:
             encoded = b",".join(encode_response(m) for m in self._responses)
-            self._session._enqueue(b"[" + encoded + b"]", None)
+            self._session._queue_message(b"[" + encoded + b"]", None)
             self._responses = []
 
 
@@ -398,8 +479,11 @@ class Engine:
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
         #: What the writer has still to write, in order; closed by :meth:`_close_queue`.
-        #: (A list: every session has one, and an empty deque holds a block of 64 slots.)
-        self._queue: list[_Outgoing] = []
+        #: (A list: every session has one, and an empty deque holds a block of 64 slots.) A
+        #: message nothing may withdraw (an answer, a notification) is queued as the
+        #: ``OutgoingMessage`` the transport takes; our own requests and the marks of
+        #: suppressed ones as an ``_Outgoing``.
+        self._queue: list[_Outgoing | OutgoingMessage] = []
         self._queue_closed = False
         #: The writer's task while it waits for the queue to fill (None: it is not waiting).
         self._writer_parked: trio.lowlevel.Task | None = None
@@ -592,7 +676,7 @@ class Engine:
         else:
             if isinstance(parsed, Oversized):
                 self._on_oversized(parsed)
-            self._enqueue(encode(parsed.response()), None)
+            self._queue_message(encode(parsed.response()), None)
 
     def _on_oversized(self, frame: Oversized) -> None:
         """A message over the transport's limit was skipped. If it may have been the answer
@@ -652,14 +736,19 @@ class Engine:
         Its own frame, so that nothing written stays referenced while the writer waits (the
         last message of an idle session would otherwise be held until the next one)."""
         queue = self._queue
-        size = taken = 0
-        for item in queue:
-            size += len(item.data)
-            taken += 1
-            if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
-                break
-        batch = queue[:taken]
-        del queue[:taken]
+        size = self._queued_bytes  # what is queued: all of it, unless that is too much
+        if size < _BATCH_BYTES:
+            batch = queue[:]
+            del queue[:]
+        else:
+            size = taken = 0
+            for item in queue:
+                size += len(item.data)
+                taken += 1
+                if size >= _BATCH_BYTES:  # one write is not a second copy of the queue
+                    break
+            batch = queue[:taken]
+            del queue[:taken]
         try:
             await self._write_batch(batch)
         except _WRITE_ERRORS as exc:
@@ -698,19 +787,32 @@ class Engine:
             self._writer_caught_up.set()
             self._writer_caught_up = None
 
-    async def _write_batch(self, batch: list[_Outgoing]) -> None:
-        if len(batch) == 1 and not batch[0].suppressed:
-            # The common case when not under load: no batch to build.
-            item = batch[0]
+    async def _write_batch(self, batch: list[_Outgoing | OutgoingMessage]) -> None:
+        for message in batch:
+            if type(message) is not OutgoingMessage:
+                break
+        else:
+            # Answers and notifications alone, as under load: handed over as they are.
+            if len(batch) == 1:
+                only: OutgoingMessage = batch[0]  # type: ignore[assignment] # as just told
+                await self.transport.send(
+                    only.data, related_request_id=only.related_request_id, final=only.final
+                )
+            else:
+                await self.transport.send_many(batch)  # type: ignore[arg-type]
+            return
+        if len(batch) == 1 and not batch[0].suppressed:  # type: ignore[union-attr]
+            # One of our own requests, alone: no batch to build.
+            item: Any = batch[0]
             if not item.withdrawn:
                 item.taken = True
                 await self.transport.send(
                     item.data, related_request_id=item.related, final=item.final
                 )
             return
-        run: list[_Outgoing] = []
+        run: list[_Outgoing | OutgoingMessage] = []
         for item in batch:
-            if not item.suppressed:
+            if type(item) is OutgoingMessage or not item.suppressed:
                 run.append(item)
                 continue
             if run:
@@ -768,7 +870,22 @@ class Engine:
         except RuntimeError:
             pass  # the session has ended: its jobs would never have run
 
+    def _queue_message(self, data: bytes, related: RequestId | None, final: bool = False) -> None:
+        """Queue a message nothing may withdraw (an answer, a notification): as the
+        ``OutgoingMessage`` the transport is handed, with no record of ours."""
+        if self._queue_closed:
+            return  # the connection is shutting down
+        if self._deliver is not None:
+            self._deliver(data, related, final)
+            return
+        self._queue.append(OutgoingMessage(data, related, final))
+        self._queued_bytes += len(data)
+        if self._writer_parked is not None:
+            self._wake_writer()
+
     def _enqueue(self, data: bytes, related: RequestId | None, final: bool = False) -> _Outgoing:
+        """Queue one of our own requests, or the mark of a suppressed one: its record says
+        whether it was taken, and lets it be withdrawn until it is."""
         if self._deliver is not None and not self._queue_closed:
             self._deliver(data, related, final)
             return _DELIVERED
@@ -788,7 +905,7 @@ class Engine:
         if message is None:
             return
         assert isinstance(message, Response | ErrorResponse)
-        self._enqueue(encode_response(message), message.id, final=True)
+        self._queue_message(encode_response(message), message.id, final=True)
 
     def _on_request(self, request: Request, sink: Sink | None, principal: Any = None) -> None:
         record = self._admit(request, sink, principal)
@@ -917,7 +1034,7 @@ class Engine:
             or self._queue_closed
             or self._deliver is not None
         ):
-            self._enqueue(encode_response(outcome), outcome.id, final=True)
+            self._queue_message(encode_response(outcome), outcome.id, final=True)
             return
         self._borrowed = True
         try:
@@ -940,7 +1057,11 @@ class Engine:
         self._enqueue(b"", request_id).suppressed = True
 
     def _settled(self, record: InFlight) -> None:
-        record.settled = True
+        course = record._course
+        if course.__class__ is _Later and course is not _SETTLED:
+            course.settled = True
+        else:
+            record._course = _SETTLED  # its route is needed no more
         rid = record.request.id
         if self._in_flight.get(rid) is record:
             del self._in_flight[rid]
@@ -1014,7 +1135,7 @@ class Engine:
     ) -> None:
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
-        self._enqueue(encode(Notification(method, params)), related_request_id)
+        self._queue_message(encode(Notification(method, params)), related_request_id)
 
     # -- outgoing requests ---------------------------------------------------------------------
 
@@ -1130,7 +1251,7 @@ class Engine:
         params: JSONObject = {"requestId": rid}
         if reason is not None:
             params["reason"] = reason
-        self._enqueue(encode(Notification("notifications/cancelled", params)), related)
+        self._queue_message(encode(Notification("notifications/cancelled", params)), related)
 
     def _on_request_failed(self, failure: RequestFailed) -> None:
         """One of our requests failed in the transport: its caller gets the error, and the
@@ -1190,34 +1311,83 @@ async def _run_in_batch(record: InFlight, sink: Sink) -> None:
         record.session._suppressed(record.request.id)  # type: ignore[union-attr]
 
 
-def _started(record: InFlight) -> Awaitable[JSONObject]:
+def _started(record: InFlight) -> Awaitable[Any]:
     """Enter the request's scope and call its handler (what it returns is awaited in the
     scope: whatever the handler starts lives and dies there)."""
     record.scope.__enter__()
-    handler = record._route.handler  # type: ignore[union-attr] # an engine's record has one
+    course = record._course  # an engine's record has a route (in a _Later once cancelled)
+    route: Route = course.route if course.__class__ is _Later else course  # type: ignore[assignment]
     observer = record.session.observer  # type: ignore[union-attr]
-    return handler(record) if observer is None else observer.serve(handler, record)
+    if observer is None:
+        return route.handler(record)
+    # An observer watches the result: it awaits the handler with the route's hooks applied.
+    return observer.serve(_finishing(route), record)
 
 
-def _returned(record: InFlight, result: JSONObject) -> Message | None:
-    """The handler returned ``result``: leave the scope and settle."""
+def _returned(record: InFlight, value: Any) -> Message | None:
+    """The handler returned ``value``: make it the result, leave the scope and settle."""
+    course = record._course
+    route: Route = course.route if course.__class__ is _Later else course  # type: ignore[assignment]
+    returned = route.returned
+    if returned is not None and record.session.observer is None:  # type: ignore[union-attr]
+        try:
+            value = returned(record, value)
+        except BaseException as exc:
+            return _left(record, exc)
     try:
         record.scope.__exit__(None, None, None)
     except BaseException as exc:
         return _settle(record, exc)
-    return _settle(record, Response(record.request.id, result))
+    return _settle(record, Response(record.request.id, value))
 
 
 def _raised(record: InFlight) -> Message | None:
     """The handler raised (called in the ``except`` block that caught it): leave the scope
-    with the error, and settle."""
+    with the error, and settle; an ``Exception`` the route's ``failed`` turns into a result
+    is answered with that result instead."""
     exc = sys.exc_info()[1]
     assert exc is not None
+    failed = record._route.failed  # type: ignore[union-attr] # an engine's record has one
+    observed = record.session.observer is not None  # type: ignore[union-attr]
+    if failed is not None and isinstance(exc, Exception) and not observed:
+        try:
+            result = failed(record, exc)
+        except BaseException as error:
+            return _left(record, error)
+        del exc  # held here, the error's traceback would hold this frame in a cycle
+        try:
+            record.scope.__exit__(None, None, None)
+        except BaseException as error:
+            return _settle(record, error)
+        return _settle(record, Response(record.request.id, result))
+    return _left(record, exc)
+
+
+def _left(record: InFlight, exc: BaseException) -> Message | None:
+    """Leave the request's scope with ``exc``, and settle."""
     try:
         absorbed = record.scope.__exit__(type(exc), exc, exc.__traceback__)
     except BaseException as error:
         return _settle(record, error)
     return _settle(record, None if absorbed else exc)
+
+
+def _finishing(route: Route) -> Handler:
+    """``route``'s handler with its ``returned`` and ``failed`` applied: what an observer, or
+    a caller with no engine, awaits for the result."""
+    if route.returned is None and route.failed is None:
+        return route.handler
+
+    async def finished(record: InFlight) -> JSONObject:
+        try:
+            value = await route.handler(record)
+        except Exception as exc:
+            if route.failed is None:
+                raise
+            return route.failed(record, exc)
+        return value if route.returned is None else route.returned(record, value)
+
+    return finished
 
 
 def _settle(record: InFlight, ended: Message | BaseException | None) -> Message | None:
@@ -1226,8 +1396,9 @@ def _settle(record: InFlight, ended: Message | BaseException | None) -> Message 
     to answer (the connection going away) is raised, once the request is settled."""
     try:
         outcome = _error_outcome(record, ended) if isinstance(ended, BaseException) else ended
-        if record._cancellation is not None:
-            outcome = _cancelled_outcome(record._route, record)  # type: ignore[arg-type]
+        course = record._course
+        if course.__class__ is _Later and course.cancelled:
+            outcome = _cancelled_outcome(course.route, record)  # type: ignore[arg-type]
     finally:
         record.session._settled(record)  # type: ignore[union-attr]
     return outcome
@@ -1239,8 +1410,8 @@ def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
     if only is None and all_cancelled(exc):
         raise exc  # the connection itself is going away
     if isinstance(only, RequestCancelled):
-        if record._cancellation is None:
-            record._cancellation = _Cancel(only.reason, None, None)
+        if not record.cancel_requested:
+            record._mark_cancelled(only.reason, None, None)
         return None
     if isinstance(only, ProtocolError):
         return ErrorResponse(record.request.id, only.error)
@@ -1272,12 +1443,11 @@ async def run_alone(
     try:
         try:
             with record.scope:
+                handler = _finishing(route)
                 outcome = Response(
                     record.request.id,
                     await (
-                        route.handler(record)
-                        if observer is None
-                        else observer.serve(route.handler, record)
+                        handler(record) if observer is None else observer.serve(handler, record)
                     ),
                 )
         except BaseException as exc:
@@ -1299,13 +1469,17 @@ def _cancelled_outcome(route: Route, record: InFlight) -> Message | None:
     return None
 
 
-def _take(items: list[_Outgoing]) -> Iterator[OutgoingMessage]:
+def _take(items: list[_Outgoing | OutgoingMessage]) -> Iterator[OutgoingMessage]:
     """The messages of ``items`` still wanted, each marked written as the transport takes it:
     a message withdrawn while an earlier one is being written is never sent."""
     for item in items:
-        if not item.withdrawn:
-            item.taken = True
-            yield OutgoingMessage(item.data, item.related, item.final)
+        if type(item) is OutgoingMessage:
+            yield item
+        else:
+            record: _Outgoing = item  # type: ignore[assignment] # not an OutgoingMessage
+            if not record.withdrawn:
+                record.taken = True
+                yield OutgoingMessage(record.data, record.related, record.final)
 
 
 def all_cancelled(exc: BaseException) -> bool:

@@ -3,6 +3,7 @@ whole-line writes, and the legacy era lock."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -11,10 +12,16 @@ import trio
 import trio.testing
 
 from trio_mcp import Context, RequestCancelled, Server, open_client
-from trio_mcp.lowlevel import Engine
+from trio_mcp.lowlevel import Engine, InFlight, Route
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.server import ServerConnection
-from trio_mcp.transports import BaseTransport, LineTransport, MemoryTransport, memory_transport_pair
+from trio_mcp.transports import (
+    BaseTransport,
+    LineTransport,
+    MemoryTransport,
+    OutgoingMessage,
+    memory_transport_pair,
+)
 
 from ..wire import WirePeer, wire_to
 
@@ -360,3 +367,129 @@ async def test_a_drain_waits_for_a_response_written_in_place() -> None:
         with trio.fail_after(5):
             await ended.wait()
     assert [rid for rid, _ in transport.writes] == [1]
+
+
+async def test_a_settled_request_keeps_its_cancel_and_refuses_another() -> None:
+    # Whether it settled, and why it was cancelled, share one slot of the record.
+    cancelled = InFlight(Request(1, "tools/call", None), None)
+    assert not (cancelled.settled or cancelled.finished or cancelled.cancel_requested)
+    assert cancelled.cancel("why", by="peer")
+    assert cancelled.finished and not cancelled.settled
+    cancelled.settled = True
+    assert cancelled.settled and cancelled.cancel_requested
+    assert (cancelled.cancel_reason, cancelled.cancelled_by) == ("why", "peer")
+    assert not cancelled.cancel("again")
+    assert cancelled.cancel_reason == "why"
+
+    answered = InFlight(Request(2, "tools/call", None), None)
+    answered.settled = True
+    assert answered.finished and not answered.cancel_requested
+    assert not answered.cancel("late")
+    assert not answered.cancel_requested and answered.cancel_reason is None
+
+
+async def test_each_request_has_a_local_state_of_its_own_made_on_first_use() -> None:
+    first = InFlight(Request(1, "tools/call", None), None)
+    second = InFlight(Request(2, "tools/call", None), None)
+    second.settled = True
+    first.local_state["k"] = 1
+    assert second.local_state == {}
+    assert first.local_state == {"k": 1}
+    assert second.settled and not second.cancel_requested
+    second.local_state["x"] = 2
+    third = InFlight(Request(3, "tools/call", None), None)
+    third.settled = True  # the shared record of a settled request is never changed
+    assert third.local_state == {}
+
+
+class Finishing:
+    """Routes whose handler gives a raw value that ``returned`` makes the result, answered
+    with ``on_cancel``'s result when cancelled."""
+
+    def route(self, request: Request, session: Engine) -> Any:
+        async def raw(record: Any) -> int:
+            await trio.lowlevel.checkpoint()
+            return 41
+
+        return Route(
+            raw,
+            returned=lambda record, value: {"value": value + 1},
+            on_cancel=lambda record: {"cancelled": record.cancel_reason},
+        )
+
+    def on_notification(
+        self, notification: Notification, session: Engine, principal: Any = None
+    ) -> None:
+        pass  # pragma: no cover
+
+
+async def test_a_request_cancelled_before_its_task_starts_keeps_its_route() -> None:
+    # The route and the cancel share a slot of the record: a cancel that comes before the
+    # task starts must leave the task its route (its handler, its hooks, its on_cancel).
+    ours, theirs = memory_transport_pair()
+    session = Engine(ours, Finishing())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        session.feed(Request(1, "raw", None))
+        assert session.cancel_incoming(1, "early")
+        session.feed(Request(2, "raw", None))
+        answers = {}
+        for _ in range(2):
+            message = orjson.loads(await theirs.receive())
+            answers[message["id"]] = message["result"]
+        assert answers == {1: {"cancelled": "early"}, 2: {"value": 42}}
+        nursery.cancel_scope.cancel()
+
+
+class Batches(Writers):
+    """Records each ``send_many`` as the list of what it was handed."""
+
+    def __init__(self, inner: MemoryTransport) -> None:
+        super().__init__(inner)
+        self.batches: list[list[OutgoingMessage]] = []
+
+    async def send_many(self, messages: Iterable[OutgoingMessage]) -> None:
+        self.batches.append(list(messages))
+
+
+async def test_answers_and_notifications_queued_together_reach_the_transport_in_one_batch() -> None:
+    # What was queued while the writer wrote goes out in order, each message with its hints;
+    # a request of ours among them is taken as it is handed over.
+    ours, theirs = memory_transport_pair()
+    transport, dispatcher = Batches(ours), Answers()
+    session = Engine(transport, dispatcher)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        transport.hold = trio.Event()
+        session.notify_nowait("notifications/message", {"n": 0})  # the writer is stuck on it
+        await trio.testing.wait_all_tasks_blocked()
+        for rid in (1, 2):
+            await theirs.send(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "echo"}))
+        await trio.testing.wait_all_tasks_blocked()
+        session.notify_nowait("notifications/message", {"n": 1}, related_request_id=2)
+        transport.hold.set()
+        await trio.testing.wait_all_tasks_blocked()
+        ((answers),) = transport.batches
+        assert [
+            (orjson.loads(m.data).get("id"), m.related_request_id, m.final) for m in answers
+        ] == [
+            (1, 1, True),
+            (2, 2, True),
+            (None, 2, False),
+        ]
+        assert all(type(m) is OutgoingMessage for m in answers)
+
+        transport.hold = trio.Event()
+        session.notify_nowait("notifications/message", {"n": 2})
+        await trio.testing.wait_all_tasks_blocked()
+        session.notify_nowait("notifications/message", {"n": 3})
+        nursery.start_soon(session.request, "ping")
+        await trio.testing.wait_all_tasks_blocked()
+        transport.hold.set()
+        await trio.testing.wait_all_tasks_blocked()
+        mixed = transport.batches[1]
+        assert [orjson.loads(m.data).get("method") for m in mixed] == [
+            "notifications/message",
+            "ping",
+        ]
+        nursery.cancel_scope.cancel()

@@ -52,6 +52,22 @@ async def frames_until_response(peer: WirePeer, rid: Any) -> list[Any]:
             return out
 
 
+async def test_the_state_of_a_handshake_request_is_its_own_and_starts_empty() -> None:
+    server = Server("state")
+
+    @server.tool()
+    async def count(ctx: Context) -> str:
+        ctx.state["n"] = ctx.state.get("n", 0) + 1
+        await trio.lowlevel.checkpoint()
+        ctx.state["n"] += 1
+        return str(ctx.state)
+
+    async with wire_to(server) as peer:
+        for rid in (1, 2):
+            response = await peer.request(rid, "tools/call", {"name": "count"})
+            assert response["result"]["content"][0]["text"] == "{'n': 2}"
+
+
 # -- list-changed and resource-updated notifications ------------------------------------------
 
 

@@ -45,6 +45,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp.lowlevel import memory_transport_pair
+from trio_mcp.middleware import TimingMiddleware
 from trio_mcp.protocol import to_wire
 from trio_mcp.protocol._types import ListToolsResult
 from trio_mcp.server._registry import page
@@ -341,6 +342,123 @@ async def test_a_tool_answers_and_fails_alike_whether_it_blocks_first_or_not() -
                 "content": [{"type": "text", "text": "failed as asked"}],
                 "isError": True,
             }
+
+
+async def awaited_while_a_call_runs(*middleware: Any) -> Any:
+    """What the task of a ``tools/call`` awaits while its async tool runs."""
+    server = Server("direct", middleware=middleware)
+    parked = trio.Event()
+    release = trio.Event()
+    tasks: list[trio.lowlevel.Task] = []
+
+    @server.tool()
+    async def wait(text: str) -> str:
+        tasks.append(trio.lowlevel.current_task())
+        parked.set()
+        await release.wait()
+        return text
+
+    async with wire_to(server) as peer:
+        await peer.send(frame(1, "tools/call", {"name": "wait", "arguments": {"text": "x"}}))
+        await parked.wait()
+        awaited = getattr(tasks[0].coro, "cr_await", None)
+        release.set()
+        assert (await peer.recv())["result"] == {"content": [{"type": "text", "text": "x"}]}
+    return getattr(awaited, "cr_code", None) is wait.__code__
+
+
+async def test_the_request_task_awaits_an_async_tool_coroutine_itself_when_nothing_wraps() -> None:
+    # Nothing of ours is held per call between the request's task and the tool while it runs;
+    # with a middleware the call is wrapped (and answered alike).
+    assert await awaited_while_a_call_runs() is True
+    assert await awaited_while_a_call_runs(TimingMiddleware()) is False
+
+
+@pytest.mark.invariant(8)
+async def test_a_directly_awaited_tool_keeps_every_answer_of_a_wrapped_one() -> None:
+    # Results, tool errors, hidden internals, schema failures (SEP-1303), protocol errors and
+    # structured output: the same through the direct route and through a wrapped one.
+    def build(*middleware: Any) -> Server:
+        server = Server("answers", middleware=middleware)
+
+        @server.tool()
+        async def act(how: str, n: int = 0) -> str:
+            await trio.lowlevel.checkpoint()
+            if how == "tool-error":
+                raise ToolError("refused as asked")
+            if how == "crash":
+                raise RuntimeError("secret detail")
+            if how == "protocol":
+                raise ProtocolError(INVALID_PARAMS, "bad as asked")
+            return f"{how} {n}"
+
+        @server.tool()
+        async def point(x: int) -> Point:
+            return Point(x)
+
+        return server
+
+    calls: list[dict[str, Any]] = [
+        {"name": "act", "arguments": {"how": "fine", "n": 2}},
+        {"name": "act", "arguments": {"how": "tool-error"}},
+        {"name": "act", "arguments": {"how": "crash"}},
+        {"name": "act", "arguments": {"how": "protocol"}},
+        {"name": "act", "arguments": {"how": "fine", "n": "two"}},
+        {"name": "act", "arguments": {"n": 1}},
+        {"name": "act", "arguments": ["not", "an", "object"]},
+        {"name": "point", "arguments": {"x": 3}},
+        {"name": "nothing", "arguments": {}},
+    ]
+    seen: list[list[Any]] = []
+    for server in (build(), build(TimingMiddleware())):
+        answers = []
+        async with wire_to(server) as peer:
+            for rid, params in enumerate(calls, start=1):
+                response = await peer.request(rid, "tools/call", params)
+                answers.append(response.get("result", response.get("error")))
+        seen.append(answers)
+    direct, wrapped = seen
+    assert direct == wrapped
+    assert direct[0] == {"content": [{"type": "text", "text": "fine 2"}]}
+    assert direct[1] == {"content": [{"type": "text", "text": "refused as asked"}], "isError": True}
+    assert "secret" not in str(direct[2]) and direct[2]["isError"] is True
+    assert direct[3]["code"] == INVALID_PARAMS
+    assert direct[4]["isError"] is True and "Invalid arguments for tool act" in str(direct[4])
+    assert direct[5]["isError"] is True and "how" in str(direct[5])
+    assert direct[6]["code"] == INVALID_PARAMS
+    assert direct[7]["structuredContent"] == {"x": 3, "y": 0}
+    assert direct[8]["code"] == INVALID_PARAMS
+
+
+async def test_a_call_in_flight_keeps_its_tool_when_the_name_is_registered_again() -> None:
+    server = Server("again")
+    release = trio.Event()
+    parked = trio.Event()
+
+    @server.tool(name="t")
+    async def first() -> Point:
+        parked.set()
+        await release.wait()
+        return Point(1)
+
+    async with wire_to(server) as peer:
+        await peer.send(frame(7, "tools/call", {"name": "t"}))
+        await parked.wait()
+        server.remove_tool("t")
+
+        @server.tool(name="t")
+        async def second() -> str:
+            return "second"
+
+        await peer.send(frame(8, "tools/call", {"name": "t"}))
+        release.set()
+        answers: dict[int, Any] = {}
+        while len(answers) < 2:
+            message = await peer.recv()
+            if "id" in message:
+                answers[message["id"]] = message["result"]
+    assert answers[7]["structuredContent"] == {"x": 1, "y": 0}
+    assert answers[8] == {"content": [{"type": "text", "text": "second"}]}
 
 
 @pytest.mark.invariant(8)

@@ -187,6 +187,11 @@ class ServerConnection:
         self.state = ConnectionState(server.protocol_version)
         self.subscriptions: set[str] = set()
         self._routes: dict[str, Route] = {}
+        #: The route of ``tools/call`` when nothing wraps it (no middleware, mount or
+        #: extension): a call of an async tool then has a route of its own (``_tool_routes``,
+        #: built once per tool), whose task awaits the tool's coroutine itself.
+        self._calls: Route | None = None
+        self._tool_routes: dict[ToolEntry, Route] = {}
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
         #: Set once the first ``initialize`` is answered; None until one arrives.
@@ -257,6 +262,10 @@ class ServerConnection:
             # Built once per method and connection: the per-message path stays lean. What is
             # registered decides routes, so a registration change clears them.
             self._routes[method] = route
+            if handler is _tools_call and not self.server.middleware_chain:
+                self._calls = route
+        if route is self._calls:
+            route = self._tool_route(request, session, route)
         if self._initialized is None or self._initialized.is_set():
             if method == "initialize" and self.state.era is None and self._initialized is None:
                 self._initialized = trio.Event()
@@ -265,11 +274,34 @@ class ServerConnection:
         if method in _BEFORE_INITIALIZED:
             return route
         # Sent before initialize was answered (piped after it): served once it is.
-        return Route(
-            _after(route.handler, self._initialized),
-            register=route.register,
-            on_cancel=route.on_cancel,
-        )
+        return attrs.evolve(route, handler=_after(route.handler, self._initialized))
+
+    def _tool_route(self, request: Request, session: Engine | None, calls: Route) -> Route:
+        """The route of a ``tools/call`` that nothing wraps: an async tool's own (its task
+        awaits the tool's coroutine), else ``calls``, the method's (a sync tool, an unknown or
+        hidden one, or a call something observes).
+
+        The tool is looked up as ``_tools_call`` would, when the call is routed."""
+        server = self.server
+        params = request.params
+        name = params.get("name") if params is not None else None
+        if (
+            type(name) is not str
+            or server.on_request is not None
+            or server.log_requests
+            or session is None
+            or session.observer is not None
+        ):
+            return calls
+        entry = server.tools.get(name)
+        if entry is None or not entry.is_async or not self.shows(entry):
+            return calls
+        route = self._tool_routes.get(entry)
+        if route is None:
+            call = _ToolCall(self, entry)
+            route = Route(call.start, returned=call.returned, failed=call.failed)
+            self._tool_routes[entry] = route
+        return route
 
     @property
     def server_info_wire(self) -> JSONObject:
@@ -659,7 +691,12 @@ class ServerConnection:
     def release(self) -> None:
         """Forget the routes built for this connection (each holds it), once nothing of it
         runs: see ``HttpSession.release``."""
+        self._forget_routes()
+
+    def _forget_routes(self) -> None:
         self._routes.clear()
+        self._calls = None
+        self._tool_routes.clear()
 
     async def notify(
         self,
@@ -693,7 +730,7 @@ class ServerConnection:
     def send_list_changed(self, kind: str) -> None:
         """To a handshake-era client told of the capability, and to the modern listeners that
         asked for this kind (tagged with their subscription, on their listen stream)."""
-        self._routes.clear()
+        self._forget_routes()
         if self.state.initialized and kind in self.state.announced:
             self.notify_nowait(f"notifications/{kind}/list_changed")
         for listener in list(self.listeners.values()):
@@ -1058,7 +1095,10 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 
 def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObject]:
-    # Called in the request's task, inside its scope, as a handler's coroutine is: what comes
+    # The method's handler, for a call that something wraps (middleware, a mount, an
+    # extension, the instrumentation), a sync tool, or an unknown one: an async tool called
+    # with nothing around it has a route of its own (_ToolCall). Called in the request's
+    # task, inside its scope, as a handler's coroutine is: what comes
     # before the tool's run is done here, synchronously. An async tool's own coroutine is then
     # awaited through a small _ToolRun, not through a frame of ours: whatever awaits the
     # handler holds that awaitable for as long as the tool runs, so it is kept small.
@@ -1178,10 +1218,7 @@ def _tool_arguments(
     try:
         kwargs = entry.signature.convert_arguments(arguments)
     except ArgumentsError as exc:
-        # A tool error, not a protocol error (SEP-1303): the model must read what is wrong to
-        # correct its call. The message names paths and reasons only, never internals.
-        text = f"Invalid arguments for tool {name}: {exc}"
-        return {"content": [{"type": "text", "text": text}], "isError": True}
+        return _arguments_refused(name, exc)
     if entry.signature.context_param is not None:
         kwargs[entry.signature.context_param] = Context(record, conn)
     return name, entry, kwargs
@@ -1219,6 +1256,66 @@ def _tool_failure(name: str, exc: Exception) -> JSONObject:
         logger.error("tool %r failed", name, exc_info=exc)
         message = f"Tool {name} failed with an internal error"
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+class _ToolCall:
+    """``tools/call`` of one async tool on one connection, when nothing wraps the call: the
+    handler of its route calls the tool and hands the engine the tool's own coroutine, and the
+    route turns what it returns or raises into the call's result (the engine applies them in
+    the request's scope). Nothing of ours is awaited while the tool runs."""
+
+    __slots__ = ("_conn", "_entry", "_name")
+
+    def __init__(self, conn: ServerConnection, entry: ToolEntry) -> None:
+        self._conn = conn
+        self._entry = entry
+        self._name = entry.tool.name
+
+    def start(self, record: InFlight) -> Awaitable[Any]:
+        """Authorize the call, convert its arguments and call the tool (as ``_tools_call``)."""
+        conn, entry = self._conn, self._entry
+        if conn.server.auth is not None:
+            conn.authorize(record)
+        params: JSONObject = record.request.params  # type: ignore[assignment] # it has a name
+        # Held by every call in flight (in its params): the registry's string, not one per call.
+        params["name"] = self._name
+        arguments = params.get("arguments")
+        # Told apart with no call for what a decoder gives (a dict, or None).
+        if (
+            arguments is not None
+            and type(arguments) is not dict
+            and not isinstance(arguments, dict)
+        ):
+            raise _invalid("Invalid params: 'arguments' must be an object")
+        try:
+            kwargs = entry.signature.convert_arguments(arguments)
+        except ArgumentsError as exc:
+            raise _RefusedArguments(_arguments_refused(self._name, exc)) from None
+        if entry.signature.context_param is not None:
+            kwargs[entry.signature.context_param] = Context(record, conn)
+        return entry.fn(**kwargs)  # type: ignore[no-any-return]
+
+    def returned(self, record: InFlight, value: Any) -> JSONObject:
+        return _tool_result(self._name, self._entry, value)
+
+    def failed(self, record: InFlight, exc: Exception) -> JSONObject:
+        if type(exc) is _RefusedArguments:
+            return exc.result
+        return _tool_failure(self._name, exc)
+
+
+class _RefusedArguments(Exception):
+    """A call's arguments do not fit its tool's input schema: ``result`` says why."""
+
+    def __init__(self, result: JSONObject) -> None:
+        self.result = result
+
+
+def _arguments_refused(name: str, exc: ArgumentsError) -> JSONObject:
+    # A tool error, not a protocol error (SEP-1303): the model must read what is wrong to
+    # correct its call. The message names paths and reasons only, never internals.
+    text = f"Invalid arguments for tool {name}: {exc}"
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:

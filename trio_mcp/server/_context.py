@@ -118,12 +118,13 @@ class ConnectionView(Protocol):
 class Context:
     """The request being served, as its handler sees it."""
 
-    __slots__ = ("_connection", "_local_state", "_record")
+    # Held by every request in flight whose handler takes one: two slots, no more (the
+    # per-request state, which few use, is the record's, made on first use).
+    __slots__ = ("_connection", "_record")
 
     def __init__(self, record: InFlight, connection: ConnectionView) -> None:
         self._record = record
         self._connection = connection
-        self._local_state: dict[str, Any] | None = None
 
     # -- what the request is -------------------------------------------------------------------
 
@@ -445,9 +446,7 @@ class Context:
         if modern is not None:
             data: dict[str, Any] = modern.data
             return data
-        if self._local_state is None:
-            self._local_state = {}
-        return self._local_state
+        return self._record.local_state
 
     @property
     def session_state(self) -> SessionState:

@@ -148,7 +148,9 @@ def transformed_tool(
     tool_name = name or parent.tool.name
     convert_parent = parent.signature.convert_arguments
 
-    def convert(given: Mapping[str, Any]) -> dict[str, Any]:
+    def convert(given: Mapping[str, Any] | None) -> dict[str, Any]:
+        if given is None:
+            given = {}
         mapped: dict[str, Any] = {}
         refused = Collector()
         for key, value in given.items():

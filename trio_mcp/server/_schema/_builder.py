@@ -88,7 +88,7 @@ def _convert_any(value: Any, path: Path, found: Collector) -> Any:
 
 
 def _convert_str(value: Any, path: Path, found: Collector) -> Any:
-    if isinstance(value, str):
+    if type(value) is str or isinstance(value, str):  # a decoder's str: told with no call
         return value
     found.wrong_type(path, "a string", value)
     return _INVALID
@@ -869,7 +869,7 @@ def _object_node(
             found.wrong_type(path, expected, value)
             return _INVALID
         issues = found.issues
-        before = len(issues)
+        before = len(issues) if issues else 0  # none yet, as nearly always: no call
         kwargs: dict[str, Any] = {}
         matched = 0
         for name, arg, convert_field, is_required, top in plan:
@@ -882,7 +882,7 @@ def _object_node(
             for key in value:
                 if key not in known:
                     found.unexpected((*path, key))
-        if len(issues) != before:
+        if issues and len(issues) != before:
             return _INVALID
         if build is None:
             return kwargs

@@ -62,18 +62,16 @@ class FunctionSignature:
     wraps_output: bool
     description: str | None
     context_param: str | None
-    _convert: Callable[[Mapping[str, Any]], dict[str, Any]] = attrs.field(repr=False, eq=False)
+    #: ``convert_arguments(arguments)``: check a call's ``arguments`` (None: an empty object)
+    #: and return the function's keyword arguments. Raises :class:`ArgumentsError` naming
+    #: every problem found; optional parameters the client omitted are left out, so the
+    #: function's own defaults apply. The compiled converter itself (called once per call):
+    #: no method in front of it.
+    convert_arguments: Callable[[Mapping[str, Any] | None], dict[str, Any]] = attrs.field(
+        alias="convert", repr=False, eq=False
+    )
     #: Checks a return value (as JSON, unwrapped) against the output schema.
     _check_output: Check | None = attrs.field(default=None, repr=False, eq=False)
-
-    def convert_arguments(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Check ``arguments`` and return the function's keyword arguments.
-
-        Raises :class:`ArgumentsError` naming every problem found. Absent arguments are an
-        empty object; optional parameters the client omitted are left out, so the function's
-        own defaults apply.
-        """
-        return self._convert({} if arguments is None else arguments)
 
     def convert_result(self, value: Any) -> Any:
         """A return value as JSON-ready structured content (wrapped as ``{"result": ...}`` when
@@ -222,9 +220,9 @@ def function_signature(
     arguments = _object_node(fields, None, "an object", name)
     convert = arguments.convert
 
-    def convert_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+    def convert_arguments(values: Mapping[str, Any] | None) -> dict[str, Any]:
         found = Collector()
-        result = convert(values, (), found)
+        result = convert({} if values is None else values, (), found)
         if found.issues:
             raise found.error("argument", "arguments")
         kwargs: dict[str, Any] = result
@@ -351,7 +349,9 @@ def explicit_signature(
                 )
     accepted = frozenset(p.name for p in params)
 
-    def convert_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+    def convert_arguments(values: Mapping[str, Any] | None) -> dict[str, Any]:
+        if values is None:
+            values = {}
         found = Collector()
         check(values, (), found)
         if found.issues:
