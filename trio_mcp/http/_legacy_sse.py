@@ -16,7 +16,6 @@ every transport), the same idle expiry (its stream ends), the same drain.
 
 from __future__ import annotations
 
-import functools
 import logging
 import secrets
 import urllib.parse
@@ -31,7 +30,7 @@ from ..server._principal import Principal
 from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
 from ._asgi import HttpError, Receive, Scope, Send, header, is_json
-from ._sessions import RegisteredSession, TransportKind, identity
+from ._sessions import TransportKind, WatchedSession, identity
 from ._telemetry import observe_http
 
 logger = logging.getLogger("trio_mcp.http.sse")
@@ -77,10 +76,10 @@ class _StreamSender(BaseSender):
         self._session.touch()
 
 
-class SseSession(RegisteredSession):
+class SseSession(WatchedSession):
     """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
     its idle expiry and its drain are the registry's, as for every transport: idle past its
-    deadline, its task is cancelled and its stream ends."""
+    deadline, its task is cancelled and its stream ends (its task watches that deadline)."""
 
     over = TransportKind.HTTP_SSE
     engine: Engine
@@ -111,12 +110,7 @@ class SseSession(RegisteredSession):
 
     @property
     def closing(self) -> bool:
-        return (
-            self._closing
-            or self.scope.cancel_called
-            or self.engine.is_closed
-            or self.ended.is_set()
-        )
+        return self._closing or self.engine.is_closed or self.scope.cancel_called
 
     def overflow(self) -> None:
         if not self.overflowed:
@@ -141,9 +135,10 @@ class SseSession(RegisteredSession):
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(functools.partial(self.engine.run, pull=False))
+                    await nursery.start(self._run_engine, nursery.cancel_scope)
                     self.touch()  # its deadline runs from its opening
                     task_status.started()
+                    await self.watch()
             if self.expired:
                 logger.info("HTTP+SSE session %s was idle past its deadline; it ends", self.id)
         finally:
@@ -154,6 +149,14 @@ class SseSession(RegisteredSession):
             self.transport.outgoing.close()
             self.registry.forget(self)
             self.ended.set()
+
+    async def _run_engine(
+        self, watch: trio.CancelScope, *, task_status: trio.TaskStatus[Engine]
+    ) -> None:
+        try:
+            await self.engine.run(pull=False, task_status=task_status)
+        finally:
+            watch.cancel()  # the session's watch ends with its engine
 
 
 class SseEndpoint:
