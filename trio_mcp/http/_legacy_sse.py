@@ -42,44 +42,104 @@ SESSION_PARAM = "session_id"
 class _StreamSender(BaseSender):
     """The engine's transport of one HTTP+SSE session: every message goes down the GET stream.
 
-    The queue is bounded (``max_pending_events`` and ``max_pending_bytes``): a client that
-    stops reading has its session ended, as a Streamable HTTP stream's listener is cut.
+    It delivers (``deliver``, which the engine calls in the task that decided the message):
+    each message is framed as an SSE event at once and queued for the stream's task, which
+    writes whatever is queued when it wakes in one write. The engine has no writer task for
+    it, and nothing here waits. The queue is bounded (``max_pending_events`` and
+    ``max_pending_bytes``): a client that stops reading has its session ended, as a
+    Streamable HTTP stream's listener is cut.
     """
 
     def __init__(self, session: SseSession, max_events: int, max_bytes: int) -> None:
         self._session = session
+        self._max_events = max_events
         self._max_bytes = max_bytes
+        #: The framed events not yet taken by the stream's task, and their size.
+        self.queue: list[bytes] = []
         self.queued_bytes = 0
-        self.outgoing, self.incoming = trio.open_memory_channel[bytes](max_events)
+        #: When the stream was last written to (its keep-alive runs from there).
+        self.last_write = trio.current_time()
+        #: Set once the session ended: the stream ends when its queue is written.
+        self.ended = False
+        #: The stream's task while it waits for something to write.
+        self._parked: trio.lowlevel.Task | None = None
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
+        self.deliver(data, related_request_id, final)
+
+    def deliver(self, data: bytes, related: RequestId | None, final: bool) -> None:
         if final:
             self._session.touch()  # a request ended: the session may be idle now
-        if self.queued_bytes + len(data) > self._max_bytes:
-            self._session.overflow()
-            return
-        try:
-            self.outgoing.send_nowait(data)
-        except trio.WouldBlock:
-            self._session.overflow()
-            return
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return  # the stream is gone: nothing sent now can arrive
-        self.queued_bytes += len(data)
+        self.push(
+            _MESSAGE_HEAD + data + _EVENT_END
+            if _plain(data)
+            else encode_event(data, event="message")
+        )
 
-    def taken(self, data: bytes) -> None:
-        self.queued_bytes -= len(data)
+    def push(self, event: bytes) -> None:
+        """Queue one framed event (or comment) for the stream."""
+        if self.ended:
+            return  # the stream is gone: nothing sent now can arrive
+        if len(self.queue) >= self._max_events or self.queued_bytes + len(event) > self._max_bytes:
+            self._session.overflow()
+            return
+        self.queue.append(event)
+        self.queued_bytes += len(event)
+        self._wake()
+
+    def take(self) -> bytes:
+        """Everything queued, as one body chunk."""
+        queue = self.queue
+        body = queue[0] if len(queue) == 1 else b"".join(queue)
+        queue.clear()
+        self.queued_bytes = 0
+        self.last_write = trio.current_time()
+        return body
+
+    def end(self) -> None:
+        """The session ended: the stream ends once what is queued is written."""
+        self.ended = True
+        self._wake()
+
+    async def wait(self) -> None:
+        """Park the stream's task until something is queued or the session ends."""
+        if self.queue or self.ended:
+            await trio.lowlevel.checkpoint()
+            return
+        self._parked = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._unpark)
+
+    def _unpark(self, _: object) -> trio.lowlevel.Abort:
+        self._parked = None  # cancelled while it waited
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _wake(self) -> None:
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
 
     def request_suppressed(self, request_id: RequestId) -> None:
         self._session.touch()
 
 
+#: What frames a message as an ``event: message`` (the common case, with no line break in it).
+_MESSAGE_HEAD = b"event: message\ndata: "
+_EVENT_END = b"\n\n"
+
+
+def _plain(data: bytes) -> bool:
+    """Whether ``data`` is one line (encoded JSON always is): framed with no scan of ours."""
+    return b"\n" not in data and b"\r" not in data
+
+
 class SseSession(WatchedSession):
     """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
     its idle expiry and its drain are the registry's, as for every transport: idle past its
-    deadline, its task is cancelled and its stream ends (its task watches that deadline)."""
+    deadline, its task is cancelled and its stream ends. Its task watches that deadline, and
+    keeps the stream alive while nothing is written to it."""
 
     over = TransportKind.HTTP_SSE
     engine: Engine
@@ -146,7 +206,7 @@ class SseSession(WatchedSession):
                 self.observer.session_ended()
             self._closing = True
             server.connections.discard(self.connection)
-            self.transport.outgoing.close()
+            self.transport.end()
             self.registry.forget(self)
             self.ended.set()
 
@@ -157,6 +217,18 @@ class SseSession(WatchedSession):
             await self.engine.run(pull=False, task_status=task_status)
         finally:
             watch.cancel()  # the session's watch ends with its engine
+
+    def tick(self, now: float) -> float:
+        """A keep-alive comment once the stream was written nothing for ``keepalive_interval``
+        (a proxy in front may cut a silent response); when to look again."""
+        stream = self.transport
+        interval = self.endpoint.app.options.keepalive_interval
+        due = stream.last_write + interval
+        if now < due:
+            return due
+        if not stream.queue:
+            stream.push(KEEPALIVE)
+        return now + interval
 
 
 class SseEndpoint:
@@ -236,21 +308,17 @@ class SseEndpoint:
             nursery.cancel_scope.cancel()
 
     async def _pump(self, send: Send, session: SseSession) -> None:
-        """Write the session's messages as they come, and keep-alive comments while idle, until
+        """Write the session's events (and its keep-alive comments) as they are queued, until
         the session ends (closed, or idle past its deadline)."""
-        interval = self.app.options.keepalive_interval
-        incoming = session.transport.incoming
+        stream = session.transport
         while True:
-            with trio.move_on_after(interval):
-                try:
-                    data = await incoming.receive()
-                except trio.EndOfChannel:
-                    return  # the session ended: so does its stream
-                session.transport.taken(data)
-                event = encode_event(data, event="message")
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-                continue
-            await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            if stream.queue:
+                body = stream.take()
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            elif stream.ended:
+                return  # the session ended: so does its stream
+            else:
+                await stream.wait()
 
     async def _message(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
