@@ -242,6 +242,8 @@ class SseEndpoint:
         self.messages_path = messages_path
         self._sse_paths = _both_forms(sse_path)
         self._message_paths = _both_forms(messages_path)
+        #: The registry's table of HTTP+SSE sessions (the same dict for the app's life).
+        self._table: dict[str, SseSession] = app.registry.table(TransportKind.HTTP_SSE)
 
     @property
     def sessions(self) -> dict[str, SseSession]:
@@ -255,14 +257,20 @@ class SseEndpoint:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         admission = self.app.admission
-        if await admission.answer_preflight(scope, send, b"GET, POST, OPTIONS"):
-            return
         method = scope["method"]
+        if method == "OPTIONS" and await admission.answer_preflight(
+            scope, send, b"GET, POST, OPTIONS"
+        ):
+            return
         expected = "GET" if route in self._sse_paths else "POST"
         if method != expected:
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", expected.encode())])
         # A POST's scopes are checked once its body says what it asks for.
-        principal = await admission.admit(scope, base_scopes=method == "GET")
+        if admission.gate is None:  # decided with no coroutine of its own
+            admission.admit_anonymous(scope)
+            principal = None
+        else:
+            principal = await admission.admit(scope, base_scopes=method == "GET")
         if method == "GET":
             admission.check_serving()  # a new session is new work: refused while draining
             await self._open(scope, receive, send, principal)
@@ -325,11 +333,10 @@ class SseEndpoint:
     ) -> None:
         """``POST messages_path?session_id=...``: one message (or a batch) for a session."""
         app = self.app
-        query = urllib.parse.parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1"))
-        ids = query.get(SESSION_PARAM, [])
+        ids = _session_ids(scope.get("query_string") or b"")
         if len(ids) != 1 or not ids[0]:
             raise HttpError(400, f"Bad Request: the URL must name the session ({SESSION_PARAM})")
-        session = self.sessions.get(ids[0])
+        session = self._table.get(ids[0])
         if session is None or session.closing or session.owner != identity(principal):
             raise HttpError(404, "Session not found")
         if not is_json(header(scope, b"content-type")):
@@ -338,22 +345,58 @@ class SseEndpoint:
             )
         body = await app.read_body(receive)
         parsed = parse(body)
-        if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
-            raise HttpError(400, parsed.error, request_id=parsed.id)
-        items = parsed.items if isinstance(parsed, Batch) else (parsed,)
-        requests = [item for item in items if isinstance(item, Request)]
-        rid = requests[0].id if len(items) == 1 and requests else None
-        if requests:
-            # Answers and cancels still get through a drain: a request may wait for them.
-            app.admission.check_serving(request_id=rid)
-        notes = [item for item in items if isinstance(item, Notification)]
-        app.admission.authorize(principal, [*requests, *notes], rid)
+        admission = app.admission
+        if type(parsed) is Request:  # the commonest: one request, told apart with no list
+            # New work: refused while draining (answers and cancels are not).
+            admission.check_serving(request_id=parsed.id)
+            if admission.gate is not None:
+                admission.authorize(principal, (parsed,), parsed.id)
+            request = parsed.method != "initialize"
+        else:
+            if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
+                raise HttpError(400, parsed.error, request_id=parsed.id)
+            items = parsed.items if isinstance(parsed, Batch) else (parsed,)
+            requests = [item for item in items if isinstance(item, Request)]
+            rid = requests[0].id if len(items) == 1 and requests else None
+            if requests:
+                # Answers and cancels still get through a drain: a request may wait for them.
+                admission.check_serving(request_id=rid)
+            notes = [item for item in items if isinstance(item, Notification)]
+            admission.authorize(principal, [*requests, *notes], rid)
+            request = any(r.method != "initialize" for r in requests)
         if session.closing:
             raise HttpError(404, "Session not found")  # ended while the body was read
-        session.arrived(request=any(r.method != "initialize" for r in requests))
+        session.arrived(request=request)
         session.engine.feed(parsed, principal=principal)
         session.touch()
+        if admission.options.hosts.cors_origins is None:  # no CORS headers to add
+            await send({"type": "http.response.start", "status": 202, "headers": _ACCEPTED()})
+            await send({"type": "http.response.body", "body": b"Accepted"})
+            return
         await app.respond(scope, send, 202, b"Accepted", content_type=b"text/plain")
+
+
+#: A 202's headers, when no CORS header goes with them (a new list each time: a server may
+#: take it over).
+_ACCEPTED = [(b"content-type", b"text/plain"), (b"content-length", b"8")].copy
+#: How the usual messages URL's query starts: the session's id, and nothing else.
+_SESSION_QUERY = SESSION_PARAM.encode() + b"="
+
+
+def _session_ids(query: bytes) -> list[str]:
+    """The values the query string gives ``session_id``, as ``urllib.parse.parse_qs`` reads
+    them (blank ones left out); the URL the ``endpoint`` event names (that parameter alone,
+    nothing escaped) with no parse."""
+    if (
+        query.startswith(_SESSION_QUERY)
+        and b"&" not in query
+        and b"%" not in query
+        and b"+" not in query
+    ):
+        value = query[len(_SESSION_QUERY) :]
+        return [value.decode("latin-1")] if value else []
+    parsed = urllib.parse.parse_qs(bytes(query).decode("latin-1"))
+    return parsed.get(SESSION_PARAM, [])
 
 
 def _both_forms(path: str) -> set[str]:
