@@ -80,6 +80,7 @@ from ._client_limits import ClientLimits
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, Replay, StreamMeta
 from ._fleet import Fleet
 from ._health import Health
+from ._heap import settle_heap
 from ._limit_store import LimitStore, LimitStoreUnavailable
 from ._modern import is_modern, status_for
 from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
@@ -536,6 +537,8 @@ class McpHttpApp:
                 registry = self.registry
                 registry.nursery = nursery
                 registry.shutting_down = registry.draining = False
+                if self.options.freeze_heap:
+                    settle_heap()
                 try:
                     yield self
                 finally:

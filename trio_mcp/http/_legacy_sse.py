@@ -16,7 +16,6 @@ every transport), the same idle expiry (its stream ends), the same drain.
 
 from __future__ import annotations
 
-import functools
 import logging
 import secrets
 import urllib.parse
@@ -31,7 +30,7 @@ from ..server._principal import Principal
 from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
 from ._asgi import HttpError, Receive, Scope, Send, header, is_json
-from ._sessions import RegisteredSession, TransportKind, identity
+from ._sessions import TransportKind, WatchedSession, identity
 from ._telemetry import observe_http
 
 logger = logging.getLogger("trio_mcp.http.sse")
@@ -43,44 +42,104 @@ SESSION_PARAM = "session_id"
 class _StreamSender(BaseSender):
     """The engine's transport of one HTTP+SSE session: every message goes down the GET stream.
 
-    The queue is bounded (``max_pending_events`` and ``max_pending_bytes``): a client that
-    stops reading has its session ended, as a Streamable HTTP stream's listener is cut.
+    It delivers (``deliver``, which the engine calls in the task that decided the message):
+    each message is framed as an SSE event at once and queued for the stream's task, which
+    writes whatever is queued when it wakes in one write. The engine has no writer task for
+    it, and nothing here waits. The queue is bounded (``max_pending_events`` and
+    ``max_pending_bytes``): a client that stops reading has its session ended, as a
+    Streamable HTTP stream's listener is cut.
     """
 
     def __init__(self, session: SseSession, max_events: int, max_bytes: int) -> None:
         self._session = session
+        self._max_events = max_events
         self._max_bytes = max_bytes
+        #: The framed events not yet taken by the stream's task, and their size.
+        self.queue: list[bytes] = []
         self.queued_bytes = 0
-        self.outgoing, self.incoming = trio.open_memory_channel[bytes](max_events)
+        #: When the stream was last written to (its keep-alive runs from there).
+        self.last_write = trio.current_time()
+        #: Set once the session ended: the stream ends when its queue is written.
+        self.ended = False
+        #: The stream's task while it waits for something to write.
+        self._parked: trio.lowlevel.Task | None = None
 
     async def send(
         self, data: bytes, *, related_request_id: RequestId | None = None, final: bool = False
     ) -> None:
+        self.deliver(data, related_request_id, final)
+
+    def deliver(self, data: bytes, related: RequestId | None, final: bool) -> None:
         if final:
             self._session.touch()  # a request ended: the session may be idle now
-        if self.queued_bytes + len(data) > self._max_bytes:
-            self._session.overflow()
-            return
-        try:
-            self.outgoing.send_nowait(data)
-        except trio.WouldBlock:
-            self._session.overflow()
-            return
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return  # the stream is gone: nothing sent now can arrive
-        self.queued_bytes += len(data)
+        self.push(
+            _MESSAGE_HEAD + data + _EVENT_END
+            if _plain(data)
+            else encode_event(data, event="message")
+        )
 
-    def taken(self, data: bytes) -> None:
-        self.queued_bytes -= len(data)
+    def push(self, event: bytes) -> None:
+        """Queue one framed event (or comment) for the stream."""
+        if self.ended:
+            return  # the stream is gone: nothing sent now can arrive
+        if len(self.queue) >= self._max_events or self.queued_bytes + len(event) > self._max_bytes:
+            self._session.overflow()
+            return
+        self.queue.append(event)
+        self.queued_bytes += len(event)
+        self._wake()
+
+    def take(self) -> bytes:
+        """Everything queued, as one body chunk."""
+        queue = self.queue
+        body = queue[0] if len(queue) == 1 else b"".join(queue)
+        queue.clear()
+        self.queued_bytes = 0
+        self.last_write = trio.current_time()
+        return body
+
+    def end(self) -> None:
+        """The session ended: the stream ends once what is queued is written."""
+        self.ended = True
+        self._wake()
+
+    async def wait(self) -> None:
+        """Park the stream's task until something is queued or the session ends."""
+        if self.queue or self.ended:
+            await trio.lowlevel.checkpoint()
+            return
+        self._parked = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._unpark)
+
+    def _unpark(self, _: object) -> trio.lowlevel.Abort:
+        self._parked = None  # cancelled while it waited
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _wake(self) -> None:
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
 
     def request_suppressed(self, request_id: RequestId) -> None:
         self._session.touch()
 
 
-class SseSession(RegisteredSession):
+#: What frames a message as an ``event: message`` (the common case, with no line break in it).
+_MESSAGE_HEAD = b"event: message\ndata: "
+_EVENT_END = b"\n\n"
+
+
+def _plain(data: bytes) -> bool:
+    """Whether ``data`` is one line (encoded JSON always is): framed with no scan of ours."""
+    return b"\n" not in data and b"\r" not in data
+
+
+class SseSession(WatchedSession):
     """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
     its idle expiry and its drain are the registry's, as for every transport: idle past its
-    deadline, its task is cancelled and its stream ends."""
+    deadline, its task is cancelled and its stream ends. Its task watches that deadline, and
+    keeps the stream alive while nothing is written to it."""
 
     over = TransportKind.HTTP_SSE
     engine: Engine
@@ -111,12 +170,7 @@ class SseSession(RegisteredSession):
 
     @property
     def closing(self) -> bool:
-        return (
-            self._closing
-            or self.scope.cancel_called
-            or self.engine.is_closed
-            or self.ended.is_set()
-        )
+        return self._closing or self.engine.is_closed or self.scope.cancel_called
 
     def overflow(self) -> None:
         if not self.overflowed:
@@ -141,9 +195,10 @@ class SseSession(RegisteredSession):
         try:
             with self.scope:
                 async with trio.open_nursery() as nursery:
-                    await nursery.start(functools.partial(self.engine.run, pull=False))
+                    await nursery.start(self._run_engine, nursery.cancel_scope)
                     self.touch()  # its deadline runs from its opening
                     task_status.started()
+                    await self.watch()
             if self.expired:
                 logger.info("HTTP+SSE session %s was idle past its deadline; it ends", self.id)
         finally:
@@ -151,9 +206,29 @@ class SseSession(RegisteredSession):
                 self.observer.session_ended()
             self._closing = True
             server.connections.discard(self.connection)
-            self.transport.outgoing.close()
+            self.transport.end()
             self.registry.forget(self)
             self.ended.set()
+
+    async def _run_engine(
+        self, watch: trio.CancelScope, *, task_status: trio.TaskStatus[Engine]
+    ) -> None:
+        try:
+            await self.engine.run(pull=False, task_status=task_status)
+        finally:
+            watch.cancel()  # the session's watch ends with its engine
+
+    def tick(self, now: float) -> float:
+        """A keep-alive comment once the stream was written nothing for ``keepalive_interval``
+        (a proxy in front may cut a silent response); when to look again."""
+        stream = self.transport
+        interval = self.endpoint.app.options.keepalive_interval
+        due = stream.last_write + interval
+        if now < due:
+            return due
+        if not stream.queue:
+            stream.push(KEEPALIVE)
+        return now + interval
 
 
 class SseEndpoint:
@@ -167,6 +242,8 @@ class SseEndpoint:
         self.messages_path = messages_path
         self._sse_paths = _both_forms(sse_path)
         self._message_paths = _both_forms(messages_path)
+        #: The registry's table of HTTP+SSE sessions (the same dict for the app's life).
+        self._table: dict[str, SseSession] = app.registry.table(TransportKind.HTTP_SSE)
 
     @property
     def sessions(self) -> dict[str, SseSession]:
@@ -180,14 +257,20 @@ class SseEndpoint:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         admission = self.app.admission
-        if await admission.answer_preflight(scope, send, b"GET, POST, OPTIONS"):
-            return
         method = scope["method"]
+        if method == "OPTIONS" and await admission.answer_preflight(
+            scope, send, b"GET, POST, OPTIONS"
+        ):
+            return
         expected = "GET" if route in self._sse_paths else "POST"
         if method != expected:
             raise HttpError(405, "Method Not Allowed", headers=[(b"allow", expected.encode())])
         # A POST's scopes are checked once its body says what it asks for.
-        principal = await admission.admit(scope, base_scopes=method == "GET")
+        if admission.gate is None:  # decided with no coroutine of its own
+            admission.admit_anonymous(scope)
+            principal = None
+        else:
+            principal = await admission.admit(scope, base_scopes=method == "GET")
         if method == "GET":
             admission.check_serving()  # a new session is new work: refused while draining
             await self._open(scope, receive, send, principal)
@@ -233,32 +316,27 @@ class SseEndpoint:
             nursery.cancel_scope.cancel()
 
     async def _pump(self, send: Send, session: SseSession) -> None:
-        """Write the session's messages as they come, and keep-alive comments while idle, until
+        """Write the session's events (and its keep-alive comments) as they are queued, until
         the session ends (closed, or idle past its deadline)."""
-        interval = self.app.options.keepalive_interval
-        incoming = session.transport.incoming
+        stream = session.transport
         while True:
-            with trio.move_on_after(interval):
-                try:
-                    data = await incoming.receive()
-                except trio.EndOfChannel:
-                    return  # the session ended: so does its stream
-                session.transport.taken(data)
-                event = encode_event(data, event="message")
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-                continue
-            await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            if stream.queue:
+                body = stream.take()
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            elif stream.ended:
+                return  # the session ended: so does its stream
+            else:
+                await stream.wait()
 
     async def _message(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal | None
     ) -> None:
         """``POST messages_path?session_id=...``: one message (or a batch) for a session."""
         app = self.app
-        query = urllib.parse.parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1"))
-        ids = query.get(SESSION_PARAM, [])
+        ids = _session_ids(scope.get("query_string") or b"")
         if len(ids) != 1 or not ids[0]:
             raise HttpError(400, f"Bad Request: the URL must name the session ({SESSION_PARAM})")
-        session = self.sessions.get(ids[0])
+        session = self._table.get(ids[0])
         if session is None or session.closing or session.owner != identity(principal):
             raise HttpError(404, "Session not found")
         if not is_json(header(scope, b"content-type")):
@@ -267,22 +345,58 @@ class SseEndpoint:
             )
         body = await app.read_body(receive)
         parsed = parse(body)
-        if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
-            raise HttpError(400, parsed.error, request_id=parsed.id)
-        items = parsed.items if isinstance(parsed, Batch) else (parsed,)
-        requests = [item for item in items if isinstance(item, Request)]
-        rid = requests[0].id if len(items) == 1 and requests else None
-        if requests:
-            # Answers and cancels still get through a drain: a request may wait for them.
-            app.admission.check_serving(request_id=rid)
-        notes = [item for item in items if isinstance(item, Notification)]
-        app.admission.authorize(principal, [*requests, *notes], rid)
+        admission = app.admission
+        if type(parsed) is Request:  # the commonest: one request, told apart with no list
+            # New work: refused while draining (answers and cancels are not).
+            admission.check_serving(request_id=parsed.id)
+            if admission.gate is not None:
+                admission.authorize(principal, (parsed,), parsed.id)
+            request = parsed.method != "initialize"
+        else:
+            if isinstance(parsed, Invalid):  # -32700 for a body that is not JSON, else -32600
+                raise HttpError(400, parsed.error, request_id=parsed.id)
+            items = parsed.items if isinstance(parsed, Batch) else (parsed,)
+            requests = [item for item in items if isinstance(item, Request)]
+            rid = requests[0].id if len(items) == 1 and requests else None
+            if requests:
+                # Answers and cancels still get through a drain: a request may wait for them.
+                admission.check_serving(request_id=rid)
+            notes = [item for item in items if isinstance(item, Notification)]
+            admission.authorize(principal, [*requests, *notes], rid)
+            request = any(r.method != "initialize" for r in requests)
         if session.closing:
             raise HttpError(404, "Session not found")  # ended while the body was read
-        session.arrived(request=any(r.method != "initialize" for r in requests))
+        session.arrived(request=request)
         session.engine.feed(parsed, principal=principal)
         session.touch()
+        if admission.options.hosts.cors_origins is None:  # no CORS headers to add
+            await send({"type": "http.response.start", "status": 202, "headers": _ACCEPTED()})
+            await send({"type": "http.response.body", "body": b"Accepted"})
+            return
         await app.respond(scope, send, 202, b"Accepted", content_type=b"text/plain")
+
+
+#: A 202's headers, when no CORS header goes with them (a new list each time: a server may
+#: take it over).
+_ACCEPTED = [(b"content-type", b"text/plain"), (b"content-length", b"8")].copy
+#: How the usual messages URL's query starts: the session's id, and nothing else.
+_SESSION_QUERY = SESSION_PARAM.encode() + b"="
+
+
+def _session_ids(query: bytes) -> list[str]:
+    """The values the query string gives ``session_id``, as ``urllib.parse.parse_qs`` reads
+    them (blank ones left out); the URL the ``endpoint`` event names (that parameter alone,
+    nothing escaped) with no parse."""
+    if (
+        query.startswith(_SESSION_QUERY)
+        and b"&" not in query
+        and b"%" not in query
+        and b"+" not in query
+    ):
+        value = query[len(_SESSION_QUERY) :]
+        return [value.decode("latin-1")] if value else []
+    parsed = urllib.parse.parse_qs(bytes(query).decode("latin-1"))
+    return parsed.get(SESSION_PARAM, [])
 
 
 def _both_forms(path: str) -> set[str]:

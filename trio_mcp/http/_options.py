@@ -260,6 +260,10 @@ class HttpOptions:
     #: answers at all (draining, or with its Redis gone, too): restart it only when this fails.
     #: None: no such path.
     live_path: str | None = "/live"
+    #: Once the app has started, collect the garbage and freeze what is left (``gc.freeze``),
+    #: once per process: the cyclic collector's full collections, which pause the process,
+    #: then walk what was made since the start, not every object of the imports.
+    freeze_heap: bool = True
 
     if TYPE_CHECKING:
 
@@ -280,6 +284,7 @@ class HttpOptions:
             websocket: WebSocketOptions | None = WebSocketOptions(),
             ready_timeout: float = 2.0,
             live_path: str | None = "/live",
+            freeze_heap: bool = True,
         ) -> None: ...
 
     else:

@@ -48,6 +48,10 @@ class TransportKind(enum.Enum):
     HTTP_SSE = "HTTP+SSE"
     WEBSOCKET = "WebSocket"
 
+    #: Hashed by identity (each member is one object), not by ``Enum``'s Python-level hash of
+    #: its name: a message's session is looked up in its table with it.
+    __hash__ = object.__hash__
+
 
 #: Who a request comes from: ``(scope, principal)`` (the principal None when unauthenticated);
 #: a hook of one argument, the scope alone, is still taken as it always was.
@@ -196,6 +200,74 @@ class RegisteredSession(abc.ABC):
             and trio.current_time() >= self.scope.deadline
         )
 
+    @property
+    def idle_deadline(self) -> float:
+        """When it is due to expire (infinite while it is busy)."""
+        return self.scope.deadline
+
+
+class WatchedSession(RegisteredSession):
+    """A session whose own task watches its idle deadline (:meth:`watch`): an HTTP+SSE session
+    or a socket, whose every message would otherwise move its cancel scope's deadline twice
+    (to infinity when it arrives, back when it is answered), each move a registration in
+    trio's deadline heap. Here a message costs an attribute or two; the task sleeps until the
+    deadline and looks again, so the session expires exactly when it would have."""
+
+    def __init__(
+        self, registry: SessionRegistry, session_id: str, client: str, owner: str | None
+    ) -> None:
+        super().__init__(registry, session_id, client, owner)
+        #: When it expires if it stays idle until then; never earlier than its last
+        #: :meth:`touch` allows (it only moves later). Infinite until its opening's touch.
+        self.due = math.inf
+        self._expired = False
+
+    def busy(self) -> None:
+        self.active += 1
+
+    def touch(self) -> None:
+        if self.active == 0 and self.engine_idle:
+            due = trio.current_time() + self.registry.options.limits.session_idle_timeout
+            self.due = due if self.used else min(due, self.unused_until)
+        if self.registry._waiter is not None:  # a drain waits for this: it looks again
+            self.registry.changed()
+
+    def arrived(self, *, request: bool) -> None:
+        # Nothing to hold off: the watch looks at what is in flight before it expires anything.
+        if request:
+            self.used = True
+
+    @property
+    def expired(self) -> bool:
+        return self._expired
+
+    @property
+    def idle_deadline(self) -> float:
+        return self.due if self.active == 0 and self.engine_idle else math.inf
+
+    def tick(self, now: float) -> float:
+        """Whatever the session does on a timer of its own (an HTTP+SSE stream's keep-alive),
+        called by :meth:`watch` whenever it wakes: when to call it next (never, here)."""
+        return math.inf
+
+    async def watch(self) -> None:
+        """Sleep until the session is due to expire, and end it (cancel its scope) if it is
+        idle then. A session busy then carried a request (``initialize`` is never in flight),
+        so once idle its :meth:`touch` sets a due time an idle timeout on at least: it is
+        looked at again by then. Returns only when it has expired: run it in the session's
+        task, beside what the session serves, and cancel it when that ends."""
+        timeout = self.registry.options.limits.session_idle_timeout
+        while True:
+            now = trio.current_time()
+            due = self.due
+            if now >= due:
+                if self.active == 0 and self.engine_idle:
+                    self._expired = not self.registry.shutting_down
+                    self.scope.cancel()
+                    return
+                due = now + timeout
+            await trio.sleep_until(min(due, self.tick(now)))
+
 
 class AloneRequest(Protocol):
     """A request its POST serves with no session at all (a light modern POST): counted while it
@@ -315,7 +387,7 @@ class SessionRegistry:
         """``Retry-After``: the seconds until the first of ``sessions`` is due to expire; when
         none is (each has a request or a stream open), the time a session may stay unused."""
         now = trio.current_time()
-        deadline = min((session.scope.deadline for session in sessions), default=math.inf)
+        deadline = min((session.idle_deadline for session in sessions), default=math.inf)
         wait = (
             deadline - now if deadline != math.inf else self.options.limits.unused_session_timeout
         )

@@ -47,7 +47,7 @@ from ..transports._transport import BaseTransport
 from ._admission import Admission, draining_error
 from ._asgi import HttpError, Receive, Scope, Send
 from ._options import HttpOptions, WebSocketOptions
-from ._sessions import RegisteredSession, SessionRegistry, TransportKind
+from ._sessions import SessionRegistry, TransportKind, WatchedSession
 
 if TYPE_CHECKING:
     from .._engine import Engine
@@ -99,9 +99,10 @@ class WebSocketHost(Protocol):
     def client_limits(self) -> ClientLimits: ...
 
 
-class SocketSession(RegisteredSession):
+class SocketSession(WatchedSession):
     """One open socket, as the registry counts it: its caps, its idle expiry and its drain
-    are those of every transport. Idle past its deadline, it is closed with 1001."""
+    are those of every transport. Idle past its deadline, it is closed with 1001 (the
+    socket's task watches that deadline)."""
 
     over = TransportKind.WEBSOCKET
 
@@ -308,6 +309,7 @@ class WebSocketEndpoint:
             session.touch()  # its deadline runs from its opening
             if interval is not None:
                 nursery.start_soon(_keep_alive, engine, transport, interval, nursery.cancel_scope)
+            await session.watch()
 
     async def _admit(self, scope: Scope, route: str) -> Principal | None:
         """The app's admission step, with the handshake's own checks (the path, the
