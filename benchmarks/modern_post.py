@@ -35,6 +35,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
+from inprocess import http_post
 from trio_server import build
 
 from trio_mcp.http import HttpOptions
@@ -104,27 +105,8 @@ class Driver:
         self.last: list[dict[str, Any]] = []
 
     async def post(self, body: bytes) -> None:
-        sent: list[dict[str, Any]] = []
-        given = False
-        ended = trio.Event()
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await ended.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                ended.set()
-            await trio.lowlevel.checkpoint()
-
-        await self.app(scope_of(body), receive, send)
+        self.last = await http_post(self.app, scope_of(body), body)
         self.responses += 1
-        self.last = sent
 
 
 async def drive(app: Any, posts: list[bytes], profiler: cProfile.Profile | None) -> dict[str, Any]:

@@ -45,6 +45,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
+from inprocess import http_post
+from modern_post import Steps
 from trio_server import build
 
 from trio_mcp.http import HttpOptions
@@ -177,27 +179,8 @@ class SseClient:
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
         ]
-        given = False
-        ended = trio.Event()
-        status = 0
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await ended.wait()
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif not message.get("more_body", False):
-                ended.set()
-            await trio.lowlevel.checkpoint()
-
-        await self.app(http_scope("POST", path.decode(), query, headers), receive, send)
+        scope = http_scope("POST", path.decode(), query, headers)
+        status = (await http_post(self.app, scope, body))[0]["status"]
         assert status == 202, status
         return None if rid is None else await self.answers.wait(rid)
 
@@ -249,18 +232,6 @@ class WsClient:
 
     def close(self) -> None:
         self.frames.send_nowait({"type": "websocket.disconnect", "code": 1000})
-
-
-class Steps(trio.abc.Instrument):
-    """Counts the task steps trio runs (each a scheduler round-trip) while ``on``."""
-
-    def __init__(self) -> None:
-        self.on = False
-        self.steps = 0
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        if self.on:
-            self.steps += 1
 
 
 async def drive(
