@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,17 +47,23 @@ def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+def served_line(log: bytes, path: bytes = rb"/mcp") -> str | None:
+    """The URL of the first ``serving MCP at URL`` line of a ``serve`` child's stderr whose URL
+    ends in ``path``, if one came yet."""
+    found = re.search(rb"serving MCP at (http://\S+" + re.escape(path) + rb")\n", log)
+    return None if found is None else found[1].decode()
+
+
 async def served_url(process: trio.Process, path: bytes = rb"/mcp") -> str:
-    """The URL a ``serve`` child says it serves at (its ``serving MCP at URL`` line on stderr),
-    read as its stderr comes; the child's stderr must be a pipe."""
+    """The URL a ``serve`` child says it serves at, read as its stderr comes; the child's
+    stderr must be a pipe."""
     assert process.stderr is not None
-    pattern = re.compile(rb"serving MCP at (http://\S+" + re.escape(path) + rb")\n")
     seen = b""
-    while (found := pattern.search(seen)) is None:
+    while (url := served_line(seen, path)) is None:
         chunk = await process.stderr.receive_some(4096)
         assert chunk, seen
         seen += chunk
-    return found[1].decode()
+    return url
 
 
 def test_version() -> None:
@@ -423,6 +430,39 @@ async def test_server_run_serves_stdio_and_http(tmp_path: Path) -> None:
         assert b"Traceback" not in seen
 
 
+async def test_serve_fd_serves_on_the_listening_socket_it_inherits() -> None:
+    """``--fd N``: the server serves on a socket bound and handed down by its parent (a
+    supervisor, systemd's socket activation), at that socket's port whatever ``--port`` says."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        process = await trio.lowlevel.open_process(
+            [*CLI, "demo", *HTTP, "--port", "1", "--fd", str(sock.fileno())],
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            pass_fds=[sock.fileno()],
+        )
+    try:  # the child's copy of the socket is the only one now
+        with trio.fail_after(GUARD):
+            url = await served_url(process)
+            assert url == f"http://127.0.0.1:{port}/mcp"
+            async with open_client(url) as client:
+                assert "add" in [tool.name for tool in await client.list_tools()]
+            process.send_signal(signal.SIGINT)
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def test_serve_fd_that_is_no_socket_is_one_line() -> None:
+    done = run_cli("demo", *HTTP, "--fd", "97")
+    assert done.returncode == 2
+    assert done.stderr == "trio-mcp: --fd 97: not a socket (Bad file descriptor)\n"
+
+
 def test_asyncio_run_of_serve_stdio_names_the_real_cause() -> None:
     code = "import asyncio\nfrom trio_mcp import Server\nasyncio.run(Server('x').serve_stdio())\n"
     done = subprocess.run(
@@ -612,10 +652,14 @@ def test_a_served_file_with_an_auth_of_its_own_takes_no_auth_options(
 
 
 def _protected_demo(*options: str) -> tuple[argparse.Namespace, Auth]:
-    from trio_mcp._cli import build_auth, build_parser
+    """What ``demo --transport http OPTIONS`` builds for its auth, bound as it binds first."""
+    from trio_mcp._cli import build_auth, build_parser, take_listener
     from trio_mcp._demo import add_signed_in_tools, demo_server
 
     args = build_parser().parse_args(["demo", *HTTP, *options])
+    take_listener(args)
+    if args.fd is not None:
+        os.close(args.fd)  # nothing serves it here
     server = demo_server()
     add_signed_in_tools(server)
     return args, build_auth(args, server)
@@ -628,7 +672,7 @@ async def test_a_development_token_stands_for_a_developer_with_every_scope_the_s
 
     monkeypatch.setenv("DEV", "dev-token")
     args, auth = _protected_demo("--port", "0", "--auth-token-env", "DEV", "--auth-scope", "a:b")
-    # --port 0: a free port is chosen first, since the resource names it.
+    # --port 0: a socket is bound first, since the resource names its port.
     assert args.port != 0
     assert auth.resource == f"http://127.0.0.1:{args.port}/mcp"
     assert auth.bearer_only  # no authorization server: nothing to discover

@@ -261,19 +261,54 @@ def _is_wildcard(host: str) -> bool:
         return False
 
 
-def _free_port(host: str) -> int:
-    """A port nothing listens on at ``host`` now: ``--port 0`` with a public URL that names
-    the port has to know it before the server starts."""
+#: The pending connections a listening socket of ours queues (hypercorn's default).
+LISTEN_BACKLOG = 100
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening, for the server to serve on (``--fd``):
+    bound before the server starts, so the port of ``--port 0`` is known to the URLs that name
+    it, and held by a ``--reload`` supervisor across restarts, so nothing else takes the port
+    between two servers and a client that connects meanwhile waits instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-    return port
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def take_listener(args: argparse.Namespace) -> None:
+    """``args.fd`` and ``args.port`` for an HTTP server: the port of the socket ``--fd`` hands
+    over, or, for ``--port 0``, a socket bound now (whose port the URLs then name)."""
+    if args.fd is None:
+        if args.port == 0:
+            sock = _listening_socket(args.host, 0)
+            args.port = sock.getsockname()[1]
+            args.fd = sock.detach()  # the server's now: it closes it when it ends
+        return
+    try:
+        sock = socket.socket(fileno=args.fd)
+    except OSError as exc:
+        raise UsageError(f"--fd {args.fd}: not a socket ({exc.strerror or exc})") from None
+    try:
+        if sock.type != socket.SOCK_STREAM or sock.family not in (
+            socket.AF_INET,
+            socket.AF_INET6,
+        ):
+            raise UsageError(f"--fd {args.fd}: not a TCP socket")
+        args.port = sock.getsockname()[1]
+    finally:
+        sock.detach()
 
 
 def _public_url(args: argparse.Namespace) -> str:
-    """The resource: ``--public-url``, else ``http://HOST:PORT/mcp`` of the bind (a free
-    port chosen now for ``--port 0``, and kept in ``args.port``)."""
+    """The resource: ``--public-url``, else ``http://HOST:PORT/mcp`` of the bind (for
+    ``--port 0``, the port of the socket bound already: :func:`take_listener`)."""
     if args.public_url is not None:
         url: str = args.public_url
         return url
@@ -282,8 +317,6 @@ def _public_url(args: argparse.Namespace) -> str:
             f"--host {args.host!r} listens on every address, so the server cannot tell "
             "the URL clients reach it at: give it with --public-url"
         )
-    if args.port == 0:
-        args.port = _free_port(args.host)
     return f"http://{_url_host(args.host)}:{args.port}/mcp"
 
 
@@ -953,6 +986,13 @@ def build_parser() -> argparse.ArgumentParser:
         served.add_argument("--host", default="127.0.0.1", help="HTTP bind address")
         served.add_argument("--port", type=int, default=8000, help="HTTP port (0: any free)")
         served.add_argument(
+            "--fd",
+            type=int,
+            metavar="N",
+            help="HTTP: serve on the listening TCP socket at file descriptor N, inherited "
+            "(systemd socket activation, a supervisor), instead of binding --host and --port",
+        )
+        served.add_argument(
             "--state-key-file",
             metavar="PATH",
             help="seal multi round-trip states under the keys in this file (hex or base64url, "
@@ -1561,10 +1601,14 @@ def _reload(args: argparse.Namespace, words: Sequence[str]) -> int:
     else:
         folders = [Path.cwd()]  # a module is imported from here
     files = [args.project_file] if getattr(args, "project_file", None) else []
-    command = child_command(words)
-    if args.port == 0:  # one free port for every child: the URL survives a restart
-        command += ["--port", str(_free_port(args.host))]
-    return run(command, folders, files, _reload_grace(args))
+    if args.fd is not None:
+        raise UsageError("--reload binds the port itself: give --host and --port, not --fd")
+    # One socket for every child: the URL survives a restart, and a client that connects while
+    # one server ends and the next starts waits in its queue.
+    with _listening_socket(args.host, args.port) as sock:
+        sock.set_inheritable(True)
+        command = [*child_command(words), "--fd", str(sock.fileno())]
+        return run(command, folders, files, _reload_grace(args), keep_fds=[sock.fileno()])
 
 
 def _add_fleet_options(command: argparse.ArgumentParser) -> None:
@@ -2136,6 +2180,8 @@ def _share_session_state(server: Server, url: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     if args.transport == "streamable-http":
         args.transport = "http"  # the same transport, by the specification's name
+    if _over_http(args):
+        take_listener(args)
     protected = _is_protected(args)
     state_keys = _state_key_file(args)
     if args.command == "demo":
@@ -2237,6 +2283,7 @@ def _serve(args: argparse.Namespace) -> int:
                 args.transport,
                 host=args.host,
                 port=args.port,
+                fd=args.fd,
                 options=options,
                 prog="trio-mcp",
             )

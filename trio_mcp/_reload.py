@@ -3,7 +3,8 @@
 The supervisor (this process) runs the server in a child process, the same ``trio-mcp`` command
 line without ``--reload``, and watches the ``*.py`` files under the server's folder (and the
 project file) with watchfiles, whose ``awatch`` runs on anyio and so under Trio. On a change it
-sends the child SIGTERM, waits its grace, then SIGKILL, and starts a new one; a child that exits
+sends the child SIGTERM, waits its grace, then SIGKILL, and starts a new one, on the same
+listening socket, which the supervisor binds once and every child inherits; a child that exits
 by itself (a syntax error) is started again at the next change. SIGINT and SIGTERM are passed
 on to the child, and the supervisor exits with its status.
 """
@@ -75,16 +76,23 @@ async def _stop(process: trio.Process, grace: float) -> None:
 
 
 async def supervise(
-    command: Sequence[str], folders: Sequence[Path], files: Sequence[Path], grace: float
+    command: Sequence[str],
+    folders: Sequence[Path],
+    files: Sequence[Path],
+    grace: float,
+    keep_fds: Sequence[int] = (),
 ) -> int:
     """Run ``command`` until SIGINT or SIGTERM, restarting it on a change under ``folders`` (its
-    ``*.py`` files) or to ``files``; the child's exit status."""
+    ``*.py`` files) or to ``files``; the child's exit status. Every child inherits ``keep_fds``
+    (the listening socket they all serve on)."""
     send, receive = trio.open_memory_channel[Any](math.inf)
 
     async def start(nursery: trio.Nursery) -> trio.Process:
         # A session of its own: a terminal's Ctrl-C reaches the supervisor only, which passes
         # it on once (a second SIGINT would cut the child's graceful shutdown short).
-        process = await trio.lowlevel.open_process(list(command), start_new_session=True)
+        process = await trio.lowlevel.open_process(
+            list(command), start_new_session=True, pass_fds=tuple(keep_fds)
+        )
 
         async def reap() -> None:
             await process.wait()
@@ -124,7 +132,11 @@ async def supervise(
 
 
 def run(
-    command: Sequence[str], folders: Sequence[Path], files: Sequence[Path], grace: float
+    command: Sequence[str],
+    folders: Sequence[Path],
+    files: Sequence[Path],
+    grace: float,
+    keep_fds: Sequence[int] = (),
 ) -> int:
     """:func:`supervise` under Trio; SystemExit-free, for ``trio-mcp``'s main."""
     try:
@@ -132,7 +144,7 @@ def run(
     except ImportError:
         _say(MISSING)
         return 2
-    return trio.run(supervise, command, folders, files, grace)
+    return trio.run(supervise, command, folders, files, grace, keep_fds)
 
 
 def child_command(argv: Sequence[str]) -> list[str]:

@@ -39,6 +39,7 @@ def run_blocking(
     port: int,
     options: HttpOptions | None,
     prog: str | None = None,
+    fd: int | None = None,
 ) -> None:
     """``trio.run`` of :func:`serve_http`, announcing the endpoint ``transport`` names ("http",
     "sse" or "ws") on standard error; a start the app refuses (a store, the bus or the
@@ -70,7 +71,13 @@ def run_blocking(
     try:
         trio.run(
             functools.partial(
-                serve_http, server, host=host, port=port, options=options, on_ready=ready
+                serve_http,
+                server,
+                host=host,
+                port=port,
+                fd=fd,
+                options=options,
+                on_ready=ready,
             )
         )
     except Exception as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, cast
 
@@ -28,6 +29,7 @@ async def serve_http(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    fd: int | None = None,
     options: HttpOptions | None = None,
     on_ready: Callable[[list[str]], None] | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
@@ -35,7 +37,9 @@ async def serve_http(
     """Run ``server.http_app(options)`` on hypercorn until SIGINT or SIGTERM, then drain.
 
     Binds 127.0.0.1 unless told otherwise; a wider bind should come with
-    ``HostRules.allowed_hosts``.
+    ``HostRules.allowed_hosts``. ``fd`` serves on a TCP socket that is bound and listening
+    already (one a supervisor holds across restarts, systemd's socket activation) instead of
+    binding ``host:port``; the serving closes it.
 
     The app starts (its stores, its bus, its relay, the server's lifespan) before any port is
     bound: a start that fails raises its own error (``TaskStoreUnavailable``, ``BusError``,
@@ -51,7 +55,11 @@ async def serve_http(
     signal cuts the grace short.
     """
     config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    if fd is None:
+        config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    else:
+        _no_delay(fd)
+        config.bind = [f"fd://{fd}"]
     config.accesslog = None
     # The drain did the waiting: what is left once hypercorn stops are GET streams and idle
     # keep-alive connections, which it may end at once.
@@ -75,6 +83,17 @@ async def serve_http(
             if on_ready is not None:
                 on_ready(binds)
             task_status.started(binds)
+
+
+def _no_delay(fd: int) -> None:
+    """TCP_NODELAY on a listening socket handed over: hypercorn sets it only on the sockets it
+    binds, and the accepted ones inherit it (without it a small answer can wait for an ACK)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    finally:
+        sock.detach()
 
 
 async def _drain(app: McpHttpApp, signals: AsyncIterator[int]) -> None:
