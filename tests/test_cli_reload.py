@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import trio
 from trio_mcp import MCPError, ProtocolError, open_client
 from trio_mcp.protocol import SESSION_EXPIRED
 
-from .test_cli import CLI, GUARD, child_env, run_cli, served_url
+from .test_cli import CLI, GUARD, child_env, run_cli, served_line
 
 APP = """
 from trio_mcp import Server
@@ -74,38 +76,68 @@ async def answer(url: str) -> str | None:
     return text
 
 
+@asynccontextmanager
+async def supervisor(tmp_path: Path, *options: str) -> AsyncIterator[tuple[trio.Process, str]]:
+    """``trio-mcp serve app.py --transport http --port 0 --reload OPTIONS`` in ``tmp_path``,
+    and the URL it serves at. Its stderr (the supervisor's and every server's log) is read
+    all along, so that a full pipe never stops a server, and shown when the body fails."""
+    process = await trio.lowlevel.open_process(
+        [*CLI, "serve", "app.py", "--transport", "http", "--port", "0", "--reload", *options],
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=child_env(),
+    )
+    stderr = process.stderr
+    assert stderr is not None
+    log = bytearray()
+    announced = trio.Event()
+
+    async def read_log() -> None:
+        while chunk := await stderr.receive_some(65536):
+            log.extend(chunk)
+            if served_line(bytes(log)) is not None:
+                announced.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_log)
+            with trio.fail_after(GUARD):
+                await announced.wait()
+            url = served_line(bytes(log))
+            assert url is not None
+            try:
+                with trio.fail_after(GUARD):
+                    yield process, url
+            except BaseException as exc:
+                exc.add_note("the supervisor's stderr:\n" + log.decode(errors="replace"))
+                raise
+            nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 async def test_a_change_to_the_server_file_restarts_it_and_sigterm_leaves_no_child(
     tmp_path: Path,
 ) -> None:
     app = tmp_path / "app.py"
     app.write_text(APP.format(answer="one"))
-    process = await trio.lowlevel.open_process(
-        [*CLI, "serve", "app.py", "--transport", "http", "--port", "0", "--reload"],
-        stderr=subprocess.PIPE,
-        cwd=tmp_path,
-        env=child_env(),
-    )
     children: list[int] = []
-    try:
-        with trio.fail_after(GUARD):
-            url = await served_url(process)
-            assert await answer(url) == "one"
-            children = children_of(process.pid)
-            assert len(children) == 1
-            app.write_text(APP.format(answer="two"))
-            # The same URL (one port for every child), a new server behind it.
-            while (now := await answer(url)) != "two":
-                assert now in (None, "one")
-                await trio.sleep(0.2)
-            assert children_of(process.pid) != children
-            children += children_of(process.pid)
-            process.send_signal(signal.SIGTERM)
-            await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    async with supervisor(tmp_path) as (process, url):
+        assert await answer(url) == "one"
+        children = children_of(process.pid)
+        assert len(children) == 1
+        app.write_text(APP.format(answer="two"))
+        # The same URL (one socket for every child), a new server behind it.
+        while (now := await answer(url)) != "two":
+            assert now in (None, "one")
+            await trio.sleep(0.2)
+        assert children_of(process.pid) != children
+        children += children_of(process.pid)
+        process.send_signal(signal.SIGTERM)
+        await process.wait()
     assert process.returncode == 0
     assert not [pid for pid in children if is_running(pid)]
 
@@ -117,49 +149,26 @@ async def test_a_call_in_flight_when_the_server_is_replaced_fails_instead_of_wai
 ) -> None:
     """A call that is running when the server is replaced gets an error, never a hang: the
     drain's retry error when a change restarts the server, or the lost stream's own error when
-    the server dies under it and a new one (which never knew its session) takes the port."""
+    the server dies under it and a new one (which never knew its session) takes the socket."""
     app = tmp_path / "app.py"
     app.write_text(BLOCKING.format(version="one"))
     entered = tmp_path / "entered.txt"
-    command = ["serve", "app.py", "--transport", "http", "--port", "0", "--drain-grace", "0.5"]
-    process = await trio.lowlevel.open_process(
-        [*CLI, *command, "--reload"],
-        stderr=subprocess.PIPE,
-        cwd=tmp_path,
-        env=child_env(),
-    )
-    try:
-        with trio.fail_after(GUARD):
-            url = await served_url(process)
-            async with trio.open_nursery() as nursery:
-                stderr = process.stderr
-                assert stderr is not None
+    async with supervisor(tmp_path, "--drain-grace", "0.5") as (process, url):
 
-                async def drain_stderr() -> None:  # the children's log must never block them
-                    while await stderr.receive_some(4096):
-                        pass
+        async def replace_once_entered() -> None:
+            while not entered.exists():  # noqa: ASYNC110 - a file to poll
+                await trio.sleep(0.05)
+            if how == "killed":
+                for pid in children_of(process.pid):
+                    os.kill(pid, signal.SIGKILL)
+            app.write_text(BLOCKING.format(version="two"))
 
-                nursery.start_soon(drain_stderr)
-
-                async def replace_once_entered() -> None:
-                    while not entered.exists():  # noqa: ASYNC110 - a file to poll
-                        await trio.sleep(0.05)
-                    if how == "killed":
-                        for pid in children_of(process.pid):
-                            os.kill(pid, signal.SIGKILL)
-                    app.write_text(BLOCKING.format(version="two"))
-
-                async with open_client(url) as client, trio.open_nursery() as calls:
-                    calls.start_soon(replace_once_entered)
-                    with pytest.raises(ProtocolError) as info:
-                        await client.call_tool("wait", {})
-                nursery.cancel_scope.cancel()
-            process.send_signal(signal.SIGTERM)
-            await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        async with open_client(url) as client, trio.open_nursery() as calls:
+            calls.start_soon(replace_once_entered)
+            with pytest.raises(ProtocolError) as info:
+                await client.call_tool("wait", {})
+        process.send_signal(signal.SIGTERM)
+        await process.wait()
     if how == "drained":
         assert info.value.message.startswith("Server shutting down: the request was ended")
     else:
