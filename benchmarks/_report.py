@@ -1151,8 +1151,10 @@ class Report:
                     cell(self.stat(job, "traced_small_bytes_per_session")),
                     cell(self.stat(job, "traced_large_bytes_per_session")),
                     grew(job, "traced_growth", work),
+                    cell(self.stat(job, "idle_cpu_base_ms_per_s"), 2),
                     cell(self.stat(job, "idle_cpu_small_ms_per_s"), 2),
                     cell(self.stat(job, "idle_cpu_large_ms_per_s"), 2),
+                    cell(self.stat(job, "idle_cpu_large_us_per_session_s"), 3),
                 ]
             )
         if rows:
@@ -1165,12 +1167,21 @@ class Report:
                 "stream open, WebSocket open and initialized. Bytes per session over the "
                 "baseline: the worker's VmRSS, and tracemalloc in a second server; CPU: the "
                 f"worker's, in ms a second, over {self.p.get('growth_idle_ms', 0) / 1000:g} s "
-                "while the sessions sit idle.",
+                "while the sessions sit idle, "
+                f"{self.p.get('growth_quiet_ms', 0) / 1000:g} s after the last one opened "
+                "(each POST leaves a 5 s disconnect grace in trio's deadline heap, dropped "
+                "when it comes: the opening's tail, not the sessions'). *Base*: the worker with "
+                "only the warm-up sessions: hypercorn's worker looks for its shutdown ten times "
+                "a second whatever it serves (`trio-mcp serve` runs no such poll). *Per "
+                "session*: the CPU at the larger size over the base, in µs a second per "
+                "session; an HTTP+SSE stream writes a keep-alive comment every 15 s "
+                "(`keepalive_interval`), which shows there.",
                 "",
             )
             header = ["transport", "sessions", "RSS B/session", "at the larger", "RSS growth"]
             header += ["traced B/session", "at the larger", "traced growth"]
-            header += ["idle CPU ms/s", "at the larger"]
+            header += ["idle CPU ms/s: base", "at the smaller", "at the larger"]
+            header += ["per session µs/s"]
             self.table(header, rows)
         job = "growth tools/list"
         if job in self.jobs:

@@ -97,6 +97,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "growth_sessions": 10000,
         "growth_session_warmup": 50,
         "growth_idle_ms": 3000,
+        "growth_quiet_ms": 6000,
         "growth_tools": 10000,
         "growth_tools_listed": 20000,
         "growth_page_calls": 200,
@@ -148,6 +149,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "growth_sessions": 10000,
         "growth_session_warmup": 20,
         "growth_idle_ms": 2000,
+        "growth_quiet_ms": 6000,
         "growth_tools": 10000,
         "growth_tools_listed": 10000,
         "growth_page_calls": 100,
@@ -199,6 +201,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "growth_sessions": 200,
         "growth_session_warmup": 5,
         "growth_idle_ms": 200,
+        "growth_quiet_ms": 0,
         "growth_tools": 1000,
         "growth_tools_listed": 2000,
         "growth_page_calls": 10,
@@ -883,6 +886,7 @@ class Bench:
             spec = {"part": "sessions", "transport": transport}
             spec.update(sessions=[sessions // 10, sessions], warmup=p["growth_session_warmup"])
             spec.update(settle_ms=p["settle_ms"], idle_ms=p["growth_idle_ms"])
+            spec["quiet_ms"] = p["growth_quiet_ms"]
             jobs.append((f"growth sessions {transport}", lambda s=spec: self.growth_job(s)))
         tools = p["growth_tools"]
         spec = {"part": "tools", "tools": [10, tools // 10, tools]}
