@@ -281,9 +281,12 @@ GOALS = [
             f"ours {cell(r.stat('cancel ts->trio', 'server_p50'))} µs, TS "
             f"{cell(r.stat('cancel ts->ts', 'server_p50'))} µs, TS v2 server "
             f"{cell(r.stat('cancel ts->ts2', 'server_p50'))} µs, Python SDK "
-            f"{cell(r.stat('cancel ts->py', 'server_p50'))} µs"
+            f"{cell(r.stat('cancel ts->py', 'server_p50'))} µs, bare-Trio floor "
+            f"{cell(r.stat('cancel ts->floor', 'server_p50'))} µs; with the raw driver, over "
+            f"TS: ours {cell(r.ratio('cancel_trio_vs_ts_raw'), 2, 'x')}, the floor "
+            f"{cell(r.ratio('cancel_floor_vs_ts_raw'), 2, 'x')}"
         ),
-        floor=("bare-Trio floor over TS, raw driver", "cancel_floor_vs_ts_raw"),
+        floor=("bare-Trio floor, the same TypeScript client", "cancel_floor_vs_best_peer"),
         profile="stdio",
     ),
     Goal(
@@ -546,7 +549,8 @@ class Report:
         header = ["client → server", "(a) returned p50", "p90", "(b) server observed p50", "p90"]
         header += ["next call p50", "p90"]
         metrics = ("return_p50", "return_p90", "server_p50", "server_p90", "next_p50", "next_p90")
-        pairs = [("ts", s) for s in SERVERS] + [(c, "ts") for c in CLIENTS if c != "ts"]
+        pairs = [("ts", s) for s in (*SERVERS, "floor")]
+        pairs += [(c, "ts") for c in CLIENTS if c != "ts"]
         pairs += [("raw", s) for s in ("floor", "trio", "ts", "ts2")]
         rows = []
         for client, server in pairs:

@@ -113,7 +113,7 @@ PROFILES: dict[str, dict[str, int]] = {
         "n": 500,
         "k": 10,
         "warmup": 300,
-        "cancels": 8,
+        "cancels": 30,
         "cancel_warmup": 20,
         "warmup_cancels": 2,
         "parked": 2000,
@@ -640,6 +640,10 @@ def ratios_for(run: Run) -> dict[str, float]:
         values = [run[p][metric] for p in peers if p in run]
         if ours in run and values and min(values) > 0:
             out[f"cancel_{side}_vs_best_peer"] = run[ours][metric] / min(values)
+            # The bare-Trio floor behind the same client: what any server can reach there.
+            floor = "cancel ts->floor"
+            if side == "server" and floor in run:
+                out["cancel_floor_vs_best_peer"] = run[floor][metric] / min(values)
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
     # Already within-round ratios (the median over the job's own interleaved rounds).
     proxy_ratios = {
@@ -1091,7 +1095,7 @@ class Bench:
             add("ts->floor", lambda: self.pair("ts", "floor"))
             add("ts->trio", lambda: self.pair("ts", "trio"))
         if "cancel" in sections:
-            for server in ("trio", *PEER_SERVERS):
+            for server in ("trio", *PEER_SERVERS, "floor"):
                 add(f"cancel ts->{server}", lambda s=server: self.cancel("ts", s))
             for client in CLIENTS:
                 add(f"cancel {client}->ts", lambda c=client: self.cancel(c, "ts"))

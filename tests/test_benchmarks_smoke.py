@@ -27,6 +27,7 @@ SECTIONS = {
     "cancel": [
         "cancel ts->trio",
         "cancel ts->ts2",
+        "cancel ts->floor",
         "cancel trio->ts",
         "cancel py->ts",
         "cancel raw->floor",
