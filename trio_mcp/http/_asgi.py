@@ -4,7 +4,6 @@ and the HTTP-level refusal."""
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
@@ -81,33 +80,29 @@ def header_table(scope: Scope) -> dict[bytes, str]:
 
 
 def _usual_table(raw: list[Any] | tuple[Any, ...]) -> dict[bytes, str] | None:
-    """The header table of the usual request, built by a few calls into C rather than a loop of
-    ours over every header: names already lowercase bytes (as HTTP/1.1 and HTTP/2 servers
-    hand them over), none of them repeated, no NUL in a value. None for anything else, which
-    :func:`header_table` builds header by header."""
+    """The header table of the usual request, in one plain loop: names already lowercase bytes
+    (as HTTP/1.1 and HTTP/2 servers hand them over), none of them repeated. None for anything
+    else, which :func:`header_table` builds header by header. (A loop of dict stores beats
+    ``dict()`` with joins and splits here, measured: fewer objects made.)"""
+    table: dict[bytes, str] = {}
     try:
-        table = dict(raw)
+        for name, value in raw:
+            table[name] = value.decode("latin-1")
         if len(table) != len(raw) or not b"".join(table).islower():
             return None  # a repeated name, or one not lowercase
-        values = b"\x00".join(table.values()).decode("latin-1").split("\x00")
     except (TypeError, ValueError, AttributeError):
         return None  # not a list of pairs of bytes
-    if len(values) != len(table):
-        return None  # a NUL in a value
-    return dict(zip(table, values, strict=True))
+    return table
 
 
 def mcp_headers(scope: Scope) -> dict[str, str]:
     """A request's ``Mcp-`` headers, by lowercased name, repeated ones joined as by
     :func:`_header`: all that a modern request's header check reads."""
-    table = header_table(scope)
-    # Picked and decoded by calls into C: a request has a dozen headers, three of them Mcp-.
-    names = list(filter(_IS_MCP, table))
-    return dict(zip(map(_LATIN_1, names), map(table.__getitem__, names), strict=True))
-
-
-_IS_MCP = operator.methodcaller("startswith", b"mcp-")
-_LATIN_1 = operator.methodcaller("decode", "latin-1")
+    return {
+        name.decode("latin-1"): value
+        for name, value in header_table(scope).items()
+        if name[:4] == b"mcp-"
+    }
 
 
 # RFC 9110 tokens and quoted strings: what a media type and its parameters are made of.
