@@ -134,8 +134,12 @@ class Watch(Protocol):
     ) -> None: ...
 
 
-@attrs.frozen
+@attrs.define(eq=False, weakref_slot=False)
 class Route:
+    """How a request runs: made by the dispatcher, read by whoever runs it, never changed (not
+    frozen only because a frozen attrs class costs three times as much to make, and a modern
+    request makes one each)."""
+
     #: Called in the request's task and scope; what it returns is awaited there. Its value is
     #: the result (a ``JSONObject``), unless ``returned`` makes it one.
     handler: Callable[[InFlight], Awaitable[Any]]
