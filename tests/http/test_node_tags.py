@@ -12,7 +12,6 @@ from trio_mcp._cli import main
 from trio_mcp.http import HttpOptions, ScaleOut
 from trio_mcp.http._node_tags import (
     check_node_id,
-    is_minted_here,
     mint_session_id,
     session_node,
 )
@@ -27,13 +26,9 @@ def test_a_tagged_id_is_the_node_then_128_random_bits() -> None:
     node, _, random = minted.partition(".")
     assert node == "n-1" and HEX.fullmatch(random)
     assert session_node(minted) == "n-1"
-    assert is_minted_here(minted, "n-1")
-    assert not is_minted_here(minted, "n-2")
-    assert not is_minted_here(minted, None)
     assert mint_session_id("n-1") != minted
     plain = mint_session_id(None)
     assert HEX.fullmatch(plain) and session_node(plain) is None
-    assert is_minted_here(plain, None) and not is_minted_here(plain, "n-1")
 
 
 @pytest.mark.parametrize("bad", ["", "a.b", "n 1", "n_1", "x" * 33, "é", "n1\n"])

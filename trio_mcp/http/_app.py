@@ -84,7 +84,7 @@ from ._heap import settle_heap
 from ._limit_store import LimitStore, LimitStoreUnavailable
 from ._modern import is_modern, status_for
 from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
-from ._node_tags import is_minted_here, mint_session_id
+from ._node_tags import mint_session_id
 from ._options import HttpOptions
 from ._relay import RelayUnavailable
 from ._session_store import SessionStoreUnavailable
@@ -816,23 +816,26 @@ class McpHttpApp:
 
     def _session_for(self, scope: Scope, principal: Principal | None) -> HttpSession:
         session_id = header(scope, b"mcp-session-id")
+        live = self._live_session(session_id, principal) if session_id else None
+        return self._usable(session_id, live)
+
+    @staticmethod
+    def _usable(session_id: str | None, live: HttpSession | None) -> HttpSession:
+        """The session a request names (``live``: :meth:`_live_session` of its id), or the
+        400 or 404 that refuses the request."""
         if not session_id:
             raise HttpError(400, "Bad Request: Missing session ID")
-        session = self._live_session(session_id, principal)
-        if session is None or session.closing:
+        if live is None or live.closing:
             # Expiring (its deadline passed, its task has not yet ended) is expired: decided
             # here, with no checkpoint before the caller registers its request.
             raise HttpError(404, "Session not found")
-        return session
+        return live
 
     def _live_session(self, session_id: str, principal: Principal | None) -> HttpSession | None:
         """The session of that id, if the principal is the one that opened it: to anyone else
         it does not exist (the same 404, the same routing as an unknown id), so a session id
-        seen elsewhere is worth nothing without its owner's token."""
-        if self.options.scale_out.session_store is None and not is_minted_here(
-            session_id, self.options.scale_out.node_id
-        ):
-            return None  # another node's tag, or no id of ours: never looked up
+        seen elsewhere is worth nothing without its owner's token. (Only ids minted here are
+        in the table, or adopted from a shared store: another node's id is found by neither.)"""
         session = self.sessions.get(session_id)
         if session is None or session.owner != identity(principal):
             return None
@@ -947,11 +950,8 @@ class McpHttpApp:
             and not has_envelope(parsed.params)
         )
         session_id = headers.get(b"mcp-session-id")
-        if is_modern(
-            headers.get(b"mcp-protocol-version"),
-            session_id is not None and self._live_session(session_id, principal) is not None,
-            plain_initialize,
-        ):
+        live = self._live_session(session_id, principal) if session_id else None
+        if is_modern(headers.get(b"mcp-protocol-version"), live is not None, plain_initialize):
             await self._post_modern(scope, receive, send, parsed, principal)
             return
         if self.options.stateless:
@@ -970,7 +970,7 @@ class McpHttpApp:
                 )
             await self._initialize(scope, receive, send, parsed, principal)
             return
-        session = self._session_for(scope, principal)
+        session = self._usable(session_id, live)
         self._check_version(scope)
         if isinstance(parsed, Request):
             await self._request(scope, receive, send, session, parsed, principal)

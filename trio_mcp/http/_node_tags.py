@@ -22,7 +22,6 @@ import secrets
 NODE_ID = re.compile(r"[A-Za-z0-9-]{1,32}")
 _RANDOM_HEX = 32
 _TAGGED = re.compile(rf"([A-Za-z0-9-]{{1,32}})\.([0-9a-f]{{{_RANDOM_HEX}}})")
-_PLAIN = re.compile(rf"[0-9a-f]{{{_RANDOM_HEX}}}")
 
 
 def check_node_id(node_id: str) -> str:
@@ -46,11 +45,3 @@ def session_node(session_id: str) -> str | None:
     not a session id this library mints)."""
     match = _TAGGED.fullmatch(session_id)
     return match[1] if match is not None else None
-
-
-def is_minted_here(session_id: str, node_id: str | None) -> bool:
-    """Whether ``session_id`` has the form this node mints: tagged with ``node_id``, or plain
-    hex on a node without one. Anything else cannot be one of its sessions."""
-    if node_id is None:
-        return _PLAIN.fullmatch(session_id) is not None
-    return session_node(session_id) == node_id
