@@ -269,7 +269,7 @@ async def test_a_replica_built_for_a_refused_request_expires_idle() -> None:
         )
         assert response.status_code == 400
         replica = b.app.sessions[session]
-        assert replica.scope.deadline < float("inf")  # it expires with the idle timeout
+        assert replica.idle_deadline < float("inf")  # it expires with the idle timeout
 
 
 async def test_a_session_busy_on_one_worker_past_the_idle_timeout_stays_everywhere() -> None:

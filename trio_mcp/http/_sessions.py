@@ -242,6 +242,12 @@ class WatchedSession(RegisteredSession):
         return self._expired
 
     @property
+    def expiring(self) -> bool:
+        """Whether it is idle past its due time, which its watch has not looked at yet: as
+        good as expired (a request that finds it so is refused, not let in to revive it)."""
+        return self.active == 0 and self.due <= trio.current_time() and self.engine_idle
+
+    @property
     def idle_deadline(self) -> float:
         return self.due if self.active == 0 and self.engine_idle else math.inf
 
@@ -250,12 +256,15 @@ class WatchedSession(RegisteredSession):
         called by :meth:`watch` whenever it wakes: when to call it next (never, here)."""
         return math.inf
 
-    async def watch(self) -> None:
+    async def watch(self, ended: trio.Event | None = None) -> None:
         """Sleep until the session is due to expire, and end it (cancel its scope) if it is
         idle then. A session busy then carried a request (``initialize`` is never in flight),
         so once idle its :meth:`touch` sets a due time an idle timeout on at least: it is
-        looked at again by then. Returns only when it has expired: run it in the session's
-        task, beside what the session serves, and cancel it when that ends."""
+        looked at again by then. Returns when it has expired: run it in the session's task,
+        beside what the session serves, and cancel it when that ends. With ``ended``, it is
+        what the session's task waits on instead: it returns once ``ended`` is set, and an
+        expiry raises the scope's ``Cancelled`` at once, in this task (a Streamable HTTP
+        session, whose engine waits here for its end)."""
         timeout = self.registry.options.limits.session_idle_timeout
         while True:
             now = trio.current_time()
@@ -264,9 +273,18 @@ class WatchedSession(RegisteredSession):
                 if self.active == 0 and self.engine_idle:
                     self._expired = not self.registry.shutting_down
                     self.scope.cancel()
+                    if ended is not None:
+                        await trio.lowlevel.checkpoint()  # raises the scope's Cancelled
                     return
                 due = now + timeout
-            await trio.sleep_until(min(due, self.tick(now)))
+            wake = min(due, self.tick(now))
+            if ended is None:
+                await trio.sleep_until(wake)
+                continue
+            with trio.move_on_at(wake):
+                await ended.wait()
+            if ended.is_set():
+                return
 
 
 class AloneRequest(Protocol):
