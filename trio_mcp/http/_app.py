@@ -346,7 +346,7 @@ class HttpSession(WatchedSession, BaseSender):
         winding down."""
         return (
             self._closing
-            or self.scope.cancel_called
+            or self.watch_ended  # nothing else cancels its scope
             or self.engine.is_closed
             or self.ended.is_set()
             or (self.expires and self.expiring)

@@ -221,6 +221,9 @@ class WatchedSession(RegisteredSession):
         #: :meth:`touch` allows (it only moves later). Infinite until its opening's touch.
         self.due = math.inf
         self._expired = False
+        #: Whether its watch ended it (cancelled its scope): read as its scope's
+        #: ``cancel_called`` would be, without that property's look at the clock.
+        self.watch_ended = False
 
     def busy(self) -> None:
         self.active += 1
@@ -272,6 +275,7 @@ class WatchedSession(RegisteredSession):
             if now >= due:
                 if self.active == 0 and self.engine_idle:
                     self._expired = not self.registry.shutting_down
+                    self.watch_ended = True
                     self.scope.cancel()
                     if ended is not None:
                         await trio.lowlevel.checkpoint()  # raises the scope's Cancelled
