@@ -2,6 +2,14 @@
 
     python inprocess.py SPEC_JSON
 
+``SPEC_JSON`` sets ``messages``, ``batch`` and ``parked``; ``"only": NAME`` measures one figure
+alone, with no warm-up, for an instruction count per message: run it under callgrind with two
+values of ``messages`` and divide the difference of the two totals by the difference in
+messages (in POSTs for the ``http_*`` figures: ``messages / 10``)::
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
+        python benchmarks/inprocess.py '{"only": "http_json_us", "messages": 12000}'
+
 Prints one JSON object of messages (or calls) per second:
 
 - ``parse``: ``trio_mcp.protocol._jsonrpc.parse`` on pre-encoded ``tools/call echo`` requests.
@@ -29,11 +37,13 @@ Prints one JSON object of messages (or calls) per second:
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -331,23 +341,34 @@ def main(argv: list[str]) -> int:
     parked = int(spec.get("parked", 5000))
     http = max(2, n // 10)
     lines = echo_requests(n)
+    figures: dict[str, Callable[[], float]] = {
+        "parse": lambda: bench_parse(lines),
+        "floor_work": lambda: bench_floor_work(lines),
+        "engine": lambda: trio.run(bench_engine, lines, 1),
+        "engine_batched": lambda: trio.run(bench_engine, lines, batch),
+        "engine_loaded": lambda: trio.run(bench_engine, lines, 1, parked),
+        "memory_roundtrip": lambda: trio.run(bench_memory_roundtrip, max(1, n // 4)),
+        "parked_bytes": lambda: trio.run(bench_parked, parked),
+        "parked_bytes_floor": lambda: trio.run(bench_parked_floor, parked),
+        **{
+            f"http_{mode}_us": functools.partial(trio.run, bench_http, mode, http)
+            for mode in HTTP_MODES
+        },
+    }
+    only = spec.get("only")
+    if only is not None:
+        # One figure alone, with no warm-up: what an instruction count (callgrind, two values
+        # of ``messages``) is taken over.
+        if only not in figures:
+            raise SystemExit(f"inprocess.py: no figure {only!r}; one of {', '.join(figures)}")
+        sys.stdout.write(json.dumps({only: figures[only]()}) + "\n")
+        return 0
     warm = echo_requests(min(n, 500))
     bench_parse(warm)
     bench_floor_work(warm)
     trio.run(bench_engine, warm, 1)
-    out = {
-        "messages": n,
-        "batch": batch,
-        "parse": bench_parse(lines),
-        "floor_work": bench_floor_work(lines),
-        "engine": trio.run(bench_engine, lines, 1),
-        "engine_batched": trio.run(bench_engine, lines, batch),
-        "engine_loaded": trio.run(bench_engine, lines, 1, parked),
-        "memory_roundtrip": trio.run(bench_memory_roundtrip, max(1, n // 4)),
-        "parked_bytes": trio.run(bench_parked, parked),
-        "parked_bytes_floor": trio.run(bench_parked_floor, parked),
-        **{f"http_{mode}_us": trio.run(bench_http, mode, http) for mode in HTTP_MODES},
-    }
+    out: dict[str, Any] = {"messages": n, "batch": batch}
+    out.update((name, figure()) for name, figure in figures.items())
     sys.stdout.write(json.dumps(out) + "\n")
     return 0
 
