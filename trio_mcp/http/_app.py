@@ -88,7 +88,7 @@ from ._node_tags import mint_session_id
 from ._options import HttpOptions
 from ._relay import RelayUnavailable
 from ._session_store import SessionStoreUnavailable
-from ._sessions import SessionRegistry, TransportKind, WatchedSession, identity
+from ._sessions import RegisteredSession, SessionRegistry, TransportKind, identity
 from ._streams import (
     NO_STORE,
     ByteBudget,
@@ -141,15 +141,14 @@ class SessionKind(enum.Enum):
     MODERN = "modern"
 
 
-class HttpSession(WatchedSession, BaseSender):
+class HttpSession(RegisteredSession, BaseSender):
     """One MCP session over HTTP: its engine, its streams, and its idle deadline.
 
     It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
     its message to the engine, ``Engine.feed``), which routes what the engine sends to the
     session's streams. One object, not two that hold each other. Its idle expiry, its caps and
     its drain are the registry's (:class:`RegisteredSession`), as for every transport; its
-    engine's task watches its idle deadline (:class:`WatchedSession`), so a request costs an
-    attribute or two rather than two moves of a cancel scope's deadline.
+    engine's task is the one that watches its idle deadline.
     """
 
     over = TransportKind.STREAMABLE_HTTP
@@ -169,7 +168,9 @@ class HttpSession(WatchedSession, BaseSender):
         super().__init__(app.registry, session_id, client, owner)
         self.app = app
         self.kind = kind
-        self.expires = kind is SessionKind.SESSION  # the others have no task to expire
+        #: Whether it expires when idle: only a session of its own task (a POST's own engine
+        #: ends with its POST).
+        self.expires = kind is SessionKind.SESSION
         #: Whether it was built here from the record of a session opened on another worker.
         self.replica = replica
         # Stream keys of a replica name its node, and a random part: its streams never share

@@ -30,7 +30,7 @@ from ..server._principal import Principal
 from ..transports._transport import BaseSender
 from . import _app as _app  # the app imports this module: its names are read at call time
 from ._asgi import HttpError, Receive, Scope, Send, header, is_json
-from ._sessions import TransportKind, WatchedSession, identity
+from ._sessions import RegisteredSession, TransportKind, identity
 from ._telemetry import observe_http
 
 logger = logging.getLogger("trio_mcp.http.sse")
@@ -135,7 +135,7 @@ def _plain(data: bytes) -> bool:
     return b"\n" not in data and b"\r" not in data
 
 
-class SseSession(WatchedSession):
+class SseSession(RegisteredSession):
     """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
     its idle expiry and its drain are the registry's, as for every transport: idle past its
     deadline, its task is cancelled and its stream ends. Its task watches that deadline, and

@@ -117,13 +117,15 @@ def identity(principal: Principal | None) -> str | None:
 
 class RegisteredSession(abc.ABC):
     """What every transport's session is to the registry: its id, whose it is, and its idle
-    deadline, on the cancel scope its task runs in.
+    deadline, which its own task watches (:meth:`watch`).
 
-    The deadline is infinite while it is busy (a request in flight, a stream open), and moves
-    to ``session_idle_timeout`` from now whenever it goes idle; until it carried a request
-    (``used``), it is never later than ``unused_session_timeout`` from its opening. Passing it
-    cancels the scope: the session ends as its transport allows (a Streamable HTTP session is
-    gone, an HTTP+SSE stream ends, a socket is closed with 1001).
+    It is due to expire ``session_idle_timeout`` after it last went idle (no request in flight,
+    no stream open); until it carried a request (``used``), never later than
+    ``unused_session_timeout`` from its opening. A message costs an attribute or two (no move of
+    a cancel scope's deadline, each a registration in trio's deadline heap): the task sleeps
+    until the due time and looks again, so the session expires exactly when it is due, ending
+    as its transport allows (a Streamable HTTP session is gone, an HTTP+SSE stream ends, a
+    socket is closed with 1001).
     """
 
     #: The transport it came on, whose table it is kept in.
@@ -151,10 +153,13 @@ class RegisteredSession(abc.ABC):
         self.engine = None
         #: Its lease in a shared limit store (the counter and the lease), while it holds one.
         self.lease: tuple[str, str] | None = None
-
-    #: Whether it has an idle deadline (a POST's own engine has none: its POST ends it). A plain
-    #: attribute, read on every request.
-    expires = True
+        #: When it expires if it stays idle until then; never earlier than its last
+        #: :meth:`touch` allows (it only moves later). Infinite until its opening's touch.
+        self.due = math.inf
+        self._expired = False
+        #: Whether its watch ended it (cancelled its scope): read as its scope's
+        #: ``cancel_called`` would be, without that property's look at the clock.
+        self.watch_ended = False
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -167,68 +172,14 @@ class RegisteredSession(abc.ABC):
 
     def busy(self) -> None:
         self.active += 1
-        if self.expires:
-            self.scope.deadline = math.inf
 
     def idle(self) -> None:
         self.active -= 1
         self.touch()
 
     def touch(self) -> None:
-        """It may have gone idle: start its idle timeout if it has nothing open or running."""
-        if self.expires and self.active == 0 and self.engine_idle:
-            deadline = trio.current_time() + self.registry.options.limits.session_idle_timeout
-            self.scope.deadline = deadline if self.used else min(deadline, self.unused_until)
-        if self.registry._waiter is not None:  # a drain waits for this: it looks again
-            self.registry.changed()
-
-    def arrived(self, *, request: bool) -> None:
-        """A message came in, which its engine takes next: no deadline until it is handled
-        (the next :meth:`touch`); a request (``initialize`` aside) makes the session a used
-        one."""
-        if request:
-            self.used = True
-        if self.expires:
-            self.scope.deadline = math.inf
-
-    @property
-    def expired(self) -> bool:
-        """Whether it ended because its idle deadline passed (not closed, not shut down)."""
-        return (
-            self.scope.cancel_called
-            and not self.registry.shutting_down
-            and trio.current_time() >= self.scope.deadline
-        )
-
-    @property
-    def idle_deadline(self) -> float:
-        """When it is due to expire (infinite while it is busy)."""
-        return self.scope.deadline
-
-
-class WatchedSession(RegisteredSession):
-    """A session whose own task watches its idle deadline (:meth:`watch`): an HTTP+SSE session
-    or a socket, whose every message would otherwise move its cancel scope's deadline twice
-    (to infinity when it arrives, back when it is answered), each move a registration in
-    trio's deadline heap. Here a message costs an attribute or two; the task sleeps until the
-    deadline and looks again, so the session expires exactly when it would have."""
-
-    def __init__(
-        self, registry: SessionRegistry, session_id: str, client: str, owner: str | None
-    ) -> None:
-        super().__init__(registry, session_id, client, owner)
-        #: When it expires if it stays idle until then; never earlier than its last
-        #: :meth:`touch` allows (it only moves later). Infinite until its opening's touch.
-        self.due = math.inf
-        self._expired = False
-        #: Whether its watch ended it (cancelled its scope): read as its scope's
-        #: ``cancel_called`` would be, without that property's look at the clock.
-        self.watch_ended = False
-
-    def busy(self) -> None:
-        self.active += 1
-
-    def touch(self) -> None:
+        """It may have gone idle: its due time moves to an idle timeout from now if it has
+        nothing open or running."""
         if self.active == 0 and self.engine_idle:
             due = trio.current_time() + self.registry.options.limits.session_idle_timeout
             self.due = due if self.used else min(due, self.unused_until)
@@ -236,12 +187,15 @@ class WatchedSession(RegisteredSession):
             self.registry.changed()
 
     def arrived(self, *, request: bool) -> None:
-        # Nothing to hold off: the watch looks at what is in flight before it expires anything.
+        """A message came in, which its engine takes next; a request (``initialize`` aside)
+        makes the session a used one. Nothing to hold off: the watch looks at what is in
+        flight before it expires anything."""
         if request:
             self.used = True
 
     @property
     def expired(self) -> bool:
+        """Whether it ended because its idle deadline passed (not closed, not shut down)."""
         return self._expired
 
     @property
@@ -252,6 +206,7 @@ class WatchedSession(RegisteredSession):
 
     @property
     def idle_deadline(self) -> float:
+        """When it is due to expire (infinite while it is busy)."""
         return self.due if self.active == 0 and self.engine_idle else math.inf
 
     def tick(self, now: float) -> float:

@@ -47,7 +47,7 @@ from ..transports._transport import BaseTransport
 from ._admission import Admission, draining_error
 from ._asgi import HttpError, Receive, Scope, Send
 from ._options import HttpOptions, WebSocketOptions
-from ._sessions import SessionRegistry, TransportKind, WatchedSession
+from ._sessions import RegisteredSession, SessionRegistry, TransportKind
 
 if TYPE_CHECKING:
     from .._engine import Engine
@@ -99,7 +99,7 @@ class WebSocketHost(Protocol):
     def client_limits(self) -> ClientLimits: ...
 
 
-class SocketSession(WatchedSession):
+class SocketSession(RegisteredSession):
     """One open socket, as the registry counts it: its caps, its idle expiry and its drain
     are those of every transport. Idle past its deadline, it is closed with 1001 (the
     socket's task watches that deadline)."""
