@@ -186,3 +186,14 @@ def test_reload_over_stdio_is_refused_in_one_line(tmp_path: Path) -> None:
         "trio-mcp: --reload needs --transport http (or sse, ws): over stdio a restart would "
         "cut the client's session on the pipe\n"
     )
+
+
+def test_reload_with_an_inherited_socket_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``--reload`` binds the one socket its servers share; a socket handed to it is refused."""
+    (tmp_path / "app.py").write_text(APP.format(answer="one"))
+    app = str(tmp_path / "app.py")
+    done = run_cli("serve", app, "--transport", "http", "--fd", "3", "--reload")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "trio-mcp: --reload binds the port itself: give --host and --port, not --fd\n"
+    )

@@ -42,7 +42,8 @@ async def serve_http(
     binding ``host:port``; the serving closes it.
 
     The app starts (its stores, its bus, its relay, the server's lifespan) before any port is
-    bound: a start that fails raises its own error (``TaskStoreUnavailable``, ``BusError``,
+    bound (a socket handed over by ``fd`` is bound already, and nothing is served on it
+    before then): a start that fails raises its own error (``TaskStoreUnavailable``, ``BusError``,
     ...) and nothing is ever served, so a process manager sees the process end and restarts
     it; hypercorn's own lifespan, which goes on serving without the app after a lifespan
     error, is not trusted with it. A task of the app that fails while serving (a fault: the
