@@ -1,5 +1,6 @@
 """The standalone GET stream of a Streamable HTTP session (handshake era) starts once the session
-is established (after ``notifications/initialized`` went out) and never holds up a request:
+is established (after ``notifications/initialized`` went out); the requests posted since wait for
+its answer, so that a server request sent on it at once has somewhere to go, but never for long:
 against a real hypercorn whose answer to the GET is held back until the test lets it go."""
 
 from __future__ import annotations
@@ -31,11 +32,44 @@ class SlowGet(Recorder):
         await self.app(scope, receive, send)
 
 
-async def test_the_get_stream_starts_after_initialized_and_never_delays_a_request() -> None:
+class Timeline(Recorder):
+    """Notes the arrival of each POST and the moment the GET is answered, in order."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__(app)
+        self.timeline: list[str | None] = []
+
+    async def handle(self, seen: Seen, scope: Any, receive: Any, send: Any) -> None:
+        if seen.method == "POST":
+            self.timeline.append(seen.rpc_method)
+
+        async def noted(message: Any) -> None:
+            if seen.method == "GET" and message["type"] == "http.response.start":
+                self.timeline.append("GET answered")
+            await send(message)
+
+        await self.app(scope, receive, noted)
+
+
+async def test_the_requests_after_the_handshake_wait_for_the_get_stream_to_open() -> None:
+    """A server may send the client a request on the GET stream as soon as the session exists
+    (an elicitation); one that drops it when no stream is open (the TypeScript SDK's 1.x
+    server) would lose it if the client's next request overtook its GET."""
+    app = Timeline(demo_server().http_app())
+    with trio.fail_after(GUARD):
+        async with serving_app(app) as url, open_client(url, mode="legacy") as client:
+            await client.list_tools()
+    timeline = app.timeline
+    assert timeline.index("notifications/initialized") < timeline.index("GET answered")
+    assert timeline.index("GET answered") < timeline.index("tools/list"), timeline
+
+
+async def test_a_get_stream_held_back_by_the_server_delays_no_request_for_long() -> None:
     app = SlowGet(demo_server().http_app())
     with trio.fail_after(GUARD):
         async with serving_app(app) as url, open_client(url, mode="legacy") as client:
-            # Every request is answered while the GET is still held back by the server.
+            # Every request is answered while the GET is still held back by the server (the
+            # first after waiting for it at most LISTEN_WAIT).
             tools = await client.list_tools()
             assert tools
             assert text_of(await client.call_tool("add", {"a": 2, "b": 3})) == "5"

@@ -62,6 +62,9 @@ logger = logging.getLogger("trio_mcp.http.client")
 #: How long a ``notifications/cancelled`` waits for its request's POST to be answered, so the
 #: cancel does not reach the server first (the server would ignore it and run the request).
 CANCEL_ORDER_TIMEOUT = 5.0
+#: How long the requests of a new session wait for its standalone GET stream to open (once a
+#: session: a server slow to answer the GET delays its first requests by this much at most).
+LISTEN_WAIT = 1.0
 #: The reconnection delay when the server sent no ``retry`` field (SSE default).
 DEFAULT_RETRY = 1.0
 #: Upper bound on any reconnection delay, whatever the server asks for.
@@ -111,6 +114,11 @@ class _Post:
     answered: bool = False
     cancelled: bool = False
     retried: bool = False
+    #: Waiting for the standalone stream to open (see ``_until_listening``).
+    gated: bool = False
+    #: For ``notifications/initialized``: what the requests posted after it wait for, opened by
+    #: the standalone stream it starts (or when it fails).
+    opens: trio.Event | None = None
     #: The server's requests that came on this request's stream and are not answered yet.
     nested: set[RequestId] = attrs.field(factory=set)
     #: Covers the request's whole exchange: its cancel ends it (for a modern request, closing
@@ -205,6 +213,8 @@ class StreamableHttpTransport(BaseTransport):
         self._reinit_lock = trio.Lock()
         self._reinits = 0
         self._listener: trio.CancelScope | None = None
+        #: Set once the session's standalone stream answered (or cannot): requests wait for it.
+        self._listening: trio.Event | None = None
         self._closed = False
         #: What each listed tool mirrors into ``Mcp-Param-*`` headers, learned from the
         #: ``tools/list`` results that pass through here (a ``tools/call`` must repeat them).
@@ -248,6 +258,8 @@ class StreamableHttpTransport(BaseTransport):
                 self._init_id, self._init_params = message.id, message.params
         elif isinstance(message, Notification):
             post.method = message.method
+            if message.method == "notifications/initialized" and self.session_id is not None:
+                post.opens = self._listening = trio.Event()
             if message.method == "notifications/cancelled":
                 target = (message.params or {}).get("requestId")
                 request = self._posts.get(target) if is_valid_id(target) else None
@@ -399,10 +411,14 @@ class StreamableHttpTransport(BaseTransport):
             if post.cancels is not None:
                 with trio.move_on_after(CANCEL_ORDER_TIMEOUT):
                     await post.cancels.sent.wait()
+            if post.request_id is not None:
+                await self._until_listening(post)
             with post.reading:
                 await self._post(post)
         finally:
             post.sent.set()
+            if post.opens is not None:
+                post.opens.set()  # it started no stream: nothing to wait for
             if post.request_id is not None and self._posts.get(post.request_id) is post:
                 del self._posts[post.request_id]
             for rid in post.nested:  # its exchange is over: no cancel of ours can follow
@@ -489,7 +505,8 @@ class StreamableHttpTransport(BaseTransport):
         if post.request_id is None:
             await _read_limited(response, MAX_ERROR_BODY)
             if post.method == "notifications/initialized":
-                self._start_listener()
+                self._start_listener(post.opens)
+                post.opens = None
             return
         if status == 202:
             # A request's POST is answered with its response (JSON or SSE), never elsewhere:
@@ -637,69 +654,104 @@ class StreamableHttpTransport(BaseTransport):
 
     # -- the standalone GET stream ---------------------------------------------------------------
 
-    def _start_listener(self) -> None:
+    def _start_listener(self, opens: trio.Event | None = None) -> None:
         """Listen for server messages not tied to a request, once the session is established
         (``notifications/initialized`` was accepted).
 
-        The GET goes out only once every request already posted has its response headers: a
-        server that is slow to start (or answers one HTTP request at a time) then sees the
-        first requests before the GET, and the GET never holds one of them up.
+        The GET goes out once every request posted before the session was established has its
+        response headers: a server that is slow to start (or answers one HTTP request at a
+        time) then sees those requests before the GET, and the GET never holds one of them up.
+        The requests posted since wait for the GET's answer (:meth:`_until_listening`).
         """
+        listening = opens if opens is not None else trio.Event()
+        self._listening = listening
         if self.session_id is None or self._closed:
+            listening.set()
             return  # no session: nothing could tell the server's streams apart
         if self._listener is not None:
             self._listener.cancel()
         scope = trio.CancelScope()
         self._listener = scope
-        earlier = [post.sent for post in self._posts.values() if not post.sent.is_set()]
-        self._start(self._listen, scope, self.session_id, earlier)
+        earlier = [p.sent for p in self._posts.values() if not p.sent.is_set() and not p.gated]
+        self._start(self._listen, scope, self.session_id, earlier, listening)
+
+    async def _until_listening(self, post: _Post) -> None:
+        """Hold a request of a new session until its standalone stream has opened, at most
+        :data:`LISTEN_WAIT` (then the wait ends for every request of the session).
+
+        A server may send the client a request of its own (an elicitation, a sampling request)
+        as soon as the session exists, on that stream; one that drops such a message when no
+        stream is open (as the TypeScript SDK's 1.x server does) would otherwise lose it
+        whenever the client's next request overtook its GET.
+        """
+        listening = self._listening
+        if listening is None or listening.is_set() or post.method == "initialize":
+            return
+        post.gated = True
+        with trio.move_on_after(LISTEN_WAIT) as waited:
+            await listening.wait()
+        post.gated = False
+        if waited.cancelled_caught:
+            logger.debug("the standalone stream did not open within %s s", LISTEN_WAIT)
+            listening.set()
 
     async def _listen(
-        self, scope: trio.CancelScope, session_id: str, earlier: list[trio.Event]
+        self,
+        scope: trio.CancelScope,
+        session_id: str,
+        earlier: list[trio.Event],
+        listening: trio.Event,
     ) -> None:
         state = _StreamState()
         failures = 0
-        with scope:
-            for sent in earlier:
-                await sent.wait()
-            while self.session_id == session_id and not self._closed:
-                connected = False
-                try:
-                    async with self._stream(
-                        "GET",
-                        self._headers(
-                            "text/event-stream",
-                            session_id=session_id,
-                            last_event_id=state.last_event_id,
-                        ),
-                    ) as response:
-                        status = response.status_code
-                        if status == 405:
-                            return  # the server offers no standalone stream
-                        if status == 404:
-                            return  # the session is gone; a new one starts a new listener
-                        if status == 200 and _media_type(response) == "text/event-stream":
-                            connected = True
-                            failures = 0
-                            await self._pump(response, state)
-                except httpx.HTTPError as exc:
-                    logger.debug("the standalone stream failed: %r", exc)
-                except MCPError as exc:
-                    if isinstance(exc, ConnectionClosed):
-                        raise
-                    # Not authorized now: the requests say so to their callers; the stream
-                    # starts again with the next session (or never, until then).
-                    logger.warning("the standalone event stream could not be authorized: %s", exc)
-                    return
-                if not connected:
-                    failures += 1
-                    if failures >= MAX_LISTEN_FAILURES:
+        try:
+            with scope:
+                for sent in earlier:
+                    await sent.wait()
+                while self.session_id == session_id and not self._closed:
+                    connected = False
+                    try:
+                        async with self._stream(
+                            "GET",
+                            self._headers(
+                                "text/event-stream",
+                                session_id=session_id,
+                                last_event_id=state.last_event_id,
+                            ),
+                        ) as response:
+                            listening.set()
+                            status = response.status_code
+                            if status == 405:
+                                return  # the server offers no standalone stream
+                            if status == 404:
+                                return  # the session is gone; a new one starts a new listener
+                            if status == 200 and _media_type(response) == "text/event-stream":
+                                connected = True
+                                failures = 0
+                                await self._pump(response, state)
+                    except httpx.HTTPError as exc:
+                        logger.debug("the standalone stream failed: %r", exc)
+                    except MCPError as exc:
+                        if isinstance(exc, ConnectionClosed):
+                            raise
+                        # Not authorized now: the requests say so to their callers; the stream
+                        # starts again with the next session (or never, until then).
                         logger.warning(
-                            "giving up on the standalone event stream after %d failures", failures
+                            "the standalone event stream could not be authorized: %s", exc
                         )
                         return
-                delay = state.retry * (2 ** (failures - 1) if failures else 1)
-                await trio.sleep(min(delay, MAX_RETRY_DELAY))
+                    if not connected:
+                        failures += 1
+                        if failures >= MAX_LISTEN_FAILURES:
+                            logger.warning(
+                                "giving up on the standalone event stream after %d failures",
+                                failures,
+                            )
+                            return
+                    delay = state.retry * (2 ** (failures - 1) if failures else 1)
+                    await trio.sleep(min(delay, MAX_RETRY_DELAY))
+        finally:
+            listening.set()  # opened, refused or failed: no request waits for it
 
     # -- session expiry --------------------------------------------------------------------------
 
