@@ -141,6 +141,42 @@ class SessionKind(enum.Enum):
     MODERN = "modern"
 
 
+class SessionHost(Protocol):
+    """What an :class:`HttpSession` needs of the app that holds it (:class:`McpHttpApp`)."""
+
+    @property
+    def server(self) -> HttpServable: ...
+
+    @property
+    def options(self) -> HttpOptions: ...
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    @property
+    def fleet(self) -> Fleet[HttpSession] | None:
+        """The other workers of its fleet (None: a single process)."""
+        ...
+
+    @property
+    def sink(self) -> StreamSink:
+        """Where the streams of its sessions hand their events."""
+        ...
+
+    @property
+    def limits(self) -> StreamLimits: ...
+
+    @property
+    def budget(self) -> ByteBudget:
+        """What every backlog and every connection's pending events hold together."""
+        ...
+
+    @property
+    def handing_over(self) -> bool:
+        """Whether its sessions outlive it as it stops (other workers adopt them)."""
+        ...
+
+
 class HttpSession(RegisteredSession, BaseSender):
     """One MCP session over HTTP: its engine, its streams, and its idle deadline.
 
@@ -156,7 +192,7 @@ class HttpSession(RegisteredSession, BaseSender):
 
     def __init__(
         self,
-        app: McpHttpApp,
+        app: SessionHost,
         session_id: str,
         *,
         kind: SessionKind = SessionKind.SESSION,
