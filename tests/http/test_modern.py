@@ -15,7 +15,7 @@ import trio
 
 from trio_mcp import Context, Server
 from trio_mcp.http import HttpOptions, Limits
-from trio_mcp.http._app import HttpSession
+from trio_mcp.http._http_session import HttpSession
 from trio_mcp.http._modern_post import _DISCONNECT_GRACE
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 from trio_mcp.lowlevel import Engine

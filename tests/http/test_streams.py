@@ -17,7 +17,7 @@ import trio.testing
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.http import HttpOptions, Limits, MemoryEventStore, Replay, ScaleOut, StreamMeta
-from trio_mcp.http._app import HttpSession
+from trio_mcp.http._http_session import HttpSession
 from trio_mcp.http._streams import (
     NO_STORE,
     ByteBudget,

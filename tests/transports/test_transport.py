@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.http._app import HttpSession
+from trio_mcp.http._http_session import HttpSession
 from trio_mcp.lowlevel import (
     BaseSender,
     BaseTransport,

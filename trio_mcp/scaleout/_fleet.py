@@ -20,8 +20,9 @@ import orjson
 import trio
 
 from ..http import Relay, RelayUnavailable, SessionRecord, SessionStore, SessionStoreUnavailable
-from ..http._app import HttpSession, McpHttpApp
+from ..http._app import McpHttpApp
 from ..http._asgi import HttpError, Receive, Scope, Send, header
+from ..http._http_session import HttpSession
 from ..http._sessions import identity
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import ErrorResponse, Notification, RequestId, Response, parse

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from ..http import SessionRecord, SessionStore, SessionStoreUnavailable
-from ..http._app import HttpSession
+from ..http._http_session import HttpSession
 from ..protocol._errors import ProtocolError
 from ..protocol._jsonrpc import INTERNAL_ERROR
 from ..protocol._types import ClientCapabilities, Implementation, from_wire, to_wire
