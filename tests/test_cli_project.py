@@ -14,7 +14,8 @@ import pytest
 import trio
 
 from trio_mcp import TextContent, open_client
-from trio_mcp._cli import SERVE_SETTINGS, UsageError, _project_keys, _use_project, build_parser
+from trio_mcp._cli import _project_keys, _use_project, build_parser
+from trio_mcp._settings import SERVE_SETTINGS, UsageError
 from trio_mcp.testing import stdio_client
 
 from .test_cli import CLI, GUARD, ROOT, child_env, run_cli, served_url

@@ -15,13 +15,13 @@ import attrs
 import pytest
 
 from trio_mcp import Server
-from trio_mcp._cli import (
+from trio_mcp._cli import build_parser
+from trio_mcp._settings import (
     HTTP_SETTINGS,
     SERVE_SETTINGS,
     TASK_SETTINGS,
     UsageError,
     apply_task_settings,
-    build_parser,
     http_options,
 )
 from trio_mcp.http import HostRules, HttpOptions, Limits, RateLimit, ScaleOut, WebSocketOptions

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from trio_mcp._cli import NODE_ID_ENV, REDIS_URL_ENV, SERVE_SETTINGS, _setting_value, build_parser
+from trio_mcp._cli import NODE_ID_ENV, REDIS_URL_ENV, build_parser
+from trio_mcp._settings import SERVE_SETTINGS, setting_value
 from trio_mcp.http import HttpOptions
 from trio_mcp.server._request_state_keys import STATE_KEYS_ENV, STATE_KEYS_FILE_ENV
 
@@ -84,7 +85,7 @@ def check_environment(env: dict[str, str], where: str) -> None:
             continue
         assert name in SETTINGS or name in FLEET_VARIABLES, f"{where}: {name} is no setting"
         if name in SETTINGS and value is not None:
-            _setting_value(SETTINGS[name], str(value), f"{where}: {name}")  # UsageError if not
+            setting_value(SETTINGS[name], str(value), f"{where}: {name}")  # UsageError if not
 
 
 def seconds(env: dict[str, str], name: str, default: float) -> float:
