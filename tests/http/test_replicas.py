@@ -12,7 +12,15 @@ import pytest
 import trio
 
 from trio_mcp import Server
-from trio_mcp.http import HttpOptions, Limits, MemoryEventStore, MemorySessionStore, ScaleOut
+from trio_mcp.http import (
+    HttpOptions,
+    Limits,
+    MemoryEventStore,
+    MemorySessionStore,
+    Relay,
+    ScaleOut,
+    SessionRecord,
+)
 from trio_mcp.http._relay import MemoryRelay
 from trio_mcp.protocol._errors import ProtocolError
 from trio_mcp.server import Context
@@ -67,16 +75,22 @@ def chatty_server() -> Server:
 
 @asynccontextmanager
 async def two_workers(
-    servers: tuple[Server, Server] | None = None, *, relay: bool = True, json: bool = False
+    servers: tuple[Server, Server] | None = None,
+    *,
+    relay: bool | Relay = True,
+    json: bool = False,
+    store: MemorySessionStore | None = None,
+    record_cache: float = 1.0,
 ) -> AsyncIterator[tuple[Served, Served, MemorySessionStore]]:
-    store = MemorySessionStore()
-    shared = MemoryRelay() if relay else None
+    store = store or MemorySessionStore()
+    shared = (MemoryRelay() if relay else None) if isinstance(relay, bool) else relay
     first, second = servers or (chatty_server(), chatty_server())
 
     def options(node: str) -> HttpOptions:
-        return HttpOptions(
-            json_response=json, scale_out=ScaleOut(session_store=store, node_id=node, relay=shared)
+        scale_out = ScaleOut(
+            session_store=store, node_id=node, relay=shared, record_cache=record_cache
         )
+        return HttpOptions(json_response=json, scale_out=scale_out)
 
     async with (
         serving(first, options("a")) as a,
@@ -120,6 +134,129 @@ async def test_set_level_on_one_worker_applies_to_logs_another_sends() -> None:
         assert sub["result"] == {}
         await b.call(session, request_body(5, "ping"))
         assert b.app.sessions[session].connection.subscriptions == {"x://1"}
+
+
+class CountedStore(MemorySessionStore):
+    """Counts the record reads that serve a request (``touch``: read, expiry pushed); with
+    ``hold`` set, a read takes the record at once and hands it back when ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.hold = False
+        self.holding = trio.Event()
+        self.release = trio.Event()
+
+    async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
+        self.reads += 1
+        record = await super().touch(session_id, ttl)
+        if self.hold:
+            self.hold = False
+            self.holding.set()
+            await self.release.wait()
+        return record
+
+
+class Uncounted(MemoryRelay):
+    """A relay that cannot say how many it reached, and loses every announcement."""
+
+    async def send(self, node: str | None, message: bytes) -> None:  # type: ignore[override]
+        if b'"k":"changed"' not in message and b'"k":"end"' not in message:
+            await super().send(node, message)
+
+
+async def test_with_a_relay_a_record_read_stands_for_the_requests_that_follow() -> None:
+    store = CountedStore()
+    async with two_workers(store=store, record_cache=60) as (a, b, _):
+        session = await a.initialize()
+        await b.call(session, request_body(1, "ping"))  # builds the replica from the record
+        read = store.reads
+        for rid in range(2, 7):
+            assert (await b.call(session, request_body(rid, "ping")))["result"] == {}
+        assert store.reads == read
+        # A change is answered once every copy dropped its reading: the next request reads.
+        level = await a.call(session, request_body(7, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        read = store.reads
+        assert (await logged(b, session, 8))[0] == ["bad"]
+        assert store.reads == read + 1
+        # So is an end: the copy that read the record a moment ago is gone with it.
+        assert (await a.client.delete(a.url, headers=a.headers(session))).status_code == 200
+        gone = await b.post(request_body(9, "ping"), session)
+        assert gone.status_code == 404
+
+
+class Lagging(MemoryRelay):
+    """A relay that delivers a moment after it was sent to, as one across a network does."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        super().__init__()
+        self._nursery = nursery
+
+    async def send(self, node: str | None, message: bytes) -> int:
+        targets = list(self._nodes.values()) if node is None else [self._nodes.get(node, [])]
+        delivers = [d for ds in targets for d in ds]
+
+        async def later() -> None:
+            await trio.sleep(0.05)
+            for deliver in delivers:
+                deliver(message)
+
+        self._nursery.start_soon(later)
+        await trio.lowlevel.checkpoint()
+        return len(delivers)
+
+
+async def test_a_change_is_answered_once_every_worker_dropped_what_it_read() -> None:
+    async with (
+        trio.open_nursery() as nursery,
+        two_workers(relay=Lagging(nursery), record_cache=60) as (a, b, _),
+    ):
+        session = await a.initialize()
+        assert (await logged(b, session, 1))[0] == ["fine", "bad"]
+        level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        assert (await logged(b, session, 3))[0] == ["bad"]
+
+
+async def test_a_reading_made_before_a_change_is_not_kept() -> None:
+    store = CountedStore()
+    async with two_workers(store=store, record_cache=60) as (a, b, _):
+        session = await a.initialize()
+        async with trio.open_nursery() as nursery:
+            store.hold = True  # b's first request reads the record, then waits
+            first: list[list[str]] = []
+
+            async def before() -> None:
+                first.append((await logged(b, session, 1))[0])
+
+            nursery.start_soon(before)
+            await store.holding.wait()
+            level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+            assert level["result"] == {}
+            store.release.set()
+        assert first == [["fine", "bad"]]  # it came before the change was answered
+        assert (await logged(b, session, 3))[0] == ["bad"]
+
+
+async def test_without_a_relay_the_record_is_read_before_every_request() -> None:
+    store = CountedStore()
+    async with two_workers(relay=False, store=store) as (a, b, _):
+        session = await a.initialize()
+        await b.call(session, request_body(1, "ping"))
+        read = store.reads
+        for rid in range(2, 7):
+            await b.call(session, request_body(rid, "ping"))
+        assert store.reads == read + 5
+
+
+async def test_a_change_no_worker_heard_is_answered_once_every_reading_lapsed() -> None:
+    async with two_workers(relay=Uncounted(), record_cache=0.3) as (a, b, _):
+        session = await a.initialize()
+        assert (await logged(b, session, 1))[0] == ["fine", "bad"]
+        level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        assert (await logged(b, session, 3))[0] == ["bad"]
 
 
 async def test_a_delete_on_any_worker_ends_the_session_everywhere() -> None:

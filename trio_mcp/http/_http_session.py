@@ -9,6 +9,7 @@ does not import the app's.
 from __future__ import annotations
 
 import enum
+import math
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -133,6 +134,9 @@ class HttpSession(RegisteredSession, BaseSender):
         #: With a session store: the node whose copy holds the session's GET stream, as this
         #: copy last read it in the record (None: none, or this node).
         self.get_node: str | None = None
+        #: With a session store: until when (trio's clock) the record this copy last read
+        #: stands for its requests, without reading it again (``ScaleOut.record_cache``).
+        self.record_until = -math.inf
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session

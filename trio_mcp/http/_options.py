@@ -174,6 +174,14 @@ class ScaleOut:
     #: How often a resume served from the shared store, for a session that lives on another
     #: worker, looks for the stream's new events.
     resume_poll_interval: float = 0.25
+    #: With a session store and a relay: how long a worker serves a session's requests from the
+    #: record it last read, without reading it again (at most a third of
+    #: ``Limits.session_idle_timeout``, so that use keeps the record alive). A change (log
+    #: level, subscriptions, the GET stream's holder) or the end of a session is answered only
+    #: once every worker's subscriber has dropped the copy's reading, or once this long has
+    #: passed: the client's next request sees it wherever it lands. 0: the record is read
+    #: before every request (a round trip to the store each). Without a relay it always is.
+    record_cache: float = 1.0
 
 
 @attrs.frozen

@@ -30,10 +30,12 @@ class Relay(Protocol):
     ``send`` to a node id, or to every node (None: the sender too, which ignores what it
     cannot use). Delivery is at most once and may be lost while a worker is not subscribed:
     what it carries can live with that (a response lost is a server request that times out, a
-    cancel lost is a request that runs to its end, an end lost is a copy that expires idle)."""
+    cancel lost is a request that runs to its end, an end lost is a copy that expires idle;
+    a change lost is waited out, see ``ScaleOut.record_cache``)."""
 
-    async def send(self, node: str | None, message: bytes) -> None:
-        """May raise :class:`RelayUnavailable`."""
+    async def send(self, node: str | None, message: bytes) -> int | None:
+        """How many subscribers the message reached (each worker's subscriber counts once),
+        or None if the relay cannot tell. May raise :class:`RelayUnavailable`."""
         ...
 
     async def subscribe(
@@ -55,7 +57,7 @@ class MemoryRelay:
     def __init__(self) -> None:
         self._nodes: dict[str, list[Deliver]] = {}
 
-    async def send(self, node: str | None, message: bytes) -> None:
+    async def send(self, node: str | None, message: bytes) -> int:
         await trio.lowlevel.checkpoint()
         targets = (
             [d for ds in self._nodes.values() for d in ds]
@@ -64,6 +66,7 @@ class MemoryRelay:
         )
         for deliver in targets:
             deliver(message)
+        return len(targets)
 
     async def subscribe(
         self,

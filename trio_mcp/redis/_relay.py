@@ -53,12 +53,15 @@ class RedisRelay:
         if not link.subscribed:
             raise RelayUnavailable(f"the relay's subscriber to {redact(self.url)} is not connected")
 
-    async def send(self, node: str | None, message: bytes) -> None:
+    async def send(self, node: str | None, message: bytes) -> int | None:
         if not self._links:
             raise RelayUnavailable(f"the relay's Redis at {redact(self.url)} is not started")
         link = self._links[0]
+        reached: int | None = None
         async with link.errors():
-            await link.client.publish(self.channel(node), message)
+            # PUBLISH answers how many subscribers got it: one per worker's subscriber.
+            reached = await link.client.publish(self.channel(node), message)
+        return reached
 
     async def subscribe(
         self,

@@ -11,7 +11,9 @@ shared event store, a resume of a stream held elsewhere is served from the store
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -37,6 +39,24 @@ logger = logging.getLogger("trio_mcp.http")
 _HAND_OVER_AT_ONCE = 16
 
 
+@attrs.define
+class _Announced:
+    """A change or an end this worker announced, waiting for every subscriber's word."""
+
+    #: How many subscribers the announcement reached (None: not known yet).
+    needed: int | None = None
+    heard: int = 0
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def hear(self) -> None:
+        self.heard += 1
+        self.check()
+
+    def check(self) -> None:
+        if self.needed is not None and self.heard >= self.needed:
+            self.done.set()
+
+
 class SharedFleet:
     """The :class:`~trio_mcp.http._fleet.Fleet` of an app whose options name a shared store or
     a relay (``ScaleOut(session_store=..., relay=..., event_store=...)``): the app builds
@@ -55,6 +75,18 @@ class SharedFleet:
             )
         #: Sessions whose record is being read to build a replica here, by id.
         self._replicating: dict[str, trio.Event] = {}
+        ttl = options.limits.session_idle_timeout
+        #: How long a record read here stands for its session's requests here (see
+        #: ``ScaleOut.record_cache``): only with a relay, which announces changes.
+        self._record_cache = (
+            min(options.scale_out.record_cache, ttl / 3) if self.relay is not None else 0.0
+        )
+        #: Changes and ends announced by any worker, heard here so far: a record read while
+        #: one was heard is not kept (it may have been read before the change was made).
+        self._heard = 0
+        #: What this worker announced and waits for the word of the others on, by token.
+        self._announced: dict[str, _Announced] = {}
+        self._tokens = itertools.count(1)
 
     @property
     def id_prefix(self) -> str:
@@ -124,6 +156,7 @@ class SharedFleet:
                     record = await store.get(session.id)
                     if record is not None and record.get_node == self.node_id:
                         await store.put(session.id, attrs.evolve(record, get_node=None), ttl)
+                        await self._announce("changed", session.id)
                 except SessionStoreUnavailable as error:
                     logger.warning(
                         "session %s: its GET stream was not released: %s", session.id, error
@@ -137,15 +170,65 @@ class SharedFleet:
     # -- records -------------------------------------------------------------------------------
 
     def opened(self, session: HttpSession) -> None:
-        store = self.session_store
-        if store is not None:
-            ttl = self.app.options.limits.session_idle_timeout
-            session.connection.on_change = functools.partial(save, session, store, ttl)
+        if self.session_store is not None:
+            session.connection.on_change = functools.partial(self.changed, session)
 
     async def save(self, session: HttpSession) -> None:
         """Write the session's record (raises ProtocolError if the store failed)."""
         assert self.session_store is not None
         await save(session, self.session_store, self.app.options.limits.session_idle_timeout)
+
+    async def changed(self, session: HttpSession) -> None:
+        """The session changed here after its ``initialize``: its record is rewritten and the
+        change announced (raises ProtocolError if the store failed)."""
+        await self.save(session)
+        await self._announce("changed", session.id)
+
+    async def _announce(self, kind: str, session_id: str) -> None:
+        """Tell every worker that the session's record changed (or is gone), and return once
+        each worker that heard it has dropped its copy's reading (each one's word), or once
+        ``record_cache`` has passed, after which no reading made before the change stands
+        anywhere: what the client is answered next holds on whichever worker its next
+        request reaches. The word of a worker whose subscriber is down does not come, nor is
+        it waited for: its copy follows within ``record_cache``."""
+        if self._record_cache <= 0:
+            return  # every request reads the record: nothing to drop
+        relay = self.relay
+        assert relay is not None and self.node_id is not None
+        token = f"{self.node_id}:{next(self._tokens)}"
+        waiting = self._announced[token] = _Announced()
+        try:
+            with trio.move_on_after(self._record_cache):
+                note = relayed(kind, session_id, node=self.node_id, token=token)
+                try:
+                    waiting.needed = await relay.send(None, note)
+                except RelayUnavailable as error:
+                    logger.warning("session %s: no other worker was told: %s", session_id, error)
+                if waiting.needed is None:
+                    await trio.sleep_forever()  # nobody to count: every reading lapses meanwhile
+                waiting.check()
+                await waiting.done.wait()
+        finally:
+            del self._announced[token]
+
+    def _heard_of(self, note: dict[str, object], session: HttpSession | None) -> None:
+        """Another worker (or this one) announced a change or an end: this copy reads the
+        record again before its next request, and the announcer is told so."""
+        self._heard += 1
+        if session is not None:
+            session.record_until = -math.inf
+        node, token = note.get("n"), note.get("t")
+        nursery = self.app.registry.nursery
+        relay = self.relay
+        if isinstance(node, str) and isinstance(token, str) and relay and nursery is not None:
+            word = relayed("heard", str(note["s"]), token=token)
+            nursery.start_soon(_send_relayed, relay, node, word)
+
+    def _kept(self, session: HttpSession, started: float, heard: int) -> None:
+        """A record read from ``started`` stands for ``record_cache``, unless a change was
+        heard meanwhile (the reading may predate it)."""
+        if self._record_cache > 0 and self._heard == heard:
+            session.record_until = started + self._record_cache
 
     async def initialized(self, session: HttpSession, request_id: RequestId) -> None:
         if self.session_store is None:
@@ -168,7 +251,9 @@ class SharedFleet:
             return
         try:
             await self.session_store.delete(session.id)
-            if self.relay is not None:
+            if self._record_cache > 0:
+                await self._announce("end", session.id)
+            elif self.relay is not None:
                 await self.relay.send(None, relayed("end", session.id))
         except RelayUnavailable as error:
             # Its record is gone: every other copy ends at its next request, or idle.
@@ -195,10 +280,13 @@ class SharedFleet:
         if not session_id or len(session_id) > 200:
             return
         local = self.app.sessions.get(session_id)
-        if local is None and method == "GET":
-            last_event = header(scope, b"last-event-id")
-            if last_event and parse_event_id(last_event) is not None:
-                return  # a resume of a stream held elsewhere: served from the event store
+        if local is None:
+            if method == "GET":
+                last_event = header(scope, b"last-event-id")
+                if last_event and parse_event_id(last_event) is not None:
+                    return  # a resume of a stream held elsewhere: served from the event store
+        elif local.record_until > trio.current_time() and local.owner == identity(principal):
+            return  # its record, read here a moment ago, stands: no change was announced since
         await self._load(store, scope, principal, session_id)
 
     async def _load(
@@ -215,6 +303,7 @@ class SharedFleet:
         done = trio.Event()
         if local is None:
             self._replicating[session_id] = done
+        started, heard = trio.current_time(), self._heard
         try:
             try:
                 record = await store.touch(session_id, app.options.limits.session_idle_timeout)
@@ -235,8 +324,11 @@ class SharedFleet:
                 return  # an unknown session, to this principal: 404 as usual
             if local is not None:
                 follow(local, record)
+                self._kept(local, started, heard)
                 return
-            await self._replicate(scope, session_id, principal, record)
+            replica = await self._replicate(scope, session_id, principal, record)
+            if replica is not None:
+                self._kept(replica, started, heard)
         finally:
             if local is None:
                 del self._replicating[session_id]
@@ -244,7 +336,7 @@ class SharedFleet:
 
     async def _replicate(
         self, scope: Scope, session_id: str, principal: Principal | None, record: SessionRecord
-    ) -> None:
+    ) -> HttpSession | None:
         app = self.app
         registry = app.registry
         client = registry.client_of(scope, principal)
@@ -259,11 +351,12 @@ class SharedFleet:
         except (ProtocolError, ValueError) as error:
             registry.forget(session)
             logger.error("session %s: its record cannot be restored: %s", session_id, error)
-            return  # 404: nothing of it can be served here
+            return None  # 404: nothing of it can be served here
         assert registry.nursery is not None
         await registry.nursery.start(session.run)
         registry.keep(session)
         session.touch()  # idle until its request registers: a refused one leaves it to expire
+        return session
 
     # -- the relay -----------------------------------------------------------------------------
 
@@ -320,7 +413,7 @@ class SharedFleet:
             return
         session.get_node = self.node_id
         try:
-            await self.save(session)
+            await self.changed(session)
         except ProtocolError as error:
             # The stream works here; the other copies keep the messages for a GET of theirs.
             logger.warning("session %s: %s", session.id, error.message)
@@ -335,12 +428,22 @@ class SharedFleet:
             return
         app = self.app
         session = app.sessions.get(session_id) if isinstance(session_id, str) else None
+        if kind == "heard":
+            token = note.get("t")
+            waiting = self._announced.get(token) if isinstance(token, str) else None
+            if waiting is not None:
+                waiting.hear()
+            return
+        if kind in ("changed", "end"):
+            self._heard_of(note, session)
         if session is None or session.closing:
             return
         if kind == "end":
             app.registry.forget(session)
             session.close()
             return
+        if kind == "changed":
+            return  # read again before its next request
         if not isinstance(body, str):
             return
         parsed = parse(body)
@@ -425,12 +528,24 @@ async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
     try:
         await relay.send(node, message)
     except RelayUnavailable as error:
-        logger.error("a message for the GET stream on %s was lost: %s", node, error)
+        logger.error("a message relayed to %s was lost: %s", node, error)
 
 
-def relayed(kind: str, session_id: str, body: bytes | None = None) -> bytes:
-    """A message for the relay: its kind, its session, and the JSON-RPC message it carries."""
+def relayed(
+    kind: str,
+    session_id: str,
+    body: bytes | None = None,
+    *,
+    node: str | None = None,
+    token: str | None = None,
+) -> bytes:
+    """A message for the relay: its kind, its session, the JSON-RPC message it carries; for an
+    announcement, the announcing node and its token, which each worker's word names."""
     note: dict[str, str] = {"k": kind, "s": session_id}
     if body is not None:
         note["m"] = body.decode()
+    if node is not None:
+        note["n"] = node
+    if token is not None:
+        note["t"] = token
     return orjson.dumps(note)
