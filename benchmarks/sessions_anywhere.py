@@ -67,6 +67,9 @@ async def one_session(client: httpx.AsyncClient, url: str, calls: int, number: i
         response = await client.post(url, content=orjson.dumps(body), headers=headers)
         if response.status_code != 200 or f'"text":"{text}"' not in response.text:
             raise RuntimeError(f"call {text} failed: {response.status_code} {response.text[:200]}")
+    # Ended as a client that is done ends it: the sessions of every round share one Redis,
+    # whose fleet-wide count of a client's sessions would otherwise reach its cap (429).
+    (await client.delete(url, headers=headers)).raise_for_status()
 
 
 async def load(url: str, sessions: int, calls: int) -> float:
