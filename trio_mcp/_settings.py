@@ -221,6 +221,14 @@ HTTP_SETTINGS = (
         0.25,
     ),
     HttpSetting(
+        "--record-cache",
+        "scale_out.record_cache",
+        "seconds",
+        "with --any-worker: how long a worker serves a session on the record it read (changes "
+        "wait for every worker's word, so they apply at once everywhere)",
+        1.0,
+    ),
+    HttpSetting(
         "--ws-max-message-bytes",
         "websocket.max_message_bytes",
         "count",
