@@ -281,7 +281,8 @@ async def test_the_bus_and_the_relay_on_a_cluster_deliver_what_is_published(
         await relay.probe()
         await bus.publish(BusEvent.list_changed("tools"))
         await relay.send("n1", b"to n1")
-        await relay.send(None, b"to all")
+        # A cluster's PUBLISH counts the subscribers of one node only: the relay cannot say.
+        assert await relay.send(None, b"to all") is None
         with trio.fail_after(GUARD):
             while len(heard) < 1 or len(relayed) < 2:  # noqa: ASYNC110 - delivered by Redis
                 await trio.sleep(0.01)

@@ -128,6 +128,19 @@ async def test_a_killed_subscriber_subscribes_every_channel_again(tmp_path: Path
         await crossing(bus, relay, got, "after")
 
 
+async def test_a_relay_says_how_many_subscribers_a_message_reached(tmp_path: Path) -> None:
+    """What a change waits for (the word of each): one subscriber per process, whatever
+    listens through it; none for a node nobody listens as."""
+    async with redis_server(tmp_path) as redis:
+        relay = RedisRelay(redis.url)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(relay.subscribe, "n1", lambda _: None)
+            assert await relay.send(None, b"to all") == 1
+            assert await relay.send("n1", b"to n1") == 1
+            assert await relay.send("n9", b"to nobody") == 0
+            nursery.cancel_scope.cancel()
+
+
 async def test_the_subscriber_outlives_the_listener_that_hosted_it(tmp_path: Path) -> None:
     """The relay of node n2 came first and hosts the subscriber; it stops: n1's takes the
     subscriber over, with its own channels only. (The pool is the store's, opened in this

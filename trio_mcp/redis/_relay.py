@@ -15,7 +15,7 @@ from __future__ import annotations
 import trio
 
 from ..http._relay import Deliver, RelayUnavailable
-from ._client import check_url
+from ._client import parse
 from ._link import RedisLink, redact
 
 
@@ -31,7 +31,9 @@ class RedisRelay:
         reconnect_initial: float = 0.1,
         reconnect_max: float = 5.0,
     ) -> None:
-        check_url(url)
+        #: A cluster's PUBLISH counts only the subscribers of the node that took it: there,
+        #: :meth:`send` cannot say how many it reached.
+        self._counts = parse(url).kind != "cluster"
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
@@ -61,7 +63,7 @@ class RedisRelay:
         async with link.errors():
             # PUBLISH answers how many subscribers got it: one per worker's subscriber.
             reached = await link.client.publish(self.channel(node), message)
-        return reached
+        return reached if self._counts else None
 
     async def subscribe(
         self,
