@@ -43,6 +43,17 @@ class HttpError(Exception):
         self.headers = list(headers)
 
 
+def too_many_in_flight(limit: int, request_id: RequestId, *, where: str = "") -> HttpError:
+    """429 for a request past ``Limits.max_requests_per_session`` (``where``: across what)."""
+    return HttpError(
+        429,
+        f"Too Many Requests: this session already has {limit} requests in flight{where}; "
+        "retry when one has finished",
+        request_id=request_id,
+        headers=[(b"retry-after", b"1")],
+    )
+
+
 def _refusal(refused: Refused, request_id: RequestId | None = None) -> HttpError:
     """The gate's refusal as the app answers it: the JSON-RPC error body, the challenge."""
     error = ErrorObject.make(refused.code, refused.message)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..protocol._jsonrpc import RATE_LIMITED, ErrorObject, RequestId
-from ._asgi import HttpError
+from ._asgi import HttpError, too_many_in_flight
 from ._limit_store import LimitStore, MemoryLimitStore, retry_after_seconds
 
 if TYPE_CHECKING:
@@ -231,13 +231,7 @@ class ClientLimits:
         limit = self.options.limits.max_requests_per_session
         lease = await self._lease("inflight:" + session_id, limit)
         if lease is None:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this session already has {limit} requests in flight "
-                "across the servers; retry when one has finished",
-                request_id=request_id,
-                headers=[(b"retry-after", b"1")],
-            )
+            raise too_many_in_flight(limit, request_id, where=" across the servers")
         return lease if lease[1] else None
 
     def _end_request(self, client: str) -> None:

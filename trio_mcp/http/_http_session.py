@@ -23,7 +23,7 @@ from ..protocol._sse import stream_id
 from ..server._connection import ServerConnection
 from ..server._registry import Registrations
 from ..transports._transport import BaseSender
-from ._asgi import HttpError, Scope
+from ._asgi import Scope, too_many_in_flight
 from ._event_store import StreamMeta
 from ._fleet import Fleet
 from ._options import HttpOptions
@@ -240,13 +240,7 @@ class HttpSession(RegisteredSession, BaseSender):
     def new_request_stream(self, request_id: RequestId) -> EventStream:
         limit = self.app.options.limits.max_requests_per_session
         if self.kind is SessionKind.SESSION and len(self.request_streams) >= limit:
-            raise HttpError(
-                429,
-                f"Too Many Requests: this session already has {limit} requests in flight; "
-                "retry when one has finished",
-                request_id=request_id,
-                headers=[(b"retry-after", b"1")],
-            )
+            raise too_many_in_flight(limit, request_id)
         self._stream_numbers += 1
         # A JSON response has no event ids: nothing of its stream can be resumed, or stored.
         store = NO_STORE if self.app.options.json_response else self.store
