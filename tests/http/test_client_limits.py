@@ -79,7 +79,7 @@ async def test_a_client_runs_at_most_its_modern_requests_at_once() -> None:
             release.set()
         after = await modern_call(served, "echo", {"text": "d"})
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
-    assert "2 requests running" in refused.json()["error"]["message"]
+    assert "2 requests in flight" in refused.json()["error"]["message"]
     assert [a.status_code for a in answers] == [200, 200]
     assert after.status_code == 200
 

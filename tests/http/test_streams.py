@@ -795,7 +795,7 @@ async def test_a_session_runs_a_bounded_number_of_requests_at_once() -> None:
                 "error": {
                     "code": -32600,
                     "message": "Too Many Requests: this session already has 2 requests in "
-                    "flight; retry when one has finished",
+                    "flight, the limit; retry when one has finished",
                 },
             }
             gate.set()

@@ -43,12 +43,16 @@ class HttpError(Exception):
         self.headers = list(headers)
 
 
-def too_many_in_flight(limit: int, request_id: RequestId, *, where: str = "") -> HttpError:
-    """429 for a request past ``Limits.max_requests_per_session`` (``where``: across what)."""
+def too_many_in_flight(
+    limit: int, request_id: RequestId, *, whose: str = "session", across: bool = False
+) -> HttpError:
+    """429 for a request past a limit of requests at once: of a session
+    (``Limits.max_requests_per_session``) or of a client; ``across`` the servers of a fleet."""
+    where = " across the servers" if across else ""
     return HttpError(
         429,
-        f"Too Many Requests: this session already has {limit} requests in flight{where}; "
-        "retry when one has finished",
+        f"Too Many Requests: this {whose} already has {limit} requests in flight{where}, the "
+        "limit; retry when one has finished",
         request_id=request_id,
         headers=[(b"retry-after", b"1")],
     )

@@ -193,7 +193,7 @@ class ClientLimits:
         limit = self.options.limits.max_requests_per_client
         running = self._requests.get(client, 0)
         if running >= limit:
-            raise self._too_many_requests(limit, request_id)
+            raise too_many_in_flight(limit, request_id, whose="client")
         self._requests[client] = running + 1
         return functools.partial(self._end_request, client)
 
@@ -203,14 +203,14 @@ class ClientLimits:
         limit = self.options.limits.max_requests_per_client
         running = self._requests.get(client, 0)
         if running >= limit:
-            raise self._too_many_requests(limit, request_id)
+            raise too_many_in_flight(limit, request_id, whose="client")
         self._requests[client] = running + 1  # no checkpoint since the check
         lease: Lease | None = None
         try:
             if self.share_requests:
                 lease = await self._lease("requests:" + client, limit)
                 if lease is None:
-                    raise self._too_many_requests(limit, request_id, across=True)
+                    raise too_many_in_flight(limit, request_id, across=True, whose="client")
         except BaseException:
             self._end_request(client)
             raise
@@ -231,7 +231,7 @@ class ClientLimits:
         limit = self.options.limits.max_requests_per_session
         lease = await self._lease("inflight:" + session_id, limit)
         if lease is None:
-            raise too_many_in_flight(limit, request_id, where=" across the servers")
+            raise too_many_in_flight(limit, request_id, across=True)
         return lease if lease[1] else None
 
     def _end_request(self, client: str) -> None:
@@ -240,18 +240,6 @@ class ClientLimits:
             self._requests[client] = running
         else:
             del self._requests[client]
-
-    def _too_many_requests(
-        self, limit: int, request_id: RequestId, *, across: bool = False
-    ) -> HttpError:
-        where = " across the servers" if across else ""
-        return HttpError(
-            429,
-            f"Too Many Requests: this client already has {limit} requests running{where}, the "
-            "limit; retry when one has finished",
-            request_id=request_id,
-            headers=[(b"retry-after", b"1")],
-        )
 
     # -- leases ----------------------------------------------------------------------------------
 
