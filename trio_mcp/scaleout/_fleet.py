@@ -218,9 +218,17 @@ class SharedFleet:
         if session is not None:
             session.record_until = -math.inf
         node, token = note.get("n"), note.get("t")
-        nursery = self.app.registry.nursery
-        relay = self.relay
-        if isinstance(node, str) and isinstance(token, str) and relay and nursery is not None:
+        if not isinstance(node, str) or not isinstance(token, str):
+            return
+        if node == self.node_id:
+            # Its own announcement: its word needs no round trip (nor a running app, as it
+            # stops and hands its sessions over).
+            waiting = self._announced.get(token)
+            if waiting is not None:
+                waiting.hear()
+            return
+        nursery, relay = self.app.registry.nursery, self.relay
+        if relay is not None and nursery is not None:
             word = relayed("heard", str(note["s"]), token=token)
             nursery.start_soon(_send_relayed, relay, node, word)
 
