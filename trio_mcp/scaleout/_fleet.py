@@ -277,10 +277,12 @@ class SharedFleet:
 
     async def before_request(self, scope: Scope, principal: Principal | None, method: str) -> None:
         """With a session store, before a request of a session is served: its record, read
-        with its expiry pushed forward. A session held here takes what other workers changed,
-        and ends if its record is gone (DELETEd elsewhere, or expired); a session held
-        elsewhere gets a replica here, as its ``initialize`` left it and as its client set it
-        since. Then the request is served as any other, and 404 if none of this applied."""
+        with its expiry pushed forward (unless this copy read it less than ``record_cache``
+        ago and no change was announced since). A session held here takes what other workers
+        changed, and ends if its record is gone (DELETEd elsewhere, or expired); a session
+        held elsewhere gets a replica here, as its ``initialize`` left it and as its client
+        set it since. Then the request is served as any other, and 404 if none of this
+        applied."""
         store = self.session_store
         if store is None:
             return
