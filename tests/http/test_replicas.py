@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import attrs
 import pytest
 import trio
 
@@ -237,6 +238,37 @@ async def test_a_reading_made_before_a_change_is_not_kept() -> None:
             store.release.set()
         assert first == [["fine", "bad"]]  # it came before the change was answered
         assert (await logged(b, session, 3))[0] == ["bad"]
+
+
+class Flaky(MemoryRelay):
+    """A relay whose subscriber the test takes down (None) and brings back (a new number)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now: int | None = 0
+
+    def hearing(self) -> int | None:
+        return self.now
+
+
+async def test_a_reading_stands_only_while_the_relay_could_have_missed_nothing() -> None:
+    store, relay = CountedStore(), Flaky()
+    async with two_workers(store=store, relay=relay, record_cache=60) as (a, b, _):
+        session = await a.initialize()
+        assert (await logged(b, session, 1))[0] == ["fine", "bad"]
+        record = await store.get(session)
+        assert record is not None
+        relay.now = None  # b's subscriber is down: an announcement now would not reach it
+        await store.put(session, attrs.evolve(record, log_level="error"), 60)
+        read = store.reads
+        assert (await logged(b, session, 2))[0] == ["bad"]
+        assert (await logged(b, session, 3))[0] == ["bad"]
+        assert store.reads == read + 2  # nothing read while it is down is kept
+        relay.now = 1  # back, on a new connection
+        await logged(b, session, 4)
+        read = store.reads
+        await logged(b, session, 5)
+        assert store.reads == read  # read under the new connection: it stands
 
 
 async def test_without_a_relay_the_record_is_read_before_every_request() -> None:

@@ -141,6 +141,27 @@ async def test_a_relay_says_how_many_subscribers_a_message_reached(tmp_path: Pat
             nursery.cancel_scope.cancel()
 
 
+async def test_a_relay_says_when_it_could_have_missed_a_message(tmp_path: Path) -> None:
+    """A killed subscriber: ``hearing`` is None until it subscribed again, then a new number
+    (what a worker's readings of session records stand on)."""
+    async with redis_server(tmp_path) as redis, raw_redis(redis) as raw:
+        relay = RedisRelay(redis.url, reconnect_initial=0.5, reconnect_max=0.5)
+        assert relay.hearing() is None  # not started
+        async with trio.open_nursery() as nursery:
+            await nursery.start(relay.subscribe, "n1", lambda _: None)
+            first = relay.hearing()
+            assert first is not None
+            assert await raw.client_kill(type_=PureToken.PUBSUB) == 1
+            seen: set[int | None] = set()
+            with trio.fail_after(GUARD):
+                while relay.hearing() in (None, first):
+                    seen.add(relay.hearing())
+                    await trio.sleep(0.01)
+            assert None in seen  # down between the kill and the new connection
+            assert relay.hearing() not in (None, first)
+            nursery.cancel_scope.cancel()
+
+
 async def test_the_subscriber_outlives_the_listener_that_hosted_it(tmp_path: Path) -> None:
     """The relay of node n2 came first and hosts the subscriber; it stops: n1's takes the
     subscriber over, with its own channels only. (The pool is the store's, opened in this

@@ -137,6 +137,8 @@ class HttpSession(RegisteredSession, BaseSender):
         #: With a session store: until when (trio's clock) the record this copy last read
         #: stands for its requests, without reading it again (``ScaleOut.record_cache``).
         self.record_until = -math.inf
+        #: What the relay's ``hearing`` was when it was read: it stands only while unchanged.
+        self.record_hearing: int | None = None
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session

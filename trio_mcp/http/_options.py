@@ -179,10 +179,10 @@ class ScaleOut:
     #: ``Limits.session_idle_timeout``, so that use keeps the record alive). A change (log
     #: level, subscriptions, the GET stream's holder) or the end of a session is answered only
     #: once every worker the relay reached has dropped its copy's reading, or once this long
-    #: has passed: the client's next request sees it wherever it lands (a worker whose
-    #: subscriber was down meanwhile may serve what it read up to this long before). 0: the
-    #: record is read before every request (a round trip to the store each). Without a relay
-    #: it always is.
+    #: has passed: the client's next request sees it wherever it lands. A reading stands only
+    #: while the relay could have missed nothing since (``Relay.hearing``). 0: the record is
+    #: read before every request (a round trip to the store each). Without a relay it always
+    #: is.
     record_cache: float = 1.0
 
 

@@ -38,6 +38,13 @@ class Relay(Protocol):
         or None if the relay cannot tell. May raise :class:`RelayUnavailable`."""
         ...
 
+    def hearing(self) -> int | None:
+        """Whether this worker hears what is sent to every node now: a number that stays the
+        same for as long as nothing sent could have been missed (a subscriber that lost its
+        connection and made it again has a new one), None while something could be. A worker
+        serves a session on a record it read only while this has not changed since."""
+        ...
+
     async def subscribe(
         self,
         node: str,
@@ -56,6 +63,9 @@ class MemoryRelay:
 
     def __init__(self) -> None:
         self._nodes: dict[str, list[Deliver]] = {}
+
+    def hearing(self) -> int | None:
+        return 0  # in one process nothing is lost
 
     async def send(self, node: str | None, message: bytes) -> int:
         await trio.lowlevel.checkpoint()

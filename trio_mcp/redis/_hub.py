@@ -181,6 +181,7 @@ class RedisHub:
         self._hosted = False
         self._pubsub: Any = None  # coredis's PubSub while connected
         self._live: set[str] = set()  # what the connected subscriber is subscribed to
+        self._connections = 0  # how many times the subscriber connected
         self._changed = trio.Event()
         # -- the circuit
         self.circuit = Circuit(self.where, describe=reason)
@@ -328,6 +329,12 @@ class RedisHub:
         """Whether the subscriber is connected."""
         return self._pubsub is not None
 
+    def hearing(self, channel: str) -> int | None:
+        """Which connection of the subscriber carries ``channel`` now (a number that changes
+        each time the subscriber connects again), None while none does: what was published
+        to it in between was lost."""
+        return self._connections if self._pubsub is not None and channel in self._live else None
+
     async def listen(
         self,
         channels: Sequence[str],
@@ -395,6 +402,7 @@ class RedisHub:
                         ) as pubsub,
                     ):
                         self._pubsub, self._live = pubsub, set(channels)
+                        self._connections += 1
                         self._change()
                         try:
                             subscribed()

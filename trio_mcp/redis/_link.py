@@ -62,6 +62,10 @@ class RedisLink:
         """Whether the process's subscriber to this Redis is connected."""
         return self._hub is not None and self._hub.subscribed
 
+    def hearing(self, channel: str) -> int | None:
+        """See :meth:`RedisHub.hearing` (None before the start)."""
+        return None if self._hub is None else self._hub.hearing(channel)
+
     @property
     def client(self) -> Client:
         if self._hub is None:

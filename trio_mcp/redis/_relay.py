@@ -65,6 +65,13 @@ class RedisRelay:
             reached = await link.client.publish(self.channel(node), message)
         return reached if self._counts else None
 
+    def hearing(self) -> int | None:
+        """Which connection of this process's subscriber carries the channel for every node
+        now; None while it is down (or not started)."""
+        if not self._links:
+            return None
+        return self._links[0].hearing(self.channel(None))
+
     async def subscribe(
         self,
         node: str,

@@ -189,8 +189,8 @@ class SharedFleet:
         each worker that heard it has dropped its copy's reading (each one's word), or once
         ``record_cache`` has passed, after which no reading made before the change stands
         anywhere: what the client is answered next holds on whichever worker its next
-        request reaches. The word of a worker whose subscriber is down does not come, nor is
-        it waited for: its copy follows within ``record_cache``."""
+        request reaches. A worker whose subscriber is down is not counted, nor waited for: it
+        keeps no reading until it hears again (:meth:`_kept`, ``Relay.hearing``)."""
         if self._record_cache <= 0:
             return  # every request reads the record: nothing to drop
         relay = self.relay
@@ -232,11 +232,21 @@ class SharedFleet:
             word = relayed("heard", str(note["s"]), token=token)
             nursery.start_soon(_send_relayed, relay, node, word)
 
-    def _kept(self, session: HttpSession, started: float, heard: int) -> None:
+    def _hearing(self) -> int | None:
+        return self.relay.hearing() if self.relay is not None else None
+
+    def _kept(self, session: HttpSession, started: float, heard: tuple[int, int | None]) -> None:
         """A record read from ``started`` stands for ``record_cache``, unless a change was
-        heard meanwhile (the reading may predate it)."""
-        if self._record_cache > 0 and self._heard == heard:
+        heard meanwhile (the reading may predate it), or the relay could have missed one."""
+        hearing = heard[1]
+        if self._record_cache > 0 and hearing is not None and heard == self._heard_so_far():
             session.record_until = started + self._record_cache
+            session.record_hearing = hearing
+
+    def _heard_so_far(self) -> tuple[int, int | None]:
+        """The announcements heard here, and the relay's ``hearing``: what a reading is made
+        under, and stands while neither changed."""
+        return self._heard, self._hearing()
 
     async def initialized(self, session: HttpSession, request_id: RequestId) -> None:
         if self.session_store is None:
@@ -295,7 +305,11 @@ class SharedFleet:
                 last_event = header(scope, b"last-event-id")
                 if last_event and parse_event_id(last_event) is not None:
                     return  # a resume of a stream held elsewhere: served from the event store
-        elif local.record_until > trio.current_time() and local.owner == identity(principal):
+        elif (
+            local.record_until > trio.current_time()
+            and local.record_hearing == self._hearing()
+            and local.owner == identity(principal)
+        ):
             return  # its record, read here a moment ago, stands: no change was announced since
         await self._load(store, scope, principal, session_id)
 
@@ -313,7 +327,7 @@ class SharedFleet:
         done = trio.Event()
         if local is None:
             self._replicating[session_id] = done
-        started, heard = trio.current_time(), self._heard
+        started, heard = trio.current_time(), self._heard_so_far()
         try:
             try:
                 record = await store.touch(session_id, app.options.limits.session_idle_timeout)
