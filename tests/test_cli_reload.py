@@ -81,11 +81,13 @@ async def supervisor(tmp_path: Path, *options: str) -> AsyncIterator[tuple[trio.
     """``trio-mcp serve app.py --transport http --port 0 --reload OPTIONS`` in ``tmp_path``,
     and the URL it serves at. Its stderr (the supervisor's and every server's log) is read
     all along, so that a full pipe never stops a server, and shown when the body fails."""
+    # Bytecode written as by default (the servers cache app.py's, as a user's do).
+    env = {k: v for k, v in child_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
     process = await trio.lowlevel.open_process(
         [*CLI, "serve", "app.py", "--transport", "http", "--port", "0", "--reload", *options],
         stderr=subprocess.PIPE,
         cwd=tmp_path,
-        env=child_env(),
+        env=env,
     )
     stderr = process.stderr
     assert stderr is not None
@@ -129,7 +131,11 @@ async def test_a_change_to_the_server_file_restarts_it_and_sigterm_leaves_no_chi
         assert await answer(url) == "one"
         children = children_of(process.pid)
         assert len(children) == 1
+        # The same size, and the same modification time to the second as the code the first
+        # server compiled (and cached): the next server runs the new code all the same.
+        before = app.stat()
         app.write_text(APP.format(answer="two"))
+        os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
         # The same URL (one socket for every child), a new server behind it.
         while (now := await answer(url)) != "two":
             assert now in (None, "one")

@@ -11,6 +11,7 @@ on to the child, and the supervisor exits with its status.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import signal
@@ -56,6 +57,20 @@ async def _watch(
     # (the supervisor ending) is seen promptly.
     async for changes in awatch(*watched, watch_filter=wanted, rust_timeout=500):
         await send.send(("change", sorted(path for _, path in changes)))
+
+
+def _forget_bytecode(paths: Sequence[str]) -> None:
+    """Remove the bytecode cached for the changed files. Python takes a cached ``.pyc`` as
+    current when the source's size and its modification time in whole seconds are the ones it
+    recorded: an edit that keeps the size, saved within the second of the last compile (a digit
+    changed), would otherwise leave the next server running the old code."""
+    for path in paths:
+        if not path.endswith(".py"):
+            continue
+        try:
+            os.unlink(importlib.util.cache_from_source(path))
+        except (OSError, ValueError, NotImplementedError):
+            pass  # none was cached (or none can be)
 
 
 async def _signals(send: trio.MemorySendChannel[Any]) -> None:
@@ -118,6 +133,7 @@ async def supervise(
                 if kind == "change":
                     _say(f"{_shown(value)} changed: restarting the server")
                     await _stop(process, grace)
+                    _forget_bytecode(value)
                     process = await start(nursery)
                 elif kind == "exited" and value is process:
                     _say(
