@@ -25,6 +25,9 @@ from trio_mcp.server._connection import ServerConnection
 from .._http import (
     VERSION,
     Served,
+    SseComment,
+    SseEvent,
+    SseParser,
     asgi_exchange,
     call_body,
     error_of,
@@ -133,6 +136,38 @@ async def test_notifications_come_first_on_an_sse_stream() -> None:
             None,
         ]
         assert messages[-1]["result"]["content"][0]["text"] == "stepped"
+
+
+async def test_a_stream_that_waits_gets_keepalive_comments_and_then_its_answer() -> None:
+    server = Server("modern-keepalive", "1.0")
+    release = trio.Event()
+
+    @server.tool()
+    async def waits(ctx: Context) -> str:
+        await ctx.report_progress(1, 2)
+        await release.wait()
+        return "released"
+
+    async with serving(server, HttpOptions(keepalive_interval=0.05)) as served:
+        body = modern_body(1, "tools/call", {"name": "waits"})
+        body["params"]["_meta"]["progressToken"] = "p"
+        seen: list[SseEvent | SseComment] = []
+        parser = SseParser()
+        with trio.fail_after(10):
+            async with served.client.stream(
+                "POST", served.url, json=body, headers=modern_headers("tools/call", "waits")
+            ) as response:
+                assert response.headers["content-type"] == "text/event-stream"
+                async for line in response.aiter_lines():
+                    if (item := parser.feed(line)) is not None:
+                        seen.append(item)
+                        if isinstance(item, SseComment):
+                            release.set()  # the answer comes once the stream was kept alive
+    progress, *between, answer = seen
+    assert isinstance(progress, SseEvent) and progress.json()["method"] == "notifications/progress"
+    assert between and set(between) == {SseComment("keepalive")}
+    assert isinstance(answer, SseEvent)
+    assert answer.json()["result"]["content"][0]["text"] == "released"
 
 
 async def test_header_problems_are_400_with_the_modern_codes() -> None:

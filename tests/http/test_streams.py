@@ -864,7 +864,8 @@ async def test_a_listener_hands_over_in_order_and_a_cut_ends_it_after_what_it_ha
     async def take() -> None:
         try:
             while True:
-                got.append(await listener.receive())
+                await listener.wait()
+                got.append(listener.receive_nowait())
         except trio.EndOfChannel:
             got.append("end")
 
@@ -885,15 +886,21 @@ async def test_a_listener_hands_over_in_order_and_a_cut_ends_it_after_what_it_ha
         listener.receive_nowait()
 
 
-async def test_a_listener_whose_receiver_was_cancelled_still_delivers(mock_clock: Any) -> None:
+async def test_a_listener_whose_waiter_was_cancelled_still_delivers(mock_clock: Any) -> None:
     mock_clock.autojump_threshold = 0
     listener = Listener()
     with trio.move_on_after(1):
-        await listener.receive()  # cancelled while waiting: it must forget its waiter
+        await listener.wait()  # cancelled while waiting: it must forget its waiter
+    assert not listener.ready()
     with pytest.raises(trio.WouldBlock):
         listener.receive_nowait()
     listener.send_nowait(("1", b"a"))
-    assert await listener.receive() == ("1", b"a")
+    assert listener.ready()
+    with trio.fail_after(1):
+        await listener.wait()  # something is there: no wait
+    assert listener.receive_nowait() == ("1", b"a")
+    listener.close()
+    assert listener.ready()  # the cut is there to take
 
 
 def test_the_shared_backlog_order_does_not_grow_with_events_taken_by_gets() -> None:

@@ -40,7 +40,7 @@ from ..protocol._jsonrpc import (
     encode,
     parse,
 )
-from ..protocol._sse import KEEPALIVE, encode_event, event_id, parse_event_id, stream_id
+from ..protocol._sse import encode_event, event_id, parse_event_id, stream_id
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
@@ -62,7 +62,6 @@ from ._asgi import (
     Send,
     accepts,
     cancel_on_disconnect,
-    end_cut_response,
     header,
     header_table,
     is_json,
@@ -83,13 +82,13 @@ from ._options import HttpOptions
 from ._relay import RelayUnavailable
 from ._session_store import SessionStoreUnavailable
 from ._sessions import SessionRegistry, TransportKind, identity
+from ._sse_writer import ListenedEvents, write_events
 from ._streams import (
     ByteBudget,
     EventStream,
     EventWriter,
     Listener,
     MemorySink,
-    StreamItem,
     StreamLimits,
     StreamSink,
 )
@@ -1133,85 +1132,13 @@ class McpHttpApp:
             nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
             _wind_down(nursery, ended=await self._relay(send, stream, events, prefix), own=1)
 
-    async def _relay(
-        self,
-        send: Send,
-        stream: EventStream,
-        events: Listener,
-        prefix: bytes = b"",
-    ) -> bool:
-        """Write a stream's events as SSE until its end or a cut (a replacing listener, or too
-        far behind), ``prefix`` (already encoded) first; True once the end was written: the
-        response is complete.
-
-        Every event already waiting when a write is due goes in that write (up to
-        ``_WRITE_BYTES``), and the end in the same one as the last events: a request answered
-        at once costs the client's connection one body, as a JSON response does, instead of one
-        per event and one for the end.
-
-        Once the end is taken, every event before it was written to a live connection (a
-        disconnect would have cancelled this): the stream is delivered, nothing is left to
-        resume. Decided before the last write, which the disconnect that hypercorn reports once
-        a response is complete may interrupt.
-        """
-        interval = self.options.keepalive_interval
-        ended = False
-        body = bytearray(prefix)
-
-        def take(item: StreamItem) -> bool:
-            """Add a taken item to ``body``; True for the end."""
-            if item is None:
-                stream.delivered()
-                return True
-            stream.settle(events)
-            body.extend(encode_event(item[1], event="message", id=item[0]))
-            return False
-
-        try:
-            while True:
-                if not body and not len(events):
-                    # Only a real wait needs a scope for its keep-alive: what is there already
-                    # is taken below.
-                    with trio.move_on_after(interval):
-                        try:
-                            item = await events.receive()
-                        except trio.EndOfChannel:
-                            break  # cut: the client resumes with Last-Event-ID
-                        if take(item):
-                            break
-                    if not body:
-                        body.extend(KEEPALIVE)  # nothing came within the interval
-                        await send(
-                            {"type": "http.response.body", "body": bytes(body), "more_body": True}
-                        )
-                        body.clear()
-                        continue
-                # Whatever else is ready goes with it.
-                done = False
-                while len(body) < _WRITE_BYTES:
-                    try:
-                        item = events.receive_nowait()
-                    except trio.WouldBlock:
-                        break
-                    except trio.EndOfChannel:
-                        done = True  # cut
-                        break
-                    if take(item):
-                        done = True
-                        break
-                if done:
-                    break
-                await send({"type": "http.response.body", "body": bytes(body), "more_body": True})
-                body.clear()
-            ended = True
-            await send({"type": "http.response.body", "body": bytes(body)})
-        except OSError:
-            return False  # the client went away; the stream waits for a resume
-        except trio.Cancelled:
-            if not ended:
-                await end_cut_response(send)
-            raise
-        return ended
+    def _relay(
+        self, send: Send, stream: EventStream, events: Listener, first: bytes = b""
+    ) -> Awaitable[bool]:
+        """Write a stream's events as SSE until its end or a cut, ``first`` (already encoded)
+        before them; True once the end was written (the response is complete)."""
+        source = ListenedEvents(stream, events)
+        return write_events(send, source, self.options.keepalive_interval, first)
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
@@ -1472,10 +1399,6 @@ async def _ended(stream: EventStream, events: Listener) -> list[tuple[str, bytes
     """Everything a request's stream carried, once the request has ended."""
     await stream.done.wait()
     return _drain_now(events)
-
-
-#: Events waiting for an SSE connection are written together up to about this many bytes.
-_WRITE_BYTES = 64 * 1024
 
 
 def _drain_now(events: Listener) -> list[tuple[str, bytes]]:

@@ -40,13 +40,14 @@ from ..protocol._jsonrpc import (
     RequestId,
     encode,
 )
-from ..protocol._sse import KEEPALIVE, encode_event
+from ..protocol._sse import encode_event
 from ..server._connection import ServerConnection, admit_alone
 from ..server._principal import Principal
 from ..server._registry import Registrations
-from ._asgi import Receive, Scope, Send, end_cut_response
+from ._asgi import Receive, Scope, Send
 from ._modern import status_for
 from ._sessions import SessionRegistry
+from ._sse_writer import write_events
 from ._streams import ByteBudget, StreamLimits
 from ._telemetry import observe_http
 
@@ -125,7 +126,7 @@ async def serve_modern(
         observer = observe_http(scope, "streamable-http")
         answer = await _on_first_yield(run_alone(route, record, observer), post._yielded)
         post._keep_answer(answer)
-        if not (post._streaming or post._gone):  # nothing was streamed: the answer alone
+        if post._own is None and not post._gone:  # nothing was streamed: the answer alone
             await post._answer_whole(answer)
         if post._helpers:
             await post._wind_down()
@@ -160,10 +161,6 @@ class ModernPost(ServerConnection):
     record: InFlight | None = None
     #: Once the request has settled (its answer decided): nothing more is sent for it.
     settled = False
-    _answer: Message | None = None
-    #: The bytes of the notifications not yet written (counted in the app's byte budget too,
-    #: as every connection's pending events are).
-    _pending_bytes = 0
     #: The client went away before the request settled, or fell too far behind its stream:
     #: the request is cancelled, nothing more is written.
     _gone = False
@@ -172,11 +169,9 @@ class ModernPost(ServerConnection):
     _watcher: trio.CancelScope | None = None
     _streamer: trio.CancelScope | None = None
     _helper_ended: trio.Event | None = None
-    #: Whether the SSE response was started, and then whether it was written whole.
-    _streaming = False
+    #: The SSE response's events, once it was started; then whether it was written whole.
+    _own: _OwnStream | None = None
     _streamed = False
-    #: What the SSE task waits on while there is nothing to write.
-    _wake: trio.Event | None = None
 
     def __init__(self, app: ModernHost, scope: Scope, receive: Receive, send: Send) -> None:
         super().__init__(app.server)
@@ -184,8 +179,6 @@ class ModernPost(ServerConnection):
         self._scope = scope
         self._receive = receive
         self._send = send
-        #: The request's notifications not yet written, in order.
-        self._events: list[bytes] = []
 
     # -- what the handler sends ----------------------------------------------------------------
 
@@ -223,45 +216,30 @@ class ModernPost(ServerConnection):
 
     def _push(self, data: bytes) -> None:
         app = self._app
-        if not self._streaming:
+        own = self._own
+        if own is None:
             # The first event that is not the answer: from here on the answer is SSE.
+            self._own = own = _OwnStream(app.budget)
             self._streamer = self._start(self._stream)
             if self._streamer is None:
+                self._own = None
                 return  # the app is shutting down: no stream starts, the answer goes alone
-            self._streaming = True
         size = len(data)
         limits, budget = app.limits, app.budget
-        if self._events and (
-            len(self._events) >= limits.pending_events
-            or self._pending_bytes + size > limits.pending_bytes
+        if own.events and (
+            len(own.events) >= limits.pending_events
+            or own.pending_bytes + size > limits.pending_bytes
             or budget.used + size > budget.limit
         ):
             logger.info(
                 "an SSE client fell %d events (%d bytes) behind: its stream is ended, and its "
                 "request cancelled",
-                len(self._events),
-                self._pending_bytes,
+                len(own.events),
+                own.pending_bytes,
             )
             self._cancel()
             return
-        self._events.append(data)
-        self._pending_bytes += size
-        budget.used += size
-        self._wake_stream()
-
-    def _take(self) -> bytes:
-        """The events waiting to be written, encoded, and forgotten."""
-        body = b"".join(encode_event(data, event="message") for data in self._events)
-        self._events.clear()
-        self._app.budget.used -= self._pending_bytes
-        self._pending_bytes = 0
-        return body
-
-    def _wake_stream(self) -> None:
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.set()
+        own.push(data)
 
     # -- the request's life --------------------------------------------------------------------
 
@@ -274,8 +252,8 @@ class ModernPost(ServerConnection):
         """The request ended: ``answer`` is its response (None: suppressed). Decided with no
         checkpoint since it ended."""
         self.settled = True
-        self._answer = answer
-        self._wake_stream()
+        if self._own is not None:
+            self._own.finish(answer)
 
     def end_request(self, reason: str, error: ErrorObject) -> None:
         """End the request with ``error`` (the drain's retryable one), as any engine does."""
@@ -293,10 +271,8 @@ class ModernPost(ServerConnection):
 
     def _end(self) -> None:
         """The POST is over: whatever is still pending leaves the byte budget."""
-        if self._pending_bytes:
-            self._events.clear()
-            self._app.budget.used -= self._pending_bytes
-            self._pending_bytes = 0
+        if self._own is not None:
+            self._own.discard()
 
     # -- its helpers ---------------------------------------------------------------------------
 
@@ -340,12 +316,12 @@ class ModernPost(ServerConnection):
         reports once a response is complete (hypercorn does so before the last ``send``
         returns), which costs less than cancelling it. A server that never reports it is waited
         for only ``_DISCONNECT_GRACE``; after a response that was cut, not at all."""
-        if self._streaming:
+        if self._own is not None:
             while self._helpers > (self._watcher is not None):
                 self._helper_ended = ended = trio.Event()
                 await ended.wait()
         if self._watcher is not None:
-            if self._streaming and not self._streamed:
+            if self._own is not None and not self._streamed:
                 self._watcher.cancel()
             else:
                 self._watcher.deadline = trio.current_time() + _DISCONNECT_GRACE
@@ -388,45 +364,77 @@ class ModernPost(ServerConnection):
         """The SSE response of a request whose notifications come before its answer, as they
         come, the answer last. A cut or a client gone cancels the request, which nobody could
         read any more."""
-        await self._app.sse_start(self._scope, self._send)
-        self._streamed = await self._relay()
+        own = self._own
+        assert own is not None  # started with it
+        app = self._app
+        await app.sse_start(self._scope, self._send)
+        self._streamed = await write_events(self._send, own, app.options.keepalive_interval)
         if not self._streamed:
             self._cancel()
 
-    async def _relay(self) -> bool:
-        """Write the events as they come, and the answer last; True once the response is
-        complete. Whatever is waiting when a write is due goes in that write, and the answer
-        in the same one as the last events. A keep-alive comment goes out whenever nothing
-        came for ``keepalive_interval`` (a listen may wait long)."""
-        send = self._send
-        interval = self._app.options.keepalive_interval
-        ended = False
+
+class _OwnStream:
+    """A modern POST's own SSE stream, as :func:`write_events` takes it: its request's
+    notifications as they come (their bytes counted in the app's byte budget until written, as
+    every connection's pending events are), then its answer, which ends it."""
+
+    __slots__ = ("_budget", "_end", "_wake", "events", "pending_bytes")
+
+    def __init__(self, budget: ByteBudget) -> None:
+        self._budget = budget
+        #: The notifications not yet written, in order, and their bytes.
+        self.events: list[bytes] = []
+        self.pending_bytes = 0
+        #: The answer's event once the request has settled (empty when it was suppressed).
+        self._end: bytes | None = None
+        #: What the writer waits on while there is nothing to write.
+        self._wake: trio.Event | None = None
+
+    def push(self, data: bytes) -> None:
+        self.events.append(data)
+        self.pending_bytes += len(data)
+        self._budget.used += len(data)
+        self._wake_up()
+
+    def finish(self, answer: Message | None) -> None:
+        """The request settled: ``answer`` (None: suppressed) is the stream's last event."""
+        if answer is None:
+            self._end = b""
+        else:
+            self._end = encode_event(encode_response(answer), event="message")
+        self._wake_up()
+
+    def discard(self) -> None:
+        """The POST is over: whatever is still pending leaves the byte budget."""
+        self.events.clear()
+        self._budget.used -= self.pending_bytes
+        self.pending_bytes = 0
+
+    def ready(self) -> bool:
+        return bool(self.events) or self._end is not None
+
+    async def wait(self) -> None:
+        if self.ready():
+            await trio.lowlevel.checkpoint()
+            return
+        self._wake = wake = trio.Event()
         try:
-            while True:
-                if not self._events and not self.settled:
-                    self._wake = wake = trio.Event()
-                    with trio.move_on_after(interval):
-                        await wake.wait()
-                    self._wake = None
-                    if not self._events and not self.settled:
-                        await send(
-                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
-                        )
-                        continue
-                body = self._take()
-                if self.settled:
-                    if self._answer is not None:
-                        body += encode_event(encode_response(self._answer), event="message")
-                    ended = True
-                    await send({"type": "http.response.body", "body": body})
-                    return True
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-        except OSError:
-            return False  # the client went away
-        except trio.Cancelled:
-            if not ended:
-                await end_cut_response(send)
-            raise
+            await wake.wait()
+        finally:
+            self._wake = None
+
+    def take(self) -> tuple[bytes, bool]:
+        body = b"".join(encode_event(data, event="message") for data in self.events)
+        self.discard()
+        if self._end is None:
+            return body, False
+        return body + self._end, True
+
+    def _wake_up(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
 
 
 @types.coroutine

@@ -328,7 +328,7 @@ StreamItem = tuple[str, bytes] | None
 
 class Listener:
     """The events a stream hands to the one connection listening to it, in order; that
-    connection takes them from here (:meth:`receive`, :meth:`receive_nowait`).
+    connection takes them from here (:meth:`wait`, then :meth:`receive_nowait`).
 
     What an unbounded trio memory channel is for one sender and one receiver, as one small
     object: every POST that carries a request attaches one, and a channel's pair of endpoints
@@ -364,16 +364,19 @@ class Listener:
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    async def receive(self) -> StreamItem:
-        """The next item, waiting for it (one receiving task at a time); a checkpoint either
-        way, as a channel's ``receive`` is."""
+    def ready(self) -> bool:
+        """Whether :meth:`receive_nowait` has something to hand over: an item, or the cut."""
+        return bool(self._items) or self._closed
+
+    async def wait(self) -> None:
+        """Return once an item or the cut is there (one waiting task at a time); a checkpoint
+        either way, as a channel's ``receive`` is."""
         await trio.lowlevel.checkpoint_if_cancelled()
         if not self._items and not self._closed:
             self._waiter = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
-        return self.receive_nowait()
 
     def _wake(self) -> None:
         task = self._waiter
