@@ -36,17 +36,14 @@ from ..protocol._jsonrpc import (
     Invalid,
     Notification,
     Request,
-    RequestId,
     encode,
     parse,
 )
-from ..protocol._sse import encode_event, event_id, parse_event_id, stream_id
+from ..protocol._sse import event_id, parse_event_id, stream_id
 from ..protocol._versions import (
     HANDSHAKE_VERSIONS,
     KNOWN_VERSIONS,
     MODERN_VERSIONS,
-    V2025_11_25,
-    is_at_least,
 )
 from ..server._bus import BusError
 from ..server._lifespan import LifespanFailed
@@ -61,7 +58,6 @@ from ._asgi import (
     Scope,
     Send,
     accepts,
-    cancel_on_disconnect,
     header,
     header_table,
     is_json,
@@ -76,18 +72,17 @@ from ._heap import settle_heap
 from ._http_session import HttpServable, HttpSession, SessionKind
 from ._limit_store import LimitStore, LimitStoreUnavailable
 from ._modern import is_modern, status_for
-from ._modern_post import _DISCONNECT_GRACE, _on_first_yield, serve_modern
+from ._modern_post import serve_modern
 from ._node_tags import mint_session_id
 from ._options import HttpOptions
 from ._relay import RelayUnavailable
+from ._session_post import PATIENCE, send_sse, serve_alone, serve_on_session, stream_sse
 from ._session_store import SessionStoreUnavailable
 from ._sessions import SessionRegistry, TransportKind, identity
-from ._sse_writer import ListenedEvents, write_events
 from ._streams import (
     ByteBudget,
     EventStream,
     EventWriter,
-    Listener,
     MemorySink,
     StreamLimits,
     StreamSink,
@@ -695,7 +690,7 @@ class McpHttpApp:
             # The cancelled request's task is runnable now: it takes its step (its cancellation
             # reaches the handler, whose cleanup runs) before this POST writes its answer,
             # rather than after that write. The client learns nothing sooner either way.
-            for _ in range(_PATIENCE):
+            for _ in range(PATIENCE):
                 await trio.lowlevel.checkpoint()
         await self.respond(scope, send, 202)
 
@@ -726,7 +721,7 @@ class McpHttpApp:
             await self.client_limits.open_session(session, request_id=request.id)
             assert registry.nursery is not None
             await registry.nursery.start(session.run)
-            await self._serve(scope, receive, send, session, request, principal)
+            await serve_on_session(self, scope, receive, send, session, request, principal)
         finally:
             if session.id not in self.sessions:
                 registry.forget(session)  # refused, or the POST failed: it holds no place
@@ -769,16 +764,10 @@ class McpHttpApp:
         await limits.check_rate(session.client, request.method, request.params, request.id)
         lease = await limits.start_session_request(session.id, request.id)
         try:
-            await self._serve(scope, receive, send, session, request, principal)
+            await serve_on_session(self, scope, receive, send, session, request, principal)
         finally:
             if lease is not None:
                 limits.drop(lease)
-
-    def _priming(self, session: HttpSession, stream: EventStream) -> str | None:
-        """A priming event id, sent first so that a client can resume the stream (2025-11-25)."""
-        if is_at_least(session.connection.state.protocol_version, V2025_11_25):
-            return event_id(session.id, stream.key, stream.seq)
-        return None
 
     async def _post_stateless(
         self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
@@ -794,7 +783,7 @@ class McpHttpApp:
         if not isinstance(message, Request):
             await self.respond(scope, send, 202)
             return
-        await self._serve_alone(scope, receive, send, session, message, principal)
+        await serve_alone(self, scope, receive, send, session, message, principal)
 
     def _post_modern(
         self, scope: Scope, receive: Receive, send: Send, message: Any, principal: Principal | None
@@ -863,7 +852,7 @@ class McpHttpApp:
             # Registered while it runs, so that list changes reach its listen streams.
             self.server.connections.add(session.connection)
             try:
-                await self._serve_alone(scope, receive, send, session, message, principal)
+                await serve_alone(self, scope, receive, send, session, message, principal)
             finally:
                 self.server.connections.discard(session.connection)
         finally:
@@ -873,191 +862,6 @@ class McpHttpApp:
         """A tool's ``x-mcp-header`` declarations, for a modern POST's header check."""
         entry = self.server.tools.get(tool)
         return {} if entry is None else entry.param_headers()
-
-    # -- serving one request -------------------------------------------------------------------
-
-    async def _serve(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        session: HttpSession,
-        request: Request,
-        principal: Principal | None,
-    ) -> None:
-        """Feed one request to its session's engine and answer this POST with what it sends.
-
-        Every POST that carries a request on a session (``Mcp-Session-Id``) ends here, once its
-        caller has picked the session and made its checks; a POST's own engine is served by
-        :meth:`_serve_alone`. The request's stream is registered and listened to before the
-        engine sees the request, so nothing the engine sends for it can be missed, and ``feed``
-        takes no checkpoint, so the engine's routing and this stream cannot disagree. The
-        request carries the principal of this POST's own token (``ctx.auth``), whoever opened
-        the session. The reply:
-
-        - the ``initialize`` that opens a session: once complete, with the session id only if
-          it succeeded (:meth:`_answer_initialize`);
-        - JSON mode: the response alone, once the request ends (:meth:`_answer_json`);
-        - otherwise SSE as the events come, which the client can resume (a priming event id
-          first, from 2025-11-25); a client that goes away leaves the request running.
-        """
-        stream, events = self._begin(session, request)
-        try:
-            session.engine.feed(request, principal=principal)
-            if request.method == "initialize":
-                items = await _ended(stream, events)
-                stream.delivered()  # answered whole, at once: there is nothing to resume
-                await self._answer_initialize(scope, send, session, items, request.id)
-            elif self.options.json_response:
-                items = await _ended(stream, events)
-                stream.delivered()  # a JSON response carries no event id to resume from
-                await self._answer_json(scope, send, stream, items)
-            else:
-                prime = self._priming(session, stream)
-                await self._stream(scope, receive, send, stream, events, prime)
-        finally:
-            self._end(session, stream, events)
-
-    async def _serve_alone(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        session: HttpSession,
-        request: Request,
-        principal: Principal | None,
-    ) -> None:
-        """Serve the one request of this POST's own engine (modern, stateless) in this task.
-
-        The engine runs the request right here (``Engine.serve_one``): no engine task and no
-        writer. A watcher beside it sees the client go away, which is the request's cancel.
-        The answer is written once the request has ended (one JSON object, or an SSE body of
-        its one event), unless a notification comes first: a task of this POST then streams
-        SSE from that event on, while the request runs. Nothing is stored: nothing of a POST's
-        own engine can be resumed.
-        """
-        stream, events = self._begin(session, request)
-        self.registry.posts.add(session)  # so that a drain can end its request
-        try:
-            async with trio.open_nursery() as nursery:
-                watcher = _Watcher(receive, nursery, session, request.id)
-
-                def stream_now() -> None:
-                    nursery.start_soon(
-                        self._stream_alone, scope, send, stream, events, nursery, watcher
-                    )
-
-                session.on_event = stream_now
-                await _on_first_yield(
-                    session.engine.serve_one(request, nursery, principal=principal),
-                    watcher.start,
-                )
-                if session.on_event is not None:  # nothing was streamed: answer it whole
-                    session.on_event = None
-                    await self._answer_alone(scope, send, session, stream, events)
-                    _wind_down(nursery, ended=True, own=watcher.running)
-        finally:
-            self.registry.posts.discard(session)
-            self._end(session, stream, events)
-            session.release()
-
-    def _begin(self, session: HttpSession, request: Request) -> tuple[EventStream, Listener]:
-        """Register a request's stream, and listen to it, before the engine sees the request."""
-        if session.closing:
-            # A session winding down takes nothing new (its engine may be gone); the same
-            # refusal as an expired one. No checkpoint between here and the feed.
-            raise HttpError(404, "Session not found", request_id=request.id)
-        stream = session.new_request_stream(request.id)
-        events = stream.attach()
-        session.busy()
-        self.registry.request_started()
-        return stream, events
-
-    def _end(
-        self,
-        session: HttpSession,
-        stream: EventStream,
-        events: Listener,
-    ) -> None:
-        stream.detach(events)
-        session.idle()
-        self.registry.request_ended()
-
-    async def _answer_alone(
-        self,
-        scope: Scope,
-        send: Send,
-        session: HttpSession,
-        stream: EventStream,
-        events: Listener,
-    ) -> None:
-        """The whole answer of a POST's own request, once it has ended. A modern request's
-        status follows its error code; an empty 202 when it was cancelled with no response
-        (the client went away), never the 500 an ASGI server answers for an app that sent
-        nothing."""
-        items = _drain_now(events)
-        stream.delivered()
-        if not stream.responded or not items:
-            await self.respond(scope, send, 202)
-        elif session.kind is SessionKind.MODERN:
-            data = items[-1][1]
-            await self.respond(scope, send, status_for(_error_code(data)), data)
-        elif self.options.json_response:
-            await self.respond(scope, send, 200, items[-1][1])
-        else:
-            await self._sse(scope, send, items, ())
-
-    async def _stream_alone(
-        self,
-        scope: Scope,
-        send: Send,
-        stream: EventStream,
-        events: Listener,
-        done: trio.Nursery,
-        watcher: _Watcher,
-    ) -> None:
-        """SSE for a POST's own request whose notifications come before its response, as they
-        come; then the POST winds down (``done``, its nursery). A cut or a client gone cancels
-        the request, which nobody could read any more."""
-        ended = False
-        try:
-            await self.sse_start(scope, send)
-            ended = await self._relay(send, stream, events)
-        finally:
-            _wind_down(done, ended=ended, own=1 + watcher.running)
-
-    async def _answer_initialize(
-        self,
-        scope: Scope,
-        send: Send,
-        session: HttpSession,
-        items: list[tuple[str, bytes]],
-        request_id: RequestId,
-    ) -> None:
-        """The session is kept, and its id sent, only once its ``initialize`` succeeded."""
-        if not session.connection.state.initialized:
-            # Refused (bad params): no session is kept.
-            session.close()
-            data = items[-1][1] if items else b""
-            await self.respond(scope, send, 200, data)
-            return
-        if self.fleet is not None:
-            await self.fleet.initialized(session, request_id)
-        self.registry.keep(session)
-        headers = [(b"mcp-session-id", session.id.encode())]
-        if self.options.json_response:
-            await self.respond(scope, send, 200, items[-1][1], headers)
-            return
-        await self._sse(scope, send, items, headers)
-
-    async def _answer_json(
-        self, scope: Scope, send: Send, stream: EventStream, items: list[tuple[str, bytes]]
-    ) -> None:
-        """JSON mode: the response alone; 202 with no body when the request was cancelled."""
-        if not stream.responded or not items:
-            await self.respond(scope, send, 202)
-            return
-        await self.respond(scope, send, 200, items[-1][1])
 
     # -- SSE -----------------------------------------------------------------------------------
 
@@ -1078,67 +882,6 @@ class McpHttpApp:
                 ],
             }
         )
-
-    async def _sse(
-        self,
-        scope: Scope,
-        send: Send,
-        items: list[tuple[str, bytes]],
-        headers: Iterable[tuple[bytes, bytes]],
-    ) -> None:
-        """A complete SSE response whose events are already known: its body in one write."""
-        await self.sse_start(scope, send, headers)
-        body = b"".join(encode_event(data, event="message", id=event) for event, data in items)
-        await send({"type": "http.response.body", "body": body})
-
-    async def _stream(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        stream: EventStream,
-        events: Listener,
-        prime: str | None,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        *,
-        first: Iterable[tuple[str, bytes]] = (),
-    ) -> None:
-        """Relay a stream's events until it ends, its listener is cut (replaced, or too far
-        behind), or the client goes; ``first`` (replayed from the store) before them.
-
-        The stream itself outlives a client that goes away: it waits for a resume. A watcher
-        of ``receive`` sees the client go, only while there is something to wait for.
-        """
-        await self.sse_start(scope, send, headers)
-        # The priming event, then what was replayed: written first, with whatever events are
-        # ready by then (alone if none is, so that a client can resume a slow request).
-        prefix = b"".join(
-            [
-                encode_event(b"", id=prime, retry=self.options.retry_ms) if prime else b"",
-                *(encode_event(data, event="message", id=event) for event, data in first),
-            ]
-        )
-        for _ in range(_PATIENCE):
-            # A request about to be answered (already runnable) gets a scheduling round or two
-            # to end: then its whole stream goes in one write with the priming event, not one
-            # write for each, and it needs no watcher.
-            if stream.finished:
-                break
-            await trio.lowlevel.checkpoint()
-        if stream.finished:
-            await self._relay(send, stream, events, prefix)  # nothing left to wait for
-            return
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
-            _wind_down(nursery, ended=await self._relay(send, stream, events, prefix), own=1)
-
-    def _relay(
-        self, send: Send, stream: EventStream, events: Listener, first: bytes = b""
-    ) -> Awaitable[bool]:
-        """Write a stream's events as SSE until its end or a cut, ``first`` (already encoded)
-        before them; True once the end was written (the response is complete)."""
-        source = ListenedEvents(stream, events)
-        return write_events(send, source, self.options.keepalive_interval, first)
 
     # -- GET and DELETE ------------------------------------------------------------------------
 
@@ -1197,7 +940,7 @@ class McpHttpApp:
                 replay = await self.replay(stream_id(session.id, key), after)
                 if replay is None:
                     raise HttpError(400, "Bad Request: unknown Last-Event-ID")
-                await self._sse(scope, send, _items(session.id, key, replay.events), ())
+                await send_sse(self, scope, send, _items(session.id, key, replay.events), ())
                 session.store.forget(stream_id(session.id, key))  # delivered: nothing is left
                 return
             if after > stream.seq:
@@ -1251,7 +994,7 @@ class McpHttpApp:
                     )
                 kept = [(seq, data) for seq, data in replay.events if seq <= upto]
                 missed += _items(session.id, stream.key, kept)
-            await self._stream(scope, receive, send, stream, events, None, first=missed)
+            await stream_sse(self, scope, receive, send, stream, events, None, first=missed)
         finally:
             stream.detach(events)
             session.idle()
@@ -1305,112 +1048,13 @@ async def _started(store: LimitStore) -> AsyncIterator[None]:
             await store.aclose()
 
 
-class _Watcher:
-    """The disconnect watcher of a POST's own request (:func:`_watch_disconnect`), started
-    once the request first yields (:func:`_on_first_yield`). ``running`` until it ends: a
-    watcher that already saw the end of a complete response is no task of the POST's any more
-    (counting it would leave a handler's task, a proxy's, say, running for the whole grace)."""
-
-    __slots__ = ("_nursery", "_receive", "_request_id", "_session", "running")
-
-    def __init__(
-        self, receive: Receive, nursery: trio.Nursery, session: HttpSession, request_id: RequestId
-    ) -> None:
-        self._receive = receive
-        self._nursery = nursery
-        self._session = session
-        self._request_id = request_id
-        self.running = False
-
-    def start(self) -> None:
-        self.running = True
-        nursery = self._nursery
-        nursery.start_soon(
-            _watch_disconnect,
-            self,
-            self._receive,
-            nursery.cancel_scope,
-            self._session,
-            self._request_id,
-        )
-
-
-async def _watch_disconnect(
-    watcher: _Watcher,
-    receive: Receive,
-    scope: trio.CancelScope,
-    session: HttpSession,
-    rid: RequestId,
-) -> None:
-    """:func:`cancel_on_disconnect` for a POST's own engine: a disconnect once its request has
-    ended cancels nothing, for hypercorn reports the end of a complete response as a
-    disconnect too."""
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    finally:
-        watcher.running = False
-    if session.has_ended(rid):
-        return
-    session.engine.cancel_incoming(rid, "the client closed the connection", by="peer")
-    scope.cancel()
-
-
-#: The checkpoints a POST waits for a task that is already runnable to take its step: two, because
-#: trio runs the tasks of a scheduling round in either order. An SSE response waits so, before its
-#: first write, for a request about to end; a cancel's POST, for the request it cancelled.
-_PATIENCE = 2
 #: How many passing (Accept, Content-Type) pairs an app remembers: no client grows it past this.
 _MEDIA_PASSED_MAX = 256
-
-
-def _wind_down(nursery: trio.Nursery, *, ended: bool, own: int) -> None:
-    """End a POST's nursery once its response is written (``ended``) or given up.
-
-    A complete response lets its disconnect watcher end by itself: an ASGI server reports the
-    end of a complete response as a disconnect (hypercorn does so before the last ``send``
-    returns), which costs less than cancelling the watcher. Only when the response was cut,
-    or something more than the POST's ``own`` tasks (its watcher, its stream's task) is left in
-    the nursery (a handler's), is it cancelled; and a server that never reports the end is
-    waited for only ``_DISCONNECT_GRACE``.
-    """
-    left = len(nursery.child_tasks)
-    if not ended or left > own:
-        nursery.cancel_scope.cancel()
-    elif left:
-        nursery.cancel_scope.deadline = trio.current_time() + _DISCONNECT_GRACE
 
 
 def _items(session_id: str, key: str, events: list[tuple[int, bytes]]) -> list[tuple[str, bytes]]:
     """Stored events as a stream writes them: with their event ids."""
     return [(event_id(session_id, key, seq), data) for seq, data in events]
-
-
-def _error_code(data: bytes) -> int | None:
-    """The error code of an encoded response of ours; None for a result. A result whose body
-    does not even contain the key ``"error"`` is not parsed again."""
-    if b'"error"' not in data:
-        return None
-    parsed = parse(data)
-    return parsed.error.code if isinstance(parsed, ErrorResponse) else None
-
-
-async def _ended(stream: EventStream, events: Listener) -> list[tuple[str, bytes]]:
-    """Everything a request's stream carried, once the request has ended."""
-    await stream.done.wait()
-    return _drain_now(events)
-
-
-def _drain_now(events: Listener) -> list[tuple[str, bytes]]:
-    out: list[tuple[str, bytes]] = []
-    while True:
-        try:
-            item = events.receive_nowait()
-        except (trio.WouldBlock, trio.EndOfChannel):
-            return out
-        if item is None:
-            return out
-        out.append(item)
 
 
 #: The failures a start is expected to meet: a store, the bus, the relay, a verifier or the

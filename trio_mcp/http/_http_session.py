@@ -169,7 +169,7 @@ class HttpSession(RegisteredSession, BaseSender):
         # Its ``used`` (the registry's): a request (or a GET stream) came after ``initialize``.
         self._closing = False
         #: A POST's own engine: called (once) when its request's first event that is not the
-        #: response is on its stream, to start streaming SSE (see ``McpHttpApp._serve_alone``).
+        #: response is on its stream, to start streaming SSE (see ``_session_post.serve_alone``).
         self.on_event: Callable[[], None] | None = None
         if kind is SessionKind.SESSION and app.fleet is not None:
             app.fleet.opened(self)
