@@ -10,9 +10,9 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import attrs
 import orjson
@@ -48,7 +48,7 @@ from trio_mcp.lowlevel import memory_transport_pair
 from trio_mcp.middleware import TimingMiddleware
 from trio_mcp.protocol import to_wire
 from trio_mcp.protocol._types import ListToolsResult
-from trio_mcp.server._registry import page
+from trio_mcp.server._registry import encode_cursor, page
 
 from ..wire import WirePeer, wire_to
 
@@ -1166,34 +1166,79 @@ async def test_client_list_methods_walk_every_page() -> None:
         assert [t.name for t in templates] == [f"t{i}" for i in range(5)]
 
 
-class Counted:
+class Counted(Sequence[int]):
     """A registry's entries that count how many of them a list looks at."""
 
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self, size: int) -> None:
+        self.size = size
         self.looked_at = 0
 
     def __len__(self) -> int:
-        return self.count
+        return self.size
 
-    def __contains__(self, item: object) -> bool:
-        return isinstance(item, int) and 0 <= item < self.count
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            items = range(self.size)[index]
+            self.looked_at += len(items)
+            return items
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        self.looked_at += 1
+        return index
 
     def __iter__(self) -> Iterator[int]:
-        for item in range(self.count):
+        for item in range(self.size):
             self.looked_at += 1
             yield item
 
 
-def test_the_first_page_looks_at_its_own_entries_not_at_the_whole_registry() -> None:
-    """A page is cut from the entries without copying them all first: the first page of
-    10,000 looks at its 100 and the one after (a copy of every entry per page made one page of
-    a large registry cost what the whole registry did)."""
+def test_a_page_looks_at_its_own_entries_not_at_the_whole_registry() -> None:
+    """A page is cut from the entries without walking or copying the others: the first page
+    and the last of 10,000 each look at their 100 and the one after (walking every entry
+    before a page made a walk of the whole list cost the square of its length)."""
     for keep in (None, lambda item: item % 2 == 0):
         entries = Counted(10_000)
         chunk, cursor = page(entries, None, 100, keep)
         assert len(chunk) == 100 and cursor is not None
         assert entries.looked_at <= (201 if keep else 100)
+        entries = Counted(10_000)
+        chunk, cursor = page(entries, encode_cursor(9_800), 100, keep)
+        assert chunk[0] == 9_800 and len(chunk) == 100
+        assert entries.looked_at <= (201 if keep else 100)
+
+
+async def test_a_list_shows_its_registry_however_it_was_changed() -> None:
+    """A list pages through a copy of the registry's order (:class:`Listing`), taken again
+    whenever the registry may have changed: through the server, or in place. Each change
+    below keeps the entries of the page asked for, but not their places."""
+    server = paged_server()  # two a page
+
+    async def tool_fn() -> str:
+        return "x"
+
+    async def names(offset: int = 2) -> list[str]:
+        params = {"cursor": encode_cursor(offset)} if offset else None
+        async with wire_to(server) as peer:
+            return [t["name"] for t in (await result_of(peer, "tools/list", params))["tools"]]
+
+    assert await names() == ["tool2", "tool3"]
+    server.remove_tool("tool0")
+    server.tool(name="tool5")(tool_fn)  # through the server, the length kept
+    assert await names() == ["tool3", "tool4"]
+    del server.tools["tool1"]  # in place
+    assert await names() == ["tool4", "tool5"]
+    # In place, under the same name: the length is the same, the entry is not.
+    entry = server.tools["tool2"]
+    server.tools["tool2"] = attrs.evolve(entry, tool=attrs.evolve(entry.tool, title="Two"))
+    async with wire_to(server) as peer:
+        listed = (await result_of(peer, "tools/list"))["tools"]
+    assert [(t["name"], t.get("title")) for t in listed] == [("tool2", "Two"), ("tool3", None)]
+    server.tools = {"tool5": server.tools["tool5"]}  # replaced
+    assert await names(0) == ["tool5"]
 
 
 async def test_page_size_none_returns_everything_at_once() -> None:

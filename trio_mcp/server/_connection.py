@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -72,6 +72,7 @@ from ._middleware import apply_middleware, new_connection_id
 from ._principal import InvalidToken, Principal, needed_scopes
 from ._registry import (
     CustomMethod,
+    Listing,
     PromptEntry,
     Registrations,
     RequestRecord,
@@ -79,7 +80,6 @@ from ._registry import (
     TemplateEntry,
     ToolEntry,
     call_user,
-    page,
     resource_contents,
 )
 from ._schema import ArgumentsError, ResultError
@@ -1040,13 +1040,13 @@ def _paged(
     conn: ServerConnection,
     record: InFlight,
     key: str,
-    entries: Collection[_Entry],
+    entries: Listing[_Entry],
     wire: Callable[[_Entry], Any],
     keep: Callable[[_Entry], bool] | None,
 ) -> JSONObject:
     """One page of a list: only the page's entries are filtered (``keep``) and encoded."""
     try:
-        chunk, next_cursor = page(entries, record.params.get("cursor"), conn.server.page_size, keep)
+        chunk, next_cursor = entries.page(record.params.get("cursor"), conn.server.page_size, keep)
     except ValueError:
         raise _invalid("Invalid params: invalid cursor") from None
     result: JSONObject = {key: [to_wire(wire(entry)) for entry in chunk]}
@@ -1091,7 +1091,8 @@ async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
         )
         more.append(lambda entry: extensions.lists_tool(entry, caps))
     keep = _shown(conn, record, *more)
-    return _paged(conn, record, "tools", conn.server.tools.values(), lambda e: e.tool, keep)
+    tools = conn.server.listings.tools()
+    return _paged(conn, record, "tools", tools, lambda e: e.tool, keep)
 
 
 def _tools_call(conn: ServerConnection, record: InFlight) -> Awaitable[JSONObject]:
@@ -1320,7 +1321,7 @@ def _arguments_refused(name: str, exc: ArgumentsError) -> JSONObject:
 
 async def _prompts_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    prompts = conn.server.prompts.values()
+    prompts = conn.server.listings.prompts()
     return _paged(conn, record, "prompts", prompts, lambda e: e.prompt, _shown(conn, record))
 
 
@@ -1348,14 +1349,14 @@ async def _prompts_get(conn: ServerConnection, record: InFlight) -> JSONObject:
 
 async def _resources_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    resources = conn.server.resources.values()
+    resources = conn.server.listings.resources()
     keep = _shown(conn, record)
     return _paged(conn, record, "resources", resources, lambda e: e.resource, keep)
 
 
 async def _templates_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    templates = conn.server.templates.values()
+    templates = conn.server.listings.templates()
     keep = _shown(conn, record)
     return _paged(conn, record, "resourceTemplates", templates, lambda e: e.template, keep)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
-import itertools
 import re
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
 import orjson
@@ -375,15 +374,24 @@ def decode_cursor(cursor: object) -> int | None:
 
 
 def page(
-    items: Collection[T], cursor: object, size: int | None, keep: Callable[[T], bool] | None = None
+    items: Sequence[T], cursor: object, size: int | None, keep: Callable[[T], bool] | None = None
 ) -> tuple[list[T], str | None]:
     """One page of ``items`` after ``cursor``, of those ``keep`` lets through (None: all);
     raises ValueError for a cursor we did not issue.
 
-    The cursor is an offset into ``items``, past what the last page looked at: a page looks at
-    its own items and those kept out between them, never at the ones before it (skipped over,
-    not copied), so walking a list of n items asks ``keep`` about each about once (n, not n
-    times the pages)."""
+    The cursor is an index into ``items``, past what the last page looked at: a page looks at
+    its own items and those kept out between them, never at the ones before it (indexed past,
+    not walked or copied), so walking a list of n items page by page looks at each about
+    once (n, not n times the pages)."""
+    chosen, _, end = _window(items, cursor, size, keep)
+    return chosen, (encode_cursor(end) if end < len(items) else None)
+
+
+def _window(
+    items: Sequence[T], cursor: object, size: int | None, keep: Callable[[T], bool] | None
+) -> tuple[list[T], int, int]:
+    """:func:`page`'s items, and the indices of the first item it looked at and of the
+    first it did not (where the next page starts; ``len(items)`` after the last)."""
     start = 0
     count = len(items)
     if cursor is not None:
@@ -391,23 +399,94 @@ def page(
         if decoded is None or decoded > count:
             raise ValueError("Invalid cursor")
         start = decoded
-    end = count if size is None else start + size
     if keep is None:
-        return list(itertools.islice(items, start, end)), (
-            encode_cursor(end) if end < count else None
-        )
+        end = count if size is None else min(count, start + size)
+        return list(items[start:end]), start, end
     chosen: list[T] = []
-    index = start
-    rest = itertools.islice(items, start, None)
-    for item in rest:
+    for index in range(start, count):
+        item = items[index]
         if size is not None and len(chosen) == size:
             # The next page starts at the next item kept (none: this page was the last).
             if keep(item):
-                return chosen, encode_cursor(index)
+                return chosen, start, index
         elif keep(item):
             chosen.append(item)
-        index += 1
-    return chosen, None
+    return chosen, start, count
+
+
+class Listing(Generic[T]):
+    """The entries of one of a server's registries (its tools, say) in their order, as a
+    sequence a page can start anywhere in: a dict's values can only be walked from the first,
+    so that each page of a long list walked past every entry before it.
+
+    Taken from the registry again whenever it may have changed: :meth:`forget` (the server
+    says its list changed), a length that differs, or an entry the page looked at that is no
+    longer the registry's under its name (a registry changed in place).
+    """
+
+    __slots__ = ("_entries", "_names", "_stale", "source")
+
+    def __init__(self, source: Mapping[str, T]) -> None:
+        self.source = source
+        self._names: tuple[str, ...] = ()
+        self._entries: tuple[T, ...] = ()
+        self._stale = True
+
+    def forget(self) -> None:
+        self._stale = True
+
+    def page(
+        self, cursor: object, size: int | None, keep: Callable[[T], bool] | None = None
+    ) -> tuple[list[T], str | None]:
+        """:func:`page` of the registry's entries."""
+        while True:
+            source = self.source
+            if self._stale or len(self._entries) != len(source):
+                self._names = tuple(source)
+                self._entries = tuple(source.values())
+                self._stale = False
+            entries, names, get = self._entries, self._names, source.get
+            chosen, start, end = _window(entries, cursor, size, keep)
+            if all(get(names[index]) is entries[index] for index in range(start, end)):
+                return chosen, (encode_cursor(end) if end < len(entries) else None)
+            self._stale = True
+
+
+class Listings:
+    """A server's registries as :class:`Listing` s, each made when first paged through (and
+    again if the server's registry was replaced by another dict)."""
+
+    __slots__ = ("_made", "_server")
+
+    def __init__(self, server: Registrations) -> None:
+        self._server = server
+        self._made: dict[str, Listing[Any]] = {}
+
+    def tools(self) -> Listing[ToolEntry]:
+        return self._of("tools", self._server.tools)
+
+    def prompts(self) -> Listing[PromptEntry]:
+        return self._of("prompts", self._server.prompts)
+
+    def resources(self) -> Listing[ResourceEntry]:
+        return self._of("resources", self._server.resources)
+
+    def templates(self) -> Listing[TemplateEntry]:
+        return self._of("templates", self._server.templates)
+
+    def forget(self, kind: str) -> None:
+        """The list of ``kind`` changed (as ``notifications/{kind}/list_changed`` names it:
+        ``resources`` for resources and templates)."""
+        for name in ("resources", "templates") if kind == "resources" else (kind,):
+            made = self._made.get(name)
+            if made is not None:
+                made.forget()
+
+    def _of(self, kind: str, source: Mapping[str, T]) -> Listing[T]:
+        made = self._made.get(kind)
+        if made is None or made.source is not source:
+            made = self._made[kind] = Listing(source)
+        return made
 
 
 @attrs.frozen
@@ -512,6 +591,8 @@ class Registrations(Protocol):
     def resources(self) -> dict[str, ResourceEntry]: ...
     @property
     def templates(self) -> dict[str, TemplateEntry]: ...
+    @property
+    def listings(self) -> Listings: ...
     @property
     def visibility(self) -> Visibility: ...
     @property

@@ -55,6 +55,7 @@ from ._principal import Auth, InvalidToken, Principal, VerifierUnavailable, chec
 from ._registry import (
     CONTENT_TYPES,
     CustomMethod,
+    Listings,
     PromptEntry,
     RequestRecord,
     ResourceEntry,
@@ -253,6 +254,8 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.resources: dict[str, ResourceEntry] = {}
         self.templates: dict[str, TemplateEntry] = {}
+        #: The registries above as the list methods page through them.
+        self.listings = Listings(self)
         #: The server's enable/disable rules (:meth:`enable`, :meth:`disable`).
         self.visibility = Visibility()
         self.completion_handler: CustomMethod | None = None
@@ -961,6 +964,7 @@ class Server:
     def notify_list_changed(self, kind: str) -> None:
         """Queue ``notifications/{kind}/list_changed`` to every initialized client (and, with
         a bus whose pump runs, to those of every other worker on it)."""
+        self.listings.forget(kind)
         self.notifier.notify(BusEvent.list_changed(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
