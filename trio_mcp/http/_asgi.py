@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -167,6 +167,25 @@ def accepts(accept: str | None, media_type: str) -> bool:
         if best is None or specificity > best[0]:
             best = (specificity, acceptable)
     return best is not None and best[1]
+
+
+class Responder(Protocol):
+    """How the app's endpoints answer (``McpHttpApp``'s): a whole response, or the start of
+    an SSE one, each with the CORS headers of the request's origin."""
+
+    async def respond(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        body: bytes = b"",
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes = b"application/json",
+    ) -> None: ...
+
+    async def sse_start(
+        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+    ) -> None: ...
 
 
 async def end_cut_response(send: Send) -> None:

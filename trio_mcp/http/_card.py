@@ -13,14 +13,13 @@ else the scheme and Host the request arrived with.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from typing import Protocol
 
 import orjson
 
 from ..server import CARD_MEDIA_TYPE, Server, ServerCardError, server_card
 from ._admission import Admission
-from ._asgi import HttpError, Scope, Send, header
+from ._asgi import HttpError, Responder, Scope, Send, header
 from ._options import HttpOptions
 
 #: The card's path below the MCP endpoint.
@@ -29,7 +28,7 @@ CARD_SEGMENT = "/server-card"
 CARD_MAX_AGE = 3600
 
 
-class CardHost(Protocol):
+class CardHost(Responder, Protocol):
     """What the endpoint needs of the app it is part of (``McpHttpApp``, which imports this
     module: named here by its shape)."""
 
@@ -43,16 +42,6 @@ class CardHost(Protocol):
     def gate(self) -> object | None: ...
     @property
     def sse(self) -> object | None: ...
-
-    async def respond(
-        self,
-        scope: Scope,
-        send: Send,
-        status: int,
-        body: bytes = b"",
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        content_type: bytes = b"application/json",
-    ) -> None: ...
 
 
 class ServerCardEndpoint:

@@ -44,7 +44,7 @@ from ..protocol._sse import encode_event
 from ..server._connection import ServerConnection, admit_alone
 from ..server._principal import Principal
 from ..server._registry import Registrations
-from ._asgi import Receive, Scope, Send
+from ._asgi import Receive, Responder, Scope, Send
 from ._modern import status_for
 from ._sessions import SessionRegistry
 from ._sse_writer import write_events
@@ -73,7 +73,7 @@ class _Options(Protocol):
     def keepalive_interval(self) -> float: ...
 
 
-class ModernHost(Protocol):
+class ModernHost(Responder, Protocol):
     """What a modern POST needs of the app it is part of (``McpHttpApp``, which imports this
     module: named here by its shape)."""
 
@@ -87,8 +87,6 @@ class ModernHost(Protocol):
     def budget(self) -> ByteBudget: ...
     @property
     def registry(self) -> SessionRegistry: ...
-    async def respond(self, scope: Scope, send: Send, status: int, body: bytes = b"") -> None: ...
-    async def sse_start(self, scope: Scope, send: Send) -> None: ...
 
 
 async def serve_modern(

@@ -22,7 +22,7 @@ from ..protocol._jsonrpc import ErrorResponse, Request, RequestId, parse
 from ..protocol._sse import encode_event, event_id
 from ..protocol._versions import V2025_11_25, is_at_least
 from ..server._principal import Principal
-from ._asgi import HttpError, Receive, Scope, Send, cancel_on_disconnect
+from ._asgi import HttpError, Receive, Responder, Scope, Send, cancel_on_disconnect
 from ._fleet import Fleet
 from ._http_session import HttpSession, SessionKind
 from ._modern import status_for
@@ -38,7 +38,7 @@ from ._streams import EventStream, Listener
 PATIENCE = 2
 
 
-class SessionPostHost(Protocol):
+class SessionPostHost(Responder, Protocol):
     """What answering a request on a session needs of its app."""
 
     @property
@@ -47,17 +47,6 @@ class SessionPostHost(Protocol):
     def registry(self) -> SessionRegistry: ...
     @property
     def fleet(self) -> Fleet[HttpSession] | None: ...
-    async def respond(
-        self,
-        scope: Scope,
-        send: Send,
-        status: int,
-        body: bytes = b"",
-        headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None: ...
-    async def sse_start(
-        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
-    ) -> None: ...
 
 
 async def serve_on_session(
