@@ -2,7 +2,8 @@
 (``HttpOptions``), the tasks' limits and the server's own, each as a flag and an environment
 variable (the flag wins), with its default; docs/deploy.md has them in tables, which a test
 holds to these lists. Nothing of HTTP is imported until the options are built, so ``--help``
-stays light.
+stays light. And what every command shares: its usage error, its exit statuses, a secret read
+from the environment.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ import attrs
 
 class UsageError(Exception):
     """A bad command line or target: one line on stderr, exit status 2, no traceback."""
+
+
+#: The exit status of a command the user interrupted (Ctrl-C), and of a bad command line.
+EXIT_INTERRUPTED = 130
+EXIT_USAGE = 2
+
+
+def secret_from(name: str) -> str:
+    """The secret in the environment variable ``name`` (a secret never goes on a command line,
+    where every user of the machine can read it)."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise UsageError(f"the environment variable {name} is not set")
+    return value
 
 
 @attrs.frozen
