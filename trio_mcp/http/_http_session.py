@@ -103,6 +103,25 @@ class HttpSession(RegisteredSession, BaseSender):
     engine's task is the one that watches its idle deadline.
     """
 
+    __slots__ = (
+        "_closing",
+        "_key_prefix",
+        "_stream_numbers",
+        "app",
+        "connection",
+        "expires",
+        "get_node",
+        "kind",
+        "observer",
+        "on_event",
+        "record_hearing",
+        "record_until",
+        "replica",
+        "request_streams",
+        "standalone",
+        "store",
+    )
+
     over = TransportKind.STREAMABLE_HTTP
     engine: Engine
 

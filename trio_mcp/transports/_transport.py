@@ -93,6 +93,8 @@ class BaseSender(abc.ABC):
     """A :class:`Sender` with the defaults: ``send_many`` sends each message in turn, and a
     suppressed request needs nothing done."""
 
+    __slots__ = ()  # a subclass with slots of its own keeps them (one without has a dict)
+
     #: Whether the end of the input leaves the output working (a byte stream's half-close).
     #: If so, the engine finishes what it received (bounded by its ``drain_timeout``) and
     #: writes the answers before it closes; if not (the peer is gone, nothing it is sent can
@@ -117,6 +119,8 @@ class BaseSender(abc.ABC):
 
 class BaseTransport(BaseSender):
     """A :class:`Transport` with :class:`BaseSender`'s defaults: write ``send`` and ``receive``."""
+
+    __slots__ = ()
 
     @abc.abstractmethod
     async def receive(self) -> bytes | Parsed | Batch | RequestFailed: ...
