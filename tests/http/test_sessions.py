@@ -21,6 +21,9 @@ from trio.testing import MockClock
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
 from trio_mcp.http import HostRules, HttpOptions, Limits, McpHttpApp
+from trio_mcp.http._http_session import HttpSession
+from trio_mcp.http._legacy_sse import SseSession
+from trio_mcp.http._websocket import SocketSession
 from trio_mcp.server import Context
 
 from .._http import (
@@ -123,6 +126,11 @@ async def test_a_session_keeps_its_attributes_in_slots_not_an_instance_dict(
     session_id = await demo_http.initialize()
     session = demo_http.app.sessions[session_id]
     assert not hasattr(session, "__dict__")
+
+
+@pytest.mark.parametrize("kind", [HttpSession, SseSession, SocketSession])
+def test_no_kind_of_session_has_an_instance_dict(kind: type) -> None:
+    assert kind.__dictoffset__ == 0  # every class of it, up to object, has slots
 
 
 async def test_delete_ends_the_session_and_cancels_its_requests() -> None:

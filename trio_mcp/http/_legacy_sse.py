@@ -141,6 +141,8 @@ class SseSession(RegisteredSession):
     deadline, its task is cancelled and its stream ends. Its task watches that deadline, and
     keeps the stream alive while nothing is written to it."""
 
+    __slots__ = ("_closing", "connection", "endpoint", "observer", "overflowed", "transport")
+
     over = TransportKind.HTTP_SSE
     engine: Engine
 

@@ -104,6 +104,8 @@ class SocketSession(RegisteredSession):
     are those of every transport. Idle past its deadline, it is closed with 1001 (the
     socket's task watches that deadline)."""
 
+    __slots__ = ()
+
     over = TransportKind.WEBSOCKET
 
     def close(self) -> None:
