@@ -375,8 +375,11 @@ async def test_a_cancel_posted_to_another_worker_stops_the_handler() -> None:
         assert all("result" not in e.json() for e in rest if e.data)
 
 
-async def test_a_delete_elsewhere_ends_this_workers_copy_at_once() -> None:
-    async with two_workers() as (a, b, _):
+@pytest.mark.parametrize("record_cache", [1.0, 0.0])
+async def test_a_delete_elsewhere_ends_this_workers_copy_at_once(record_cache: float) -> None:
+    """With a record cache or without (where no copy keeps a reading, but the end still
+    reaches them all)."""
+    async with two_workers(record_cache=record_cache) as (a, b, _):
         session = await a.initialize()
         response = await b.client.delete(b.url, headers=b.headers(session))
         assert response.status_code == 200

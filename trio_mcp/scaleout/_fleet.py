@@ -190,11 +190,16 @@ class SharedFleet:
         ``record_cache`` has passed, after which no reading made before the change stands
         anywhere: what the client is answered next holds on whichever worker its next
         request reaches. A worker whose subscriber is down is not counted, nor waited for: it
-        keeps no reading until it hears again (:meth:`_kept`, ``Relay.hearing``)."""
-        if self._record_cache <= 0:
-            return  # every request reads the record: nothing to drop
+        keeps no reading until it hears again (:meth:`_kept`, ``Relay.hearing``).
+
+        Without ``record_cache`` no worker keeps a reading: an end is sent for the other
+        copies to close, a change not at all (each request reads the record)."""
         relay = self.relay
-        assert relay is not None and self.node_id is not None
+        if relay is None or self._record_cache <= 0:
+            if relay is not None and kind == "end":
+                await relay.send(None, relayed(kind, session_id))
+            return
+        assert self.node_id is not None
         token = f"{self.node_id}:{next(self._tokens)}"
         waiting = self._announced[token] = _Announced()
         try:
@@ -269,10 +274,7 @@ class SharedFleet:
             return
         try:
             await self.session_store.delete(session.id)
-            if self._record_cache > 0:
-                await self._announce("end", session.id)
-            elif self.relay is not None:
-                await self.relay.send(None, relayed("end", session.id))
+            await self._announce("end", session.id)
         except RelayUnavailable as error:
             # Its record is gone: every other copy ends at its next request, or idle.
             logger.warning("session %s: no other worker was told: %s", session.id, error)
