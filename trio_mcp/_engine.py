@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from ._exception_groups import single_error
+from ._lazy_event import LazyEvent
 from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
 from .protocol._framing import Envelope, Oversized
 from .protocol._jsonrpc import (
@@ -470,7 +471,7 @@ class Engine:
         self._running = 0
         #: Set when ``_running`` drops to zero; made only while someone waits for that.
         self._all_done: trio.Event | None = None
-        self._writer_done = trio.Event()
+        self._writer_done = LazyEvent()
         #: A transport whose writes never wait (it routes each message in memory) is handed
         #: every message as it is decided, in the deciding task: no writer task, no hop.
         self._deliver: Deliver | None = getattr(transport, "deliver", None)
@@ -503,8 +504,9 @@ class Engine:
         self._ordered_jobs: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]] | None = None
         self._nursery: trio.Nursery | None = None
         self._closed: BaseException | None = None
-        self.closed = trio.Event()
-        self._input_ended = trio.Event()
+        #: Set once the engine has stopped.
+        self.closed = LazyEvent()
+        self._input_ended = LazyEvent()
         #: Why the input of a half-closed transport ended, while the output still works.
         self._input_closed: BaseException | None = None
 
@@ -514,7 +516,7 @@ class Engine:
         self,
         *,
         pull: bool = True,
-        wait: Callable[[trio.Event], Awaitable[None]] | None = None,
+        wait: Callable[[LazyEvent], Awaitable[None]] | None = None,
         task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Dispatch and write until the peer goes away or the caller cancels.
@@ -655,7 +657,7 @@ class Engine:
                 )
 
     async def _until_input_ends(
-        self, wait: Callable[[trio.Event], Awaitable[None]] | None
+        self, wait: Callable[[LazyEvent], Awaitable[None]] | None
     ) -> BaseException:
         if wait is None:
             await self._input_ended.wait()

@@ -20,6 +20,7 @@ from trio.testing import MockClock
 
 from trio_mcp import Server
 from trio_mcp._demo import demo_server
+from trio_mcp._lazy_event import LazyEvent
 from trio_mcp.http import HostRules, HttpOptions, Limits, McpHttpApp
 from trio_mcp.http._http_session import HttpSession
 from trio_mcp.http._legacy_sse import SseSession
@@ -131,6 +132,30 @@ async def test_a_session_keeps_its_attributes_in_slots_not_an_instance_dict(
 @pytest.mark.parametrize("kind", [HttpSession, SseSession, SocketSession])
 def test_no_kind_of_session_has_an_instance_dict(kind: type) -> None:
     assert kind.__dictoffset__ == 0  # every class of it, up to object, has slots
+
+
+async def test_an_idle_session_makes_a_trio_event_only_for_what_its_task_waits_on(
+    demo_http: Served,
+) -> None:
+    """An idle session's task waits for its input to end; its own end, its engine's, its
+    writer's, its standalone stream's and its ``initialize`` are waited on by nobody while it
+    is idle, and a ``trio.Event`` (its set of waiters) costs each about 260 bytes."""
+    session_id = await demo_http.initialize()
+    session = demo_http.app.sessions[session_id]
+    await trio.testing.wait_all_tasks_blocked()
+    made = [
+        name
+        for name, event in [
+            ("session ended", session.ended),
+            ("engine closed", session.engine.closed),
+            ("writer done", session.engine._writer_done),
+            ("standalone stream done", session.standalone.done),
+            ("initialized", session.connection._initialized),
+        ]
+        if not isinstance(event, LazyEvent) or event._event is not None
+    ]
+    assert made == []
+    assert session.engine._input_ended._event is not None  # what its task waits on
 
 
 async def test_delete_ends_the_session_and_cancels_its_requests() -> None:

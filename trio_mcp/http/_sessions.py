@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from .._lazy_event import LazyEvent
 from ..otel import count_limit_hit
 from ..protocol._jsonrpc import INTERNAL_ERROR, ErrorObject, RequestId
 from ..server._principal import Principal
@@ -168,7 +169,7 @@ class RegisteredSession(abc.ABC):
         self.used = False
         self.unused_until = trio.current_time() + registry.options.limits.unused_session_timeout
         self.scope = trio.CancelScope()
-        self.ended = trio.Event()
+        self.ended = LazyEvent()
         self.engine = None
         #: Its lease in a shared limit store (the counter and the lease), while it holds one.
         self.lease: tuple[str, str] | None = None
@@ -233,7 +234,7 @@ class RegisteredSession(abc.ABC):
         called by :meth:`watch` whenever it wakes: when to call it next (never, here)."""
         return math.inf
 
-    async def watch(self, ended: trio.Event | None = None) -> None:
+    async def watch(self, ended: LazyEvent | None = None) -> None:
         """Sleep until the session is due to expire, and end it (cancel its scope) if it is
         idle then. A session busy then carried a request (``initialize`` is never in flight),
         so once idle its :meth:`touch` sets a due time an idle timeout on at least: it is

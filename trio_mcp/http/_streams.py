@@ -22,6 +22,7 @@ from typing import Protocol
 import attrs
 import trio
 
+from .._lazy_event import LazyEvent
 from ..protocol._jsonrpc import RequestId
 from ..protocol._sse import event_id, stream_id
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, StreamMeta
@@ -490,7 +491,7 @@ class EventStream:
     #: made with the first, like the backlog.
     _pending: collections.deque[int] | None = None
     pending_bytes: int = 0
-    done: trio.Event = attrs.field(factory=trio.Event)
+    done: LazyEvent = attrs.field(factory=LazyEvent)
     #: Whose it is, for the store; the stream is opened there by :meth:`open`, or at its first
     #: event.
     meta: StreamMeta | None = None

@@ -21,6 +21,7 @@ import trio
 
 from .._engine import Engine, InFlight, Route
 from .._exception_groups import single_error
+from .._lazy_event import LazyEvent
 from ..protocol._bearer import INSUFFICIENT_SCOPE, INVALID_TOKEN
 from ..protocol._envelope import (
     PROTOCOL_VERSION_KEY,
@@ -195,7 +196,7 @@ class ServerConnection:
         #: Modern ``subscriptions/listen`` requests in flight, by request id.
         self.listeners: dict[RequestId, Listener] = {}
         #: Set once the first ``initialize`` is answered; None until one arrives.
-        self._initialized: trio.Event | None = None
+        self._initialized: LazyEvent | None = None
         #: Who this whole connection acts for when its requests carry no principal of their
         #: own (stdio: the token of the environment). HTTP gives each request its own.
         self.principal: Principal | None = None
@@ -268,7 +269,7 @@ class ServerConnection:
             route = self._tool_route(request, session, route)
         if self._initialized is None or self._initialized.is_set():
             if method == "initialize" and self.state.era is None and self._initialized is None:
-                self._initialized = trio.Event()
+                self._initialized = LazyEvent()
                 return Route(_setting(route.handler, self._initialized), register=False)
             return route
         if method in _BEFORE_INITIALIZED:
@@ -818,7 +819,7 @@ _OPEN_METHODS = frozenset({"initialize", "ping", "server/discover"})
 
 
 def _setting(
-    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: LazyEvent
 ) -> Callable[[InFlight], Awaitable[JSONObject]]:
     """``initialize``: set ``done`` as it ends. The engine queues the answer before any other
     task runs (no checkpoint between the handler's return and the queueing), so the requests
@@ -834,7 +835,7 @@ def _setting(
 
 
 def _after(
-    handler: Callable[[InFlight], Awaitable[JSONObject]], done: trio.Event
+    handler: Callable[[InFlight], Awaitable[JSONObject]], done: LazyEvent
 ) -> Callable[[InFlight], Awaitable[JSONObject]]:
     async def run(record: InFlight) -> JSONObject:
         await done.wait()
