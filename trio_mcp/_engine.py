@@ -516,7 +516,6 @@ class Engine:
         self,
         *,
         pull: bool = True,
-        wait: Callable[[LazyEvent], Awaitable[None]] | None = None,
         task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Dispatch and write until the peer goes away or the caller cancels.
@@ -525,10 +524,9 @@ class Engine:
         itself: its read loop takes each frame from ``receive()`` and feeds it, until the
         transport ends. With ``pull=False`` (Streamable HTTP, where every POST carries one
         message) nothing is read: the transport hands each message to :meth:`feed` as it comes
-        and calls :meth:`feed_eof` when its peer is gone; ``wait``, given the event that call
-        sets, is then what the engine's task waits in (an HTTP session's idle watch), returning
-        once it is set. Either way, what is in flight is then cancelled and what was already
-        decided is written (bounded by ``drain_timeout``).
+        and calls :meth:`feed_eof` when its peer is gone, which the engine's task waits for.
+        Either way, what is in flight is then cancelled and what was already decided is
+        written (bounded by ``drain_timeout``).
         """
         why: BaseException = ConnectionClosed("connection closed")
         try:
@@ -539,7 +537,7 @@ class Engine:
                 self._start_ordered()
                 task_status.started(self)
                 try:
-                    why = await (self._read_loop() if pull else self._until_input_ends(wait))
+                    why = await (self._read_loop() if pull else self._until_input_ends())
                     if getattr(self.transport, "half_close", False) and self._closed is None:
                         await self._finish_received(why)
                     await self._drain(why)
@@ -656,13 +654,8 @@ class Engine:
                     parse(data) if isinstance(data, bytes | bytearray | memoryview | str) else data
                 )
 
-    async def _until_input_ends(
-        self, wait: Callable[[LazyEvent], Awaitable[None]] | None
-    ) -> BaseException:
-        if wait is None:
-            await self._input_ended.wait()
-        else:
-            await wait(self._input_ended)
+    async def _until_input_ends(self) -> BaseException:
+        await self._input_ended.wait()
         return ConnectionClosed("the peer closed the connection")
 
     def feed(self, parsed: Parsed | Batch, *, principal: Any = None) -> None:

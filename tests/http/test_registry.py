@@ -5,6 +5,7 @@ HTTP session; one drain waits for the requests of all three and ends them with o
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ from trio_websocket import ConnectionClosed
 
 from trio_mcp import Auth, Principal, Server, StaticTokenVerifier
 from trio_mcp.http import HttpOptions, Limits
+from trio_mcp.http._http_session import HttpSession
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
 from .._http import GUARD, Park, Served, SseReader, call_body, initialize_body, serving
@@ -173,6 +175,28 @@ async def test_an_idle_sse_session_expires_and_its_stream_ends(mock_clock: MockC
             assert await peer.reader.rest() == []  # the stream ends, cleanly
         assert not sse_sessions(served) and len(served.app.registry) == 0
         assert (await peer.post(call_body(3, "x"))).status_code == 404
+
+
+async def test_sessions_ended_before_they_are_due_are_not_kept_by_the_expiry_schedule() -> None:
+    """One task watches every session's due time from a schedule; a session deleted first
+    leaves its entry there, stale and holding nothing, until the schedule is rebuilt without
+    them, once the stale outnumber the live: 300 sessions opened and deleted are all freed, and
+    the schedule holds the live one and a few stale."""
+    options = HttpOptions(limits=Limits(max_sessions_per_client=1_000))
+    async with serving(Server("brief"), options) as served:
+        registry = served.app.registry
+        kept = await served.initialize()  # a live one, due in half an hour
+        for _ in range(300):
+            session_id = await served.initialize()
+            response = await served.client.delete(served.url, headers=served.headers(session_id))
+            assert response.status_code == 200
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        sessions = [o for o in gc.get_objects() if type(o) is HttpSession]
+        assert [session.id for session in sessions] == [kept]
+        live = [entry for entry in registry._schedule if entry[2] is not None]
+        assert [entry[2].id for entry in live] == [kept]
+        assert len(registry._schedule) <= 2 * 64
 
 
 async def ping_sse(peer: SsePeer, rid: int) -> None:

@@ -326,6 +326,29 @@ async def test_a_request_that_finishes_after_its_client_left_lets_the_session_ex
         await expired(served, session)
 
 
+async def test_a_session_due_before_every_other_expires_at_its_own_time(
+    mock_clock: MockClock,
+) -> None:
+    """One task watches every session, asleep until the soonest due time: a session opened
+    later but due sooner (never used, so the shorter unused timeout) wakes it sooner."""
+    clock = flowing(mock_clock)
+    options = HttpOptions(
+        limits=Limits(session_idle_timeout=10 * TIMEOUT, unused_session_timeout=TIMEOUT)
+    )
+    async with serving(demo_server(), options, guard=JUMPING_GUARD) as served:
+        used = await served.initialize()
+        assert (await served.call(used, request_body(1, "ping")))["result"] == {}
+        await settled(served)
+        await jump(clock, PAST)  # looked at once: due again ten timeouts after the ping
+        assert used in served.app.sessions
+        unused = await served.initialize()
+        await settled(served)
+        await jump(clock, PAST)
+        with trio.fail_after(5):
+            await expired(served, unused)
+        assert used in served.app.sessions
+
+
 @pytest.mark.invariant(11)
 async def test_a_never_used_session_expires_at_the_unused_timeout(mock_clock: MockClock) -> None:
     """A session that carried no request after its handshake lives ``unused_session_timeout``

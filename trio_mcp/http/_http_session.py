@@ -99,8 +99,8 @@ class HttpSession(RegisteredSession, BaseSender):
     It is its engine's transport too (a :class:`Sender` that nothing reads: each POST feeds
     its message to the engine, ``Engine.feed``), which routes what the engine sends to the
     session's streams. One object, not two that hold each other. Its idle expiry, its caps and
-    its drain are the registry's (:class:`RegisteredSession`), as for every transport; its
-    engine's task is the one that watches its idle deadline.
+    its drain are the registry's (:class:`RegisteredSession`), as for every transport: the
+    registry watches its idle deadline and cancels its scope, around its engine's task.
     """
 
     __slots__ = (
@@ -333,8 +333,9 @@ class HttpSession(RegisteredSession, BaseSender):
             # nursery and task of the session's own around it, which every idle session held.
             with self.scope:
                 self.touch()  # its deadline runs from its opening
-                watch = self.watch if self.expires else None
-                await self.engine.run(pull=False, wait=watch, task_status=task_status)
+                if self.expires:
+                    self.registry.watch(self)
+                await self.engine.run(pull=False, task_status=task_status)
         finally:
             if self.observer is not None:
                 self.observer.session_ended()

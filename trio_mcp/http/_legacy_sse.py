@@ -138,8 +138,8 @@ def _plain(data: bytes) -> bool:
 class SseSession(RegisteredSession):
     """One HTTP+SSE session: its engine, and the queue its GET stream writes from. Its caps,
     its idle expiry and its drain are the registry's, as for every transport: idle past its
-    deadline, its task is cancelled and its stream ends. Its task watches that deadline, and
-    keeps the stream alive while nothing is written to it."""
+    deadline, its task is cancelled and its stream ends. The registry watches that deadline
+    and, through :meth:`tick`, keeps the stream alive while nothing is written to it."""
 
     __slots__ = ("_closing", "connection", "endpoint", "observer", "overflowed", "transport")
 
@@ -188,19 +188,19 @@ class SseSession(RegisteredSession):
         self._closing = True
         self.engine.feed_eof()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[Engine] = trio.TASK_STATUS_IGNORED) -> None:
         # Registered with the server so that notify_list_changed() reaches this client.
         server = self.endpoint.app.server
         server.connections.add(self.connection)
         if self.observer is not None:
             self.observer.session_started()
         try:
+            # Its engine runs in this task; the registry's watch ends it (cancels its scope)
+            # when it is idle past its deadline, and calls its tick for the keep-alive.
             with self.scope:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(self._run_engine, nursery.cancel_scope)
-                    self.touch()  # its deadline runs from its opening
-                    task_status.started()
-                    await self.watch()
+                self.touch()  # its deadline runs from its opening
+                self.registry.watch(self)
+                await self.engine.run(pull=False, task_status=task_status)
             if self.expired:
                 logger.info("HTTP+SSE session %s was idle past its deadline; it ends", self.id)
         finally:
@@ -211,14 +211,6 @@ class SseSession(RegisteredSession):
             self.transport.end()
             self.registry.forget(self)
             self.ended.set()
-
-    async def _run_engine(
-        self, watch: trio.CancelScope, *, task_status: trio.TaskStatus[Engine]
-    ) -> None:
-        try:
-            await self.engine.run(pull=False, task_status=task_status)
-        finally:
-            watch.cancel()  # the session's watch ends with its engine
 
     def tick(self, now: float) -> float:
         """A keep-alive comment once the stream was written nothing for ``keepalive_interval``

@@ -15,7 +15,9 @@ from __future__ import annotations
 import abc
 import enum
 import functools
+import heapq
 import inspect
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -118,21 +120,22 @@ def identity(principal: Principal | None) -> str | None:
 
 class RegisteredSession(abc.ABC):
     """What every transport's session is to the registry: its id, whose it is, and its idle
-    deadline, which its own task watches (:meth:`watch`).
+    deadline, which the registry watches (:meth:`SessionRegistry.watch`).
 
     It is due to expire ``session_idle_timeout`` after it last went idle (no request in flight,
     no stream open); until it carried a request (``used``), never later than
     ``unused_session_timeout`` from its opening. A message costs an attribute or two (no move of
-    a cancel scope's deadline, each a registration in trio's deadline heap): the task sleeps
-    until the due time and looks again, so the session expires exactly when it is due, ending
-    as its transport allows (a Streamable HTTP session is gone, an HTTP+SSE stream ends, a
-    socket is closed with 1001).
+    a cancel scope's deadline, each a registration in trio's deadline heap): the registry looks
+    at the session when its entry comes due, and again at its due time if it moved, so the
+    session expires exactly when it is due, ending as its transport allows (a Streamable HTTP
+    session is gone, an HTTP+SSE stream ends, a socket is closed with 1001).
     """
 
     # Slots, not a dict: an HTTP session carries some thirty attributes, past the number an
     # instance dict shares its keys for, and a dict of its own cost each session 1.3 KB more.
     __slots__ = (
         "_expired",
+        "_look",
         "active",
         "client",
         "due",
@@ -177,6 +180,8 @@ class RegisteredSession(abc.ABC):
         #: :meth:`touch` allows (it only moves later). Infinite until its opening's touch.
         self.due = math.inf
         self._expired = False
+        #: Its entry in the registry's schedule (when it is next looked at), while it has one.
+        self._look: _Look | None = None
         #: Whether its watch ended it (cancelled its scope): read as its scope's
         #: ``cancel_called`` would be, without that property's look at the clock.
         self.watch_ended = False
@@ -231,39 +236,29 @@ class RegisteredSession(abc.ABC):
 
     def tick(self, now: float) -> float:
         """Whatever the session does on a timer of its own (an HTTP+SSE stream's keep-alive),
-        called by :meth:`watch` whenever it wakes: when to call it next (never, here)."""
+        called by :meth:`look`: when to call it next (never, here)."""
         return math.inf
 
-    async def watch(self, ended: LazyEvent | None = None) -> None:
-        """Sleep until the session is due to expire, and end it (cancel its scope) if it is
-        idle then. A session busy then carried a request (``initialize`` is never in flight),
-        so once idle its :meth:`touch` sets a due time an idle timeout on at least: it is
-        looked at again by then. Returns when it has expired: run it in the session's task,
-        beside what the session serves, and cancel it when that ends. With ``ended``, it is
-        what the session's task waits on instead: it returns once ``ended`` is set, and an
-        expiry raises the scope's ``Cancelled`` at once, in this task (a Streamable HTTP
-        session, whose engine waits here for its end)."""
-        timeout = self.registry.options.limits.session_idle_timeout
-        while True:
-            now = trio.current_time()
-            due = self.due
-            if now >= due:
-                if self.active == 0 and self.engine_idle:
-                    self._expired = not self.registry.shutting_down
-                    self.watch_ended = True
-                    self.scope.cancel()
-                    if ended is not None:
-                        await trio.lowlevel.checkpoint()  # raises the scope's Cancelled
-                    return
-                due = now + timeout
-            wake = min(due, self.tick(now))
-            if ended is None:
-                await trio.sleep_until(wake)
-                continue
-            with trio.move_on_at(wake):
-                await ended.wait()
-            if ended.is_set():
-                return
+    def look(self, now: float) -> float | None:
+        """The registry's look at it (see :meth:`SessionRegistry.watch`): idle past its due
+        time, it ends (its scope is cancelled; None); else when to look again. A session busy
+        at its due time carried a request (``initialize`` is never in flight), so once idle
+        its :meth:`touch` sets a due time an idle timeout on at least: it is looked at again
+        by then."""
+        due = self.due
+        if now >= due:
+            if self.active == 0 and self.engine_idle:
+                self._expired = not self.registry.shutting_down
+                self.watch_ended = True
+                self.scope.cancel()
+                return None
+            due = now + self.registry.options.limits.session_idle_timeout
+        return min(due, self.tick(now))
+
+
+#: An entry of the registry's schedule: when, a tie-breaker, and the session to look at (None
+#: once it was forgotten: the entry stays, stale, and holds nothing).
+_Look = list[Any]
 
 
 class AloneRequest(Protocol):
@@ -302,6 +297,16 @@ class SessionRegistry:
         #: registry's state next changes: made only while a drain waits.
         self._serving = 0
         self._waiter: trio.Event | None = None
+        #: When each watched session is next looked at, soonest first: one task for every
+        #: session (:meth:`_watch_all`), where each used to sleep in a timer of its own
+        #: (about 1.1 KB of cancel scope and deadline an idle session held).
+        self._schedule: list[_Look] = []
+        self._entries = itertools.count()
+        #: Entries of sessions forgotten before they came due, still in the schedule.
+        self._stale = 0
+        #: The deadline the watching task sleeps to (None: no task watches).
+        self._alarm: trio.CancelScope | None = None
+        self._watching = False
 
     # -- the caps --------------------------------------------------------------------------------
 
@@ -358,8 +363,68 @@ class SessionRegistry:
         :meth:`keep` and :meth:`forget`)."""
         return self._tables[transport]
 
+    def watch(self, session: RegisteredSession) -> None:
+        """Expire ``session`` when it is due (see :class:`RegisteredSession`) and call its
+        ``tick``: from now until it is forgotten. Call it once its deadline runs (its opening's
+        :meth:`RegisteredSession.touch`), from a task of the app's nursery."""
+        if session._look is None:
+            self._schedule_look(session, min(session.due, session.tick(trio.current_time())))
+
+    def _schedule_look(self, session: RegisteredSession, when: float) -> None:
+        entry: _Look = [when, next(self._entries), session]
+        session._look = entry
+        heapq.heappush(self._schedule, entry)
+        alarm = self._alarm
+        if alarm is not None:
+            if when < alarm.deadline:
+                alarm.deadline = when
+        elif not self._watching and self.nursery is not None:
+            self._watching = True
+            self.nursery.start_soon(self._watch_all)
+
+    async def _watch_all(self) -> None:
+        """Look at each session when its entry comes due; sleep until the next one."""
+        schedule = self._schedule
+        try:
+            while True:
+                now = trio.current_time()
+                while schedule and schedule[0][0] <= now:
+                    session = heapq.heappop(schedule)[2]
+                    if session is None:  # forgotten since
+                        self._stale -= 1
+                        continue
+                    session._look = None
+                    when = session.look(now)
+                    if when is not None:
+                        self._schedule_look(session, when)
+                self._alarm = alarm = trio.CancelScope(
+                    deadline=schedule[0][0] if schedule else math.inf
+                )
+                with alarm:
+                    await trio.sleep_forever()
+                self._alarm = None
+        finally:
+            self._alarm = None
+            self._watching = False
+
+    def _unwatch(self, session: RegisteredSession) -> None:
+        """Its entry is left in the schedule, stale, holding nothing; once the stale outnumber
+        the live, the schedule is rebuilt without them (sessions that come and go do not pile
+        up in it)."""
+        entry = session._look
+        if entry is None:
+            return
+        entry[2] = session._look = None
+        self._stale += 1
+        schedule = self._schedule
+        if self._stale > 64 and self._stale * 2 > len(schedule):
+            schedule[:] = [entry for entry in schedule if entry[2] is not None]
+            heapq.heapify(schedule)
+            self._stale = 0
+
     def forget(self, session: RegisteredSession) -> None:
         """Removal by identity: a session kept later under the same id stays."""
+        self._unwatch(session)
         table = self._tables[session.over]
         if table.get(session.id) is session:
             del table[session.id]

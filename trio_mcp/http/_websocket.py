@@ -102,7 +102,7 @@ class WebSocketHost(Protocol):
 class SocketSession(RegisteredSession):
     """One open socket, as the registry counts it: its caps, its idle expiry and its drain
     are those of every transport. Idle past its deadline, it is closed with 1001 (the
-    socket's task watches that deadline)."""
+    registry watches that deadline and cancels the session's scope)."""
 
     __slots__ = ()
 
@@ -309,9 +309,9 @@ class WebSocketEndpoint:
 
             session.engine = engine = await nursery.start(serve)
             session.touch()  # its deadline runs from its opening
+            self.app.registry.watch(session)  # expiry cancels the session's scope around this
             if interval is not None:
                 nursery.start_soon(_keep_alive, engine, transport, interval, nursery.cancel_scope)
-            await session.watch()
 
     async def _admit(self, scope: Scope, route: str) -> Principal | None:
         """The app's admission step, with the handshake's own checks (the path, the
