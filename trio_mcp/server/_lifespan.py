@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import attrs
@@ -60,6 +60,10 @@ class _Entry:
     exit_error: BaseException | None = None
 
 
+#: What a connection holds of a server without a lifespan: nothing, and it yields None.
+_NO_LIFESPAN: AbstractAsyncContextManager[None] = nullcontext()
+
+
 class Lifespan:
     """The one lifespan of a server: who holds it, and its state while it runs."""
 
@@ -87,12 +91,13 @@ class Lifespan:
             )
         return self._entry.state
 
+    def hold(self) -> AbstractAsyncContextManager[Any]:
+        """Start the lifespan, or join the entry that runs; yields the state (None, at no
+        cost, for a server without a lifespan: every connection holds it)."""
+        return _NO_LIFESPAN if self.fn is None else self._hold()
+
     @asynccontextmanager
-    async def hold(self) -> AsyncIterator[Any]:
-        """Start the lifespan, or join the entry that runs; yields the state."""
-        if self.fn is None:
-            yield None
-            return
+    async def _hold(self) -> AsyncIterator[Any]:
         while self._entry is not None and self._entry.release.is_set():
             await self._entry.ended.wait()  # the last one's shutdown, still under way
         entry = self._entry

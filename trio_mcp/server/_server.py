@@ -47,6 +47,7 @@ from ._bus import (
 from ._connection import DEFAULT_MAX_LISTENS, ServerConnection
 from ._context import Context
 from ._extensions import Extension, Extensions
+from ._hosting import Hosting
 from ._lifespan import Lifespan, LifespanFailed, LifespanFunction
 from ._media import MEDIA_TYPES
 from ._middleware import Middleware
@@ -291,6 +292,8 @@ class Server:
         #: ``@server.middleware`` (see ``docs/middleware.md``).
         self.middleware_chain: tuple[Middleware, ...] = tuple(middleware)
         self._lifespan = Lifespan(lifespan, self, name)
+        #: The entry of :meth:`hosting` that started the services, while it is inside.
+        self._hosted_by: Hosting | None = None
 
     @property
     def state_audience(self) -> str:
@@ -1008,13 +1011,12 @@ class Server:
         async with self.hosting(), self._claiming(), self._keeping_state():
             await self.notifier.run(task_status=task_status)
 
-    @asynccontextmanager
-    async def hosting(self) -> AsyncIterator[None]:
+    def hosting(self) -> Hosting:
         """The services around this server's work for as long as it is entered: its
         extensions' (the tasks' nursery) and those of the servers mounted in it, so that a task
-        created through a mount runs in the child's. Re-entering it is a no-op."""
-        async with self.extensions.hosting(), self.mounts.hosting():
-            yield
+        created through a mount runs in the child's. Entering it while an entry hosts them is
+        a no-op (every connection of a running app does)."""
+        return Hosting(self)
 
     @asynccontextmanager
     async def _claiming(self) -> AsyncIterator[None]:
