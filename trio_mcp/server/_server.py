@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 import orjson
@@ -1011,7 +1011,7 @@ class Server:
         async with self.hosting(), self._claiming(), self._keeping_state():
             await self.notifier.run(task_status=task_status)
 
-    def hosting(self) -> Hosting:
+    def hosting(self) -> AbstractAsyncContextManager[None]:
         """The services around this server's work for as long as it is entered: its
         extensions' (the tasks' nursery) and those of the servers mounted in it, so that a task
         created through a mount runs in the child's. Entering it while an entry hosts them is
