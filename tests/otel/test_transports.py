@@ -4,14 +4,20 @@ of the server's SERVER span, and each carries its wire's network attributes."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+import trio_mcp.otel
 from trio_mcp import Command, HttpTarget, Server, open_client
 from trio_mcp.http import (
     HttpOptions,
@@ -148,15 +154,41 @@ async def test_websocket_spans(telemetry: Telemetry) -> None:
     assert all(p.value == 0 for p in sessions)  # every one opened was closed
 
 
+def held_by_memory_stores(telemetry: Telemetry) -> int:
+    found = telemetry.points("trio_mcp.event_store.bytes")
+    return sum(p.value for p in found if p.attributes["trio_mcp.event_store"] == "memory")
+
+
 async def test_the_event_store_bytes_follow_what_it_holds(telemetry: Telemetry) -> None:
+    gc.collect()  # stores of earlier tests, let go, have given back theirs
+    before = held_by_memory_stores(telemetry)
     store = MemoryEventStore()
     store.open_now("s1", StreamMeta(session_id="a"))
     store.append_now("s1", 1, b"x" * 100)
-    [held] = telemetry.points("trio_mcp.event_store.bytes")
-    assert held.value == store.held_bytes > 0
+    assert held_by_memory_stores(telemetry) - before == store.held_bytes > 0
     store.forget_now("s1")
-    [held] = telemetry.points("trio_mcp.event_store.bytes")
-    assert held.value == store.held_bytes == 0
+    assert held_by_memory_stores(telemetry) == before
+    store.open_now("s2", StreamMeta(session_id="a"))
+    del store
+    gc.collect()
+    assert held_by_memory_stores(telemetry) == before  # a store let go gives back what it held
+
+
+async def test_the_event_store_bytes_include_what_was_stored_before_anything_listened() -> None:
+    # No provider of its own yet: the bytes are counted all the same, and a reader set up
+    # afterwards reports them (an up-down counter would start from nothing, and go negative).
+    store = MemoryEventStore()
+    store.open_now("s1", StreamMeta(session_id="a"))
+    store.append_now("s1", 1, b"y" * 200)
+    reader = InMemoryMetricReader()
+    trio_mcp.otel.configure(meter_provider=MeterProvider(metric_readers=[reader]))
+    try:
+        assert trio_mcp.otel.instrumentation() is not None  # what a connection asks as it opens
+        telemetry = Telemetry(InMemorySpanExporter(), reader, TracerProvider())
+        gc.collect()
+        assert held_by_memory_stores(telemetry) >= store.held_bytes > 200
+    finally:
+        trio_mcp.otel.configure()
 
 
 async def test_a_session_cap_hit_is_counted(telemetry: Telemetry) -> None:

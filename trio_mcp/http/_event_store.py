@@ -19,7 +19,7 @@ from typing import Protocol
 
 import attrs
 
-from ..otel import event_store_bytes
+from ..otel import event_store_bytes, instrumentation
 from ..protocol._jsonrpc import RequestId
 
 
@@ -160,11 +160,17 @@ class MemoryEventStore:
         self._size = 0
         #: Live sessions, and when their liveness lapses (three heartbeats after the last).
         self._alive: collections.OrderedDict[str, float] = collections.OrderedDict()
+        instrumentation()  # the metric of what it holds exists from the start where one listens
 
     @property
     def held_bytes(self) -> int:
         """What the kept events cost, as the byte caps count it (data and overhead)."""
         return self._size
+
+    def __del__(self) -> None:
+        # A store let go gives back what it held to the count its metric reports.
+        if self._size:
+            event_store_bytes(-self._size)
 
     async def start(self) -> None:
         pass

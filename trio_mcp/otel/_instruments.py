@@ -13,6 +13,7 @@ from opentelemetry.propagators.textmap import Getter
 
 from .._version import __version__
 from ..protocol._jsonrpc import JSONObject
+from ._state import held_bytes
 
 #: The conventions' bucket advice for every duration histogram (seconds).
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
@@ -64,7 +65,7 @@ class Instrumentation:
     in_flight: metrics.UpDownCounter
     cancellations: metrics.Counter
     sessions_open: metrics.UpDownCounter
-    event_store_bytes: metrics.UpDownCounter
+    event_store_bytes: metrics.ObservableUpDownCounter
     limits_hit: metrics.Counter
     redis_errors: metrics.Counter
 
@@ -125,8 +126,9 @@ class Instrumentation:
                 unit="{session}",
                 description="Connections and sessions open now, per transport.",
             ),
-            event_store_bytes=meter.create_up_down_counter(
+            event_store_bytes=meter.create_observable_up_down_counter(
                 "trio_mcp.event_store.bytes",
+                callbacks=[_observe_held_bytes],
                 unit="By",
                 description="The bytes of events an event store holds for resumption.",
             ),
@@ -141,6 +143,14 @@ class Instrumentation:
                 description="Redis calls that failed.",
             ),
         )
+
+
+def _observe_held_bytes(options: metrics.CallbackOptions) -> list[metrics.Observation]:
+    """What the event stores hold now, read when a metric reader collects."""
+    return [
+        metrics.Observation(held, {"trio_mcp.event_store": store})
+        for store, held in held_bytes().items()
+    ]
 
 
 _cache: dict[tuple[int, int], tuple[Any, Any, Instrumentation]] = {}
