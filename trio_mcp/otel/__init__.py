@@ -7,13 +7,13 @@ request) unless the application installed an OpenTelemetry SDK (or passed provid
 see ``docs/observability.md`` for what is emitted.
 """
 
+from ._held import event_store_bytes
 from ._logging import TraceContextFilter
 from ._state import (
     configure,
     count_limit_hit,
     count_redis_error,
     current_link,
-    event_store_bytes,
     instrumentation,
     linked_span,
     observe,

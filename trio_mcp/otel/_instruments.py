@@ -13,7 +13,7 @@ from opentelemetry.propagators.textmap import Getter
 
 from .._version import __version__
 from ..protocol._jsonrpc import JSONObject
-from ._state import held_bytes
+from ._held import held_bytes
 
 #: The conventions' bucket advice for every duration histogram (seconds).
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
