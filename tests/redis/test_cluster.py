@@ -22,6 +22,8 @@ import pytest
 import trio
 from coredis.connection import TCPLocation
 
+from trio_mcp import Server
+from trio_mcp.http import HttpOptions, MemorySessionStore, ScaleOut
 from trio_mcp.http._event_store import StreamMeta
 from trio_mcp.http._session_store import SessionRecord
 from trio_mcp.protocol._tasks import COMPLETED, INPUT_REQUIRED, WORKING, TaskState
@@ -35,9 +37,11 @@ from trio_mcp.redis import (
 from trio_mcp.redis._client import parse, redact
 from trio_mcp.redis._keys import key
 from trio_mcp.redis._task_store import WORKER_LOST
+from trio_mcp.server import Context
 from trio_mcp.server._bus import BusEvent
 from trio_mcp.tasks import TaskRecord
 
+from .._http import Served, call_body, parse_sse, request_body, serving
 from ..deploy import system_packages
 from ..deploy._services import START_GUARD, RedisCluster, free_port
 
@@ -280,9 +284,8 @@ async def test_the_bus_and_the_relay_on_a_cluster_deliver_what_is_published(
         await bus.probe()
         await relay.probe()
         await bus.publish(BusEvent.list_changed("tools"))
-        await relay.send("n1", b"to n1")
-        # A cluster's PUBLISH counts the subscribers of one node only: the relay cannot say.
-        assert await relay.send(None, b"to all") is None
+        assert await relay.send("n1", b"to n1") == 1
+        assert await relay.send(None, b"to all") == 1  # sharded: its one subscriber, counted
         with trio.fail_after(GUARD):
             while len(heard) < 1 or len(relayed) < 2:  # noqa: ASYNC110 - delivered by Redis
                 await trio.sleep(0.01)
@@ -355,3 +358,74 @@ async def test_the_stores_reach_a_sentinels_primary(tmp_path: Path) -> None:
         unknown = RedisSessionStore(f"redis+sentinel://127.0.0.1:{port}/nosuch", timeout=2)
         with pytest.raises(Exception, match="No primary found for 'nosuch'"):
             await unknown.start()
+
+
+def another_url(cluster: RedisCluster) -> str:
+    """The same cluster by its seed nodes in another order: a process holds one subscriber per
+    URL, so a second URL gives a second worker in this process a subscriber of its own, as a
+    second process would have."""
+    return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in reversed(cluster.ports))
+
+
+async def test_the_relay_on_a_cluster_counts_every_worker_its_message_reached(
+    redis_cluster: RedisCluster,
+) -> None:
+    # A plain PUBLISH on a cluster counts only the subscribers of the node that took it, so
+    # a change waited out record_cache there; a sharded one counts every subscriber.
+    prefix = a_prefix()
+    one = RedisRelay(redis_cluster.url, prefix=prefix)
+    two = RedisRelay(another_url(redis_cluster), prefix=prefix)
+    heard: dict[str, list[bytes]] = {"n1": [], "n2": []}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(one.subscribe, "n1", heard["n1"].append)
+        await nursery.start(two.subscribe, "n2", heard["n2"].append)
+        assert await one.send(None, b"to all") == 2
+        assert await two.send("n1", b"to n1") == 1
+        assert await one.send("n3", b"to nobody") == 0
+        with trio.fail_after(GUARD):
+            while len(heard["n1"]) < 2 or not heard["n2"]:  # noqa: ASYNC110 - by Redis
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert heard == {"n1": [b"to all", b"to n1"], "n2": [b"to all"]}
+
+
+def logging_server() -> Server:
+    server = Server("logs", "1.0.0")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("fine")
+        await ctx.error("bad")
+        return "done"
+
+    return server
+
+
+async def test_on_a_cluster_a_change_is_answered_once_every_worker_said_so(
+    redis_cluster: RedisCluster,
+) -> None:
+    # record_cache of a minute: a change answered only once that passed would fail the guard.
+    prefix = a_prefix()
+    store = MemorySessionStore()
+
+    def options(node: str, url: str) -> HttpOptions:
+        relay = RedisRelay(url, prefix=prefix)
+        scale_out = ScaleOut(session_store=store, node_id=node, relay=relay, record_cache=60)
+        return HttpOptions(scale_out=scale_out)
+
+    async def logs(served: Served, session: str, rid: int) -> list[str]:
+        response = await served.post(call_body(rid, "chatty"), session)
+        assert response.status_code == 200, response.text
+        found = [e.json() for e in parse_sse(response.text) if e.data]
+        return [m["params"]["data"] for m in found if m.get("method") == "notifications/message"]
+
+    async with (
+        serving(logging_server(), options("a", redis_cluster.url)) as a,
+        serving(logging_server(), options("b", another_url(redis_cluster))) as b,
+    ):
+        session = await a.initialize()
+        assert await logs(b, session, 1) == ["fine", "bad"]  # b keeps a reading of the record
+        with trio.fail_after(GUARD):
+            level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
+        assert level["result"] == {}
+        assert await logs(b, session, 3) == ["bad"]  # b dropped its reading before the answer

@@ -22,7 +22,8 @@ Theory of operation:
   subscribing every channel again); the others add their channels to it. When the host leaves,
   another listener takes over and subscribes what remains (messages published in between are
   missed, as pub/sub always allows). Every message is decoded in one place
-  (:meth:`RedisHub._dispatch`).
+  (:meth:`RedisHub._dispatch`). On a Redis Cluster the subscriber is sharded (``SSUBSCRIBE``,
+  a connection to the primary of each channel's shard), and its publishers say ``SPUBLISH``.
 - Every failure to talk to Redis is a :class:`RedisUnavailable`, which each store turns into
   its own protocol's error (:class:`~trio_mcp.redis._link.RedisLink`).
 - The hub's :class:`~trio_mcp.redis._circuit.Circuit` counts Redis as down once a ping fails
@@ -159,6 +160,22 @@ def hub_for(url: str) -> RedisHub:
 
 def _name(role: str) -> str:
     return f"trio_mcp:{os.getpid()}:{role}"
+
+
+def _pubsub(client: Client, channels: list[str]) -> Any:
+    """The subscriber's subscription to ``channels``, never retrying by itself (the host
+    reconnects). A cluster's channels are sharded (``SSUBSCRIBE``): each is read from the
+    primary of its shard, where a sharded publish counts every subscriber of it."""
+    import coredis
+    from coredis.retry import NoRetryPolicy
+
+    if isinstance(client, coredis.RedisCluster):
+        return client.sharded_pubsub(
+            channels=channels, ignore_subscribe_messages=True, retry_policy=NoRetryPolicy()
+        )
+    return client.pubsub(
+        channels=channels, ignore_subscribe_messages=True, retry_policy=NoRetryPolicy()
+    )
 
 
 class RedisHub:
@@ -383,8 +400,6 @@ class RedisHub:
     ) -> None:
         """Be the subscriber: connect, read, and reconnect when lost, until cancelled; raises
         only when the first connection of a listener not yet started fails."""
-        from coredis.retry import NoRetryPolicy
-
         initial, longest = reconnect
         delay = initial
         again = False
@@ -395,11 +410,7 @@ class RedisHub:
                     channels = list(self._channels)
                     async with (
                         self._subscriber() as client,
-                        client.pubsub(
-                            channels=channels,
-                            ignore_subscribe_messages=True,
-                            retry_policy=NoRetryPolicy(),
-                        ) as pubsub,
+                        _pubsub(client, channels) as pubsub,
                     ):
                         self._pubsub, self._live = pubsub, set(channels)
                         self._connections += 1

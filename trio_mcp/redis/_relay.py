@@ -1,5 +1,7 @@
 """``RedisRelay``: the relay on Redis pub/sub, a channel per node (``{prefix}node:{id}``) and
-one for every node (``{prefix}nodes``).
+one for every node (``{prefix}nodes``). On a Redis Cluster it is sharded pub/sub (``SPUBLISH``,
+Redis 7): a plain ``PUBLISH`` there counts only the subscribers of the node that took it, a
+sharded one every subscriber of its channel, which all read it from the primary of its shard.
 
 It sends through the process's pool and listens on the process's one subscriber
 (:mod:`trio_mcp.redis._hub`), which it shares with the stores and the bus.
@@ -31,9 +33,8 @@ class RedisRelay:
         reconnect_initial: float = 0.1,
         reconnect_max: float = 5.0,
     ) -> None:
-        #: A cluster's PUBLISH counts only the subscribers of the node that took it: there,
-        #: :meth:`send` cannot say how many it reached.
-        self._counts = parse(url).kind != "cluster"
+        #: A cluster's channels are sharded (the hub's subscriber says SSUBSCRIBE there).
+        self._sharded = parse(url).kind == "cluster"
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
@@ -60,10 +61,14 @@ class RedisRelay:
             raise RelayUnavailable(f"the relay's Redis at {redact(self.url)} is not started")
         link = self._links[0]
         reached: int | None = None
+        channel = self.channel(node)
         async with link.errors():
-            # PUBLISH answers how many subscribers got it: one per worker's subscriber.
-            reached = await link.client.publish(self.channel(node), message)
-        return reached if self._counts else None
+            # Either answers how many subscribers got it: one per worker's subscriber.
+            if self._sharded:
+                reached = await link.client.spublish(channel, message)
+            else:
+                reached = await link.client.publish(channel, message)
+        return reached
 
     def hearing(self) -> int | None:
         """Which connection of this process's subscriber carries the channel for every node
