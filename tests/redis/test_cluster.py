@@ -21,6 +21,7 @@ import coredis
 import pytest
 import trio
 from coredis.connection import TCPLocation
+from coredis.tokens import PureToken
 
 from trio_mcp import Server
 from trio_mcp.http import HttpOptions, MemorySessionStore, ScaleOut
@@ -429,3 +430,32 @@ async def test_on_a_cluster_a_change_is_answered_once_every_worker_said_so(
             level = await a.call(session, request_body(2, "logging/setLevel", {"level": "error"}))
         assert level["result"] == {}
         assert await logs(b, session, 3) == ["bad"]  # b dropped its reading before the answer
+
+
+async def test_on_a_cluster_a_killed_subscriber_subscribes_again_and_says_so(
+    redis_cluster: RedisCluster,
+) -> None:
+    # The sharded subscriber holds a connection per shard its channels fall in: killing them
+    # is noticed (``hearing`` changes, so no reading made before stands) and it subscribes
+    # every channel again, counted by the next send.
+    prefix = a_prefix()
+    relay = RedisRelay(redis_cluster.url, prefix=prefix, reconnect_initial=0.05)
+    heard: list[bytes] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(relay.subscribe, "n1", heard.append)
+        first = relay.hearing()
+        assert first is not None
+        killed = 0
+        for port in redis_cluster.ports:
+            async with coredis.Redis("127.0.0.1", port) as node:
+                killed += await node.client_kill(type_=PureToken.PUBSUB)
+        assert killed >= 1
+        with trio.fail_after(GUARD):
+            while relay.hearing() in (None, first):  # noqa: ASYNC110 - the hub's own state
+                await trio.sleep(0.01)
+            while await relay.send(None, b"again") != 1:  # noqa: ASYNC110 - until subscribed
+                await trio.sleep(0.01)
+            while not heard:  # noqa: ASYNC110 - delivered by Redis
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert set(heard) == {b"again"}
