@@ -653,8 +653,9 @@ def test_a_served_file_with_an_auth_of_its_own_takes_no_auth_options(
 
 def _protected_demo(*options: str) -> tuple[argparse.Namespace, Auth]:
     """What ``demo --transport http OPTIONS`` builds for its auth, bound as it binds first."""
-    from trio_mcp._cli import build_auth, build_parser, take_listener
+    from trio_mcp._cli import build_parser
     from trio_mcp._demo import add_signed_in_tools, demo_server
+    from trio_mcp._serve_http import build_auth, take_listener
 
     args = build_parser().parse_args(["demo", *HTTP, *options])
     take_listener(args)
