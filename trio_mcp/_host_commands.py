@@ -14,6 +14,34 @@ from ._loading import load_server, serve_command
 from ._settings import UsageError
 
 
+def _add_server_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "server_file",
+        metavar="SERVER_FILE",
+        nargs="?",
+        help="FILE.py[:NAME] (default: the project file's server)",
+    )
+
+
+def _add_server_env(command: argparse.ArgumentParser) -> None:
+    """The server's environment (``install`` writes it into the entry, ``dev`` starts the
+    server with it): ``--env-file`` lines, then ``--env`` pairs over them."""
+    command.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable; after --env-file)",
+    )
+    command.add_argument(
+        "--env-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="KEY=VALUE lines (# comments, optional quotes) for the server's environment",
+    )
+
+
 def add_install(commands: Any) -> None:
     from ._install import HOSTS
 
@@ -25,27 +53,9 @@ def add_install(commands: Any) -> None:
         + "; ".join(f"{host.name}: {host.title}" for host in HOSTS.values()),
     )
     install.add_argument("host", choices=list(HOSTS), metavar="HOST", help=", ".join(HOSTS))
-    install.add_argument(
-        "server_file",
-        metavar="SERVER_FILE",
-        nargs="?",
-        help="FILE.py[:NAME] (default: the project file's server)",
-    )
+    _add_server_file(install)
     install.add_argument("--name", help="the entry's name (default: NAME, else the file's stem)")
-    install.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an environment variable for the server (repeatable; after --env-file)",
-    )
-    install.add_argument(
-        "--env-file",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="KEY=VALUE lines (# comments, optional quotes) for the server's environment",
-    )
+    _add_server_env(install)
     install.add_argument(
         "--config", metavar="PATH", help="the configuration file (default: where HOST keeps it)"
     )
@@ -83,12 +93,7 @@ def add_dev(commands: Any) -> None:
         "Node.js 22.19+ are found in node_modules here or above (npm install "
         "@modelcontextprotocol/inspector@2.12.0), or given with --inspector / --node.",
     )
-    dev.add_argument(
-        "server_file",
-        metavar="SERVER_FILE",
-        nargs="?",
-        help="FILE.py[:NAME] (default: the project file's server)",
-    )
+    _add_server_file(dev)
     dev.add_argument(
         "--port", type=int, default=6274, help="the Inspector's page port (default: 6274)"
     )
@@ -101,16 +106,7 @@ def add_dev(commands: Any) -> None:
     dev.add_argument(
         "--no-browser", action="store_true", help="print the URL only; open no browser"
     )
-    dev.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an environment variable for the server (repeatable)",
-    )
-    dev.add_argument(
-        "--env-file", action="append", default=[], metavar="PATH", help="KEY=VALUE lines"
-    )
+    _add_server_env(dev)
     dev.add_argument("--node", metavar="PATH", help="the Node.js to run the Inspector with")
     dev.add_argument("--inspector", metavar="PATH", help="the Inspector's package directory")
 
