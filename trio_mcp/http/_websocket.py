@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import trio
@@ -187,6 +188,34 @@ class WebSocketTransport(BaseTransport):
                 logger.debug("closing a WebSocket: %s", exc)
 
 
+class _Opened:
+    """What a socket does once its engine runs, told as a nursery's task status is (the
+    engine runs in the socket's own task, not one started for it): its deadline runs from its
+    opening, the registry watches it (expiry cancels the session's scope around the engine),
+    and ``then`` starts what runs beside it."""
+
+    __slots__ = ("_registry", "_session", "_then")
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        session: SocketSession,
+        then: Callable[[Engine], None] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._session = session
+        self._then = then
+
+    def started(self, value: Engine | None = None) -> None:
+        assert value is not None  # an engine says it runs with itself
+        session = self._session
+        session.engine = value
+        session.touch()
+        self._registry.watch(session)
+        if self._then is not None:
+            self._then(value)
+
+
 class WebSocketEndpoint:
     """The app's WebSocket endpoint (``HttpOptions.websocket``); its sockets are the registry's."""
 
@@ -291,27 +320,31 @@ class WebSocketEndpoint:
     async def _serve(
         self, transport: WebSocketTransport, session: SocketSession, principal: Principal | None
     ) -> None:
-        """The socket's connection, and with ``ping_interval`` its keep-alive beside it."""
+        """The socket's connection, run in this task (an idle socket holds no task of its own
+        but its engine's writer); with ``ping_interval`` its keep-alive beside it."""
         server = cast(_Serves, self.app.server)  # a Server: it serves any transport
         interval = self._settings.ping_interval
+        registry = self.app.registry
+        if interval is None:
+            opened = _Opened(registry, session)
+            await server.serve_transport(
+                transport, principal=principal, transport_name="websocket", task_status=opened
+            )
+            return
         async with trio.open_nursery() as nursery:
 
-            async def serve(*, task_status: trio.TaskStatus[Engine]) -> None:
-                try:
-                    await server.serve_transport(
-                        transport,
-                        principal=principal,
-                        transport_name="websocket",
-                        task_status=task_status,
-                    )
-                finally:
-                    nursery.cancel_scope.cancel()  # the keep-alive ends with it
-
-            session.engine = engine = await nursery.start(serve)
-            session.touch()  # its deadline runs from its opening
-            self.app.registry.watch(session)  # expiry cancels the session's scope around this
-            if interval is not None:
+            def keep_alive(engine: Engine) -> None:
                 nursery.start_soon(_keep_alive, engine, transport, interval, nursery.cancel_scope)
+
+            try:
+                await server.serve_transport(
+                    transport,
+                    principal=principal,
+                    transport_name="websocket",
+                    task_status=_Opened(registry, session, keep_alive),
+                )
+            finally:
+                nursery.cancel_scope.cancel()  # the keep-alive ends with it
 
     async def _admit(self, scope: Scope, route: str) -> Principal | None:
         """The app's admission step, with the handshake's own checks (the path, the
