@@ -411,7 +411,9 @@ def tasks_below(running: str) -> list[list[str]]:
             for child in nursery.child_tasks:
                 walk(child)
 
-    walk(trio.lowlevel.current_root_task())
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    walk(root)
     return found
 
 
