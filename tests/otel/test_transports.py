@@ -161,6 +161,7 @@ def held_by_memory_stores(telemetry: Telemetry) -> int:
 
 async def test_the_event_store_bytes_follow_what_it_holds(telemetry: Telemetry) -> None:
     gc.collect()  # stores of earlier tests, let go, have given back theirs
+    assert trio_mcp.otel.instrumentation() is not None  # what a connection asks as it opens
     before = held_by_memory_stores(telemetry)
     store = MemoryEventStore()
     store.open_now("s1", StreamMeta(session_id="a"))

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import attrs
 
-from ..otel import event_store_bytes, instrumentation
+from ..otel import event_store_bytes
 from ..protocol._jsonrpc import RequestId
 
 
@@ -160,7 +160,6 @@ class MemoryEventStore:
         self._size = 0
         #: Live sessions, and when their liveness lapses (three heartbeats after the last).
         self._alive: collections.OrderedDict[str, float] = collections.OrderedDict()
-        instrumentation()  # the metric of what it holds exists from the start where one listens
 
     @property
     def held_bytes(self) -> int:
