@@ -487,6 +487,34 @@ async def test_request_streams_are_primed_from_2025_11_25_on(demo_http: Served) 
     assert all(e.data for e in parse_sse(response.text))
 
 
+async def test_an_answer_known_whole_has_its_length_and_a_running_one_streams_in_chunks() -> None:
+    """A request answered by the time its SSE response starts goes out whole, with its
+    ``Content-Length`` (no chunk framing for hypercorn, a proxy or the client to do); one
+    still running streams in chunks, its events as they come, and ends with its answer."""
+    server = demo_server()
+    park = Park(server)
+    async with serving(server) as served:
+        opened = await served.post(initialize_body(), version=None)
+        assert opened.headers["content-length"] == str(len(opened.content))
+        session = await served.initialize()
+        response = await served.post(call_body(1, "echo", {"text": "whole"}), session)
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["content-length"] == str(len(response.content))
+        assert "transfer-encoding" not in response.headers
+        events = parse_sse(response.text)
+        assert events[0].data == ""  # primed all the same: a client may still resume it
+        assert result_text(events[-1].json()) == "whole"
+        async with served.stream_post(call_body(2, "park"), session) as reader:
+            assert reader.response.headers["transfer-encoding"] == "chunked"
+            assert "content-length" not in reader.response.headers
+            await park.entered.wait()
+            park.release.set()
+            rest = await reader.rest()
+        assert progress_messages(rest) == ["first-frame", "second-frame"]
+        assert result_text(rest[-1].json()) == "done"
+    assert not served.errors
+
+
 @pytest.mark.invariant(11)
 async def test_resuming_a_live_stream_past_its_kept_events_gets_400() -> None:
     """If the ring buffer already dropped what the client missed, a silent gap would lose

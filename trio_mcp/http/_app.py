@@ -866,22 +866,25 @@ class McpHttpApp:
     # -- SSE -----------------------------------------------------------------------------------
 
     async def sse_start(
-        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+        self,
+        scope: Scope,
+        send: Send,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        *,
+        length: int | None = None,
     ) -> None:
-        """The start of an SSE response (not buffered by a proxy), with the CORS headers."""
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream"),
-                    (b"cache-control", b"no-cache"),
-                    (b"x-accel-buffering", b"no"),
-                    *headers,
-                    *self.admission.cors_headers(scope),
-                ],
-            }
-        )
+        """The start of an SSE response (not buffered by a proxy), with the CORS headers;
+        ``length``, the body's, when the response is known whole."""
+        all_headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *headers,
+            *self.admission.cors_headers(scope),
+        ]
+        if length is not None:
+            all_headers.append((b"content-length", str(length).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": all_headers})
 
     # -- GET and DELETE ------------------------------------------------------------------------
 

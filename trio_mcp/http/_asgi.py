@@ -184,7 +184,12 @@ class Responder(Protocol):
     ) -> None: ...
 
     async def sse_start(
-        self, scope: Scope, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()
+        self,
+        scope: Scope,
+        send: Send,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        *,
+        length: int | None = None,
     ) -> None: ...
 
 
