@@ -11,7 +11,9 @@ a call whose arguments have a ``size`` gets that many characters instead (``blob
 ``benchmarks/growth.py``).
 A message without an id (a notification) gets 202 and no body. No header is checked, no session
 kept. With ``BENCH_SSE=1`` the answer is one SSE event (``event: message``, ``data: ...``) on a
-``text/event-stream`` response, as a Streamable HTTP server streams it; otherwise a JSON body.
+``text/event-stream`` response with its ``Content-Length`` (the answer is known whole, as a
+Streamable HTTP server that has its answer when it starts the response sends it, trio_mcp's
+among them); otherwise a JSON body.
 
 With ``BENCH_READY``, each worker appends its pid to that file when it has imported this module.
 
@@ -137,11 +139,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if message.get("method") == "initialize":
         headers.append((b"mcp-session-id", SESSION))
     if SSE:
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send(
-            {"type": "http.response.body", "body": b"event: message\ndata: " + reply + b"\n\n"}
-        )
-        return
+        reply = b"event: message\ndata: " + reply + b"\n\n"
     headers.append((b"content-length", str(len(reply)).encode()))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": reply})
