@@ -29,6 +29,16 @@ HTTP_CONNECTIONS = 10
 #: Bare POST round trips per cancel in the floor's HTTP cancel job (run.py's HTTP_POST_ROUNDS).
 HTTP_POST_ROUNDS = 10
 DASH = "\u2013"  # an en dash, for ranges
+#: The rows of ``fleet_cost.py`` (run.py's ratios, the report's table): each fleet and load.
+#: Three backends (tagged, any worker) at the same load in all and per process; the tagged
+#: fleet's machinery with one backend, whose load per process is the standalone's.
+FLEET_COST_ROWS = (
+    ("tagged", "per"),
+    ("tagged", "total"),
+    ("any", "per"),
+    ("any", "total"),
+    ("one", "total"),
+)
 
 Stat = dict[str, float]
 
@@ -645,7 +655,10 @@ class Report:
             "*tagged*, `--redis-url` backends behind `deploy/nginx.conf` as shipped (a session's "
             "requests go to the node its id names), the recommended fleet; *any worker*, "
             "`--redis-url --any-worker` backends behind nginx round robin (each request of a "
-            "session on any process: its record read from Redis every time). "
+            "session on any process: its record read from Redis every time); and the tagged "
+            "fleet's machinery with *one backend* (every hop and Redis write of a fleet's call, "
+            "no other backend sharing the cores: on a machine with fewer cores than busy "
+            "processes, what separates the three-backend rows from it is their contention). "
             f"{p['fleet_cost_calls']} `tools/call echo` after {p['fleet_cost_warmup']} warm-up "
             f"from {loops} keep-alive loops (each its own session in the handshake era); each "
             f"fleet is also driven with {loops * 3} loops and three times the calls, the same "
@@ -661,17 +674,18 @@ class Report:
         header = ["era", "fleet", "load", "standalone", "fleet", "backends", "nginx", "Redis"]
         header.append("fleet/standalone")
         rows = []
+        fleet_labels = {"tagged": "tagged", "any": "any worker", "one": "one backend"}
+        load_labels = {"per": "per process", "total": "in all"}
         for era, era_label in (("hs", "handshake"), ("modern", "modern")):
-            for fleet, fleet_label in (("tagged", "tagged"), ("any", "any worker")):
-                for load, load_label in (("per", "per process"), ("total", "in all")):
-                    key = f"{era}_{fleet}_{load}"
-                    row = [era_label, fleet_label, load_label]
-                    row.append(cell(self.stat("fleet cost", f"{era}_standalone_us")))
-                    row.append(cell(self.stat("fleet cost", f"{key}_us")))
-                    for part in ("backends", "nginx", "redis"):
-                        row.append(cell(self.stat("fleet cost", f"{key}_{part}_us")))
-                    row.append(cell(self.ratio(f"fleet_cost_{key}"), 2, "x"))
-                    rows.append(row)
+            for fleet, load in FLEET_COST_ROWS:
+                key = f"{era}_{fleet}_{load}"
+                row = [era_label, fleet_labels[fleet], load_labels[load]]
+                row.append(cell(self.stat("fleet cost", f"{era}_standalone_us")))
+                row.append(cell(self.stat("fleet cost", f"{key}_us")))
+                for part in ("backends", "nginx", "redis"):
+                    row.append(cell(self.stat("fleet cost", f"{key}_{part}_us")))
+                row.append(cell(self.ratio(f"fleet_cost_{key}"), 2, "x"))
+                rows.append(row)
         self.table(header, rows)
 
     def tasks(self) -> None:

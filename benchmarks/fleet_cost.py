@@ -2,7 +2,7 @@
 
     python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8}'
 
-Three deployments of the same server (``tests/servers/fleet_server.py``), up at once:
+Four deployments of the same server (``tests/servers/fleet_server.py``), up at once:
 
 - standalone: one ``trio-mcp serve ... --transport http`` process, called directly;
 - tagged: three ``--redis-url URL`` processes behind nginx as ``deploy/nginx.conf`` ships it (a
@@ -10,15 +10,20 @@ Three deployments of the same server (``tests/servers/fleet_server.py``), up at 
   recommended fleet;
 - any: three ``--redis-url URL --any-worker`` processes behind nginx round robin, every request
   of a session on any process (its record read from Redis each time, a replica built where it
-  lands): the fleet that survives losing any node without its sessions.
+  lands): the fleet that survives losing any node without its sessions;
+- one: the tagged fleet's machinery with one backend, ``--redis-url URL`` behind the same
+  nginx: every hop and every Redis write of a fleet's call, and no other backend to share the
+  cores with. On a machine with fewer cores than the three-backend fleets have busy processes,
+  what separates those from this one is their contention for the cores.
 
-Each fleet has a real ``redis-server`` of its own; both are run from ``deploy/nginx.conf`` by
+Each fleet has a real ``redis-server`` of its own; each is run from ``deploy/nginx.conf`` by
 the tests' harness (``tests/deploy/_fleet.py``). For each era (``hs``: handshake sessions;
 ``modern``: 2026-07-28 ``tools/call``), ``sessions`` loops make ``calls`` ``tools/call echo`` in
 all over keep-alive connections, every answer checked, after ``warmup`` calls. Each fleet is
 loaded two ways: with the standalone's ``sessions`` loops (``total``: the same load in all, so
 each backend runs a third of it) and with three times as many (``per``: the same load per
-process as the standalone's). A process that serves fewer requests at once pays more CPU per
+process as the standalone's); the one-backend fleet, whose load is its process's either way,
+with the standalone's (``total``). A process that serves fewer requests at once pays more CPU per
 call (fewer requests share each wake-up of its event loop), which ``total`` counts with the
 fleet's cost; ``per`` does not, but on a machine with fewer cores than the fleet has busy
 processes (backends, nginx, Redis, the load generator) it adds their contention for the cores
@@ -213,9 +218,15 @@ async def standalone(directory: Path) -> AsyncIterator[tuple[str, int]]:
             await process.wait()
 
 
-#: The fleets: the backends' options and nginx's routing (see the module's docstring).
-FLEETS = {"tagged": ([], "map"), "any": (["--any-worker"], "any")}
-#: The loads of a fleet: how many times the standalone's loops it is driven with.
+#: The fleets: the backends' options, nginx's routing and how many backends (see the module's
+#: docstring).
+FLEETS = {
+    "tagged": ([], "map", BACKENDS),
+    "any": (["--any-worker"], "any", BACKENDS),
+    "one": ([], "map", 1),
+}
+#: The loads of a fleet: how many times the standalone's loops it is driven with, once per
+#: backend (one backend: ``total`` alone, the same load as ``per``).
 LOADS = {"total": 1, "per": BACKENDS}
 
 
@@ -225,22 +236,22 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
         base = Path(scratch)
         async with contextlib.AsyncExitStack() as stack:
             fleets = {}
-            for name, (options, routing) in FLEETS.items():
+            for name, (options, routing, size) in FLEETS.items():
                 (base / name).mkdir()
-                # Each fleet its own redis-server: the two share nothing, and each one's Redis
+                # Each fleet its own redis-server: the fleets share nothing, and each one's Redis
                 # CPU is its own.
                 redis = await stack.enter_async_context(redis_server(base / name))
                 running = await stack.enter_async_context(
                     fleet(
                         base / name,
-                        BACKENDS,
+                        size,
                         server=str(FLEET_SERVER),
                         options=["--redis-url", redis.url, *options],
                         routing=routing,
                     )
                 )
                 assert redis.process is not None
-                fleets[name] = (running, redis.process.pid)
+                fleets[name] = (running, redis.process.pid, size)
             alone_url, alone_pid = await stack.enter_async_context(standalone(base))
 
             def parts_of(running: Any, redis_pid: int) -> Callable[[], list[float]]:
@@ -256,8 +267,10 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
                     era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)], "a"
                 )
                 out[f"{era}_standalone_us"] = alone
-                for name, (running, redis_pid) in fleets.items():
+                for name, (running, redis_pid, size) in fleets.items():
                     for load, times in LOADS.items():
+                        if times > size:
+                            continue  # one backend: its load per process is the standalone's
                         loaded = {**spec, "sessions": int(spec["sessions"]) * times}
                         loaded["calls"] = int(spec["calls"]) * times
                         tag = f"{name[0]}{load[0]}"

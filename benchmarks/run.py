@@ -45,7 +45,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _report import build_report, draw_chart
+from _report import FLEET_COST_ROWS, build_report, draw_chart
 from profiles import PYTHON as PROFILE_PYTHON
 from profiles import free_port, group_pids
 from profiles import record_all as record_profiles
@@ -666,12 +666,12 @@ def ratios_for(run: Run) -> dict[str, float]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for era in ("hs", "modern"):
         # CPU per call through nginx + Redis against one process alone, all in one job: each
-        # fleet (tagged routing, any worker), at the same load in all and per process.
-        for fleet in ("tagged", "any"):
-            for load in ("total", "per"):
-                cost = ("fleet cost", f"{era}_{fleet}_{load}_us")
-                alone = ("fleet cost", f"{era}_standalone_us")
-                ratio(f"fleet_cost_{era}_{fleet}_{load}", cost, alone)
+        # fleet (tagged routing, any worker), at the same load in all and per process, and the
+        # tagged fleet's machinery with one backend.
+        for fleet, load in FLEET_COST_ROWS:
+            cost = ("fleet cost", f"{era}_{fleet}_{load}_us")
+            alone = ("fleet cost", f"{era}_standalone_us")
+            ratio(f"fleet_cost_{era}_{fleet}_{load}", cost, alone)
     for mode in ("seq", "con"):
         ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
         for era in HTTP_ERAS:

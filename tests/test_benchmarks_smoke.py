@@ -200,16 +200,18 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                 assert f"otel_{transport}_{mode}_vs_absent" in summary["ratios"]
         assert "What OpenTelemetry costs" in report
     if section == "fleet":
-        # CPU per call through nginx + Redis against standalone, both eras, with the ratio.
+        # CPU per call through nginx + Redis against standalone, both eras, with the ratio:
+        # three backends at both loads, and the machinery with one backend.
+        rows = [(f, load) for f in ("tagged", "any") for load in ("total", "per")]
         for era in ("hs", "modern"):
             assert f"{era}_standalone_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
-            for fleet in ("tagged", "any"):
-                for load in ("total", "per"):
-                    key = f"{era}_{fleet}_{load}"
-                    for part in ("", "_backends", "_nginx", "_redis"):
-                        assert f"{key}{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
-                    assert f"fleet_cost_{key}" in summary["ratios"], sorted(summary["ratios"])
+            for fleet, load in [*rows, ("one", "total")]:
+                key = f"{era}_{fleet}_{load}"
+                for part in ("", "_backends", "_nginx", "_redis"):
+                    assert f"{key}{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+                assert f"fleet_cost_{key}" in summary["ratios"], sorted(summary["ratios"])
         assert "CPU per call: through nginx + Redis against one process alone" in report
+        assert "| handshake | one backend | in all |" in report
     if section == "growth":
         # Each cost at its sizes, with how much it grew; the large results against the floor.
         for transport in ("http", "sse", "ws"):
