@@ -18,8 +18,10 @@ Four deployments of the same server (``tests/servers/fleet_server.py``), up at o
 
 Each fleet has a real ``redis-server`` of its own; each is run from ``deploy/nginx.conf`` by
 the tests' harness (``tests/deploy/_fleet.py``). For each era (``hs``: handshake sessions;
-``modern``: 2026-07-28 ``tools/call``), ``sessions`` loops make ``calls`` ``tools/call echo`` in
-all over keep-alive connections, every answer checked, after ``warmup`` calls. Each fleet is
+``modern``: 2026-07-28 ``tools/call``), the project's raw HTTP driver (``peers/http_driver.mjs``,
+Node) makes ``calls`` ``tools/call echo`` in all from ``sessions`` keep-alive connections at
+once (each its own session in the handshake era), every answer checked, after ``warmup``
+calls. Each fleet is
 loaded two ways: with the standalone's ``sessions`` loops (``total``: the same load in all, so
 each backend runs a third of it) and with three times as many (``per``: the same load per
 process as the standalone's); the one-backend fleet, whose load is its process's either way,
@@ -44,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,9 +54,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-import orjson
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,8 +66,8 @@ from tests.deploy._fleet import FLEET_SERVER, fleet  # noqa: E402 - the checkout
 from tests.deploy._services import free_port, redis_server  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
-HANDSHAKE = "2025-06-18"
-MODERN = "2026-07-28"
+#: The driver's name of each era.
+ERAS = {"hs": "handshake", "modern": "modern"}
 BACKENDS = 3
 #: A hang guard on starting the standalone process.
 START_GUARD = 30
@@ -90,88 +93,35 @@ def cpu_seconds(pid: int, *, group: bool) -> float:
 
 # -- the load ---------------------------------------------------------------------------------
 
-
-def _check(response: httpx.Response, text: str) -> None:
-    if response.status_code != 200 or f'"text":"{text}"' not in response.text:
-        raise RuntimeError(f"call {text} failed: {response.status_code} {response.text[:300]}")
-
-
-async def _handshake_loop(client: httpx.AsyncClient, url: str, calls: int, tag: str) -> None:
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": HANDSHAKE,
-    }
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": HANDSHAKE,
-            "capabilities": {},
-            "clientInfo": {"name": "fleet-cost", "version": "0"},
-        },
-    }
-    opened = await client.post(url, content=orjson.dumps(init), headers=headers)
-    opened.raise_for_status()
-    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    (await client.post(url, content=orjson.dumps(note), headers=headers)).raise_for_status()
-    for call in range(1, calls + 1):
-        text = f"{tag}c{call}"
-        body = {
-            "jsonrpc": "2.0",
-            "id": call,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": text}},
-        }
-        _check(await client.post(url, content=orjson.dumps(body), headers=headers), text)
+#: The load generator: the project's raw HTTP driver (Node, hand-built HTTP/1.1 on keep-alive
+#: sockets, every answer checked). It costs the machine about a tenth of what a Python client
+#: (httpx) does per call, a millisecond of CPU: on a machine whose cores the servers share with
+#: it, a heavy client is contention the servers' CPU per call counts.
+DRIVER = Path(__file__).resolve().parent / "peers" / "http_driver.mjs"
 
 
-async def _modern_loop(client: httpx.AsyncClient, url: str, calls: int, tag: str) -> None:
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": MODERN,
-        "mcp-method": "tools/call",
-        "mcp-name": "echo",
-    }
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    for call in range(1, calls + 1):
-        text = f"{tag}c{call}"
-        body = {
-            "jsonrpc": "2.0",
-            "id": call,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": text}, "_meta": meta},
-        }
-        _check(await client.post(url, content=orjson.dumps(body), headers=headers), text)
-
-
-LOOPS = {"hs": _handshake_loop, "modern": _modern_loop}
-
-
-async def load(era: str, url: str, calls: int, sessions: int, tag: str) -> None:
-    """``calls`` calls in all from ``sessions`` loops at once (each its own session, for hs)."""
-    loop = LOOPS[era]
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client, trio.open_nursery() as n:
-        for number in range(sessions):
-            share = calls // sessions + (1 if number < calls % sessions else 0)
-            n.start_soon(loop, client, url, share, f"{tag}s{number}")
+async def load(era: str, url: str, calls: int, sessions: int) -> None:
+    """``calls`` calls in all from ``sessions`` connections at once (each its own session, for
+    hs); a bad answer fails the run."""
+    parsed = urlsplit(url)
+    spec = {"workload": "load", "era": ERAS[era], "port": parsed.port, "path": parsed.path}
+    spec.update(calls=calls, k=sessions)
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("fleet_cost.py: node is not on PATH (the load generator is Node)")
+    done = await trio.run_process([node, str(DRIVER), json.dumps(spec)], capture_stdout=True)
+    if json.loads(done.stdout)["calls"] != calls:
+        raise RuntimeError(f"the driver made other calls than asked: {done.stdout[:300]!r}")
 
 
 async def cpu_per_call(
-    era: str, url: str, spec: dict[str, Any], counted: Callable[[], list[float]], tag: str
+    era: str, url: str, spec: dict[str, Any], counted: Callable[[], list[float]]
 ) -> list[float]:
     """Microseconds of CPU per call of each part ``counted`` names, over the measured calls."""
     calls, sessions = int(spec["calls"]), int(spec["sessions"])
-    await load(era, url, int(spec["warmup"]), sessions, tag + "w")
+    await load(era, url, int(spec["warmup"]), sessions)
     before = counted()
-    await load(era, url, calls, sessions, tag)
+    await load(era, url, calls, sessions)
     after = counted()
     return [(a - b) * 1e6 / calls for a, b in zip(after, before, strict=True)]
 
@@ -264,7 +214,7 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
 
             for era in ("hs", "modern"):
                 (alone,) = await cpu_per_call(
-                    era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)], "a"
+                    era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)]
                 )
                 out[f"{era}_standalone_us"] = alone
                 for name, (running, redis_pid, size) in fleets.items():
@@ -273,10 +223,9 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
                             continue  # one backend: its load per process is the standalone's
                         loaded = {**spec, "sessions": int(spec["sessions"]) * times}
                         loaded["calls"] = int(spec["calls"]) * times
-                        tag = f"{name[0]}{load[0]}"
                         parts = parts_of(running, redis_pid)
                         backends, nginx, redis_part = await cpu_per_call(
-                            era, running.url, loaded, parts, tag
+                            era, running.url, loaded, parts
                         )
                         total = backends + nginx + redis_part
                         key = f"{era}_{name}_{load}"

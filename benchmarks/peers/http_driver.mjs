@@ -32,6 +32,8 @@
 //   one by one (`post_us`): a `notifications/cancelled` naming no call, as the cancel POST is
 //   written, until its answer is read (the yardstick of the server-observed cancel latency,
 //   on the floor).
+// - load {calls, k}: `calls` echo calls from k connections at once, each its own handshake-era
+//   session in that era; nothing timed (the caller counts the servers' CPU).
 // - sessions {sessions, warmup, settle_ms, pids}: VmRSS of the server processes (`pids`), after
 //   `warmup` sessions, then after `sessions` more handshakes left idle. With `signal_pid`, that
 //   process gets SIGUSR1 at both moments (the profile's tracemalloc snapshots).
@@ -55,6 +57,8 @@ let reconnects = 0;
 // One keep-alive HTTP/1.1 connection, one request at a time.
 class Connection {
   constructor() {
+    // The connection's own handshake-era session (the `load` workload); null: the driver's.
+    this.session = null;
     this.open();
   }
 
@@ -166,7 +170,7 @@ let sessionId = null;
 let version = "2025-06-18";
 let nextId = 1;
 
-function bytesOf(message, extra = {}) {
+function bytesOf(message, extra = {}, session = sessionId) {
   const body = Buffer.from(JSON.stringify(message));
   const headers = {
     Host: `127.0.0.1:${spec.port}`,
@@ -177,8 +181,8 @@ function bytesOf(message, extra = {}) {
   };
   if (modern) {
     headers["MCP-Protocol-Version"] = MODERN;
-  } else if (sessionId !== null) {
-    headers["Mcp-Session-Id"] = sessionId;
+  } else if (session !== null) {
+    headers["Mcp-Session-Id"] = session;
     headers["MCP-Protocol-Version"] = version;
   }
   let head = `POST ${path} HTTP/1.1\r\n`;
@@ -188,11 +192,11 @@ function bytesOf(message, extra = {}) {
 
 const meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
 
-function callBytes(id, name, args, extraMeta) {
+function callBytes(id, name, args, extraMeta, session = sessionId) {
   const params = { name, arguments: args };
   if (modern || extraMeta) params._meta = { ...(modern ? meta : {}), ...(extraMeta ?? {}) };
   const headers = modern ? { "Mcp-Method": "tools/call", "Mcp-Name": name } : {};
-  return bytesOf({ jsonrpc: "2.0", id, method: "tools/call", params }, headers);
+  return bytesOf({ jsonrpc: "2.0", id, method: "tools/call", params }, headers, session);
 }
 
 // The answer to request `id` in a response, or an error saying what came instead.
@@ -229,7 +233,8 @@ let counter = 0;
 async function echo(connection) {
   const id = nextId++;
   const text = `hello ${counter++}`;
-  const reply = answer(await connection.request(callBytes(id, "echo", { text })), id);
+  const request = callBytes(id, "echo", { text }, undefined, connection.session ?? sessionId);
+  const reply = answer(await connection.request(request), id);
   if (reply.result?.content?.[0]?.text !== text) throw new Error(`bad echo: ${JSON.stringify(reply)}`);
 }
 
@@ -646,6 +651,17 @@ if (spec.workload === "throughput" && spec.transport !== undefined) {
   if (!modern) await handshake(connections[0]);
   out = await throughput(connections);
   connections.forEach((c) => c.close());
+} else if (spec.workload === "load") {
+  // `calls` echo calls in all from k connections at once, each connection its own
+  // handshake-era session (so that a fleet's router spreads them), every answer checked and
+  // nothing timed: the caller counts the servers' CPU (benchmarks/fleet_cost.py).
+  const connections = await open(spec.k ?? 1);
+  if (!modern) for (const c of connections) c.session = await handshake(c);
+  const k = connections.length;
+  const share = (i) => Math.floor(spec.calls / k) + (i < spec.calls % k ? 1 : 0);
+  await Promise.all(connections.map((c, i) => timedCalls(c, share(i), null)));
+  connections.forEach((c) => c.close());
+  out = { calls: spec.calls };
 } else if (spec.workload === "cancel") {
   const [control] = await open(1);
   if (!modern) await handshake(control);
