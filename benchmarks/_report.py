@@ -660,14 +660,17 @@ class Report:
             "no other backend sharing the cores: on a machine with fewer cores than busy "
             "processes, what separates the three-backend rows from it is their contention). "
             f"{p['fleet_cost_calls']} `tools/call echo` after {p['fleet_cost_warmup']} warm-up "
-            f"from {loops} keep-alive loops (each its own session in the handshake era); each "
-            f"fleet is also driven with {loops * 3} loops and three times the calls, the same "
+            f"from {loops} keep-alive connections of the raw HTTP driver at once (each its own "
+            f"session in the handshake era); each fleet is also driven with {loops * 3} "
+            "connections and three times the calls, the same "
             "load per process as the standalone's (*per process*): at the same load in all "
             "(*in all*) each backend runs a third of it, and a process serving fewer requests at "
             "once pays more CPU per call; *per process* avoids that but, with fewer cores than "
             "busy processes, adds their contention for the cores. CPU of every server process "
             "(backends, nginx, redis-server) from "
-            "`/proc/<pid>/stat`, per call, in microseconds; the ratios are within each run. "
+            "`/proc/<pid>/stat`, per call, in microseconds; the standalone is measured before "
+            "and after each fleet's load, and each ratio is to the mean of those two (the "
+            "standalone column: the median of its measurements). "
             "Goal: at most 1.3x (reported, not asserted).",
             "",
         )

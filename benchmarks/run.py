@@ -667,11 +667,12 @@ def ratios_for(run: Run) -> dict[str, float]:
     for era in ("hs", "modern"):
         # CPU per call through nginx + Redis against one process alone, all in one job: each
         # fleet (tagged routing, any worker), at the same load in all and per process, and the
-        # tagged fleet's machinery with one backend.
+        # tagged fleet's machinery with one backend. Already within-job ratios: each to the
+        # standalone measured around it.
         for fleet, load in FLEET_COST_ROWS:
-            cost = ("fleet cost", f"{era}_{fleet}_{load}_us")
-            alone = ("fleet cost", f"{era}_standalone_us")
-            ratio(f"fleet_cost_{era}_{fleet}_{load}", cost, alone)
+            key = f"{era}_{fleet}_{load}_ratio"
+            if key in run.get("fleet cost", {}):
+                out[f"fleet_cost_{era}_{fleet}_{load}"] = run["fleet cost"][key]
     for mode in ("seq", "con"):
         ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
         for era in HTTP_ERAS:
