@@ -596,11 +596,13 @@ def _serve(args: argparse.Namespace) -> int:
         from .redis._state_claims import RedisStateClaims
         from .redis._task_store import RedisTaskStore
         from .server import MemoryStateClaims
+        from .tasks import MemoryTaskStore
 
         try:
             server.bus = RedisBus(args.redis_url)
             event_store = RedisEventStore(args.redis_url)
-            server.tasks.store = RedisTaskStore(args.redis_url)
+            if type(server.tasks.store) is MemoryTaskStore:  # not one of the server's own
+                server.tasks.store = RedisTaskStore(args.redis_url)
             limit_store = RedisLimitStore(args.redis_url)
             if type(server.state_claims) is MemoryStateClaims:  # not one of the server's own
                 server.state_claims = RedisStateClaims(args.redis_url)

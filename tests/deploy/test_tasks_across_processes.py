@@ -35,6 +35,9 @@ META = {
     },
 }
 GUARD = 20
+#: The liveness heartbeat (seconds) of the workers whose death the tests wait out: their own
+#: task store's (the default's 5 s would make each such test wait 25 s).
+HEARTBEAT = 1.0
 
 
 async def post(
@@ -190,8 +193,13 @@ async def test_a_task_is_read_answered_cancelled_through_other_processes(
 
 async def test_a_task_whose_process_died_ends_failed(tmp_path: Path) -> None:
     (tmp_path / "fleet").mkdir()
-    env = {"TASK_FLEET_DIR": str(tmp_path)}
     async with redis_server(tmp_path) as redis:
+        # The workers' own task store, with a heartbeat of 1 s, which --redis-url keeps.
+        env = {
+            "TASK_FLEET_DIR": str(tmp_path),
+            "TASK_FLEET_REDIS_URL": redis.url,
+            "TASK_FLEET_HEARTBEAT": str(HEARTBEAT),
+        }
         options = ["--redis-url", redis.url]
         async with (
             fleet(
@@ -204,11 +212,11 @@ async def test_a_task_whose_process_died_ends_failed(tmp_path: Path) -> None:
             dead = running.by_pid()[runner]
             dead.kill()
             await dead.wait()
-            # Its liveness key lapses within three heartbeats (15 s by default); once the
-            # survivor has seen it missing for the grace (10 s), a tasks/get settles it failed.
+            # Its liveness key lapses within three heartbeats; once the survivor has seen it
+            # missing for the grace (two heartbeats), a tasks/get settles it failed.
             url = survivor.base + "/mcp"
             assert (await get(client, url, task_id))["status"] == "input_required"
-            with trio.fail_after(25 + GUARD):
+            with trio.fail_after(5 * HEARTBEAT + GUARD):
                 while (task := await get(client, url, task_id))["status"] != "failed":  # noqa: ASYNC110
                     await trio.sleep(0.5)
             assert task["error"]["message"] == "The worker running the task was lost"

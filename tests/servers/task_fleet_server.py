@@ -6,6 +6,10 @@ asks), then waits ``seconds`` and answers with the pid that ran it and the name.
 ``$TASK_FLEET_DIR`` it writes ``<tag>.waiting`` once it waits, and ``<tag>.cancelled`` (with its
 pid) if its work is cancelled while it waits.
 
+With ``$TASK_FLEET_HEARTBEAT`` (seconds), the server keeps its tasks in its own Redis task store
+on ``$TASK_FLEET_REDIS_URL`` with that heartbeat, which ``--redis-url`` leaves in place: a dead
+worker's tasks are failed within a few heartbeats instead of the default's 25 seconds.
+
     trio-mcp serve tests/servers/task_fleet_server.py --transport http --port P --redis-url URL
 """
 
@@ -18,8 +22,13 @@ import trio
 
 from trio_mcp import Context
 from trio_mcp._demo import demo_server
+from trio_mcp.redis import RedisTaskStore
 
 server = demo_server()
+if os.environ.get("TASK_FLEET_HEARTBEAT"):
+    server.tasks.store = RedisTaskStore(
+        os.environ["TASK_FLEET_REDIS_URL"], heartbeat=float(os.environ["TASK_FLEET_HEARTBEAT"])
+    )
 
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
