@@ -1212,7 +1212,11 @@ class Report:
                 "In process: trio_mcp's client over in-memory streams, both engines in one "
                 "process (handshake era), best of three runs. *One page*: one call, the "
                 "server's default `page_size` of 100; *the walk*: every page, one after the "
-                "other; *unpaged*: one call of a server with `page_size=None`.",
+                "other; *unpaged*: one call of a server with `page_size=None`; *collector "
+                "paused*: the same call with Python's cyclic garbage collector paused while it "
+                "is timed (building an answer of 10,000 tools, and the client's parse of it, "
+                "sets off full collections, which walk every object of the heap: with the "
+                "collector on, the call's cost grows faster than its own work).",
                 "",
             )
             rows = []
@@ -1234,10 +1238,13 @@ class Report:
                         grew(job, f"walk_growth_{index}", w) if work else "",
                         cell(self.stat(job, f"whole_us_{index}")),
                         grew(job, f"whole_growth_{index}", w) if work else "",
+                        cell(self.stat(job, f"whole_paused_us_{index}")),
+                        grew(job, f"whole_paused_growth_{index}", w) if work else "",
                     ]
                 )
             header = ["tools", "one page µs", "growth"]
             header += ["the walk µs", "µs/tool", "growth", "unpaged µs", "growth"]
+            header += ["unpaged, collector paused µs", "growth"]
             self.table(header, rows)
             self.add(
                 "A page holds at most 100 tools whatever the server holds: past 100 tools its "

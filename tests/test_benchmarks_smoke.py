@@ -220,7 +220,7 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                 assert f"{metric}_large_bytes_per_session" in figures, sorted(figures)
             for metric in ("base_ms_per_s", "large_ms_per_s", "large_us_per_session_s"):
                 assert f"idle_cpu_{metric}" in figures, sorted(figures)
-        for metric in ("page_growth_2", "walk_growth_2", "whole_growth_2"):
+        for metric in ("page_growth_2", "walk_growth_2", "whole_growth_2", "whole_paused_growth_2"):
             assert metric in jobs["growth tools/list"], sorted(jobs["growth tools/list"])
         for metric in ("vs_floor_2", "trio_growth_2", "floor_growth_2"):
             assert metric in jobs["growth tools/call"], sorted(jobs["growth tools/call"])
