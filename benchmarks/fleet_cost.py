@@ -215,17 +215,17 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
 
                 return parts
 
-            async def alone() -> float:
+            async def alone(era: str) -> float:
                 (us,) = await cpu_per_call(
                     era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)]
                 )
                 return us
 
             for era in ("hs", "modern"):
-                # The standalone is measured before each fleet's load and once after the last,
-                # and each fleet's ratio is to the mean of the two measured around it: a
-                # machine whose speed drifts over the job (a shared one does) moves both.
-                standalone_us = [await alone()]
+                # The standalone is measured first and again after each fleet's load, and each
+                # fleet's ratio is to the mean of the two measured around it: a machine whose
+                # speed drifts over the job (a shared one does) moves both.
+                standalone_us = [await alone(era)]
                 for name, (running, redis_pid, size) in fleets.items():
                     for load, times in LOADS.items():
                         if times > size:
@@ -236,7 +236,7 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
                         backends, nginx, redis_part = await cpu_per_call(
                             era, running.url, loaded, parts
                         )
-                        standalone_us.append(await alone())
+                        standalone_us.append(await alone(era))
                         around = (standalone_us[-2] + standalone_us[-1]) / 2
                         total = backends + nginx + redis_part
                         key = f"{era}_{name}_{load}"
