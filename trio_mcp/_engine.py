@@ -181,37 +181,65 @@ class _Later:
 _SETTLED: Final = _Later(settled=True)
 
 
-@attrs.define(eq=False, weakref_slot=False)
+@attrs.define(eq=False, weakref_slot=False, init=False)
 class InFlight:
     """One incoming request while it runs: the handler's view of its own lifecycle.
 
-    Every request in flight holds one for as long as it runs, so it keeps to a few slots: what
-    only some requests come to have (a cancellation, a per-request state) is one
-    :class:`_Later`, made when they do; whether it settled is kept in the same slot.
+    Every request in flight holds one for as long as it runs, so it keeps to a few slots: the
+    request's own fields are held here rather than in its parsed :class:`Request` (one object
+    less per request in flight); what only some requests come to have (a cancellation, a
+    per-request state) is one :class:`_Later`, made when they do; whether it settled is kept in
+    the same slot.
     """
 
-    request: Request
+    id: RequestId
+    method: str
+    #: Its params as they came (None: it had none); :attr:`params` gives them as an object.
+    _params: JSONObject | None = attrs.field(repr=False)
     #: The engine it came in on; None for a request served alone, with no engine
     #: (:func:`run_alone`: a modern Streamable HTTP POST).
     session: Engine | None
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    scope: trio.CancelScope
     #: What the dispatcher learned about the request itself (the modern era's envelope).
-    envelope: Any = None
+    envelope: Any
     #: Who the transport says sent it (the server's authorization principal), or None.
-    principal: Any = None
+    principal: Any
     #: Its course, in one slot: while it runs uncancelled, how the engine runs it (its
     #: :class:`Route`, given when an engine admits it; None for any other record); once it
     #: is cancelled or has a state, its ``_Later`` (which keeps the route); ``_SETTLED`` once
     #: it settled with neither.
-    _course: Route | _Later | None = attrs.field(default=None, alias="route", repr=False)
+    _course: Route | _Later | None = attrs.field(repr=False)
+
+    def __init__(
+        self,
+        request: Request,
+        session: Engine | None,
+        scope: trio.CancelScope | None = None,
+        envelope: Any = None,
+        principal: Any = None,
+        route: Route | None = None,
+    ) -> None:
+        self.id = request.id
+        self.method = request.method
+        self._params = request.params
+        self.session = session
+        self.scope = trio.CancelScope() if scope is None else scope
+        self.envelope = envelope
+        self.principal = principal
+        self._course = route
 
     @property
-    def id(self) -> RequestId:
-        return self.request.id
+    def request(self) -> Request:
+        """The request as it stands (a middleware or a mount may have given it other params)."""
+        return Request(self.id, self.method, self._params)
+
+    @request.setter
+    def request(self, request: Request) -> None:
+        self.id, self.method, self._params = request.id, request.method, request.params
 
     @property
     def params(self) -> JSONObject:
-        return self.request.params or {}
+        return self._params or {}
 
     @property
     def progress_token(self) -> str | int | None:
@@ -1031,7 +1059,7 @@ class Engine:
         written): one task hop fewer between a response and the wire, which is most of a
         sequential call's wait. Otherwise it is queued behind what the writer has, as ever."""
         if outcome is None:
-            self._suppressed(record.request.id)
+            self._suppressed(record.id)
             return
         assert isinstance(outcome, Response | ErrorResponse)
         if (
@@ -1069,7 +1097,7 @@ class Engine:
             course.settled = True
         else:
             record._course = _SETTLED  # its route is needed no more
-        rid = record.request.id
+        rid = record.id
         if self._in_flight.get(rid) is record:
             del self._in_flight[rid]
         self._running -= 1
@@ -1315,7 +1343,7 @@ async def _run_in_batch(record: InFlight, sink: Sink) -> None:
         outcome = _returned(record, result)
     sink(outcome)
     if outcome is None:
-        record.session._suppressed(record.request.id)  # type: ignore[union-attr]
+        record.session._suppressed(record.id)  # type: ignore[union-attr]
 
 
 def _started(record: InFlight) -> Awaitable[Any]:
@@ -1345,7 +1373,7 @@ def _returned(record: InFlight, value: Any) -> Message | None:
         record.scope.__exit__(None, None, None)
     except BaseException as exc:
         return _settle(record, exc)
-    return _settle(record, Response(record.request.id, value))
+    return _settle(record, Response(record.id, value))
 
 
 def _raised(record: InFlight) -> Message | None:
@@ -1366,7 +1394,7 @@ def _raised(record: InFlight) -> Message | None:
             record.scope.__exit__(None, None, None)
         except BaseException as error:
             return _settle(record, error)
-        return _settle(record, Response(record.request.id, result))
+        return _settle(record, Response(record.id, result))
     return _left(record, exc)
 
 
@@ -1421,16 +1449,16 @@ def _error_outcome(record: InFlight, exc: BaseException) -> Message | None:
             record._mark_cancelled(only.reason, None, None)
         return None
     if isinstance(only, ProtocolError):
-        return ErrorResponse(record.request.id, only.error)
+        return ErrorResponse(record.id, only.error)
     if only is not None and not isinstance(only, Exception):
         raise exc  # Cancelled from an outer scope, KeyboardInterrupt, ...
     logger.error(
         "unhandled error in %s (request id %r)",
-        record.request.method,
-        record.request.id,
+        record.method,
+        record.id,
         exc_info=exc,
     )
-    return ErrorResponse(record.request.id, ErrorObject.make(INTERNAL_ERROR))
+    return ErrorResponse(record.id, ErrorObject.make(INTERNAL_ERROR))
 
 
 async def run_alone(
@@ -1452,7 +1480,7 @@ async def run_alone(
             with record.scope:
                 handler = _finishing(route)
                 outcome = Response(
-                    record.request.id,
+                    record.id,
                     await (
                         handler(record) if observer is None else observer.serve(handler, record)
                     ),
@@ -1470,9 +1498,9 @@ def _cancelled_outcome(route: Route, record: InFlight) -> Message | None:
     """The answer of a request cancelled before it settled: none (suppressed), unless its
     route answers a cancel, or the engine cancelled it with an error."""
     if route.on_cancel is not None:
-        return Response(record.request.id, route.on_cancel(record))
+        return Response(record.id, route.on_cancel(record))
     if record.cancel_error is not None:
-        return ErrorResponse(record.request.id, record.cancel_error)
+        return ErrorResponse(record.id, record.cancel_error)
     return None
 
 

@@ -224,7 +224,7 @@ class ProxyProvider:
         await self._upstream(conn, record, _identity(record))
 
     async def forward(self, conn: ServerConnection, record: InFlight) -> JSONObject:
-        method = record.request.method
+        method = record.method
         identity = _identity(record)
         if method in TASK_METHODS:
             task_id = task_id_of(record.params)
@@ -285,7 +285,7 @@ def _downstream_capabilities(conn: ServerConnection, record: InFlight) -> JSONOb
     envelope = record.envelope
     if envelope is not None:
         caps = envelope.client_capabilities
-    elif record.request.method == "initialize":
+    elif record.method == "initialize":
         caps = record.params.get("capabilities")
     else:
         caps = to_wire(conn.state.client_capabilities)
@@ -521,7 +521,7 @@ class _Upstream:
     async def call(self, conn: ServerConnection, record: InFlight) -> JSONObject:
         client = self.client
         assert client is not None
-        method = record.request.method
+        method = record.method
         params = self._params(method, record.params)
         if method in ("resources/subscribe", "resources/unsubscribe"):
             shared = self._shared_subscription(conn, method, params.get("uri"))

@@ -3,6 +3,7 @@ whole-line writes, and the legacy era lock."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from typing import Any
 
@@ -386,6 +387,19 @@ async def test_a_settled_request_keeps_its_cancel_and_refuses_another() -> None:
     assert answered.finished and not answered.cancel_requested
     assert not answered.cancel("late")
     assert not answered.cancel_requested and answered.cancel_reason is None
+
+
+async def test_a_record_holds_its_request_s_fields_and_gives_the_request_as_it_stands() -> None:
+    # Held by every request in flight: its id, method and params, not the parsed Request too.
+    parsed = Request(7, "tools/call", {"name": "echo"})
+    record = InFlight(parsed, None)
+    assert (record.id, record.method, record.params) == (7, "tools/call", {"name": "echo"})
+    assert record.request == parsed
+    assert not any(isinstance(held, Request) for held in gc.get_referents(record))
+    # A middleware or a mount hands the handler other params; the record reads them back.
+    record.request = Request(7, "tools/call", {"name": "other"})
+    assert record.params == {"name": "other"} and record.request.params == {"name": "other"}
+    assert InFlight(Request("a", "ping", None), None).params == {}
 
 
 async def test_each_request_has_a_local_state_of_its_own_made_on_first_use() -> None:

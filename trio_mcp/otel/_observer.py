@@ -111,11 +111,10 @@ class EngineObserver:
     ) -> JSONObject:
         """Run one received request's handler inside its SERVER span."""
         found = self.instrumentation
-        request = record.request
-        method = request.method
-        params = request.params or {}
+        method = record.method
+        params = record.params
         name, attributes = self._attributes(method, params)
-        attributes["jsonrpc.request.id"] = str(request.id)
+        attributes["jsonrpc.request.id"] = str(record.id)
         parent = extract(params)
         links = None
         if parent is not None:  # parented on the caller; linked to the transport's span

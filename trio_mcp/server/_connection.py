@@ -432,7 +432,7 @@ class ServerConnection:
                 result = input_required_result(
                     incoming,
                     asked,
-                    record.request.method,
+                    record.method,
                     params,
                     sealer,
                     subject=subject,
@@ -442,7 +442,7 @@ class ServerConnection:
             conn.state.lock_modern()
             return stamp_result(
                 result,
-                record.request.method,
+                record.method,
                 modern=True,
                 hints=conn.cache_hints,
                 server_info=conn.server_info_wire,
@@ -524,7 +524,7 @@ class ServerConnection:
         """The handler of a request handed on by a parent: for a modern one, an extension's
         method, or the extension's way with a ``tools/call`` (a task), as a request of this
         server's own would be routed; else the method's own handler."""
-        method = record.request.method
+        method = record.method
         extensions = self.server.extensions
         envelope = record.envelope
         if not extensions or not isinstance(envelope, ModernRequest):
@@ -559,7 +559,7 @@ class ServerConnection:
             if self.server.auth is not None:
                 self.authorize(record)
             result = await handler(self, record)
-            tool_error = record.request.method == "tools/call" and bool(result.get("isError"))
+            tool_error = record.method == "tools/call" and bool(result.get("isError"))
             return result
         except ProtocolError as exc:
             error_code = exc.code
@@ -585,7 +585,7 @@ class ServerConnection:
             cancelled = record.cancel_requested or cancelled_by_handler is not None
             self.server.record(
                 RequestRecord(
-                    method=record.request.method,
+                    method=record.method,
                     request_id=record.id,
                     name=name if isinstance(name, str) else None,
                     duration=time.perf_counter() - start,
@@ -626,7 +626,7 @@ class ServerConnection:
           ``insufficient_scope`` and ``scope`` every scope the request needs (one complete
           set, so a client steps up once).
         """
-        refusal = self._refusal(record.request.method, record.params, _principal(self, record))
+        refusal = self._refusal(record.method, record.params, _principal(self, record))
         if refusal is not None:
             raise refusal
 
@@ -901,7 +901,7 @@ def _tool_error_verdict(exc: BaseException) -> ProtocolError | None:
 
 
 def _nested_failed(record: InFlight) -> RuntimeError:
-    return RuntimeError(f"a nested request made by {record.request.method} failed")
+    return RuntimeError(f"a nested request made by {record.method} failed")
 
 
 async def _initialize(conn: ServerConnection, record: InFlight) -> JSONObject:
@@ -1278,7 +1278,7 @@ class _ToolCall:
         conn, entry = self._conn, self._entry
         if conn.server.auth is not None:
             conn.authorize(record)
-        params: JSONObject = record.request.params  # type: ignore[assignment] # it has a name
+        params: JSONObject = record.params
         # Held by every call in flight (in its params): the registry's string, not one per call.
         params["name"] = self._name
         arguments = params.get("arguments")
@@ -1469,7 +1469,7 @@ def _with_cache_hints(handler: MethodHandler) -> MethodHandler:
 
     async def hinted(conn: ServerConnection, record: InFlight) -> JSONObject:
         result = await handler(conn, record)
-        return stamp_result(result, record.request.method, modern=False, hints=conn.cache_hints)
+        return stamp_result(result, record.method, modern=False, hints=conn.cache_hints)
 
     return hinted
 

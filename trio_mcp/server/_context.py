@@ -134,7 +134,7 @@ class Context:
 
     @property
     def method(self) -> str:
-        return self._record.request.method
+        return self._record.method
 
     @property
     def params(self) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def apply_middleware(
         else:
             version = conn.state.protocol_version
         ctx = MiddlewareContext(
-            method=record.request.method,
+            method=record.method,
             params=original,
             request_id=record.id,
             session_id=conn.id,

@@ -367,7 +367,7 @@ def _listing(record: InFlight, method: str) -> InFlight:
 
 def _by_name(mounts: Mounts, own: MethodHandler) -> MethodHandler:
     async def named(conn: ServerConnection, record: InFlight) -> JSONObject:
-        method = record.request.method
+        method = record.method
         name = record.params.get("name")
         if not isinstance(name, str) or _own_name(conn, method, name):
             return await own(conn, record)
@@ -564,7 +564,7 @@ class ServerProvider:
 
     async def forward(self, conn: ServerConnection, record: InFlight) -> JSONObject:
         view = self.view(conn)
-        method = record.request.method
+        method = record.method
         subscription = method in ("resources/subscribe", "resources/unsubscribe")
         if subscription and not self.child.mounts:
             if self.child.auth is not None:

@@ -54,7 +54,7 @@ def _invalid(message: str) -> ProtocolError:
 def _task_id(record: InFlight) -> str:
     task_id = task_id_of(record.params)
     if task_id is None:
-        raise _invalid(f"Invalid params: {record.request.method} needs a string 'taskId'")
+        raise _invalid(f"Invalid params: {record.method} needs a string 'taskId'")
     return task_id
 
 
