@@ -55,6 +55,8 @@ PYTHON: list[str] = [sys.executable]
 LOADS = {
     "http": "handshake era, SSE, `tools/call echo` on 10 connections, raw HTTP driver",
     "http-modern": "modern era (2026-07-28), SSE, `tools/call echo` on 10 connections",
+    "ws": "WebSocket (`/ws`), `tools/call echo` on 10 connections, a session each",
+    "legacy-sse": "HTTP+SSE (2024-11-05, `/sse`), `tools/call echo` on 10 connections",
     "stdio": "stdio, `tools/call echo` from 10 concurrent callers, raw stdio driver",
     "sessions": "memory: tracemalloc growth while idle handshake sessions are opened",
     "parked": "memory: tracemalloc growth while the engine parks `sleep` requests (no I/O)",
@@ -243,10 +245,15 @@ def driver_calls(seconds: float) -> int:
     return max(200, int(seconds * 3000))
 
 
-def profile_http(era: str, seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
+def profile_http(
+    era: str, seconds: float, scratch: Path, log: Path, transport: str | None = None
+) -> dict[str, Any]:
+    """Streamable HTTP in ``era``; or, with ``transport`` (``ws``, ``sse``), that transport."""
     server = Hypercorn(scratch, log)
     try:
         spec = {"workload": "throughput", "era": era, "port": server.port, "path": "/mcp"}
+        if transport is not None:
+            spec.update(transport=transport, path="/ws" if transport == "ws" else "/sse")
         # The sequential half is skipped: n=0 on one connection, then the concurrent half.
         spec.update(n=driver_calls(seconds), k=10, warmup=200, sequential=False)
         driver = subprocess.Popen(
@@ -257,7 +264,7 @@ def profile_http(era: str, seconds: float, scratch: Path, log: Path) -> dict[str
             stderr=log.open("ab"),
         )
         time.sleep(min(1.0, seconds))  # the warm-up
-        output = scratch / f"http-{era}.txt"
+        output = scratch / f"http-{era}-{transport}.txt"
         spy = record(server.worker, seconds, output, log)
         spy.wait(timeout=seconds + 60)
         driver.kill()
@@ -384,6 +391,10 @@ def record_all(
                 found = profile_http("handshake", seconds, scratch, log)
             elif load == "http-modern":
                 found = profile_http("modern", seconds, scratch, log)
+            elif load == "ws":
+                found = profile_http("handshake", seconds, scratch, log, "ws")
+            elif load == "legacy-sse":
+                found = profile_http("handshake", seconds, scratch, log, "sse")
             elif load == "stdio":
                 found = profile_stdio(seconds, scratch, log)
             elif load == "sessions":
