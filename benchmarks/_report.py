@@ -166,6 +166,7 @@ GOALS = [
                     f"ours {cell(r.stat(f'http {t} trio', 'con_cps'))}, floor "
                     f"{cell(r.stat(f'http {t} floor', 'con_cps'))} calls/s"
                 ),
+                profile=transport.replace("_", "-"),
             ),
             Goal(
                 f"{label} ≥ 0.8x its bare-hypercorn floor per worker, by CPU per call (floor/ours)",
@@ -175,6 +176,7 @@ GOALS = [
                     f"ours {cell(r.stat(f'http {t} trio', 'cpu_us_per_call'))}, floor "
                     f"{cell(r.stat(f'http {t} floor', 'cpu_us_per_call'))} µs per call"
                 ),
+                profile=transport.replace("_", "-"),
             ),
         )
     ),
@@ -267,6 +269,20 @@ GOALS = [
             "in-process (tracemalloc): trio_mcp "
             f"{cell(r.stat('inprocess', 'parked_bytes'))} B; a bare Trio task with a cancel scope "
             f"in `trio.sleep`: {cell(r.stat('inprocess', 'parked_bytes_floor'))} B"
+        ),
+        profile="parked",
+    ),
+    Goal(
+        "memory per parked request ≤ 1.05x the bare-Trio task and cancel scope (in-process)",
+        ("ratio", "parked_vs_floor"),
+        at_most=1.05,
+        digits=3,
+        context=lambda r: (
+            f"trio_mcp {cell(r.stat('inprocess', 'parked_bytes'))} B, the floor "
+            f"{cell(r.stat('inprocess', 'parked_bytes_floor'))} B ({r.p['parked_inprocess']:,} "
+            "parked); against a bare task and scope awaiting the benchmark's own `sleep` tool "
+            f"({cell(r.stat('inprocess', 'parked_bytes_floor_tool'))} B): "
+            f"{cell(r.ratio('parked_vs_floor_tool'), 3, 'x')}"
         ),
         profile="parked",
     ),
@@ -1356,6 +1372,11 @@ class Report:
             row(
                 "memory per parked task: bare Trio, cancel scope, `trio.sleep`",
                 "parked_bytes_floor",
+                "bytes",
+            ),
+            row(
+                "memory per parked task: bare Trio, cancel scope, the benchmark's `sleep` tool",
+                "parked_bytes_floor_tool",
                 "bytes",
             ),
         ]

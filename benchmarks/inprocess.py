@@ -29,6 +29,9 @@ Prints one JSON object of messages (or calls) per second:
   ``sleep(3600)`` calls fed to the server engine, until every task is blocked.
 - ``parked_bytes_floor``: the same for the least a Trio design with one task and one cancel scope
   per request can hold: a bare task entering a ``CancelScope`` and calling ``trio.sleep``.
+- ``parked_bytes_floor_tool``: a bare task entering a ``CancelScope`` and awaiting the
+  benchmark's own ``sleep`` tool (``peers/trio_server.py``, its coroutine as trio_mcp's engine
+  awaits it): what a bare-Trio server running that tool holds, the tool's frame included.
 - ``http_modern_us``, ``http_sse_us``, ``http_json_us``: CPU time per POST of ``tools/call echo``
   through trio_mcp's Streamable HTTP app with no ASGI server between (``messages / 10`` POSTs):
   modern (2026-07-28), and one handshake-era session answering with SSE or JSON. What hypercorn
@@ -43,7 +46,7 @@ import json
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +228,35 @@ async def bench_parked_floor(n: int) -> float:
         with trio.CancelScope():
             await trio.sleep(params["arguments"]["seconds"])
 
+    return await parked_in_bare_tasks(n, parked)
+
+
+class _NoProgress:
+    """What the ``sleep`` tool reads of its context (``meta``), one for every call: the floor
+    that runs the tool gives it no per-request context of its own."""
+
+    __slots__ = ("meta",)
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+
+
+async def bench_parked_floor_tool(n: int) -> float:
+    tool = build(None).tools.get("sleep").fn
+    context = _NoProgress()
+
+    async def parked(params: dict[str, Any]) -> None:
+        with trio.CancelScope():
+            await tool(seconds=float(params["arguments"]["seconds"]), ctx=context)
+
+    return await parked_in_bare_tasks(n, parked)
+
+
+async def parked_in_bare_tasks(
+    n: int, parked: Callable[[dict[str, Any]], Awaitable[None]]
+) -> float:
+    """Bytes per task of ``n`` bare tasks, each running ``parked`` on a parsed request's params
+    until every one is blocked."""
     async with trio.open_nursery() as nursery:
         gc.collect()
         tracemalloc.start()
@@ -350,6 +382,7 @@ def main(argv: list[str]) -> int:
         "memory_roundtrip": lambda: trio.run(bench_memory_roundtrip, max(1, n // 4)),
         "parked_bytes": lambda: trio.run(bench_parked, parked),
         "parked_bytes_floor": lambda: trio.run(bench_parked_floor, parked),
+        "parked_bytes_floor_tool": lambda: trio.run(bench_parked_floor_tool, parked),
         **{
             f"http_{mode}_us": functools.partial(trio.run, bench_http, mode, http)
             for mode in HTTP_MODES

@@ -645,6 +645,11 @@ def ratios_for(run: Run) -> dict[str, float]:
             if side == "server" and floor in run:
                 out["cancel_floor_vs_best_peer"] = run[floor][metric] / min(values)
     ratio("engine_loaded", ("inprocess", "engine_loaded"), ("inprocess", "engine"))
+    # A parked request against the bare-Trio task and scope, and against such a task awaiting
+    # the benchmark's own `sleep` tool (the tool's frame on both sides).
+    parked = ("inprocess", "parked_bytes")
+    ratio("parked_vs_floor", parked, ("inprocess", "parked_bytes_floor"))
+    ratio("parked_vs_floor_tool", parked, ("inprocess", "parked_bytes_floor_tool"))
     # Already within-round ratios (the median over the job's own interleaved rounds).
     proxy_ratios = {
         "proxy_stdio_vs_direct": "stdio_ratio",
@@ -1392,7 +1397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             seconds = {"full": 10.0, "quick": 5.0, "smoke": 1.0}[profile_name]
             summary["profiles"] = record_profiles(
-                ["http", "http-modern", "stdio", "sessions", "parked"],
+                ["http", "http-modern", "ws", "legacy-sse", "stdio", "sessions", "parked"],
                 seconds,
                 profile["http_sessions"],
                 profile["parked_inprocess"],

@@ -231,6 +231,11 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])
         assert "Streamable HTTP app alone (no ASGI server), modern era" in report
+        for floor in ("parked_bytes_floor", "parked_bytes_floor_tool"):
+            assert jobs["inprocess"][floor]["median"] > 0, sorted(jobs["inprocess"])
+        for ratio in ("parked_vs_floor", "parked_vs_floor_tool"):
+            assert ratio in summary["ratios"], sorted(summary["ratios"])
+        assert "memory per parked request ≤ 1.05x the bare-Trio task" in report
 
 
 def test_http_figures(tmp_path: Path) -> None:
@@ -276,8 +281,9 @@ def test_http_figures(tmp_path: Path) -> None:
         at = [i for i, name in enumerate(order) if pattern.match(name)]
         assert len(at) > 1 and at == list(range(at[0], at[0] + len(at))), (workload, order)
     loads = summary["profiles"]["loads"]
-    assert set(loads) == {"http", "http-modern", "stdio", "sessions", "parked"}
-    for name in ("http", "http-modern", "stdio"):
+    sampled = ("http", "http-modern", "ws", "legacy-sse", "stdio")
+    assert set(loads) == {*sampled, "sessions", "parked"}
+    for name in sampled:
         assert loads[name]["samples"] > 0 and loads[name]["own"], name
     for name in ("sessions", "parked"):
         assert loads[name]["top"], name
@@ -287,6 +293,7 @@ def test_http_figures(tmp_path: Path) -> None:
         "### HTTP+SSE (2024-11-05) and WebSocket",
         "## Profiles",
         "### Profile: http (",
+        "### Profile: ws (",
     ):
         assert heading in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
