@@ -78,8 +78,7 @@ async def _task_cancelled(
     await written(directory / f"{tag}.waiting")
     task_id = created["taskId"]
     await post(http, other.base + "/mcp", "tasks/cancel", task_id, taskId=task_id)
-    await written(directory / f"{tag}.cancelled")
-    assert (directory / f"{tag}.cancelled").read_text() == str(runner.pid)
+    assert await written(directory / f"{tag}.cancelled") == str(runner.pid)
 
 
 async def test_each_worker_has_one_subscriber_and_everything_crosses(tmp_path: Path) -> None:
