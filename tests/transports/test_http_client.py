@@ -6,8 +6,12 @@ answer with an error, hold a request), so each test sees the wire as the server 
 
 from __future__ import annotations
 
+import functools
 import socket
+import struct
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -481,6 +485,90 @@ async def test_a_lost_request_post_fails_only_that_request() -> None:
                     await client.call_tool("echo", {"text": "x"})
                 assert "ConnectError" in info.value.message
                 assert len(await client.list_tools()) == 3
+
+
+@asynccontextmanager
+async def _resetting_relay(url: str, marker: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A TCP relay in front of ``url`` that resets, once, the connection whose bytes first carry
+    ``marker`` (before passing them on), as a busy server or a proxy does; yields the relay's
+    URL and the bytes of the connection it reset."""
+    upstream = httpx.URL(url)
+    reset: list[bytes] = []
+
+    async def pump(source: trio.SocketStream, sink: trio.SocketStream, watch: bool) -> None:
+        seen = b""
+        async for chunk in source:
+            seen += chunk
+            if watch and not reset and marker in seen:
+                reset.append(seen)
+                source.socket.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                raise trio.BrokenResourceError  # the RST: closed with nothing lingering
+            await sink.send_all(chunk)
+
+    async def relay(client: trio.SocketStream) -> None:
+        server = await trio.open_tcp_stream(upstream.host, upstream.port or 80)
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def one_way(a: trio.SocketStream, b: trio.SocketStream, w: bool) -> None:
+                    try:
+                        await pump(a, b, w)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(one_way, client, server, True)
+                nursery.start_soon(one_way, server, client, False)
+        finally:
+            await server.aclose()
+            await client.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, host="127.0.0.1"), relay, 0
+        )
+        port = listeners[0].socket.getsockname()[1]
+        yield str(upstream.copy_with(port=port)), reset
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_discovery_lost_to_a_connection_reset_is_sent_again() -> None:
+    """A server that resets the connection of a ``server/discover`` before answering (a full
+    backlog, a proxy) costs one more POST, not the connection: discovery changes nothing."""
+    records: list[RequestRecord] = []
+    server = demo_server()
+    server.on_request = records.append
+    with trio.fail_after(GUARD):
+        async with (
+            serving_app(server.http_app()) as url,
+            _resetting_relay(url, b'"server/discover"') as (relayed, reset),
+            open_client(relayed, mode="modern") as client,
+        ):
+            assert len(await client.list_tools()) == 3
+    assert len(reset) == 1 and b'"server/discover"' in reset[0]
+    assert [r.method for r in records].count("server/discover") == 1
+
+
+async def test_a_tool_call_lost_to_a_connection_reset_is_not_sent_again() -> None:
+    """Nothing says whether a reset request ran: a call, which may change things, fails with
+    the reset and is not repeated; the connection goes on."""
+    records: list[RequestRecord] = []
+    server = demo_server()
+    server.on_request = records.append
+    with trio.fail_after(GUARD):
+        async with (
+            serving_app(server.http_app()) as url,
+            _resetting_relay(url, b'"tools/call"') as (relayed, reset),
+            open_client(relayed, mode="modern") as client,
+        ):
+            with pytest.raises(ProtocolError) as info:
+                await client.call_tool("echo", {"text": "once"})
+            assert "HTTP request failed" in info.value.message
+            assert text_of(await client.call_tool("echo", {"text": "twice"})) == "twice"
+    assert len(reset) == 1
+    assert [r.method for r in records].count("tools/call") == 1  # the second; the first never ran
 
 
 async def test_headers_are_only_for_urls() -> None:

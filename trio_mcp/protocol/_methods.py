@@ -41,11 +41,12 @@ BUILTIN_METHODS: frozenset[str] = frozenset(
     }
 )
 
-#: Requests that may be sent again on a new session: they change nothing on the server, or
-#: setting them twice is the same as once.
+#: Requests that may be sent again, on a new session or over a new connection after a reset:
+#: they change nothing on the server, or setting them twice is the same as once.
 SAFE_TO_REPEAT = frozenset(
     {
         "ping",
+        "server/discover",
         "tools/list",
         "prompts/list",
         "resources/list",

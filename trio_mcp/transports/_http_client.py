@@ -65,6 +65,9 @@ CANCEL_ORDER_TIMEOUT = 5.0
 #: How long the requests of a new session wait for its standalone GET stream to open (once a
 #: session: a server slow to answer the GET delays its first requests by this much at most).
 LISTEN_WAIT = 1.0
+#: The pause before a request lost to a connection reset is sent again (a breath for a busy
+#: server, well below any request's timeout).
+RESEND_DELAY = 0.05
 #: The reconnection delay when the server sent no ``retry`` field (SSE default).
 DEFAULT_RETRY = 1.0
 #: Upper bound on any reconnection delay, whatever the server asks for.
@@ -431,12 +434,14 @@ class StreamableHttpTransport(BaseTransport):
     async def _post(self, post: _Post) -> None:
         session_id = self.session_id
         expired = False
+        answered = False
         try:
             headers = self._headers(
                 "application/json, text/event-stream", session_id=session_id, json_body=True
             )
             headers.update(modern_headers(post.method, post.params, self.tool_headers))
             async with self._stream("POST", headers, post.data) as response:
+                answered = True
                 post.sent.set()
                 if post.method == "initialize":
                     self.initialize_status = response.status_code
@@ -466,6 +471,11 @@ class StreamableHttpTransport(BaseTransport):
                 else:
                     await self._on_post_response(post, response)
         except httpx.HTTPError as exc:
+            if self._resend_after_reset(post, exc, answered):
+                post.retried = True
+                await trio.sleep(RESEND_DELAY)
+                await self._post(post)
+                return
             post.sent.set()
             if post.request_id is None:
                 logger.debug("POST of a message failed: %r", exc)
@@ -490,6 +500,23 @@ class StreamableHttpTransport(BaseTransport):
             return
         if expired:
             await self._session_expired(post, session_id)
+
+    @staticmethod
+    def _resend_after_reset(post: _Post, exc: httpx.HTTPError, answered: bool) -> bool:
+        """Whether a POST the connection lost before any answer is sent again, once.
+
+        A busy server or a proxy may reset a connection it accepted (a full backlog, a worker
+        restarting, a pooled connection closed under us): nothing says the request ran, so
+        only a request that changes nothing is sent again, over a new connection.
+        """
+        return (
+            isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
+            and not isinstance(exc, httpx.ConnectError)
+            and not answered
+            and post.method in SAFE_TO_REPEAT
+            and not post.retried
+            and not post.cancelled
+        )
 
     async def _on_post_response(self, post: _Post, response: httpx.Response) -> None:
         status = response.status_code
