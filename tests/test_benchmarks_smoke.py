@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -158,6 +159,11 @@ def peers_installed() -> None:
 
 
 def run_benchmarks(out: Path, *options: str, parallel: int = 2) -> dict[str, Any]:
+    """Run ``run.py --smoke``, ``parallel`` jobs at once, or fewer when other pytest-xdist
+    workers share the machine: the jobs' load generators keep every core busy, and the other
+    workers' tests would get next to none of it."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    parallel = max(1, parallel // workers)
     command = [sys.executable, str(RUN), "--smoke", "--no-install", "--parallel", str(parallel)]
     command += ["--out", str(out), *options]
     done = subprocess.run(
