@@ -488,11 +488,15 @@ async def test_a_lost_request_post_fails_only_that_request() -> None:
 
 
 @asynccontextmanager
-async def _resetting_relay(url: str, marker: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
-    """A TCP relay in front of ``url`` that resets, once, the connection whose bytes first carry
-    ``marker`` (before passing them on), as a busy server or a proxy does; yields the relay's
-    URL and the bytes of the connection it reset."""
-    upstream = httpx.URL(url)
+async def _demo_behind_a_resetting_relay(
+    marker: bytes,
+) -> AsyncIterator[tuple[str, list[bytes], list[str]]]:
+    """The demo server behind a TCP relay that resets, once, the connection whose bytes first
+    carry ``marker`` (before passing them on), as a busy server or a proxy does. Yields the
+    relay's URL, the bytes of the connection it reset and the methods the server ran."""
+    server = demo_server()
+    ran: list[str] = []
+    server.on_request = lambda record: ran.append(record.method)
     reset: list[bytes] = []
 
     async def pump(source: trio.SocketStream, sink: trio.SocketStream, watch: bool) -> None:
@@ -508,7 +512,7 @@ async def _resetting_relay(url: str, marker: bytes) -> AsyncIterator[tuple[str, 
             await sink.send_all(chunk)
 
     async def relay(client: trio.SocketStream) -> None:
-        server = await trio.open_tcp_stream(upstream.host, upstream.port or 80)
+        backend = await trio.open_tcp_stream(upstream.host, upstream.port or 80)
         try:
             async with trio.open_nursery() as nursery:
 
@@ -519,56 +523,49 @@ async def _resetting_relay(url: str, marker: bytes) -> AsyncIterator[tuple[str, 
                         pass
                     nursery.cancel_scope.cancel()
 
-                nursery.start_soon(one_way, client, server, True)
-                nursery.start_soon(one_way, server, client, False)
+                nursery.start_soon(one_way, client, backend, True)
+                nursery.start_soon(one_way, backend, client, False)
         finally:
-            await server.aclose()
+            await backend.aclose()
             await client.aclose()
 
-    async with trio.open_nursery() as nursery:
+    async with serving_app(server.http_app()) as url, trio.open_nursery() as nursery:
+        upstream = httpx.URL(url)
         listeners = await nursery.start(
             functools.partial(trio.serve_tcp, host="127.0.0.1"), relay, 0
         )
         port = listeners[0].socket.getsockname()[1]
-        yield str(upstream.copy_with(port=port)), reset
+        yield str(upstream.copy_with(port=port)), reset, ran
         nursery.cancel_scope.cancel()
 
 
 async def test_a_discovery_lost_to_a_connection_reset_is_sent_again() -> None:
     """A server that resets the connection of a ``server/discover`` before answering (a full
     backlog, a proxy) costs one more POST, not the connection: discovery changes nothing."""
-    records: list[RequestRecord] = []
-    server = demo_server()
-    server.on_request = records.append
     with trio.fail_after(GUARD):
         async with (
-            serving_app(server.http_app()) as url,
-            _resetting_relay(url, b'"server/discover"') as (relayed, reset),
-            open_client(relayed, mode="modern") as client,
+            _demo_behind_a_resetting_relay(b'"server/discover"') as (url, reset, ran),
+            open_client(url, mode="modern") as client,
         ):
             assert len(await client.list_tools()) == 3
     assert len(reset) == 1 and b'"server/discover"' in reset[0]
-    assert [r.method for r in records].count("server/discover") == 1
+    assert ran.count("server/discover") == 1
 
 
 async def test_a_tool_call_lost_to_a_connection_reset_is_not_sent_again() -> None:
     """Nothing says whether a reset request ran: a call, which may change things, fails with
     the reset and is not repeated; the connection goes on."""
-    records: list[RequestRecord] = []
-    server = demo_server()
-    server.on_request = records.append
     with trio.fail_after(GUARD):
         async with (
-            serving_app(server.http_app()) as url,
-            _resetting_relay(url, b'"tools/call"') as (relayed, reset),
-            open_client(relayed, mode="modern") as client,
+            _demo_behind_a_resetting_relay(b'"tools/call"') as (url, reset, ran),
+            open_client(url, mode="modern") as client,
         ):
             with pytest.raises(ProtocolError) as info:
                 await client.call_tool("echo", {"text": "once"})
             assert "HTTP request failed" in info.value.message
             assert text_of(await client.call_tool("echo", {"text": "twice"})) == "twice"
     assert len(reset) == 1
-    assert [r.method for r in records].count("tools/call") == 1  # the second; the first never ran
+    assert ran.count("tools/call") == 1  # the second; the first never ran
 
 
 async def test_headers_are_only_for_urls() -> None:
