@@ -1479,6 +1479,9 @@ def profiles_markdown(profiles: dict[str, Any], heading: str = "##") -> str:
             ]
             lines.append("")
             continue
+        if "beyond_floor" in load:
+            lines += _against_floor_markdown(load)
+            continue
         skipped = load.get("import_samples", 0)
         left_out = f" ({skipped:,} more while the server was still importing, left out)"
         lines += [
@@ -1493,6 +1496,34 @@ def profiles_markdown(profiles: dict[str, Any], heading: str = "##") -> str:
             lines.append(f"| {own:.1%} | `{own_name}` | {total:.1%} | `{total_name}` |")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _against_floor_markdown(load: dict[str, Any]) -> list[str]:
+    """A profile of ours beside the floor's: CPU per call by package, then the functions where
+    ours spends the most beyond the floor."""
+    (ours_label, ours), (floor_label, floor) = load["servers"].items()
+    packages = list(dict.fromkeys([*ours["by_package"], *floor["by_package"]]))
+    lines = [
+        f"{load['calls']:,} calls to each, in {load['rounds']} turns each, sampled from the "
+        "first call to the last: CPU per call (µs, the busy samples times the sampling period "
+        "over the calls), by package of the innermost frame.",
+        "",
+        f"| package | {ours_label} | {floor_label} | beyond the floor |",
+        "|---|---|---|---|",
+    ]
+    for package in packages:
+        mine, theirs = ours["by_package"].get(package, 0.0), floor["by_package"].get(package, 0.0)
+        lines.append(f"| {package} | {mine:,.0f} | {theirs:,.0f} | {mine - theirs:+,.0f} |")
+    spent, floor_spent = ours["us_per_call"], floor["us_per_call"]
+    lines += [
+        f"| all | {spent:,.0f} | {floor_spent:,.0f} | {spent - floor_spent:+,.0f} |",
+        "",
+        "| µs per call beyond the floor | function (own time) |",
+        "|---|---|",
+    ]
+    lines += [f"| {extra:+.1f} | `{function}` |" for function, extra in load["beyond_floor"]]
+    lines.append("")
+    return lines
 
 
 def build_report(summary: dict[str, Any]) -> str:

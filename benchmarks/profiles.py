@@ -9,7 +9,11 @@ started; it needs the right to ptrace that process, which root or the same user 
 
 - ``http``: handshake era, SSE responses, ``tools/call echo`` on 10 keep-alive connections from
   the raw HTTP driver (``peers/http_driver.mjs``), under ``hypercorn --worker-class trio``;
-- ``http-modern``: the same in the modern era (2026-07-28), one engine per POST;
+- ``http-modern``: the same in the modern era (2026-07-28), each request in its POST's task;
+- ``http-modern-floor``: a fixed number of modern-era calls (JSON answers) on our server and
+  on the bare-hypercorn floor (``peers/floor_http_server.py``), taking turns three times, each
+  sampled from its first call to its last: CPU per call by package and by function, ours beside
+  the floor's, and the functions where ours spends the most beyond it;
 - ``stdio``: ``peers/trio_server.py`` under the stdio raw driver (``peers/raw_driver.mjs``), 10
   concurrent callers;
 - ``sessions``: not CPU but memory: tracemalloc in the hypercorn worker while the driver opens
@@ -38,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +60,8 @@ PYTHON: list[str] = [sys.executable]
 LOADS = {
     "http": "handshake era, SSE, `tools/call echo` on 10 connections, raw HTTP driver",
     "http-modern": "modern era (2026-07-28), SSE, `tools/call echo` on 10 connections",
+    "http-modern-floor": "modern era, JSON, the same `tools/call echo` calls on 10 connections "
+    "to trio_mcp and to the bare-hypercorn floor: CPU per call",
     "ws": "WebSocket (`/ws`), `tools/call echo` on 10 connections, a session each",
     "legacy-sse": "HTTP+SSE (2024-11-05, `/sse`), `tools/call echo` on 10 connections",
     "stdio": "stdio, `tools/call echo` from 10 concurrent callers, raw stdio driver",
@@ -101,25 +108,33 @@ def short_path(where: str) -> str:
     return re.sub(r"^/\S*/lib/python3\.\d+/", "", where)
 
 
+def busy_stacks(text: str, importing: list[int] | None = None) -> Iterator[tuple[list[str], int]]:
+    """The stacks of py-spy's raw output, innermost frame last, each with its sample count;
+    those of a server still importing (a loaded machine imports slowly) are counted into
+    ``importing`` instead."""
+    for line in text.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = [f for f in stack.split(";") if not f.startswith(("process ", "thread "))]
+        if not frames:
+            continue
+        if any("importlib._bootstrap" in frame for frame in frames):
+            if importing is not None:
+                importing[0] += count
+            continue
+        yield frames, count
+
+
 def summarise_raw(text: str) -> dict[str, Any]:
     """Own and total time per function, and own time per package, of py-spy's raw output."""
     own: collections.Counter[str] = collections.Counter()
     total: collections.Counter[str] = collections.Counter()
     packages: collections.Counter[str] = collections.Counter()
     samples = 0
-    importing = 0
-    for line in text.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        count = int(count_text)
-        frames = [f for f in stack.split(";") if not f.startswith("process ")]
-        frames = [f for f in frames if not f.startswith("thread ")]
-        if not frames:
-            continue
-        if any("importlib._bootstrap" in frame for frame in frames):
-            importing += count  # the server still starting (a loaded machine imports slowly)
-            continue
+    importing = [0]
+    for frames, count in busy_stacks(text, importing):
         samples += count
         own[frames[-1]] += count
         packages[package_of(frames[-1])] += count
@@ -137,7 +152,7 @@ def summarise_raw(text: str) -> dict[str, Any]:
 
     return {
         "samples": samples,
-        "import_samples": importing,
+        "import_samples": importing[0],
         "by_package": share(packages, len(packages)),
         "own": share(own, TOP),
         "total": share(total, TOP),
@@ -194,14 +209,21 @@ def node() -> str:
 
 
 class Hypercorn:
-    """trio_mcp's benchmark server under hypercorn's trio worker, in its own process group."""
+    """trio_mcp's benchmark server (or another of ``peers/``, ``module``) under hypercorn's trio
+    worker, in its own process group."""
 
-    def __init__(self, scratch: Path, log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        scratch: Path,
+        log: Path,
+        env: dict[str, str] | None = None,
+        module: str = "trio_http_server.py",
+    ) -> None:
         self.port = free_port()
         self.ready = scratch / f"ready-{time.monotonic_ns()}"
         self.ready.write_text("")
         command = [*PYTHON, "-m", "hypercorn", "--worker-class", "trio"]
-        command += ["--bind", f"127.0.0.1:{self.port}", f"{PEERS / 'trio_http_server.py'}:app"]
+        command += ["--bind", f"127.0.0.1:{self.port}", f"{PEERS / module}:app"]
         extra = {"BENCH_READY": str(self.ready), "BENCH_MAX_SESSIONS_PER_CLIENT": "100000"}
         with log.open("ab") as err:
             self.process = subprocess.Popen(
@@ -272,6 +294,73 @@ def profile_http(
     finally:
         server.stop()
     return summarise_raw(output.read_text())
+
+
+#: The servers of ``http-modern-floor``: label, module in ``peers/``, environment.
+AGAINST_FLOOR = (
+    ("trio_mcp", "trio_http_server.py", {"BENCH_JSON_RESPONSE": "1"}),
+    ("bare-hypercorn floor", "floor_http_server.py", {"BENCH_SSE": "0"}),
+)
+
+
+def profile_http_against_floor(
+    calls: int, scratch: Path, log: Path, rounds: int = 3
+) -> dict[str, Any]:
+    """The same modern-era calls (JSON answers) on our server and on the bare-hypercorn floor,
+    each sampled from its first call to its last: CPU per call, by package and by function,
+    as the busy samples times the sampling period over the calls made. What ours spends
+    beyond the floor, and where, in microseconds rather than shares of two different totals.
+
+    The two take turns, ``rounds`` times, ``calls`` split between the rounds, and each sums
+    its rounds: a machine whose speed drifts over a minute (a shared one) moves both alike."""
+    warmup, k = 200, 10
+    per_round = max(k, calls // rounds)
+    made = rounds * (warmup + k * -(-warmup // k) + k * -(-per_round // k))  # warm-ups, then n
+    per_sample_us = 1e6 / RATE
+    packages = {label: collections.Counter[str]() for label, _, _ in AGAINST_FLOOR}
+    functions = {label: collections.Counter[str]() for label, _, _ in AGAINST_FLOOR}
+    for turn in range(rounds):
+        for label, module, env in AGAINST_FLOOR:
+            server = Hypercorn(scratch, log, env, module)
+            output = scratch / f"against-floor-{turn}-{module}.txt"
+            try:
+                spec = {"workload": "throughput", "era": "modern", "path": "/mcp"}
+                spec.update(port=server.port, n=per_round, k=k, warmup=warmup, sequential=False)
+                # Sampled until stopped: the duration only bounds a driver that hangs.
+                spy = record(server.worker, 600, output, log)
+                time.sleep(0.5)  # py-spy attached
+                subprocess.run(
+                    [node(), str(PEERS / "http_driver.mjs"), json.dumps(spec)],
+                    cwd=ROOT,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log.open("ab"),
+                    check=True,
+                    timeout=600,
+                )
+                spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled, and ends
+                spy.wait(timeout=60)
+            finally:
+                server.stop()
+            for frames, count in busy_stacks(output.read_text()):
+                packages[label][package_of(frames[-1])] += count
+                functions[label][frames[-1]] += count
+    servers = {
+        label: {
+            "us_per_call": sum(packages[label].values()) * per_sample_us / made,
+            "by_package": {p: n * per_sample_us / made for p, n in packages[label].most_common()},
+            "by_function": {f: n * per_sample_us / made for f, n in functions[label].most_common()},
+        }
+        for label, _, _ in AGAINST_FLOOR
+    }
+    ours, floor = (servers[label]["by_function"] for label, _, _ in AGAINST_FLOOR)
+    beyond = {f: ours.get(f, 0.0) - floor.get(f, 0.0) for f in {*ours, *floor}}
+    return {
+        "calls": made,
+        "rounds": rounds,
+        "servers": servers,
+        "beyond_floor": sorted(beyond.items(), key=lambda item: -item[1])[:TOP],
+    }
 
 
 def profile_stdio(seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
@@ -391,6 +480,10 @@ def record_all(
                 found = profile_http("handshake", seconds, scratch, log)
             elif load == "http-modern":
                 found = profile_http("modern", seconds, scratch, log)
+            elif load == "http-modern-floor":
+                # Three turns each, but in a smoke run (a second a load): it only has to run.
+                turns = 3 if seconds >= 2 else 1
+                found = profile_http_against_floor(driver_calls(seconds), scratch, log, turns)
             elif load == "ws":
                 found = profile_http("handshake", seconds, scratch, log, "ws")
             elif load == "legacy-sse":

@@ -1397,7 +1397,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             seconds = {"full": 10.0, "quick": 5.0, "smoke": 1.0}[profile_name]
             summary["profiles"] = record_profiles(
-                ["http", "http-modern", "ws", "legacy-sse", "stdio", "sessions", "parked"],
+                [
+                    "http",
+                    "http-modern",
+                    "http-modern-floor",
+                    "ws",
+                    "legacy-sse",
+                    "stdio",
+                    "sessions",
+                    "parked",
+                ],
                 seconds,
                 profile["http_sessions"],
                 profile["parked_inprocess"],

@@ -147,7 +147,7 @@ WRK_RATIOS = [
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
-HANG_GUARD = 120
+HANG_GUARD = 180
 
 
 def peers_installed() -> None:
@@ -288,9 +288,18 @@ def test_http_figures(tmp_path: Path) -> None:
         assert len(at) > 1 and at == list(range(at[0], at[0] + len(at))), (workload, order)
     loads = summary["profiles"]["loads"]
     sampled = ("http", "http-modern", "ws", "legacy-sse", "stdio")
-    assert set(loads) == {*sampled, "sessions", "parked"}
+    assert set(loads) == {*sampled, "http-modern-floor", "sessions", "parked"}
     for name in sampled:
         assert loads[name]["samples"] > 0 and loads[name]["own"], name
+    # The same calls on ours and on the floor: CPU per call by package, and where ours spends
+    # beyond the floor (its own package, which the floor does not run, among them).
+    against = loads["http-modern-floor"]
+    assert list(against["servers"]) == ["trio_mcp", "bare-hypercorn floor"]
+    for server in against["servers"].values():
+        assert server["us_per_call"] > 0 and "trio" in server["by_package"], server
+    assert "trio_mcp" in against["servers"]["trio_mcp"]["by_package"]
+    assert "trio_mcp" not in against["servers"]["bare-hypercorn floor"]["by_package"]
+    assert against["beyond_floor"], against
     for name in ("sessions", "parked"):
         assert loads[name]["top"], name
     report = (tmp_path / "report.md").read_text()
@@ -300,6 +309,7 @@ def test_http_figures(tmp_path: Path) -> None:
         "## Profiles",
         "### Profile: http (",
         "### Profile: ws (",
+        "### Profile: http-modern-floor (",
     ):
         assert heading in report
     assert str(tmp_path) not in report, "the report must not name paths of this machine"
