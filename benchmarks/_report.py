@@ -127,14 +127,14 @@ class Goal:
         return [*row, limits]
 
 
-#: The Streamable HTTP eras and responses of the goals (and the profile of each era).
+#: The Streamable HTTP eras and responses of the goals, and the profile that shows what limits
+#: each: the era's own, or for the modern era's JSON (whose floor answers cheaper than with
+#: SSE) ours beside the floor's, in µs per call.
 _STREAMABLE = [
-    (era, era_label, response, profile)
-    for era, era_label, profile in (
-        ("hs", "handshake", "http"),
-        ("modern", "modern", "http-modern"),
-    )
-    for response in ("sse", "json")
+    ("hs", "handshake", "sse", "http"),
+    ("hs", "handshake", "json", "http"),
+    ("modern", "modern", "sse", "http-modern"),
+    ("modern", "modern", "json", "http-modern-floor"),
 ]
 
 GOALS = [
