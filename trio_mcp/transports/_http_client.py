@@ -434,14 +434,12 @@ class StreamableHttpTransport(BaseTransport):
     async def _post(self, post: _Post) -> None:
         session_id = self.session_id
         expired = False
-        answered = False
         try:
             headers = self._headers(
                 "application/json, text/event-stream", session_id=session_id, json_body=True
             )
             headers.update(modern_headers(post.method, post.params, self.tool_headers))
             async with self._stream("POST", headers, post.data) as response:
-                answered = True
                 post.sent.set()
                 if post.method == "initialize":
                     self.initialize_status = response.status_code
@@ -471,7 +469,7 @@ class StreamableHttpTransport(BaseTransport):
                 else:
                     await self._on_post_response(post, response)
         except httpx.HTTPError as exc:
-            if self._resend_after_reset(post, exc, answered):
+            if self._resend_after_reset(post, exc):
                 post.retried = True
                 await trio.sleep(RESEND_DELAY)
                 await self._post(post)
@@ -502,8 +500,9 @@ class StreamableHttpTransport(BaseTransport):
             await self._session_expired(post, session_id)
 
     @staticmethod
-    def _resend_after_reset(post: _Post, exc: httpx.HTTPError, answered: bool) -> bool:
-        """Whether a POST the connection lost before any answer is sent again, once.
+    def _resend_after_reset(post: _Post, exc: httpx.HTTPError) -> bool:
+        """Whether a POST the connection lost before any answer (``sent`` is set once its
+        response headers came) is sent again, once.
 
         A busy server or a proxy may reset a connection it accepted (a full backlog, a worker
         restarting, a pooled connection closed under us): nothing says the request ran, so
@@ -512,7 +511,7 @@ class StreamableHttpTransport(BaseTransport):
         return (
             isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
             and not isinstance(exc, httpx.ConnectError)
-            and not answered
+            and not post.sent.is_set()
             and post.method in SAFE_TO_REPEAT
             and not post.retried
             and not post.cancelled
