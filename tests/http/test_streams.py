@@ -1001,3 +1001,124 @@ async def test_an_app_writes_a_memory_store_at_once_and_any_other_through_its_wr
     assert isinstance(Server("s").http_app().sink, MemorySink)
     given = Server("s").http_app(HttpOptions(scale_out=ScaleOut(event_store=Subclassed())))
     assert given.sink is given.writer
+
+
+class _CountingStore(MemoryEventStore):
+    """A store the app's writer writes (any class but the app's own): what it was asked, in
+    order; with ``hold``, each ``open`` waits for it (a slow store)."""
+
+    def __init__(self, hold: trio.Event | None = None) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str]] = []
+        self.hold = hold
+
+    async def open(self, stream_id: str, meta: StreamMeta) -> None:
+        self.asked.append(("open", stream_id))
+        if self.hold is not None:
+            await self.hold.wait()
+        await super().open(stream_id, meta)
+
+    async def append(self, stream_id: str, seq: int, data: bytes) -> None:
+        self.asked.append(("append", stream_id))
+        await super().append(stream_id, seq, data)
+
+    async def finish(self, stream_id: str) -> None:
+        self.asked.append(("finish", stream_id))
+        await super().finish(stream_id)
+
+    async def forget(self, stream_id: str) -> None:
+        self.asked.append(("forget", stream_id))
+        await super().forget(stream_id)
+
+
+def _answered(writer: EventWriter, key: str) -> EventStream:
+    """A request's stream that got its one event and ended (not delivered yet)."""
+    stream = EventStream("s", key, writer, meta=StreamMeta("s"))
+    stream.push(b"answer")
+    stream.finish(responded=True)
+    return stream
+
+
+async def test_a_stream_delivered_in_its_window_is_not_written_when_a_delete_wakes_the_writer(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A stream written and then delivered wakes the writer to delete it; the stream answered
+    at that moment still gets its coalescing window, and delivered within it costs the store
+    nothing. (The writer used to write at once whatever was queued when a delete woke it: a
+    busy server wrote and deleted a share of its young streams for nothing.)"""
+    store = _CountingStore()
+    writer = EventWriter(store, coalesce=0.005)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        old = _answered(writer, "r1")
+        await trio.testing.wait_all_tasks_blocked()  # the writer waits out the window...
+        mock_clock.jump(0.01)  # ...past which the stream is written
+        await trio.testing.wait_all_tasks_blocked()
+        written = [(kind, old.stream_id) for kind in ("open", "append", "finish")]
+        assert store.asked == written
+        old.delivered()  # its delete wakes the writer...
+        young = _answered(writer, "r2")  # ...beside a stream answered at that moment
+        await trio.testing.wait_all_tasks_blocked()
+        young.delivered()  # within its window
+        mock_clock.jump(0.01)
+        await trio.testing.wait_all_tasks_blocked()
+        await writer.flush()
+        nursery.cancel_scope.cancel()
+    assert store.asked == [*written, ("forget", old.stream_id)]
+
+
+async def test_a_stream_forgotten_while_it_is_written_stops_there_and_leaves_the_store(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A slow store: the stream delivered while its first write is made gets no more writes,
+    and what was written of it is deleted; a stream handed over meanwhile is written after."""
+    hold = trio.Event()
+    store = _CountingStore(hold)
+    writer = EventWriter(store, coalesce=0.005)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        first = _answered(writer, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(0.01)
+        await trio.testing.wait_all_tasks_blocked()
+        assert store.asked == [("open", first.stream_id)]  # held there
+        first.delivered()
+        later = EventStream("s", "r2", writer, meta=StreamMeta("s"))
+        later.push(b"1")
+        hold.set()
+        mock_clock.jump(0.01)
+        await writer.flush()
+        assert await store.replay(first.stream_id, 0) is None
+        replay = await store.replay(later.stream_id, 0)
+        assert replay is not None and events(replay) == [(1, b"1")]
+        nursery.cancel_scope.cancel()
+    assert store.asked == [
+        ("open", first.stream_id),
+        ("forget", first.stream_id),
+        ("open", later.stream_id),
+        ("append", later.stream_id),
+    ]
+
+
+async def test_a_flush_answers_once_what_came_before_it_is_in_the_store() -> None:
+    """A flush does not wait out the coalescing window: everything handed over before it is
+    written, in each stream's order, when it returns; a session's end too."""
+    store = _CountingStore()
+    writer = EventWriter(store, coalesce=60.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        streams = [EventStream("s", f"r{n}", writer, meta=StreamMeta("s")) for n in (1, 2)]
+        for data in (b"1", b"2"):
+            for stream in streams:
+                stream.push(data)
+        streams[0].finish(responded=True)
+        await store.keep_alive(["s"])
+        writer.end_session("s")
+        with trio.fail_after(5):  # a hang guard: the window alone is a minute
+            await writer.flush()
+        for stream in streams:
+            replay = await store.replay(stream.stream_id, 0)
+            assert replay is not None and events(replay) == [(1, b"1"), (2, b"2")]
+            assert replay.finished is (stream is streams[0])
+        assert not await store.session_alive("s")
+        nursery.cancel_scope.cancel()

@@ -103,34 +103,35 @@ class MemorySink:
         return False
 
 
-#: One operation for the writer: its kind, the stream (or session) it concerns, its argument.
-_Op = tuple[str, str, object]
-#: The operations whose batch waits ``coalesce`` (a stream's writes); a flush, a session's end
-#: or a sweep is made at once.
-_COALESCED = frozenset({"open", "append", "finish"})
+#: One write of a stream, waiting for the writer: its kind (``open``, ``append`` or ``finish``)
+#: and its argument (the stream's meta, an event's ``(seq, data)``, None).
+_Write = tuple[str, object]
 
 
 class EventWriter:
     """The ordered writer: the one task of an app that writes its streams' events to the store.
 
-    Streams hand it their events synchronously (:class:`StreamSink`); it writes them in the
-    order given, through a queue bounded in operations (``max_queued``) and in bytes
+    Streams hand it their events synchronously (:class:`StreamSink`); it writes each stream's in
+    the order given, bounded in writes waiting (``max_queued``) and in bytes
     (``max_queued_bytes``), each write bounded in time (``timeout``). The engine never waits for
-    the store: when the queue is full, or a write fails, that stream is *lost*: it can no longer
-    be resumed (an error is logged, its partial events leave the store, its further events are
-    not written), and its live connection goes on.
+    the store: when the bound is reached, or a write fails, that stream is *lost*: it can no
+    longer be resumed (an error is logged, its partial events leave the store, its further
+    events are not written), and its live connection goes on.
 
-    A forgotten stream's writes still queued are skipped, and its events leave the store (retried
-    until the store answers, so that no partial stream is served). It also refreshes the
-    liveness of the app's sessions (``live_sessions``) every ``store.heartbeat`` seconds.
+    A forgotten stream's writes still waiting are dropped, and what was written of it leaves the
+    store (retried until the store answers, so that no partial stream is served). It also
+    refreshes the liveness of the app's sessions (``live_sessions``) every ``store.heartbeat``
+    seconds.
 
-    It writes in batches, each started ``coalesce`` seconds after its first operation came:
-    most request streams are answered and delivered on their live connection within that
-    time, and are forgotten before any of their writes was made, so they cost the store
-    nothing at all (no write, and no delete of what was never written); measured through a
-    fleet on one Redis, that was four of the five round trips a handshake-era call made. The
-    price is the window: a worker killed outright loses, for a resume elsewhere, at most the
-    events of its last ``coalesce`` seconds, as the store's answer time lost them before.
+    It writes in batches, each started ``coalesce`` seconds after its first write came: most
+    request streams are answered and delivered on their live connection within that time, and
+    are forgotten before any of their writes was made, so they cost the store nothing at all
+    (no write, and no delete of what was never written); measured through a fleet on one
+    Redis, that was four of the five round trips a handshake-era call made. The price is the
+    window: a worker killed outright loses, for a resume elsewhere, at most the events of its
+    last ``coalesce`` seconds, as the store's answer time lost them before. The writes wait by
+    stream (a dict of lists), so a stream forgotten before its batch costs the writer nothing
+    either: its writes leave with it, with no step of the writer's task for each.
     """
 
     def __init__(
@@ -145,17 +146,23 @@ class EventWriter:
     ) -> None:
         self.store = store
         self.coalesce = coalesce
+        self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self.timeout = timeout
         self.live_sessions = live_sessions
-        self._send, self._receive = trio.open_memory_channel[_Op](max_queued)
+        #: The writes waiting, by stream, each stream's in order; streams in the order they
+        #: first handed one over.
+        self._waiting: dict[str, list[_Write]] = {}
+        self.queued_writes = 0
         self.queued_bytes = 0
-        #: Operations queued per stream.
-        self._queued: collections.Counter[str] = collections.Counter()
+        #: Sessions whose end the store is to be told of.
+        self._ended: list[str] = []
+        #: Flushes waiting for everything handed over before them.
+        self._flushes: list[trio.Event] = []
+        #: Set when there is something to do: the writer waits for it between batches.
+        self._work = trio.Event()
         #: Streams that can no longer be resumed; kept until the app forgets them.
         self._lost: set[str] = set()
-        #: Streams the app forgot whose operations are still queued (skipped).
-        self._forgotten: set[str] = set()
         #: Streams whose events must leave the store (retried until they do).
         self._to_forget: set[str] = set()
         #: Streams the store was asked to write (until they are forgotten): only those need
@@ -169,67 +176,69 @@ class EventWriter:
     # -- the sink --------------------------------------------------------------------------------
 
     def open(self, stream_id: str, meta: StreamMeta) -> None:
-        self._submit(("open", stream_id, meta), 0)
+        self._submit(stream_id, ("open", meta), 0)
 
     def append(self, stream_id: str, seq: int, data: bytes) -> None:
-        self._submit(("append", stream_id, (seq, data)), len(data))
+        self._submit(stream_id, ("append", (seq, data)), len(data))
 
     def finish(self, stream_id: str) -> None:
-        self._submit(("finish", stream_id, None), 0)
+        self._submit(stream_id, ("finish", None), 0)
 
     def forget(self, stream_id: str) -> None:
         self._lost.discard(stream_id)
+        self._drop(stream_id)
         if stream_id in self._written:
             self._written.discard(stream_id)
             self._to_forget.add(stream_id)
-        if self._queued[stream_id]:
-            self._forgotten.add(stream_id)
-        else:
-            del self._queued[stream_id]
-        self._nudge()
+            self._work.set()
 
     def end_session(self, session_id: str) -> None:
-        try:
-            self._send.send_nowait(("end", session_id, None))
-        except trio.WouldBlock:
-            pass  # its liveness lapses by itself within three heartbeats
+        if len(self._ended) < self.max_queued:  # else its liveness lapses within 3 heartbeats
+            self._ended.append(session_id)
+            self._work.set()
 
     async def flush(self) -> None:
         """Wait until everything handed over so far is in the store (or lost), and forgotten
         streams have left it; :class:`EventStoreUnavailable` if that takes over ``timeout``."""
         done = trio.Event()
+        self._flushes.append(done)
+        self._work.set()
         with trio.move_on_after(self.timeout):
-            await self._send.send(("flush", "", done))
             await done.wait()
             return
         raise EventStoreUnavailable("the event store did not answer in time")
 
-    def _submit(self, op: _Op, size: int) -> None:
-        stream = op[1]
-        if stream in self._lost or stream in self._forgotten:
+    def _submit(self, stream: str, write: _Write, size: int) -> None:
+        if stream in self._lost:
             return
         if self.queued_bytes + size > self.max_queued_bytes:
             self._lose(stream, f"its writer has {self.queued_bytes} bytes queued, the limit")
             return
-        try:
-            self._send.send_nowait(op)
-        except trio.WouldBlock:
+        if self.queued_writes >= self.max_queued:
             self._lose(stream, "its writer's queue is full (the store is too slow)")
             return
-        self._queued[stream] += 1
+        waiting = self._waiting.get(stream)
+        if waiting is None:
+            self._waiting[stream] = [write]
+        else:
+            waiting.append(write)
+        self.queued_writes += 1
         self.queued_bytes += size
+        self._work.set()
 
-    def _nudge(self) -> None:
-        try:
-            self._send.send_nowait(("tick", "", None))
-        except trio.WouldBlock:
-            pass  # the writer is busy: it sweeps after every operation
+    def _drop(self, stream: str) -> None:
+        """Drop the stream's writes still waiting."""
+        writes = self._waiting.pop(stream, None)
+        if writes is not None:
+            self.queued_writes -= len(writes)
+            self.queued_bytes -= sum(_size(write) for write in writes)
 
     def _lose(self, stream: str, why: str) -> None:
         logger.error("SSE stream %s can no longer be resumed: %s", stream, why)
         self._lost.add(stream)
+        self._drop(stream)
         self._to_forget.add(stream)
-        self._nudge()
+        self._work.set()
 
     # -- the task --------------------------------------------------------------------------------
 
@@ -238,52 +247,46 @@ class EventWriter:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._heartbeat)
             task_status.started()
-            async for first in self._receive:
-                if self.coalesce > 0 and first[0] in _COALESCED:
+            while True:
+                await self._work.wait()
+                self._work = trio.Event()
+                if self.coalesce > 0 and self._waiting and not self._flushes:
                     await trio.sleep(self.coalesce)
-                batch = [first]
-                while True:
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except trio.WouldBlock:
-                        break
-                for op in batch:
-                    await self._do(op)
+                # What was handed over before a flush is written before it is answered.
+                flushes, self._flushes = self._flushes, []
+                await self._write_waiting()
+                ended, self._ended = self._ended, []
+                for session_id in ended:
+                    await self._call(self.store.end_session(session_id), None)
                 if self._to_forget:
                     await self._sweep()
+                for done in flushes:
+                    done.set()
 
-    async def _do(self, op: _Op) -> None:
-        kind, stream, argument = op
-        if kind == "flush":
-            assert isinstance(argument, trio.Event)
-            if self._to_forget:
-                await self._sweep()
-            argument.set()
-            return
-        if kind == "tick":
-            return
-        if kind == "end":
-            await self._call(self.store.end_session(stream), None)
-            return
-        self._queued[stream] -= 1
-        if kind == "append":
-            assert isinstance(argument, tuple)
-            self.queued_bytes -= len(argument[1])
-        skip = stream in self._lost or stream in self._forgotten
-        if not self._queued[stream]:
-            del self._queued[stream]
-            self._forgotten.discard(stream)
-        if skip:
-            return
-        self._written.add(stream)
-        if kind == "open":
-            assert isinstance(argument, StreamMeta)
-            await self._call(self.store.open(stream, argument), stream)
-        elif kind == "append":
-            assert isinstance(argument, tuple)
-            await self._call(self.store.append(stream, argument[0], argument[1]), stream)
-        else:
-            await self._call(self.store.finish(stream), stream)
+    async def _write_waiting(self) -> None:
+        """Write the streams waiting now, each stream's writes in order. A stream forgotten or
+        lost while an earlier write was made has its writes dropped meanwhile; one handed
+        more writes meanwhile has them written in the next batch, after these."""
+        batch = list(self._waiting)
+        for stream in batch:
+            writes = self._waiting.pop(stream, None)
+            if writes is None:
+                continue  # forgotten (or lost) while an earlier stream was written
+            self.queued_writes -= len(writes)
+            self.queued_bytes -= sum(_size(write) for write in writes)
+            self._written.add(stream)
+            for kind, argument in writes:
+                if stream in self._lost or stream not in self._written:
+                    break  # lost or forgotten while its last write was made
+                if kind == "open":
+                    assert isinstance(argument, StreamMeta)
+                    write = self.store.open(stream, argument)
+                elif kind == "append":
+                    assert isinstance(argument, tuple)
+                    write = self.store.append(stream, argument[0], argument[1])
+                else:
+                    write = self.store.finish(stream)
+                await self._call(write, stream)
 
     async def _call(self, write: Awaitable[None], stream: str | None) -> bool:
         """One write, bounded in time; a failure loses ``stream``'s resumability."""
@@ -308,7 +311,7 @@ class EventWriter:
     async def _sweep(self) -> None:
         for stream in list(self._to_forget):
             if not await self._call(self.store.forget(stream), None):
-                return  # retried after the next operation, or the next heartbeat
+                return  # retried after the next batch, or the next heartbeat
             self._to_forget.discard(stream)
 
     async def _heartbeat(self) -> None:
@@ -317,8 +320,14 @@ class EventWriter:
             if sessions:
                 await self._call(self.store.keep_alive(sessions), None)
             if self._to_forget:
-                self._nudge()
+                self._work.set()
             await trio.sleep(self.store.heartbeat)
+
+
+def _size(write: _Write) -> int:
+    """The bytes a waiting write counts against ``max_queued_bytes``: an event's data."""
+    argument = write[1]
+    return len(argument[1]) if isinstance(argument, tuple) else 0
 
 
 #: What a listener is sent: an event (id, data), or None, the end of the stream. A listener whose
