@@ -1395,6 +1395,15 @@ class Report:
                         "µs",
                     )
                 )
+        if self.stat("inprocess", "writer_us") is not None:
+            rows.append(
+                row(
+                    "a shared event store's writer, per request stream delivered within its "
+                    f"coalescing window ({self.p['messages']:,} streams)",
+                    "writer_us",
+                    "µs",
+                )
+            )
         self.table([f"path ({self.p['messages']:,} messages)", "figure", "unit"], rows)
         self.add(
             "Engine throughput with parked requests over without, within each run: "

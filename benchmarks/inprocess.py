@@ -32,6 +32,11 @@ Prints one JSON object of messages (or calls) per second:
 - ``parked_bytes_floor_tool``: a bare task entering a ``CancelScope`` and awaiting the
   benchmark's own ``sleep`` tool (``peers/trio_server.py``, its coroutine as trio_mcp's engine
   awaits it): what a bare-Trio server running that tool holds, the tool's frame included.
+- ``writer_us``: CPU time per request stream handed to an app's ``EventWriter`` (what a worker
+  sharing its event store writes through): each stream opened, given one event, ended, and
+  delivered one checkpoint later, well within the writer's coalescing window, as most answers
+  are; the store answers at once (a ``MemoryEventStore``). The loop itself is counted: compare
+  the figure across commits.
 - ``http_modern_us``, ``http_sse_us``, ``http_json_us``: CPU time per POST of ``tools/call echo``
   through trio_mcp's Streamable HTTP app with no ASGI server between (``messages / 10`` POSTs):
   modern (2026-07-28), and one handshake-era session answering with SSE or JSON. What hypercorn
@@ -60,7 +65,8 @@ from floor_server import answer
 from trio_server import build
 
 from trio_mcp import open_client
-from trio_mcp.http import HttpOptions
+from trio_mcp.http import HttpOptions, MemoryEventStore, StreamMeta
+from trio_mcp.http._streams import EventStream, EventWriter
 from trio_mcp.lowlevel import BaseTransport
 from trio_mcp.protocol._jsonrpc import RequestId, parse
 
@@ -270,6 +276,24 @@ async def parked_in_bare_tasks(
     return grown / n
 
 
+async def bench_writer(n: int) -> float:
+    writer = EventWriter(MemoryEventStore())
+    meta = StreamMeta("s")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        start = time.process_time()
+        for i in range(n):
+            stream = EventStream("s", f"r{i}", writer, meta=meta)
+            stream.push(b'{"jsonrpc":"2.0","id":1,"result":{}}')
+            stream.finish(responded=True)
+            await trio.lowlevel.checkpoint()
+            stream.delivered()
+        await writer.flush()
+        spent = time.process_time() - start
+        nursery.cancel_scope.cancel()
+    return spent * 1e6 / n
+
+
 # -- the HTTP app, with no server between -------------------------------------------------------
 
 MODERN_META = {
@@ -383,6 +407,7 @@ def main(argv: list[str]) -> int:
         "parked_bytes": lambda: trio.run(bench_parked, parked),
         "parked_bytes_floor": lambda: trio.run(bench_parked_floor, parked),
         "parked_bytes_floor_tool": lambda: trio.run(bench_parked_floor_tool, parked),
+        "writer_us": lambda: trio.run(bench_writer, n),
         **{
             f"http_{mode}_us": functools.partial(trio.run, bench_http, mode, http)
             for mode in HTTP_MODES

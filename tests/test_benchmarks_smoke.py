@@ -237,6 +237,8 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         for mode in ("modern", "sse", "json"):
             assert f"http_{mode}_us" in jobs["inprocess"], sorted(jobs["inprocess"])
         assert "Streamable HTTP app alone (no ASGI server), modern era" in report
+        assert jobs["inprocess"]["writer_us"]["median"] > 0, sorted(jobs["inprocess"])
+        assert "a shared event store's writer, per request stream" in report
         for floor in ("parked_bytes_floor", "parked_bytes_floor_tool"):
             assert jobs["inprocess"][floor]["median"] > 0, sorted(jobs["inprocess"])
         for ratio in ("parked_vs_floor", "parked_vs_floor_tool"):
