@@ -1,18 +1,21 @@
 """Cancel storms: many requests, and cancels racing them at random points, against the demo
-server on a real stdio child and behind a real hypercorn.
+server on a real stdio child and behind a real hypercorn (Streamable HTTP, WebSocket, HTTP+SSE).
 
 Checked: 0 wrong and 0 lost responses (every request not cancelled gets its own answer exactly
 once; a cancelled one gets at most one, and one that cannot finish by itself gets none), and no
-in-flight record left afterwards (over stdio every id is free for reuse; over HTTP the session's
-engine is idle and holds no stream). ``TRIO_MCP_STORM_REQUESTS`` (default 600 on stdio, a
-third of it on HTTP) and ``TRIO_MCP_FUZZ_SEED`` choose the storm.
+in-flight record left afterwards (over stdio, a WebSocket or an HTTP+SSE session every id is free
+for reuse; over Streamable HTTP the session's engine is idle and holds no stream).
+``TRIO_MCP_STORM_REQUESTS`` (default 600 on each message transport, a third of it on
+Streamable HTTP) and ``TRIO_MCP_FUZZ_SEED`` choose the storm.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -23,8 +26,16 @@ import trio.lowlevel
 from trio_mcp._demo import demo_server
 
 from .._http import Served, cancel_body, serving
-from .._raw_stdio import RawChild, raw_child
-from ._drive import check_records, http_messages, ping_http
+from .._raw_stdio import raw_child
+from ._drive import (
+    Channel,
+    check_records,
+    http_messages,
+    ping_http,
+    sse_session,
+    stdio_channel,
+    websocket_session,
+)
 from ._frames import SEED, STORM_REQUESTS, call, check_log, check_reply, dumps, request
 
 #: A hang guard for a whole storm, never a performance assertion.
@@ -87,18 +98,69 @@ def check_storm(planned: list[Planned], answers: dict[Any, list[dict[str, Any]]]
     assert not wrong, f"seed {SEED}:\n" + "\n".join(wrong[:20])
 
 
-# -- stdio -------------------------------------------------------------------------------------
+# -- message channels: stdio, WebSocket, HTTP+SSE ----------------------------------------------
 
 
-async def reuse_every_id(child: RawChild, ids: list[int]) -> None:
+def wire_order(planned: list[Planned], rng: random.Random) -> list[bytes]:
+    """Each request, and its cancel 0 to 8 frames after it."""
+    slots: list[tuple[float, bytes]] = []
+    for n, p in enumerate(planned):
+        slots.append((n, dumps(call(p.rid, p.name, p.arguments))))
+        if p.cancelled:
+            slots.append((n + rng.randint(0, 8) + 0.5, dumps(cancel_body(p.rid, "storm"))))
+    return [frame for _, frame in sorted(slots, key=lambda slot: slot[0])]
+
+
+async def storm_over(
+    channel: Channel, send_chunk: Callable[[list[bytes]], Awaitable[None]], seed: int
+) -> None:
+    """A storm through one session of a message channel, its frames handed over in chunks of 1
+    to 16 (``send_chunk``: one write on a byte stream), so that reads and writes interleave;
+    then every id is reused."""
+    rng = random.Random(seed)
+    planned = plan(STORM_REQUESTS, rng)
+    frames = wire_order(planned, rng)
+    answers: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    expected = {p.rid for p in planned if not p.cancelled}
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                while True:
+                    raw = await channel.reply()
+                    assert raw is not None, f"{channel.name}: the server closed its side"
+                    for message in check_reply(raw, f"{channel.name} storm"):
+                        if message.get("id") == "after":
+                            return
+                        if "method" not in message:
+                            answers[message.get("id")].append(message)
+
+            nursery.start_soon(read)
+            at = 0
+            while at < len(frames):
+                step = rng.randint(1, 16)
+                await send_chunk(frames[at : at + step])
+                at += step
+                await trio.lowlevel.checkpoint()
+            # Bounded, so that a lost answer is reported below rather than hanging here.
+            with trio.move_on_after(10):
+                while not expected <= answers.keys():  # noqa: ASYNC110 - no event to wait on
+                    await trio.sleep(0.01)
+            # Whatever a lost cancel would still let through is decided before this ping.
+            await channel.send(dumps(request("after", "ping")))
+        check_storm(planned, answers, channel.name)
+        await reuse_every_id(channel, [p.rid for p in planned])
+
+
+async def reuse_every_id(channel: Channel, ids: list[int]) -> None:
     """Each id once more, pipelined: a request still registered under one refuses it for as long
     as it stays, so a leaked record fails here (bounded); one still settling frees it."""
     pending = set(ids)
     for _ in range(40):
         for rid in sorted(pending):
-            await child.send_raw(dumps(call(rid, "echo", {"text": f"again {rid}"})) + b"\n")
+            assert await channel.send(dumps(call(rid, "echo", {"text": f"again {rid}"}))) == []
         for _ in range(len(pending)):
-            (message,) = check_reply(await child.line() or b"null", "reuse")
+            (message,) = check_reply(await channel.reply() or b"null", "reuse")
             if "result" in message:
                 assert message["result"]["content"][0]["text"] == f"again {message['id']}"
                 pending.discard(message["id"])
@@ -107,56 +169,42 @@ async def reuse_every_id(child: RawChild, ids: list[int]) -> None:
         if not pending:
             return
         await trio.sleep(0.05)
-    raise AssertionError(f"seed {SEED}: ids still in flight after the storm: {sorted(pending)}")
+    raise AssertionError(
+        f"seed {SEED}: {channel.name}: ids still in flight after the storm: {sorted(pending)}"
+    )
+
+
+async def one_by_one(channel: Channel, frames: list[bytes]) -> None:
+    """A chunk on a message transport: each frame its own message (or POST), in order."""
+    for frame in frames:
+        assert await channel.send(frame) == []
 
 
 async def test_a_cancel_storm_over_stdio() -> None:
-    rng = random.Random(SEED)
-    planned = plan(STORM_REQUESTS, rng)
-    # The wire order: each request, and its cancel 0 to 8 frames after it.
-    slots: list[tuple[float, bytes]] = []
-    for n, p in enumerate(planned):
-        slots.append((n, dumps(call(p.rid, p.name, p.arguments)) + b"\n"))
-        if p.cancelled:
-            cancel = cancel_body(p.rid, "storm")
-            slots.append((n + rng.randint(0, 8) + 0.5, dumps(cancel) + b"\n"))
-    frames = [frame for _, frame in sorted(slots, key=lambda slot: slot[0])]
-    answers: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    expected = {p.rid for p in planned if not p.cancelled}
-
     async with raw_child() as child:
         await child.initialize()
-        with trio.fail_after(GUARD):
-            async with trio.open_nursery() as nursery:
 
-                async def read() -> None:
-                    while True:
-                        line = await child.line()
-                        assert line is not None, "the server closed its output"
-                        for message in check_reply(line, "storm"):
-                            if message.get("id") == "after":
-                                return
-                            answers[message.get("id")].append(message)
+        async def write(frames: list[bytes]) -> None:
+            await child.send_raw(b"".join(frame + b"\n" for frame in frames))
 
-                nursery.start_soon(read)
-                at = 0
-                while at < len(frames):
-                    # Written in chunks of 1 to 16 frames, so reads and writes interleave.
-                    step = rng.randint(1, 16)
-                    await child.send_raw(b"".join(frames[at : at + step]))
-                    at += step
-                    await trio.lowlevel.checkpoint()
-                # Bounded, so that a lost answer is reported below rather than hanging here.
-                with trio.move_on_after(10):
-                    while not expected <= answers.keys():  # noqa: ASYNC110 - no event to wait on
-                        await trio.sleep(0.01)
-                # Whatever a lost cancel would still let through is decided before this ping.
-                await child.send(request("after", "ping"))
-            check_storm(planned, answers, "stdio")
-            await reuse_every_id(child, [p.rid for p in planned])
+        await storm_over(stdio_channel(child), write, SEED)
         await child.close_input()
         assert await child.line() is None
     check_log(child.stderr.decode(errors="replace"), "stdio stderr")
+
+
+async def test_a_cancel_storm_over_websocket(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serving(demo_server(), guard=GUARD) as served, websocket_session(served) as ws:
+        await storm_over(ws, functools.partial(one_by_one, ws), SEED)
+    check_records(caplog, "websocket log")
+
+
+async def test_a_cancel_storm_over_http_sse(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serving(demo_server(), guard=GUARD) as served, sse_session(served) as sse:
+        await storm_over(sse, functools.partial(one_by_one, sse), SEED)
+    check_records(caplog, "http+sse log")
 
 
 # -- Streamable HTTP ---------------------------------------------------------------------------

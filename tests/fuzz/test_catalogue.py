@@ -1,5 +1,6 @@
 """The bad-input catalogue (``_frames.CATALOGUE``): every hostile frame against the demo server
-on a real stdio child and behind a real hypercorn, each with the answer class it must get.
+on a real stdio child and behind a real hypercorn (Streamable HTTP, WebSocket, HTTP+SSE), each
+with the answer class it must get.
 
 Checked for every frame: the answer class (JSON-RPC error code, HTTP status), no crash, no hang
 (every read is bounded), no HTTP 500, no internal text (traceback, exception class name, source
@@ -16,22 +17,46 @@ from trio_mcp._demo import demo_server
 
 from .._http import serving
 from .._raw_stdio import raw_child
-from ._drive import check_records, exchange_stdio, judge, ping_http, post_hostile
-from ._frames import CATALOGUE, check_log
+from ._drive import (
+    Channel,
+    check_records,
+    exchange,
+    judge,
+    ping_http,
+    post_hostile,
+    sse_session,
+    stdio_channel,
+    websocket_session,
+)
+from ._frames import CATALOGUE, Hostile, check_log
+
+
+async def run_catalogue(channel: Channel, frames: list[Hostile]) -> None:
+    """Every frame through one session, each judged; every wrong answer named at the end."""
+    wrong: list[str] = []
+    for n, hostile in enumerate(frames):
+        answered = not hostile.answer.silent
+        answers = await exchange(channel, hostile.frame, f"after-{n}", answered=answered)
+        try:
+            judge(answers, hostile.answer, f"{channel.name} {hostile.name}")
+        except AssertionError as exc:
+            wrong.append(str(exc))
+    assert not wrong, "\n".join(wrong)
+
+
+def utf8(frame: bytes) -> bool:
+    """Whether a frame can go as a WebSocket text message."""
+    try:
+        frame.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 async def test_the_catalogue_over_stdio() -> None:
     async with raw_child() as child:
         await child.initialize()
-        wrong: list[str] = []
-        for n, hostile in enumerate(CATALOGUE):
-            answered = not hostile.answer.silent
-            answers = await exchange_stdio(child, hostile.frame, f"after-{n}", answered=answered)
-            try:
-                judge(answers, hostile.answer, f"stdio {hostile.name}")
-            except AssertionError as exc:
-                wrong.append(str(exc))
-        assert not wrong, "\n".join(wrong)
+        await run_catalogue(stdio_channel(child), CATALOGUE)
         await child.close_input()
         assert await child.line() is None
     assert child.process.returncode == 0
@@ -59,3 +84,17 @@ async def test_the_catalogue_over_http(caplog: pytest.LogCaptureFixture) -> None
         await ping_http(served, session, "last")
         assert not wrong, "\n".join(wrong)
     check_records(caplog, "http log")
+
+
+async def test_the_catalogue_over_websocket(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serving(demo_server(), guard=120) as served, websocket_session(served) as ws:
+        await run_catalogue(ws, [hostile for hostile in CATALOGUE if utf8(hostile.frame)])
+    check_records(caplog, "websocket log")
+
+
+async def test_the_catalogue_over_http_sse(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serving(demo_server(), guard=120) as served, sse_session(served) as sse:
+        await run_catalogue(sse, CATALOGUE)
+    check_records(caplog, "http+sse log")
