@@ -161,6 +161,8 @@ class EventWriter:
         self._flushes: list[trio.Event] = []
         #: Set when there is something to do: the writer waits for it between batches.
         self._work = trio.Event()
+        #: Set by a flush: the writer stops waiting out its coalescing window.
+        self._hurry = trio.Event()
         #: Streams that can no longer be resumed; kept until the app forgets them.
         self._lost: set[str] = set()
         #: Streams whose events must leave the store (retried until they do).
@@ -203,6 +205,7 @@ class EventWriter:
         done = trio.Event()
         self._flushes.append(done)
         self._work.set()
+        self._hurry.set()
         with trio.move_on_after(self.timeout):
             await done.wait()
             return
@@ -251,7 +254,9 @@ class EventWriter:
                 await self._work.wait()
                 self._work = trio.Event()
                 if self.coalesce > 0 and self._waiting and not self._flushes:
-                    await trio.sleep(self.coalesce)
+                    self._hurry = trio.Event()
+                    with trio.move_on_after(self.coalesce):
+                        await self._hurry.wait()  # a flush cuts the window short
                 # What was handed over before a flush is written before it is answered.
                 flushes, self._flushes = self._flushes, []
                 await self._write_waiting()
