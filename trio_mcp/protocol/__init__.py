@@ -7,6 +7,7 @@ functions, time passed in, usable and testable without an event loop (like h11).
 
 from ._errors import (
     ConnectionClosed,
+    InvalidAnswer,
     MCPError,
     ProtocolError,
     RequestCancelled,
@@ -201,6 +202,7 @@ __all__ = [
     "InitializeRequestParams",
     "InitializeResult",
     "Invalid",
+    "InvalidAnswer",
     "JSONObject",
     "ListPromptsResult",
     "ListResourceTemplatesResult",

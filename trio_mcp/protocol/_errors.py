@@ -51,6 +51,12 @@ class ProtocolError(MCPError):
         return self.error.data
 
 
+class InvalidAnswer(MCPError):
+    """The client's answer to a nested request does not fit what was asked (an elicitation
+    answer that fails its schema, say). Left uncaught in a tool, its message is the tool's
+    ``isError`` result, so the model learns what went wrong."""
+
+
 class ConnectionClosed(MCPError):
     """The connection to the peer ended; every pending request fails with this at once."""
 

@@ -7,6 +7,7 @@ extension :mod:`trio_mcp.tasks` (added through :class:`Extension`, the seam ever
 plugs into).
 """
 
+from ..protocol._errors import InvalidAnswer
 from ._bus import BusError, BusEvent, LocalBus, NotificationBus
 from ._card import (
     CARD_MEDIA_TYPE,
@@ -18,7 +19,7 @@ from ._card import (
     server_json,
 )
 from ._connection import ResourceNotFound, ServerConnection, ToolError
-from ._context import CapabilityMissing, Context, Elicited, InvalidAnswer, NestedRequestError
+from ._context import CapabilityMissing, Context, Elicited, NestedRequestError
 from ._extensions import Extension, ExtensionHost
 from ._lifespan import LifespanFailed
 from ._media import Audio, File, Image

@@ -33,7 +33,7 @@ from ..protocol._envelope import (
     read_envelope,
     stamp_result,
 )
-from ..protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled
+from ..protocol._errors import ConnectionClosed, InvalidAnswer, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -59,7 +59,7 @@ from ..protocol._types import (
     to_wire,
 )
 from ..protocol._versions import filter_initialize_result
-from ._context import CapabilityMissing, Context, InvalidAnswer, NestedRequestError
+from ._context import CapabilityMissing, Context, NestedRequestError
 from ._input import (
     INPUT_METHODS,
     InputRequired,

@@ -16,7 +16,7 @@ import trio
 
 from .._engine import Engine, InFlight
 from .._exception_groups import collapse_exception_groups
-from ..protocol._errors import MCPError, ProtocolError, RequestCancelled
+from ..protocol._errors import InvalidAnswer, MCPError, ProtocolError, RequestCancelled
 from ..protocol._jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JSONObject, RequestId
 from ..protocol._methods import CLIENT_REQUEST_CAPABILITY
 from ..protocol._types import (
@@ -76,12 +76,6 @@ def _lenient(value: Any, cls: type[T]) -> T | None:
 
 class CapabilityMissing(MCPError):
     """The client did not declare the capability a nested request needs."""
-
-
-class InvalidAnswer(MCPError):
-    """The client's answer to a nested request does not fit what was asked (an elicitation
-    answer that fails its schema, say). Left uncaught in a tool, its message is the tool's
-    ``isError`` result, so the model learns what went wrong."""
 
 
 class NestedRequestError(ProtocolError):
