@@ -24,7 +24,13 @@ import trio
 
 from ._exception_groups import single_error
 from ._lazy_event import LazyEvent
-from .protocol._errors import ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout
+from .protocol._errors import (
+    ConnectionClosed,
+    InvalidAnswer,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+)
 from .protocol._framing import Envelope, Oversized
 from .protocol._jsonrpc import (
     INTERNAL_ERROR,
@@ -34,6 +40,7 @@ from .protocol._jsonrpc import (
     Batch,
     ErrorObject,
     ErrorResponse,
+    Invalid,
     JSONObject,
     Message,
     Notification,
@@ -390,7 +397,8 @@ class _Closed:
 
 @attrs.frozen
 class _Raised:
-    """Failed in the transport, before any answer (:class:`RequestFailed`)."""
+    """Failed in the transport, before any answer (:class:`RequestFailed`), or answered with
+    what is not an answer (:class:`InvalidAnswer`)."""
 
     error: Exception
 
@@ -711,7 +719,24 @@ class Engine:
         else:
             if isinstance(parsed, Oversized):
                 self._on_oversized(parsed)
+            elif parsed.answer and self._on_invalid_answer(parsed):
+                return
             self._queue_message(encode(parsed.response()), None)
+
+    def _on_invalid_answer(self, frame: Invalid) -> bool:
+        """An answer that is not a JSON-RPC response (a ``result`` that is not an object, an
+        ``error`` with no integer code, a lone surrogate) to a request of ours waiting for it:
+        that request fails with :class:`InvalidAnswer` now, instead of waiting for an answer
+        that will not come in any other form, and nothing is sent back (an answer is not
+        answered). False if no request of ours waits for its id."""
+        pending = self._pending.get(frame.id) if frame.id is not None else None
+        if pending is None or pending.done:
+            return False
+        pending.done = True
+        why = frame.error.data if isinstance(frame.error.data, str) else frame.error.message
+        failure = InvalidAnswer(f"the peer's answer is not a JSON-RPC response: {why}")
+        pending.send.send_nowait(_Raised(failure))
+        return True
 
     def _on_oversized(self, frame: Oversized) -> None:
         """A message over the transport's limit was skipped. If it may have been the answer
@@ -741,7 +766,7 @@ class Engine:
                 self._on_notification(item, principal)
             elif isinstance(item, Response | ErrorResponse):
                 self._on_response(item)
-            else:
+            elif not (item.answer and self._on_invalid_answer(item)):
                 sink.add(item.response())
         sink.seal()
 

@@ -19,6 +19,8 @@ from trio_mcp import (
     ConnectionClosed,
     CreateMessageResult,
     InitializeError,
+    InvalidAnswer,
+    MCPError,
     RequestCancelled,
     RequestTimeout,
     Server,
@@ -150,6 +152,70 @@ async def test_call_without_cancel_returns_the_result() -> None:
                 }
             )
         assert results[0].content == [TextContent("ok")]
+
+
+async def answered(peer: WirePeer, client: Client, answer: bytes) -> Exception:
+    """A tool call the peer answers with ``answer`` (``ID`` stands for the call's id): what the
+    call raised, once the connection answered a ping after it."""
+    failed: list[Exception] = []
+
+    async def call() -> None:
+        try:
+            await client.call_tool("t", {})
+        except Exception as exc:
+            failed.append(exc)
+
+    with trio.fail_after(10):  # a hang guard: a call left waiting for another answer fails
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            request = await peer.recv()
+            await peer.send_raw(answer.replace(b"ID", str(request["id"]).encode()))
+
+    async def ping() -> None:
+        await client.ping()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ping)
+        # Nothing went back for the bad answer: the next frame is the ping.
+        pinged = await peer.recv()
+        assert pinged["method"] == "ping", pinged
+        await peer.send({"jsonrpc": "2.0", "id": pinged["id"], "result": {}})
+    (raised,) = failed
+    return raised
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":ID,"result":5}', 'the "result" member must be an object'),
+        (b'{"jsonrpc":"2.0","id":ID,"error":{"code":"x"}}', "an integer code"),
+        (b'{"jsonrpc":"2.0","id":ID}', "not a request, notification or response"),
+        (
+            b'{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"\\ud800"}]}}',
+            "lone surrogate",
+        ),
+    ],
+)
+async def test_an_answer_that_is_not_a_response_fails_its_call_at_once(
+    answer: bytes, why: str
+) -> None:
+    """The call fails with InvalidAnswer (an MCPError, as every error the client raises on
+    purpose) instead of waiting for an answer that will not come; the connection goes on."""
+    async with scripted() as (client, peer, _):
+        raised = await answered(peer, client, answer)
+    assert isinstance(raised, InvalidAnswer) and isinstance(raised, MCPError), repr(raised)
+    assert why in str(raised)
+
+
+async def test_a_result_that_does_not_fit_names_each_field_that_does_not() -> None:
+    answer = b'{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text"}],"isError":"no"}}'
+    async with scripted() as (client, peer, _):
+        raised = await answered(peer, client, answer)
+    assert isinstance(raised, InvalidAnswer) and isinstance(raised, ValueError), repr(raised)
+    assert str(raised) == (
+        "invalid CallToolResult: content[0].text: required field is missing; "
+        "isError: expected a boolean, got a string ('no')"
+    )
 
 
 @pytest.mark.invariant(6)

@@ -75,6 +75,45 @@ def test_invalid_request_keeps_a_readable_id() -> None:
     assert isinstance(parsed, Invalid) and parsed.id is None
 
 
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"result":5}', 'the "result" member must be an object'),
+        (b'{"jsonrpc":"2.0","id":7,"result":null}', 'the "result" member must be an object'),
+        (b'{"jsonrpc":"2.0","id":7,"error":"no"}', '"error" member must be an object'),
+        (b'{"jsonrpc":"2.0","id":7,"error":{"code":"x"}}', "with an integer code"),
+        (b'{"jsonrpc":"1.0","id":7,"result":{}}', 'the "jsonrpc" member must be "2.0"'),
+        (b'{"jsonrpc":"2.0","id":7}', "not a request, notification or response"),
+        (b'{"jsonrpc":"2.0","id":7,"result":{"t":"\\ud800"}}', "a lone surrogate"),
+        (b'{"jsonrpc":"2.0","id":7,"result":{"t":"\xed\xa0\x80"}}', "a lone surrogate"),
+    ],
+)
+def test_an_answer_that_is_not_a_response_keeps_its_id_to_fail_its_request(
+    raw: bytes, why: str
+) -> None:
+    """Shaped as an answer (no method) with an id: the request of ours it answers can fail
+    with it; the error says what is wrong."""
+    parsed = parse(raw)
+    assert isinstance(parsed, Invalid) and parsed.answer and parsed.id == 7
+    assert why in parsed.error.data
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":7,"method":5}',
+        b'{"jsonrpc":"2.0","id":7,"method":"\\ud800"}',
+        b'{"jsonrpc":"2.0","id":true,"result":{}}',
+        b'{"jsonrpc":"2.0","result":5}',
+        b"[5]",
+    ],
+)
+def test_a_request_or_an_answer_naming_no_id_is_no_answer_to_fail(raw: bytes) -> None:
+    parsed = parse(raw)
+    items = parsed.items if isinstance(parsed, Batch) else (parsed,)
+    assert all(isinstance(item, Invalid) and not item.answer for item in items)
+
+
 @pytest.mark.parametrize("raw", [b"{", b"", b"\xff\xfe", b'{"a":}', b"nul"])
 def test_parse_error(raw: bytes) -> None:
     parsed = parse(raw)

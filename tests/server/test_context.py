@@ -711,6 +711,34 @@ async def test_an_error_from_the_client_fails_the_tool_not_the_request(
             assert answer["result"]["isError"] is True
 
 
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        (
+            {"result": {"role": "assistant", "content": {"type": "text"}, "model": "m"}},
+            "invalid CreateMessageResult: content.text: required field is missing",
+        ),
+        ({"result": 5}, 'not a JSON-RPC response: the "result" member must be an object'),
+    ],
+)
+async def test_an_answer_that_does_not_fit_fails_the_tool_with_what_is_wrong(
+    answer: dict[str, Any], told: str
+) -> None:
+    """The client's answer to a sampling request is not a sampling result (or no response at
+    all): the tool that asked fails with InvalidAnswer, whose message is its isError result;
+    the request itself is answered, the connection goes on."""
+    async with wire_to(nested_server(), initialize=False) as peer:
+        await peer.initialize(capabilities={"sampling": {}})
+        await peer.send(frame(1, "tools/call", {"name": "summarize", "arguments": {"text": "t"}}))
+        nested = await peer.recv()
+        assert nested["method"] == "sampling/createMessage"
+        await peer.send({"jsonrpc": "2.0", "id": nested["id"], **answer})
+        reply = await peer.recv()
+        assert reply["id"] == 1 and reply["result"]["isError"] is True, reply
+        assert told in reply["result"]["content"][0]["text"]
+        assert (await peer.request(2, "ping"))["result"] == {}
+
+
 async def test_a_tool_can_catch_the_client_error_as_a_protocol_error() -> None:
     server = Server("nested")
 

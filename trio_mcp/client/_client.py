@@ -67,6 +67,7 @@ from ..protocol._types import (
     ServerCapabilities,
     Tool,
     from_wire,
+    result_from_wire,
     to_wire,
 )
 from ..protocol._versions import (
@@ -792,7 +793,7 @@ class Client:
                         raise RequestTimeout(
                             "tools/call", options.get("timeout"), max_total
                         ) from None
-        return from_wire(raw, CallToolResult)
+        return result_from_wire(raw, CallToolResult)
 
     async def call_tool_task(
         self,
@@ -848,7 +849,7 @@ class Client:
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return from_wire(await self._call("prompts/get", params, options), GetPromptResult)
+        return result_from_wire(await self._call("prompts/get", params, options), GetPromptResult)
 
     async def read_resource(
         self,
@@ -856,7 +857,7 @@ class Client:
         **options: Unpack[RequestOptions],
     ) -> ReadResourceResult:
         raw = await self._call("resources/read", {"uri": uri}, options)
-        return from_wire(raw, ReadResourceResult)
+        return result_from_wire(raw, ReadResourceResult)
 
     async def subscribe_resource(
         self,
@@ -898,7 +899,7 @@ class Client:
         if context_arguments is not None:
             params["context"] = {"arguments": context_arguments}
         raw = await self._call("completion/complete", params, options)
-        return from_wire(raw, CompleteResult).completion
+        return result_from_wire(raw, CompleteResult).completion
 
     @asynccontextmanager
     async def listen(
@@ -1018,7 +1019,7 @@ class Client:
         self, method: str, cls: type[T], cursor: str | None, options: RequestOptions
     ) -> T:
         params = {"cursor": cursor} if cursor is not None else None
-        return from_wire(await self._call(method, params, options), cls)
+        return result_from_wire(await self._call(method, params, options), cls)
 
     async def _walk(self, fetch: Callable[[str | None], Awaitable[P]]) -> list[P]:
         """Every page of a list, following the cursors."""

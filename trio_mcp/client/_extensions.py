@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from ..protocol._jsonrpc import JSONObject
-from ..protocol._types import CallToolResult, from_wire
+from ..protocol._types import CallToolResult, result_from_wire
 
 #: Sends one request and returns its raw result: ``Client.request`` with the call's options.
 Requester = Callable[[str, JSONObject], Awaitable[JSONObject]]
@@ -54,4 +54,4 @@ class ClientExtension:
         """The result of the ``tools/call`` of tool ``name`` whose ``answer`` this extension
         accepted, by ``deadline`` (Trio's clock; ``inf``: none)."""
         await trio.lowlevel.checkpoint()
-        return from_wire(answer, CallToolResult)
+        return result_from_wire(answer, CallToolResult)

@@ -51,10 +51,13 @@ class ProtocolError(MCPError):
         return self.error.data
 
 
-class InvalidAnswer(MCPError):
-    """The client's answer to a nested request does not fit what was asked (an elicitation
-    answer that fails its schema, say). Left uncaught in a tool, its message is the tool's
-    ``isError`` result, so the model learns what went wrong."""
+class InvalidAnswer(MCPError, ValueError):
+    """The peer's answer does not fit what was asked: a result whose shape is not the
+    protocol's (a tool call's ``content`` that is not a list, a text block with no ``text``),
+    its message naming each field that does not fit; or, in a server, an elicitation answer
+    that fails its schema. The request fails with it and the connection goes on. Left uncaught
+    in a tool, its message is the tool's ``isError`` result, so the model learns what went
+    wrong. A ``ValueError`` too, as a malformed value's conversion is anywhere."""
 
 
 class ConnectionClosed(MCPError):

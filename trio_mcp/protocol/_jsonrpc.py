@@ -111,10 +111,16 @@ Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
 
 @attrs.frozen
 class Invalid:
-    """A frame that could not be understood; answer it with :attr:`error` (id may be null)."""
+    """A frame that could not be understood; answer it with :attr:`error` (id may be null).
+
+    ``answer``: it is shaped as an answer (no ``method``) and names the id of a request it may
+    answer: the request of ours with that id fails with it, rather than wait for an answer that
+    will not come in any other form.
+    """
 
     id: RequestId | None
     error: ErrorObject
+    answer: bool = False
 
     def response(self) -> ErrorResponse:
         return ErrorResponse(self.id, self.error)
@@ -220,8 +226,8 @@ def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
     """Turn one framed JSON text into a message, a batch, or an :class:`Invalid` to answer."""
     try:
         obj = orjson.loads(data)
-    except (orjson.JSONDecodeError, TypeError):
-        return Invalid(None, ErrorObject.make(PARSE_ERROR, "Parse error: Invalid JSON"))
+    except (orjson.JSONDecodeError, TypeError) as exc:
+        return _unreadable(data, exc)
     if isinstance(obj, list):
         if not obj:
             return Invalid(None, ErrorObject.make(INVALID_REQUEST, "Invalid Request: empty batch"))
@@ -233,11 +239,32 @@ def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
     return parse_object(obj)
 
 
+def _unreadable(data: bytes | bytearray | memoryview | str, exc: Exception) -> Invalid:
+    """A frame orjson cannot read: a parse error. JSON whose only fault is a lone surrogate
+    (``"\\ud800"``: Python's own ``json.dumps`` writes one for a string from a file name, and
+    its ``json.loads`` reads it) keeps its id when it is an answer, so that the request it
+    answers fails with it instead of waiting for an answer that will not come."""
+    if "surrogate" in str(exc):
+        try:
+            text = data if isinstance(data, str) else bytes(data)
+            obj = json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and "method" not in obj and is_valid_id(obj.get("id")):
+            error = ErrorObject.make(
+                PARSE_ERROR, "Parse error: Invalid JSON", data="a lone surrogate is not a character"
+            )
+            return Invalid(obj["id"], error, answer=True)
+    return Invalid(None, ErrorObject.make(PARSE_ERROR, "Parse error: Invalid JSON"))
+
+
 def _invalid(obj: Mapping[str, Any], why: str) -> Invalid:
     rid = obj.get("id")
+    valid = is_valid_id(rid)
     return Invalid(
-        rid if is_valid_id(rid) else None,
+        rid if valid else None,
         ErrorObject.make(INVALID_REQUEST, "Invalid Request", data=why),
+        answer=valid and "method" not in obj,
     )
 
 

@@ -35,6 +35,8 @@ from cattrs.errors import (
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._errors import InvalidAnswer
+
 __all__ = [
     "LOGGING_LEVELS",
     "Annotations",
@@ -1353,6 +1355,16 @@ def from_wire(data: Any, cls: Any) -> Any:
     except Exception as exc:
         problems = _problems(exc, "")
         raise ValueError(f"invalid {_type_name(cls)}: " + "; ".join(problems)) from exc
+
+
+def result_from_wire(data: Any, cls: type[T]) -> T:
+    """A result the peer answered with, structured as :func:`from_wire` does; one that does
+    not fit is :class:`~trio_mcp.InvalidAnswer` (an ``MCPError``: whoever catches those catches
+    it)."""
+    try:
+        return from_wire(data, cls)
+    except ValueError as exc:
+        raise InvalidAnswer(str(exc)) from None
 
 
 def _type_name(cls: Any) -> str:

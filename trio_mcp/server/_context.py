@@ -33,6 +33,7 @@ from ..protocol._types import (
     SamplingMessage,
     TextContent,
     from_wire,
+    result_from_wire,
     to_wire,
 )
 from ._input import INPUT_METHODS, InputRequired, ModernRequest, StartTask
@@ -502,7 +503,7 @@ class Context:
         requested, check_answer = elicitation_schema(schema)
         params = to_wire(ElicitRequestFormParams(message=message, requested_schema=requested))
         raw = await self._nested("elicitation/create", params, key, answer_ahead)
-        result = from_wire(raw, ElicitResult)
+        result = result_from_wire(raw, ElicitResult)
         data: Any = None
         if result.action == "accept":
             try:
@@ -526,7 +527,7 @@ class Context:
             ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
         )
         raw = await self._nested("elicitation/create", params, key)
-        return from_wire(raw, ElicitResult)
+        return result_from_wire(raw, ElicitResult)
 
     async def sample(
         self,
@@ -560,14 +561,14 @@ class Context:
         params = to_wire(request)
         params.update(extra)
         raw = await self._nested("sampling/createMessage", params, key, answer_ahead)
-        return from_wire(raw, CreateMessageResult)
+        return result_from_wire(raw, CreateMessageResult)
 
     async def list_roots(self, *, key: str | None = None, answer_ahead: bool = False) -> list[Root]:
         """The client's roots (``roots/list``); ``key`` and ``answer_ahead`` as for
         :meth:`elicit`."""
         self._require("roots")
         raw = await self._nested("roots/list", {}, key, answer_ahead)
-        return list(from_wire(raw, ListRootsResult).roots)
+        return list(result_from_wire(raw, ListRootsResult).roots)
 
     async def ask_client(
         self, method: str, params: dict[str, Any], *, key: str | None = None

@@ -27,7 +27,7 @@ from ..protocol._tasks import (
     TASKS_EXTENSION,
     TERMINAL,
 )
-from ..protocol._types import CallToolResult, from_wire
+from ..protocol._types import CallToolResult, result_from_wire
 
 #: Polling never runs faster than this (seconds), whatever ``pollIntervalMs`` says.
 POLL_FLOOR: Final = 0.05
@@ -164,12 +164,12 @@ class ToolTask:
 
     def _outcome(self) -> CallToolResult:
         if self._final is not None:
-            return from_wire(self._final, CallToolResult)
+            return result_from_wire(self._final, CallToolResult)
         if self.status == COMPLETED:
             result = self.last.get("result")
             if not isinstance(result, dict):
                 raise MCPError(f"the completed task {self.task_id} carries no result")
-            return from_wire(result, CallToolResult)
+            return result_from_wire(result, CallToolResult)
         if self.status == FAILED:
             error = self.last.get("error")
             if not isinstance(error, dict) or not isinstance(error.get("code"), int):
