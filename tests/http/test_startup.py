@@ -9,10 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import httpx
 import pytest
 import trio
-import trio.testing
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.utils import LifespanFailureError
@@ -195,28 +193,3 @@ async def test_readiness_probes_are_shared_and_kept_for_a_moment() -> None:
         for _ in range(20):
             nursery.start_soon(functools.partial(served.client.get, served.base + "/ready"))
     assert 1 <= calls <= 2
-
-
-async def test_serve_http_keeps_an_idle_connection_past_the_clients_own_idle_timeout(
-    mock_clock: trio.testing.MockClock,
-) -> None:
-    """A server that closes an idle connection before its client does races the client's next
-    request on it (httpx keeps one 5 s; the official SDKs do not retry a POST that meets the
-    close). After 20 s idle, past hypercorn's own default of 5 s, the next request still goes
-    over the same connection."""
-    port = free_port()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(functools.partial(serve_http, Server("idle"), port=port))
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-
-            async def local_address() -> Any:
-                response = await client.get("/ready")
-                assert response.status_code == 200
-                return response.extensions["network_stream"].get_extra_info("client_addr")
-
-            first = await local_address()
-            await trio.testing.wait_all_tasks_blocked()  # the server's side of it ended too
-            mock_clock.jump(20)
-            await trio.testing.wait_all_tasks_blocked()  # whatever became due, done
-            assert await local_address() == first
-        nursery.cancel_scope.cancel()

@@ -16,13 +16,6 @@ from hypercorn.typing import ASGIFramework
 from ._app import McpHttpApp
 from ._options import HttpOptions
 
-#: Seconds an idle keep-alive connection stays open: nginx's default, above the idle timeouts
-#: of the usual clients (httpx 5 s, Node's 4 to 5 s, aiohttp 15 s) and load balancers (60 s on
-#: AWS's). A server that closes an idle connection first races its client's next request on
-#: it, and a client that does not retry a POST (the official SDKs do not) fails with "server
-#: disconnected without sending a response". hypercorn's own default is 5 s, httpx's too.
-KEEP_ALIVE_TIMEOUT = 75.0
-
 
 class HttpServable(Protocol):
     """What :func:`serve_http` serves: a :class:`~trio_mcp.Server` (whose ``run()`` calls this,
@@ -69,7 +62,6 @@ async def serve_http(
         _no_delay(fd)
         config.bind = [f"fd://{fd}"]
     config.accesslog = None
-    config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
     # The drain did the waiting: what is left once hypercorn stops are GET streams and idle
     # keep-alive connections, which it may end at once.
     config.graceful_timeout = 1.0
