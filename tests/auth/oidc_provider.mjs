@@ -238,6 +238,13 @@ function main() {
     res.end();
   };
   const server = http.createServer((req, res) => handler(req, res));
+  // Node closes an idle keep-alive connection after 5 s, and the Python clients' httpx pools
+  // keep one 5 s too: a token request sent as Node closes the connection meets the close
+  // ("server disconnected without sending a response"), and the official SDK's client does
+  // not retry it. A sign-in whose browser step took about 5 s on a loaded machine failed so.
+  // The server keeps idle connections longer than any client here does.
+  server.keepAliveTimeout = 75_000;
+  server.headersTimeout = 76_000; // Node wants it above keepAliveTimeout
   const stop = () => {
     server.close();
     server.closeAllConnections();
