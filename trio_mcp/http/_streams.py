@@ -188,7 +188,7 @@ class EventWriter:
 
     def forget(self, stream_id: str) -> None:
         self._lost.discard(stream_id)
-        self._drop(stream_id)
+        self._take(stream_id)  # dropped
         if stream_id in self._written:
             self._written.discard(stream_id)
             self._to_forget.add(stream_id)
@@ -229,17 +229,18 @@ class EventWriter:
         self.queued_bytes += size
         self._work.set()
 
-    def _drop(self, stream: str) -> None:
-        """Drop the stream's writes still waiting."""
+    def _take(self, stream: str) -> list[_Write] | None:
+        """The stream's writes still waiting, no longer counted as queued (None: none)."""
         writes = self._waiting.pop(stream, None)
         if writes is not None:
             self.queued_writes -= len(writes)
             self.queued_bytes -= sum(_size(write) for write in writes)
+        return writes
 
     def _lose(self, stream: str, why: str) -> None:
         logger.error("SSE stream %s can no longer be resumed: %s", stream, why)
         self._lost.add(stream)
-        self._drop(stream)
+        self._take(stream)  # dropped
         self._to_forget.add(stream)
         self._work.set()
 
@@ -274,11 +275,9 @@ class EventWriter:
         more writes meanwhile has them written in the next batch, after these."""
         batch = list(self._waiting)
         for stream in batch:
-            writes = self._waiting.pop(stream, None)
+            writes = self._take(stream)
             if writes is None:
                 continue  # forgotten (or lost) while an earlier stream was written
-            self.queued_writes -= len(writes)
-            self.queued_bytes -= sum(_size(write) for write in writes)
             self._written.add(stream)
             for kind, argument in writes:
                 if stream in self._lost or stream not in self._written:
