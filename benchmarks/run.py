@@ -631,6 +631,8 @@ def ratios_for(run: Run) -> dict[str, float]:
         tasks = ("raw->floor-tasks", f"{mode}_cps")
         ratio(f"floor_tasks_vs_floor_{mode}", tasks, ("raw->floor", f"{mode}_cps"))
         ratio(f"floor_vs_ts_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
+        ratio(f"floor_vs_py_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->py", f"{mode}_cps"))
+        ratio(f"stdio_vs_floor_tasks_{mode}", ("raw->trio", f"{mode}_cps"), tasks)
     for metric in ("server_p50", "return_p50"):
         side = "server" if metric == "server_p50" else "client"
         ours = "cancel ts->trio" if side == "server" else "cancel trio->ts"
