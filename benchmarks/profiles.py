@@ -267,6 +267,12 @@ def driver_calls(seconds: float) -> int:
     return max(200, int(seconds * 3000))
 
 
+#: Calls a second no server of the HTTP loads reaches here: a driver given this many for the
+#: warm-up, py-spy's start and the sampling is still calling when the sampling ends (and is
+#: killed then), however fast the transport.
+OUTRUN_CPS = 10_000
+
+
 def profile_http(
     era: str, seconds: float, scratch: Path, log: Path, transport: str | None = None
 ) -> dict[str, Any]:
@@ -277,7 +283,10 @@ def profile_http(
         if transport is not None:
             spec.update(transport=transport, path="/ws" if transport == "ws" else "/sse")
         # The sequential half is skipped: n=0 on one connection, then the concurrent half.
-        spec.update(n=driver_calls(seconds), k=10, warmup=200, sequential=False)
+        # Enough calls for the warm-up, py-spy's start and the sampling at any rate: a driver
+        # that ended first (WebSocket answers fast) would leave nothing to sample.
+        calls = max(driver_calls(seconds), int((seconds + 3.0) * OUTRUN_CPS))
+        spec.update(n=calls, k=10, warmup=200, sequential=False)
         driver = subprocess.Popen(
             [node(), str(PEERS / "http_driver.mjs"), json.dumps(spec)],
             cwd=ROOT,
