@@ -1354,6 +1354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out.resolve()
     if args.render:
         summary = json.loads((out / "results.json").read_text())
+        # The ratios again from each run's own figures: a ratio added since is reported too.
+        for run in summary["runs"]:
+            run["ratios"] = ratios_for(run["figures"])
+        summary["ratios"] = aggregate([{"ratios": r["ratios"]} for r in summary["runs"]]).get(
+            "ratios", {}
+        )
         write_report(summary, out, chart=not args.no_chart)
         return 0
     wrk_missing = ensure_installed(
