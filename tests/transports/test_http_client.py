@@ -489,11 +489,14 @@ async def test_a_lost_request_post_fails_only_that_request() -> None:
 
 @asynccontextmanager
 async def _demo_behind_a_resetting_relay(
-    marker: bytes,
+    marker: bytes, *, after_quiet: float | None = None
 ) -> AsyncIterator[tuple[str, list[bytes], list[str]]]:
     """The demo server behind a TCP relay that resets, once, the connection whose bytes first
-    carry ``marker`` (before passing them on), as a busy server or a proxy does. Yields the
-    relay's URL, the bytes of the connection it reset and the methods the server ran."""
+    carry ``marker`` (before passing them on), as a busy server or a proxy does; with
+    ``after_quiet``, only once they come after that many seconds of silence on a connection
+    that carried bytes before (as a server closing an idle connection meets a request sent
+    at that moment). Yields the relay's URL, the bytes of the connection it reset and the
+    methods the server ran."""
     server = demo_server()
     ran: list[str] = []
     server.on_request = lambda record: ran.append(record.method)
@@ -501,9 +504,12 @@ async def _demo_behind_a_resetting_relay(
 
     async def pump(source: trio.SocketStream, sink: trio.SocketStream, watch: bool) -> None:
         seen = b""
+        last = trio.current_time()
         async for chunk in source:
+            quiet, last = trio.current_time() - last, trio.current_time()
             seen += chunk
-            if watch and not reset and marker in seen:
+            idle = after_quiet is None or (quiet >= after_quiet and len(seen) > len(chunk))
+            if watch and not reset and marker in seen and idle:
                 reset.append(seen)
                 source.socket.setsockopt(
                     socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
@@ -566,6 +572,24 @@ async def test_a_tool_call_lost_to_a_connection_reset_is_not_sent_again() -> Non
             assert text_of(await client.call_tool("echo", {"text": "twice"})) == "twice"
     assert len(reset) == 1
     assert ran.count("tools/call") == 1  # the second; the first never ran
+
+
+async def test_a_connection_idle_past_four_seconds_is_not_reused() -> None:
+    """hypercorn, uvicorn and Node close a connection idle 5 s; a request sent on it at that
+    moment meets the close, and a call cannot be sent again. The client lets an idle
+    connection go after 4 s: a call made after a longer pause goes on a new connection, where
+    a pooled one would be reset here (the relay resets bytes that come after 4.2 s of quiet on
+    a connection)."""
+    with trio.fail_after(GUARD):
+        async with (
+            _demo_behind_a_resetting_relay(b'"tools/call"', after_quiet=4.2) as (url, reset, ran),
+            open_client(url, mode="modern") as client,
+        ):
+            assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
+            await trio.sleep(4.4)
+            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
+    assert reset == []
+    assert ran.count("tools/call") == 2
 
 
 async def test_headers_are_only_for_urls() -> None:

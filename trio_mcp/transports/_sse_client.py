@@ -35,6 +35,7 @@ from ..protocol._jsonrpc import (
     parse,
 )
 from ..protocol._sse import SSEParser
+from ._http_client import own_http_client
 from ._transport import BaseTransport, RequestFailed
 
 logger = logging.getLogger("trio_mcp.sse.client")
@@ -286,9 +287,7 @@ async def open_sse_transport(
     if not url.lower().startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
     owned = http_client is None
-    client = http_client or httpx.AsyncClient(
-        timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
-    )
+    client = http_client or own_http_client()
     transport = SseClientTransport(
         url, client, headers=headers, auth=auth, endpoint_timeout=endpoint_timeout
     )
