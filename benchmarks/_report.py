@@ -306,6 +306,7 @@ GOALS = [
             f"({cell(r.stat('inprocess', 'parked_bytes_floor_tool'))} B): "
             f"{cell(r.ratio('parked_vs_floor_tool'), 3, 'x')}"
         ),
+        floor=("a bare task and scope running the same `sleep` tool", "parked_floor_tool_vs_floor"),
         profile="parked",
     ),
     Goal(

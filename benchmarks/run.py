@@ -652,6 +652,12 @@ def ratios_for(run: Run) -> dict[str, float]:
     parked = ("inprocess", "parked_bytes")
     ratio("parked_vs_floor", parked, ("inprocess", "parked_bytes_floor"))
     ratio("parked_vs_floor_tool", parked, ("inprocess", "parked_bytes_floor_tool"))
+    # The floor held to the goal: the bare task and scope that runs the same tool.
+    ratio(
+        "parked_floor_tool_vs_floor",
+        ("inprocess", "parked_bytes_floor_tool"),
+        ("inprocess", "parked_bytes_floor"),
+    )
     # Already within-round ratios (the median over the job's own interleaved rounds).
     proxy_ratios = {
         "proxy_stdio_vs_direct": "stdio_ratio",
