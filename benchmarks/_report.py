@@ -24,7 +24,12 @@ NAMES = {
 }
 SERVERS = ("trio", "ts", "ts2", "py")
 CLIENTS = ("trio", "ts", "py")
-HTTP_NAMES = {**NAMES, "floor": "bare-hypercorn floor"}
+HTTP_NAMES = {
+    **NAMES,
+    "floor": "bare-hypercorn floor",
+    "floor-tasks": "bare-hypercorn floor, a task and a scope per request",
+    "floor_tasks": "bare-hypercorn floor, a task and a scope per request",
+}
 HTTP_CONNECTIONS = 10
 #: Bare POST round trips per cancel in the floor's HTTP cancel job (run.py's HTTP_POST_ROUNDS).
 HTTP_POST_ROUNDS = 10
@@ -137,6 +142,14 @@ _STREAMABLE = [
     ("modern", "modern", "json", "http-modern-floor"),
 ]
 
+
+def _task_floor(era: str, response: str, wrk: str) -> tuple[str, str] | None:
+    """The handshake era's floor with a task and a scope per request, held to its goal."""
+    if era != "hs":
+        return None
+    return ("a task and a scope per request", f"http_hs_{response}_floor_tasks{wrk}_vs_floor_con")
+
+
 GOALS = [
     *(
         goal
@@ -151,7 +164,9 @@ GOALS = [
                     f"ours {cell(r.stat(f'http {e} trio {x}', 'con_cps'))}, floor "
                     f"{cell(r.stat(f'http {e} floor {x}', 'con_cps'))} calls/s; by CPU per "
                     f"call (floor/ours): {cell(r.ratio(f'http_{e}_{x}_cpu_vs_floor'), 2, 'x')}"
+                    f"{r.over_task_floor(e, x, '')}"
                 ),
+                floor=_task_floor(era, response, ""),
                 profile=profile,
             ),
             Goal(
@@ -159,7 +174,10 @@ GOALS = [
                 f"{response.upper()}, 10 connections, under wrk",
                 ("ratio", f"http_{era}_{response}_wrk_vs_floor_con"),
                 at_least=0.85,
-                context=lambda r, e=era, x=response: r.under_wrk(e, x),
+                context=lambda r, e=era, x=response: (
+                    r.under_wrk(e, x) + r.over_task_floor(e, x, "_wrk")
+                ),
+                floor=_task_floor(era, response, "_wrk"),
                 profile=profile,
             ),
         )
@@ -430,6 +448,14 @@ class Report:
             f"ours {cell(ours)}, floor {cell(floor)} calls/s; by CPU per call (floor/ours): "
             f"{cell(cpu, 2, 'x')}"
         )
+
+    def over_task_floor(self, era: str, response: str, wrk: str) -> str:
+        """Ours over the handshake era's floor with a task and a scope per request (or
+        nothing)."""
+        ratio = self.ratio(f"http_{era}_{response}{wrk}_vs_floor_tasks_con")
+        if ratio is None:
+            return ""
+        return f"; ours over the floor with a task and a scope per request: {cell(ratio, 2, 'x')}"
 
     def profiles_recorded(self) -> set[str]:
         return set((self.s.get("profiles") or {}).get("loads", {}))
@@ -862,7 +888,11 @@ class Report:
             "`node:net` sockets, every response checked) sends the same bytes to every server. "
             "trio_mcp and the bare-hypercorn floor (`peers/floor_http_server.py`: read the body, "
             "orjson, answer the echo; no MCP) run under `hypercorn --worker-class trio`, one "
-            "worker process; the TypeScript SDK under Node's `http`, and so its v2 server package "
+            "worker process, and in the handshake era the same floor answering each request in a "
+            "task of its own under a cancel scope of its own, in a nursery that outlives the POST "
+            "(`BENCH_TASKS=1`: a session's, as trio_mcp runs each request of a session, so that "
+            "a cancel or the session's end reaches it); the TypeScript SDK under Node's `http`, "
+            "and so its v2 server package "
             "(`@modelcontextprotocol/server`: Node's request turned into a web-standard one, the "
             "body parsed once and handed over, as a Node user without a framework serves it); "
             'the Python SDK as `MCPServer.run("streamable-http")` runs it, under uvicorn. '
@@ -881,7 +911,7 @@ class Report:
         header += [f"{HTTP_CONNECTIONS} connections calls/s", "p50", "p99", "server CPU µs/call"]
         for era, title in (("hs", "Handshake era"), ("modern", "Modern era (2026-07-28)")):
             rows = []
-            for server in ("floor", "trio", "ts", "ts2", "py"):
+            for server in ("floor", "floor-tasks", "trio", "ts", "ts2", "py"):
                 for response in ("sse", "json"):
                     job = f"http {era} {server} {response}"
                     if job not in self.jobs:
@@ -900,7 +930,7 @@ class Report:
         rows = []
         for era, era_name in (("hs", "handshake"), ("modern", "modern")):
             for response in ("sse", "json"):
-                for peer in ("floor", "ts", "ts2", "py"):
+                for peer in ("floor", "floor_tasks", "ts", "ts2", "py"):
                     name = f"http_{era}_{response}_vs_{peer}"
                     if self.ratio(f"{name}_seq") or self.ratio(f"{name}_con"):
                         rows.append(
@@ -1084,7 +1114,7 @@ class Report:
         header += ["driver CPU µs/call", "wrk/driver calls/s"]
         rows = []
         for era, era_name in (("hs", "handshake"), ("modern", "modern")):
-            for server in ("trio", "floor"):
+            for server in ("trio", "floor", "floor-tasks"):
                 for response in ("sse", "json"):
                     job = f"http {era} {server} {response}"
                     if f"{job} wrk" not in self.jobs:

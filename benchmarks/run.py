@@ -247,6 +247,13 @@ HTTP_SERVERS = {
     "modern": ("trio", "floor", "ts2", "py"),
 }
 HTTP_RESPONSES = ("sse", "json")
+#: The handshake era's second floor: the bare-hypercorn floor answering each request in a task of
+#: its own, under a cancel scope of its own, in a nursery that outlives the POST (a session's),
+#: as trio_mcp runs every request of a session (``BENCH_TASKS=1``; the stdio floor's
+#: ``--tasks``). Driven and put under wrk as the floor is, in that era only.
+HTTP_TASK_FLOOR = "floor-tasks"
+#: The HTTP servers that run under hypercorn (whose workers say when they are ready).
+HYPERCORN_SERVERS = ("trio", "floor", HTTP_TASK_FLOOR)
 #: The two other transports of trio_mcp's HTTP app, each against its own floor (the
 #: bare-hypercorn floor speaking its framing): the job's name for it -> the driver's, the path.
 HTTP_TRANSPORTS = {"legacy-sse": ("sse", "/sse"), "ws": ("ws", "/ws")}
@@ -335,7 +342,7 @@ def http_server_command(
     SDK's as ``MCPServer.run("streamable-http")`` runs it, under uvicorn.
     """
     env: dict[str, str] = {}
-    if name in ("trio", "floor"):
+    if name in HYPERCORN_SERVERS:
         module = "trio_http_server.py" if name == "trio" else "floor_http_server.py"
         command = [*PYTHON, "-m", "hypercorn", "--worker-class", "trio"]
         command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}"]
@@ -347,6 +354,7 @@ def http_server_command(
                 env["BENCH_STAMPS"] = stamps
         else:
             env["BENCH_SSE"] = "0" if json_response else "1"
+            env["BENCH_TASKS"] = "1" if name == HTTP_TASK_FLOOR else "0"
             if stamps:
                 env["BENCH_STAMPS"] = stamps
         return command, env
@@ -733,13 +741,27 @@ def ratios_for(run: Run) -> dict[str, float]:
                 (wrk_floor, "cpu_us_per_call"),
                 (wrk_ours, "cpu_us_per_call"),
             )
-            for server in WRK_SERVERS:
+            for server in (*WRK_SERVERS, HTTP_TASK_FLOOR):
                 job = f"http {era} {server} {response}"
                 ratio(
                     f"http_{era}_{server}_{response}_wrk_vs_driver",
                     (f"{job} wrk", "con_cps"),
                     (job, "con_cps"),
                 )
+    for response in HTTP_RESPONSES:
+        # The handshake era's floor with a task and a scope per request, over the floor, and
+        # ours over it: driven, and under wrk.
+        for suffix, wrk in (("", ""), ("_wrk", " wrk")):
+            tasks = (f"http hs {HTTP_TASK_FLOOR} {response}{wrk}", "con_cps")
+            floor = (f"http hs floor {response}{wrk}", "con_cps")
+            ours = (f"http hs trio {response}{wrk}", "con_cps")
+            ratio(f"http_hs_{response}_floor_tasks{suffix}_vs_floor_con", tasks, floor)
+            ratio(f"http_hs_{response}{suffix}_vs_floor_tasks_con", ours, tasks)
+        ratio(
+            f"http_hs_{response}_cpu_vs_floor_tasks",
+            (f"http hs {HTTP_TASK_FLOOR} {response}", "cpu_us_per_call"),
+            (f"http hs trio {response}", "cpu_us_per_call"),
+        )
     ratio(
         "http_workers_2_vs_1",
         ("http modern trio sse w2", "con_cps"),
@@ -935,7 +957,7 @@ class Bench:
         command, env = http_server_command(
             server, port, json_response=json_response, stamps=stamps, workers=workers
         )
-        hypercorn = server in ("trio", "floor")
+        hypercorn = server in HYPERCORN_SERVERS
         ready = self.scratch / f"ready-{time.monotonic_ns()}" if hypercorn else None
         running = HttpServer(command, env, port, self.log, ready)
         try:
@@ -1007,7 +1029,7 @@ class Bench:
         port = free_port()
         command, env = http_server_command(server, port, json_response=response == "json")
         ready = (
-            self.scratch / f"ready-{time.monotonic_ns()}" if server in ("trio", "floor") else None
+            self.scratch / f"ready-{time.monotonic_ns()}" if server in HYPERCORN_SERVERS else None
         )
         running = HttpServer(command, env, port, self.log, ready)
         try:
@@ -1059,6 +1081,13 @@ class Bench:
                             lambda e=era, s=server, r=response: self.http_throughput(e, s, r),
                         )
                     )
+        for response in HTTP_RESPONSES:
+            jobs.append(
+                (
+                    f"http hs {HTTP_TASK_FLOOR} {response}",
+                    lambda r=response: self.http_throughput("hs", HTTP_TASK_FLOOR, r),
+                )
+            )
         jobs.append(
             ("http modern trio sse w2", lambda: self.http_throughput("modern", "trio", "sse", 2))
         )
@@ -1072,7 +1101,8 @@ class Bench:
                 )
         if self.wrk:
             for era in HTTP_ERAS:
-                for server in WRK_SERVERS:
+                servers = (*WRK_SERVERS, HTTP_TASK_FLOOR) if era == "hs" else WRK_SERVERS
+                for server in servers:
                     for response in HTTP_RESPONSES:
                         jobs.append(
                             (

@@ -57,6 +57,8 @@ HTTP_JOBS = [
     "http hs trio json",
     "http hs floor sse",
     "http hs floor json",
+    "http hs floor-tasks sse",
+    "http hs floor-tasks json",
     "http hs ts sse",
     "http hs ts json",
     "http hs ts2 sse",
@@ -94,7 +96,7 @@ HTTP_JOBS = [
 WRK_JOBS = [
     f"http {era} {server} {response} wrk"
     for era in ("hs", "modern")
-    for server in ("trio", "floor")
+    for server in ("trio", "floor", *(("floor-tasks",) if era == "hs" else ()))
     for response in ("sse", "json")
 ]
 
@@ -137,6 +139,9 @@ HTTP_RATIOS = [
     "http_cancel_hs_floor_vs_post",
     "http_hs_sse_vs_ts2_con",
     "http_modern_json_vs_ts2_con",
+    "http_hs_sse_floor_tasks_vs_floor_con",
+    "http_hs_json_vs_floor_tasks_con",
+    "http_hs_json_cpu_vs_floor_tasks",
 ]
 #: The ratios of the wrk jobs, when wrk is installed.
 WRK_RATIOS = [
@@ -144,6 +149,8 @@ WRK_RATIOS = [
     "http_modern_json_wrk_vs_floor_con",
     "http_hs_json_wrk_cpu_vs_floor",
     "http_modern_trio_sse_wrk_vs_driver",
+    "http_hs_json_floor_tasks_wrk_vs_floor_con",
+    "http_hs_sse_wrk_vs_floor_tasks_con",
 ]
 
 #: Only so that a hang fails instead of blocking the suite.
@@ -277,7 +284,7 @@ def test_http_figures(tmp_path: Path) -> None:
     # The jobs compared with each other ran back to back: each workload's peers together (and
     # wrk's jobs with the driver's).
     order = list(summary["runs"][0]["figures"])
-    peers = r"(trio|floor|ts2?|py)"
+    peers = r"(trio|floor(?:-tasks)?|ts2?|py)"
     for workload in (
         "http hs * sse",
         "http modern * json",

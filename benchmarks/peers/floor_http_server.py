@@ -29,6 +29,13 @@ CLOCK_MONOTONIC timestamp (ns) to ``PATH`` at once, as the MCP servers' ``sleep`
 their ``finally``: the earliest a server under this hypercorn can observe a cancel. The cancel
 POST gets 202; the stream ends.
 
+With ``BENCH_TASKS=1`` (the floor the handshake era's goals are held to, as the stdio floor's
+``--tasks``): each request (``initialize`` aside) is answered by a task of its own, started in a
+nursery that outlives the POST (the app's, open for its lifespan, as a session's is), under a
+cancel scope of its own kept in a table by request id while it runs; the POST waits for it and
+answers. What any server that runs each request of a session in a task of the session's, so
+that a cancel or the session's end can reach it, does beyond the floor.
+
 The floors of the two other transports trio_mcp's app serves, each with that transport's framing
 and nothing more (the echo answered as above, ``initialize`` canned):
 
@@ -52,6 +59,7 @@ import orjson
 import trio
 
 SSE = os.environ.get("BENCH_SSE") == "1"
+TASKS = os.environ.get("BENCH_TASKS") == "1"
 #: When a ``sleep`` call's progress event goes out: the MCP servers' tools report every 100 ms.
 PROGRESS_AFTER = 0.1
 SESSION = b"floor-session"
@@ -69,6 +77,10 @@ STAMPS_FD = (
 )
 #: The ``sleep`` calls being held open, by request id: set when a cancel names them.
 SLEEPING: dict[Any, trio.Event] = {}
+#: ``BENCH_TASKS``: the nursery of the requests' tasks (open for the app's lifespan), and the
+#: cancel scopes of those running, by (client address, request id).
+REQUESTS: list[trio.Nursery] = []
+RUNNING: dict[tuple[Any, Any], trio.CancelScope] = {}
 #: The HTTP+SSE floor's open streams, by session id: where a POST's answer goes.
 STREAMS: dict[bytes, trio.MemorySendChannel[bytes]] = {}
 LEGACY_SSE_PATH = "/sse"
@@ -97,13 +109,16 @@ def blob(size: int) -> str:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            event = await receive()
-            if event["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif event["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        async with trio.open_nursery() as nursery:
+            REQUESTS.append(nursery)
+            while True:
+                event = await receive()
+                if event["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif event["type"] == "lifespan.shutdown":
+                    nursery.cancel_scope.cancel()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
     if scope["type"] == "websocket":
         await websocket(receive, send)
         return
@@ -134,7 +149,10 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
-    reply = orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result_for(message)})
+    if TASKS and REQUESTS and message.get("method") != "initialize":
+        reply = await answered_in_a_task((scope.get("client"), message["id"]), message)
+    else:
+        reply = orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result_for(message)})
     headers = list(SSE_HEADERS if SSE else JSON_HEADERS)
     if message.get("method") == "initialize":
         headers.append((b"mcp-session-id", SESSION))
@@ -143,6 +161,30 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers.append((b"content-length", str(len(reply)).encode()))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": reply})
+
+
+async def answered_in_a_task(key: tuple[Any, Any], message: dict[str, Any]) -> bytes:
+    """``BENCH_TASKS``: the request answered by a task of its own in the requests' nursery,
+    under a cancel scope of its own kept in ``RUNNING`` while it runs; this POST waits."""
+    answered = trio.Event()
+    reply: list[bytes] = []
+    scope = RUNNING[key] = trio.CancelScope()
+
+    async def run() -> None:
+        try:
+            # What a cancel would reach; the echo, like the MCP servers' echo tool, takes no
+            # checkpoint inside it.
+            with scope:
+                result = result_for(message)
+            reply.append(orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+        finally:
+            if RUNNING.get(key) is scope:
+                del RUNNING[key]
+            answered.set()
+
+    REQUESTS[0].start_soon(run)
+    await answered.wait()
+    return reply[0]
 
 
 def reply_to(message: Any) -> bytes | None:
