@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,9 +40,16 @@ BEARER_HINT = 'it wants a bearer token, pass it with -H "Authorization: Bearer T
 
 @asynccontextmanager
 async def serving(command: list[str], cwd: Path, env: dict[str, str]) -> AsyncIterator[str]:
-    """A server process's base URL (``http://127.0.0.1:PORT``), read from its stderr."""
+    """A server process's base URL (``http://127.0.0.1:PORT``), read from its stderr. The
+    process runs in a process group of its own, killed whole at the end: ``hypercorn`` serves
+    from a worker process it spawned, which outlives a parent killed alone."""
     process = await trio.lowlevel.open_process(
-        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=cwd, env=env
+        command,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
     )
     try:
         assert process.stderr is not None
@@ -53,7 +61,7 @@ async def serving(command: list[str], cwd: Path, env: dict[str, str]) -> AsyncIt
                 seen += chunk
         yield f"http://127.0.0.1:{found[1].decode()}"
     finally:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
 
 
