@@ -183,6 +183,29 @@ def children_of(parent: int) -> list[int]:
     return _processes_whose(1, parent)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU of one live process (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: The CPU a server spends, once its load started, before it is sampled: its load has begun.
+BUSY_CPU = 0.2
+
+
+def until_busy(pid: int, warmup: float) -> None:
+    """Wait ``warmup`` seconds, then until the server ``pid`` has spent ``BUSY_CPU`` seconds of
+    CPU since this was called: on a busy machine a driver can take seconds to start its load,
+    and a sampling that ends before then has nothing to sample."""
+    start = cpu_seconds(pid)
+    time.sleep(warmup)
+    wait_for(lambda: cpu_seconds(pid) - start >= BUSY_CPU, "the load to begin", timeout=120)
+
+
 def wait_for(condition: Any, what: str, timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -294,7 +317,7 @@ def profile_http(
             stdout=subprocess.DEVNULL,
             stderr=log.open("ab"),
         )
-        time.sleep(min(1.0, seconds))  # the warm-up
+        until_busy(server.worker, min(1.0, seconds))  # the warm-up
         output = scratch / f"http-{era}-{transport}.txt"
         spy = record(server.worker, seconds, output, log)
         spy.wait(timeout=seconds + 60)
@@ -388,7 +411,7 @@ def profile_stdio(seconds: float, scratch: Path, log: Path) -> dict[str, Any]:
     )
     try:
         server = int(wait_for(lambda: children_of(driver.pid), "the stdio server")[0])
-        time.sleep(min(2.0, seconds))  # its imports and the driver's warm-up
+        until_busy(server, min(2.0, seconds))  # its imports and the driver's warm-up
         output = scratch / "stdio.txt"
         spy = record(server, seconds, output, log)
         spy.wait(timeout=seconds + 60)
