@@ -464,3 +464,48 @@ async def test_closing_kills_a_grandchild_that_left_the_process_group(tmp_path: 
     finally:
         if grandchild is not None and not _gone(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+class _PipeFiles:
+    """In place of the process's own stdin and stdout (which a test worker may be talking on):
+    a pipe already at its end for input, another for output."""
+
+    def __enter__(self) -> tuple[int, int]:
+        read_in, write_in = os.pipe()
+        os.close(write_in)  # the input has ended: serving stops at once
+        self._out = os.pipe()
+        return read_in, self._out[1]
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._out[0])
+
+
+async def test_the_banner_is_written_once_ctrl_c_is_heard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whoever reads "Press Ctrl-C" may press it at once: by then SIGINT goes to the receiver
+    that stops serving. Written before it, a Ctrl-C sent as soon as the banner was read could
+    land in between (seen as a hung process under load)."""
+    from trio_mcp.transports import _stdio
+
+    handlers: list[Any] = []
+
+    class Terminal:
+        def write(self, text: str) -> int:
+            handlers.append(signal.getsignal(signal.SIGINT))
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(_stdio, "_StdioFiles", _PipeFiles)
+    monkeypatch.setattr(_stdio, "_stderr_is_a_terminal", lambda: True)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+
+    async def serve(transport: Any) -> None:
+        with pytest.raises(trio.EndOfChannel):
+            await transport.receive()
+
+    with trio.fail_after(10):
+        await _stdio.serve_stdio_transport(serve, banner="x: Press Ctrl-C to stop.")
+    assert len(handlers) == 1
+    # trio's receiver of signals (trio._signals), not its KeyboardInterrupt handler.
+    assert getattr(handlers[0], "__module__", None) == "trio._signals", handlers[0]

@@ -188,16 +188,17 @@ async def serve_stdio_transport(
 ) -> None:
     """Run ``serve(transport)`` on this process's stdin and stdout until stdin ends.
 
-    ``banner`` is written to stderr first, only when stderr is a terminal (a person is
-    watching; an MCP host's log gets nothing). In the main thread SIGINT stops serving the way
-    the end of input does, then ``KeyboardInterrupt`` is raised on its own, never inside an
-    exception group, so an entry point can exit quietly.
+    ``banner`` is written to stderr, only when stderr is a terminal (a person is watching; an
+    MCP host's log gets nothing), once SIGINT is heard: whoever reads "Ctrl-C" in it may press
+    it at once. In the main thread SIGINT stops serving the way the end of input does, then
+    ``KeyboardInterrupt`` is raised on its own, never inside an exception group, so an entry
+    point can exit quietly.
     """
-    if banner is not None and _stderr_is_a_terminal():
-        sys.stderr.write(banner.rstrip("\n") + "\n")
-        sys.stderr.flush()
     interrupted = False
     with _StdioFiles() as (protocol_in, protocol_out), _sigint_receiver() as signals:
+        if banner is not None and _stderr_is_a_terminal():
+            sys.stderr.write(banner.rstrip("\n") + "\n")
+            sys.stderr.flush()
         async with (
             trio.lowlevel.FdStream(protocol_in) as receive,
             trio.lowlevel.FdStream(protocol_out) as send,
