@@ -419,6 +419,14 @@ class _Pending:
     send: trio.MemorySendChannel[_Outcome | _Progress]
     done: bool = False
 
+    def settle(self, outcome: _Outcome) -> bool:
+        """Hand the caller ``outcome``, unless it has one already (False then)."""
+        if self.done:
+            return False
+        self.done = True
+        self.send.send_nowait(outcome)
+        return True
+
 
 #: Where the answer of a request in a batch goes (its batch's collector). A request answered on
 #: its own has none: the engine writes its answer (from its own task when it can). Held as a
@@ -627,9 +635,7 @@ class Engine:
 
     def _fail_pending(self, why: BaseException) -> None:
         for pending in list(self._pending.values()):
-            if not pending.done:
-                pending.done = True
-                pending.send.send_nowait(_Closed(why))
+            pending.settle(_Closed(why))
         self._pending.clear()
         self._progress.clear()
 
@@ -732,11 +738,9 @@ class Engine:
         pending = self._pending.get(frame.id) if frame.id is not None else None
         if pending is None or pending.done:
             return False
-        pending.done = True
         why = frame.error.data if isinstance(frame.error.data, str) else frame.error.message
         failure = InvalidAnswer(f"the peer's answer is not a JSON-RPC response: {why}")
-        pending.send.send_nowait(_Raised(failure))
-        return True
+        return pending.settle(_Raised(failure))
 
     def _on_oversized(self, frame: Oversized) -> None:
         """A message over the transport's limit was skipped. If it may have been the answer
@@ -752,10 +756,7 @@ class Engine:
             "bytes; it was skipped",
         )
         for rid in victims:
-            pending = self._pending[rid]
-            if not pending.done:
-                pending.done = True
-                pending.send.send_nowait(_Failed(error))
+            self._pending[rid].settle(_Failed(error))
 
     def _feed_batch(self, batch: Batch, principal: Any = None) -> None:
         sink = _BatchSink(self)
@@ -1318,23 +1319,17 @@ class Engine:
         connection goes on (nothing is sent: the request never reached the peer's handler, or
         its answer cannot reach us)."""
         pending = self._pending.get(failure.request_id)
-        if pending is None or pending.done:
+        if pending is None or not pending.settle(_Raised(failure.error)):
             logger.debug("ignoring a failure of unknown request %r", failure.request_id)
-            return
-        pending.done = True
-        pending.send.send_nowait(_Raised(failure.error))
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         rid = message.id
         pending = self._pending.get(rid) if rid is not None else None
-        if pending is None or pending.done:
+        outcome = (
+            _Answered(message.result) if isinstance(message, Response) else _Failed(message.error)
+        )
+        if pending is None or not pending.settle(outcome):
             logger.debug("ignoring a response for unknown or finished request %r", rid)
-            return
-        pending.done = True
-        if isinstance(message, Response):
-            pending.send.send_nowait(_Answered(message.result))
-        else:
-            pending.send.send_nowait(_Failed(message.error))
 
 
 # The task of a request an engine runs. Its frame is held by every request for as long as the
