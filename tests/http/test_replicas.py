@@ -5,7 +5,7 @@ to a server request and a cancel reach the worker whose copy needs them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import attrs
@@ -144,9 +144,17 @@ class CountedStore(MemorySessionStore):
     def __init__(self) -> None:
         super().__init__()
         self.reads = 0
+        #: The sessions of each ``touch_many``, which the requests' reads do not count.
+        self.renewed: list[list[str]] = []
         self.hold = False
         self.holding = trio.Event()
         self.release = trio.Event()
+
+    async def touch_many(
+        self, session_ids: Sequence[str], ttl: float
+    ) -> list[SessionRecord | None]:
+        self.renewed.append(list(session_ids))
+        return [await MemorySessionStore.touch(self, session_id, ttl) for session_id in session_ids]
 
     async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
         self.reads += 1
@@ -185,6 +193,38 @@ async def test_with_a_relay_a_record_read_stands_for_the_requests_that_follow() 
         assert (await a.client.delete(a.url, headers=a.headers(session))).status_code == 200
         gone = await b.post(request_body(9, "ping"), session)
         assert gone.status_code == 404
+
+
+async def test_readings_in_use_are_renewed_together_before_they_lapse() -> None:
+    store = CountedStore()
+    async with two_workers(store=store, record_cache=1.0) as (a, b, _):
+        used, left = await a.initialize(), await a.initialize()
+        await b.call(used, request_body(1, "ping"))  # each replica built from its record
+        await b.call(left, request_body(2, "ping"))
+        await b.call(used, request_body(3, "ping"))  # served on its reading
+        reads = store.reads
+        await eventually(lambda: bool(store.renewed))
+        # Read again before it lapsed; the one no request used since its reading is left to
+        # lapse, for its next request (if any) to read.
+        assert store.renewed[0] == [used]
+        assert (await b.call(used, request_body(4, "ping")))["result"] == {}
+        assert store.reads == reads  # renewed: the request was served on it, no read of its own
+        await eventually(lambda: b.app.sessions[left].record_until < trio.current_time())
+        assert (await b.call(left, request_body(5, "ping")))["result"] == {}
+        assert store.reads == reads + 1
+        assert all(left not in ids for ids in store.renewed)
+
+
+async def test_a_renewal_that_finds_the_record_gone_ends_the_copy() -> None:
+    store = CountedStore()
+    async with two_workers(store=store, record_cache=1.0) as (a, b, _):
+        session = await a.initialize()
+        await b.call(session, request_body(1, "ping"))
+        await b.call(session, request_body(2, "ping"))
+        await store.delete(session)  # as when it expires, or a DELETE no relay told of
+        await eventually(lambda: session not in b.app.sessions)
+        assert store.renewed == [[session]]
+        assert (await b.post(request_body(3, "ping"), session)).status_code == 404
 
 
 class Lagging(MemoryRelay):

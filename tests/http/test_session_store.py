@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
 from trio_mcp.http._session_store import (
     MemorySessionStore,
     SessionRecord,
-    SessionStore,
     SessionStoreUnavailable,
 )
 from trio_mcp.redis._session_store import RedisSessionStore
@@ -32,7 +32,9 @@ RECORD = SessionRecord(
 
 
 @asynccontextmanager
-async def a_store(kind: str, tmp_path: Path) -> AsyncIterator[SessionStore]:
+async def a_store(
+    kind: str, tmp_path: Path
+) -> AsyncIterator[MemorySessionStore | RedisSessionStore]:
     if kind == "memory":
         yield MemorySessionStore()
         return
@@ -81,6 +83,26 @@ async def test_a_record_expires_unless_touched(kind: str, tmp_path: Path) -> Non
         assert await store.get("kept") == RECORD
         assert await store.get("left") is None
         assert await store.get("forever") == RECORD
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+async def test_touch_many_reads_and_refreshes_each_record_in_order(
+    kind: str, tmp_path: Path
+) -> None:
+    async with a_store(kind, tmp_path) as store:
+        changed = attrs.evolve(RECORD, log_level="error")
+        await store.put("a", RECORD, 0.4)
+        await store.put("b", changed, 0.4)
+        await store.put("left", RECORD, 0.4)
+        assert await store.touch_many([], 0.4) == []
+        for _ in range(3):
+            await trio.sleep(0.2)
+            got = await store.touch_many(["b", "missing", "a"], 0.4)
+            assert got == [changed, None, RECORD]
+        assert await store.get("left") is None
+        assert await store.touch_many(["a"], math.inf) == [RECORD]
+        await trio.sleep(0.5)
+        assert await store.get("a") == RECORD  # no expiry any more
 
 
 async def test_redis_down_at_start_is_a_clear_error_without_the_password() -> None:

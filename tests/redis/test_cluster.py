@@ -182,6 +182,10 @@ async def test_the_session_store_on_a_cluster(redis_cluster: RedisCluster) -> No
         record = SessionRecord("alice", "2025-06-18", {"name": "c"}, {}, {"tools": {}})
         for number in range(THINGS):
             await store.put(f"n1.{number}", attrs.evolve(record, log_level=str(number)), 60)
+        # Each key in a slot of its own, read and refreshed in one pipeline across the nodes.
+        ids = [f"n1.{number}" for number in reversed(range(THINGS))]
+        got_many = await store.touch_many(ids, 120)
+        assert [r.log_level if r else None for r in got_many] == [i[3:] for i in ids]
         for number in range(THINGS):
             got = await store.touch(f"n1.{number}", 120)
             assert got is not None and got.log_level == str(number)

@@ -116,6 +116,7 @@ class HttpSession(RegisteredSession, BaseSender):
         "on_event",
         "record_hearing",
         "record_until",
+        "record_used",
         "replica",
         "request_streams",
         "standalone",
@@ -158,6 +159,8 @@ class HttpSession(RegisteredSession, BaseSender):
         self.record_until = -math.inf
         #: What the relay's ``hearing`` was when it was read: it stands only while unchanged.
         self.record_hearing: int | None = None
+        #: Whether a request was served on that reading: it is read again before it lapses.
+        self.record_used = False
         self.connection = ServerConnection(app.server)
         if kind is SessionKind.SESSION:
             self.connection.id = session_id  # what middleware calls the session

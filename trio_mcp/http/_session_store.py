@@ -5,9 +5,10 @@ A record holds what a worker needs to serve a session it did not open: the owner
 client's info and capabilities, the server capabilities the client was told of, the log level
 and the resource subscriptions. The HTTP app writes it when ``initialize`` succeeds and whenever
 ``logging/setLevel``, ``resources/subscribe`` or ``resources/unsubscribe`` change it, reads it
-back with its expiry (the session idle timeout) pushed forward on every request of the session,
-and deletes it on DELETE. A
-worker that gets a request for a session it does not hold builds its own replica from the record.
+back with its expiry (the session idle timeout) pushed forward while the session is used (on a
+request that finds no reading of it standing, see ``ScaleOut.record_cache``, or ahead of that),
+and deletes it on DELETE. A worker that gets a request for a session it does not hold builds its
+own replica from the record.
 
 :class:`MemorySessionStore` keeps records in this process (several apps of one process can share
 it); :class:`RedisSessionStore` (``_redis_sessions.py``) shares them across processes and hosts.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import attrs
@@ -116,8 +117,14 @@ class SessionStore(Protocol):
     async def touch(self, session_id: str, ttl: float) -> SessionRecord | None:
         """The record, its expiry pushed to ``ttl`` seconds from now (None: there is none).
 
-        Called on every request of a session with one round trip: it both keeps the session
-        alive and tells the worker what another worker changed."""
+        Called on a request of a session with one round trip: it both keeps the session
+        alive and tells the worker what another worker changed.
+
+        A store may also define ``touch_many(session_ids, ttl)``: the same for several
+        sessions, in one round trip, each one's record (or None) in the order asked. A worker
+        that has it renews, all at once and before they lapse, the readings its requests are
+        served on (``ScaleOut.record_cache``), and keeps alive the sessions busy on it; one
+        that does not reads each record on the request that finds its reading lapsed."""
         ...
 
     async def delete(self, session_id: str) -> None: ...
@@ -150,6 +157,11 @@ class MemorySessionStore:
             return None
         self._records[session_id] = (kept[0], self._expiry(ttl))
         return SessionRecord.from_bytes(kept[0])
+
+    async def touch_many(
+        self, session_ids: Sequence[str], ttl: float
+    ) -> list[SessionRecord | None]:
+        return [await self.touch(session_id, ttl) for session_id in session_ids]
 
     async def delete(self, session_id: str) -> None:
         self._records.pop(session_id, None)

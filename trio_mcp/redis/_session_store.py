@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..http._session_store import SessionRecord, SessionStoreUnavailable
@@ -72,6 +73,22 @@ class RedisSessionStore:
             else:
                 data = await self._redis().getex(self._key(session_id), px=ms)
         return _record(data)
+
+    async def touch_many(
+        self, session_ids: Sequence[str], ttl: float
+    ) -> list[SessionRecord | None]:
+        """:meth:`touch` for each session, pipelined: one round trip (on a cluster, one per
+        node holding some of them), each key read and refreshed by a command of its own."""
+        ms = _ms(ttl)
+        async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
+            requests = [
+                pipe.getex(self._key(session_id), persist=True)
+                if ms is None
+                else pipe.getex(self._key(session_id), px=ms)
+                for session_id in session_ids
+            ]
+        async with self._errors():
+            return [_record(await request) for request in requests]
 
     async def delete(self, session_id: str) -> None:
         async with self._errors():

@@ -14,7 +14,7 @@ import functools
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import attrs
@@ -113,6 +113,9 @@ class SharedFleet:
     async def start(self, nursery: trio.Nursery) -> None:
         if self.session_store is not None:
             nursery.start_soon(self._keep_records, self.session_store)
+            touch_many = _touch_many(self.session_store)
+            if touch_many is not None and self._record_cache > 0:
+                nursery.start_soon(self._renew_readings, touch_many)
         if self.relay is not None and self.node_id is not None:
             await nursery.start(self.relay.subscribe, self.node_id, self._on_relayed)
 
@@ -121,16 +124,62 @@ class SharedFleet:
         the idle timeout, a GET stream held open), which no request may touch meanwhile: a
         session in use anywhere never expires everywhere else."""
         ttl = self.app.options.limits.session_idle_timeout
+        touch_many = _touch_many(records)
         while True:
             await trio.sleep(ttl / 3)
-            for session in list(self.app.sessions.values()):
-                if session.closing or (session.active == 0 and session.engine.idle):
-                    continue
+            busy = [
+                session.id
+                for session in self.app.sessions.values()
+                if not (session.closing or (session.active == 0 and session.engine.idle))
+            ]
+            try:
+                if touch_many is not None:
+                    for start in range(0, len(busy), RENEWED_AT_ONCE):
+                        await touch_many(busy[start : start + RENEWED_AT_ONCE], ttl)
+                else:
+                    for session_id in busy:
+                        await records.touch(session_id, ttl)
+            except SessionStoreUnavailable as error:
+                logger.warning("the records of busy sessions were not refreshed: %s", error)
+
+    async def _renew_readings(self, touch_many: TouchMany) -> None:
+        """Read again, before they lapse, the records of the copies whose requests were served
+        here on their reading: every half ``record_cache``, all of them in one round trip
+        (``touch_many``), instead of a round trip on each request that finds its reading
+        lapsed. With sessions spread over workers that was one read per session, worker and
+        ``record_cache``, each costing a request as much CPU as a good part of its own
+        serving. A copy not used since its reading is left to lapse: its next request, if
+        any, reads the record itself."""
+        period = self._record_cache / 2
+        ttl = self.app.options.limits.session_idle_timeout
+        failing = False
+        while True:
+            await trio.sleep(period)
+            horizon = trio.current_time() + period
+            due = [
+                session
+                for session in self.app.sessions.values()
+                if session.record_used and session.record_until < horizon and not session.closing
+            ]
+            for start in range(0, len(due), RENEWED_AT_ONCE):
+                chunk = due[start : start + RENEWED_AT_ONCE]
+                started, heard = trio.current_time(), self._heard_so_far()
                 try:
-                    await records.touch(session.id, ttl)
+                    records = await touch_many([session.id for session in chunk], ttl)
                 except SessionStoreUnavailable as error:
-                    logger.warning("the records of busy sessions were not refreshed: %s", error)
-                    break
+                    if not failing:
+                        logger.warning("readings of sessions were not renewed: %s", error)
+                    failing = True
+                    break  # each request reads its own meanwhile
+                if failing:
+                    logger.warning("readings of sessions are renewed again")
+                    failing = False
+                for session, record in zip(chunk, records, strict=True):
+                    if self.app.sessions.get(session.id) is not session or session.closing:
+                        continue  # ended meanwhile
+                    if record is not None and record.owner != (session.owner or ""):
+                        continue  # not this session's record: its next request finds out
+                    self._follow(session, record, started, heard)
 
     # -- the drain ---------------------------------------------------------------------------
 
@@ -237,6 +286,23 @@ class SharedFleet:
             word = relayed("heard", str(note["s"]), token=token)
             nursery.start_soon(_send_relayed, relay, node, word)
 
+    def _follow(
+        self,
+        local: HttpSession,
+        record: SessionRecord | None,
+        started: float,
+        heard: tuple[int, int | None],
+    ) -> None:
+        """A copy held here takes the record read from ``started`` (kept as its reading), or
+        ends with it (None: DELETEd elsewhere, or expired)."""
+        if record is None:
+            self.app.registry.forget(local)  # ended elsewhere: gone here too
+            local.close()
+            return
+        follow(local, record)
+        local.record_used = False
+        self._kept(local, started, heard)
+
     def _hearing(self) -> int | None:
         return self.relay.hearing() if self.relay is not None else None
 
@@ -312,7 +378,10 @@ class SharedFleet:
             and local.record_hearing == self._hearing()
             and local.owner == identity(principal)
         ):
-            return  # its record, read here a moment ago, stands: no change was announced since
+            # Its record, read here a moment ago, stands: no change was announced since. It is
+            # read again, with the others in use, before it lapses (:meth:`_renew_readings`).
+            local.record_used = True
+            return
         await self._load(store, scope, principal, session_id)
 
     async def _load(
@@ -345,12 +414,10 @@ class SharedFleet:
             owner = identity(principal)
             if record is None or record.owner != (owner or ""):
                 if record is None and local is not None and local.owner == owner:
-                    app.registry.forget(local)  # ended elsewhere: gone here too
-                    local.close()
+                    self._follow(local, None, started, heard)
                 return  # an unknown session, to this principal: 404 as usual
             if local is not None:
-                follow(local, record)
-                self._kept(local, started, heard)
+                self._follow(local, record, started, heard)
                 return
             replica = await self._replicate(scope, session_id, principal, record)
             if replica is not None:
@@ -548,6 +615,19 @@ class SharedFleet:
         first = [(event_id(owner, key, seq), data) for seq, data in replay.events]
         await app.serve_get(scope, receive, send, local, first)
         return True
+
+
+#: What a store's optional ``touch_many`` is (see :class:`SessionStore`).
+TouchMany = Callable[[Sequence[str], float], Awaitable[list[SessionRecord | None]]]
+
+#: The most sessions read or refreshed in one round trip.
+RENEWED_AT_ONCE = 256
+
+
+def _touch_many(store: SessionStore) -> TouchMany | None:
+    """The store's ``touch_many``, if it has one (an optional method of the protocol)."""
+    touch_many: TouchMany | None = getattr(store, "touch_many", None)
+    return touch_many
 
 
 async def _send_relayed(relay: Relay, node: str, message: bytes) -> None:
