@@ -229,6 +229,14 @@ HTTP_SETTINGS = (
         5.0,
     ),
     HttpSetting(
+        "--event-store-coalesce",
+        "scale_out.event_store_coalesce",
+        "seconds",
+        "how long writes to the shared event store are gathered; a stream delivered whole "
+        "within it is never written",
+        0.02,
+    ),
+    HttpSetting(
         "--resume-poll-interval",
         "scale_out.resume_poll_interval",
         "seconds",

@@ -1067,6 +1067,12 @@ async def test_a_stream_delivered_in_its_window_is_not_written_when_a_delete_wak
     assert store.asked == [*written, ("forget", old.stream_id)]
 
 
+def test_the_apps_writer_gathers_writes_for_the_window_its_options_give() -> None:
+    coalesce = ScaleOut(event_store_coalesce=0.05)
+    assert Server("w").http_app(HttpOptions(scale_out=coalesce)).writer.coalesce == 0.05
+    assert Server("w").http_app().writer.coalesce == ScaleOut().event_store_coalesce == 0.02
+
+
 async def test_a_stream_forgotten_while_it_is_written_stops_there_and_leaves_the_store(
     mock_clock: trio.testing.MockClock,
 ) -> None:

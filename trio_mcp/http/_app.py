@@ -142,6 +142,7 @@ class McpHttpApp:
             max_queued=options.scale_out.max_store_queue_events,
             max_queued_bytes=options.scale_out.max_store_queue_bytes,
             timeout=options.scale_out.event_store_timeout,
+            coalesce=options.scale_out.event_store_coalesce,
             live_sessions=self.sessions.keys
             if options.scale_out.event_store is not None
             else tuple,

@@ -171,6 +171,10 @@ class ScaleOut:
     max_store_queue_events: int = 4096
     max_store_queue_bytes: int = 32 * 1024 * 1024
     event_store_timeout: float = 5.0
+    #: How long the writer gathers writes before it makes them (its window): a request's
+    #: stream delivered whole within it (most are) is never written, nor deleted; a worker
+    #: killed outright loses, for a resume elsewhere, at most its last window of events.
+    event_store_coalesce: float = 0.02
     #: How often a resume served from the shared store, for a session that lives on another
     #: worker, looks for the stream's new events.
     resume_poll_interval: float = 0.25

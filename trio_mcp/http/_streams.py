@@ -142,7 +142,7 @@ class EventWriter:
         max_queued_bytes: int = 32 * 1024 * 1024,
         timeout: float = 5.0,
         live_sessions: Callable[[], Collection[str]] = tuple,
-        coalesce: float = 0.005,
+        coalesce: float = 0.02,
     ) -> None:
         self.store = store
         self.coalesce = coalesce
