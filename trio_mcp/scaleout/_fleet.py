@@ -144,18 +144,21 @@ class SharedFleet:
 
     async def _renew_readings(self, touch_many: TouchMany) -> None:
         """Read again, before they lapse, the records of the copies whose requests were served
-        here on their reading: every half ``record_cache``, all of them in one round trip
+        here on their reading: about every half ``record_cache``, all of them in one round trip
         (``touch_many``), instead of a round trip on each request that finds its reading
         lapsed. With sessions spread over workers that was one read per session, worker and
         ``record_cache``, each costing a request as much CPU as a good part of its own
         serving. A copy not used since its reading is left to lapse: its next request, if
         any, reads the record itself."""
-        period = self._record_cache / 2
+        # A little under half: a reading renewed on one pass lapses after the pass after next,
+        # which renews it (each is read about once a ``record_cache``, and never stands
+        # lapsed while in use unless a pass is late by a twentieth of ``record_cache``).
+        period = self._record_cache * 0.45
         ttl = self.app.options.limits.session_idle_timeout
         failing = False
         while True:
             await trio.sleep(period)
-            horizon = trio.current_time() + period
+            horizon = trio.current_time() + period  # those that would lapse before the next
             due = [
                 session
                 for session in self.app.sessions.values()
