@@ -250,7 +250,8 @@ HTTP_RESPONSES = ("sse", "json")
 #: The handshake era's second floor: the bare-hypercorn floor answering each request in a task of
 #: its own, under a cancel scope of its own, in a nursery that outlives the POST (a session's),
 #: as trio_mcp runs every request of a session (``BENCH_TASKS=1``; the stdio floor's
-#: ``--tasks``). Driven and put under wrk as the floor is, in that era only.
+#: ``--tasks``). Driven and put under wrk as the floor is, in that era only; and WebSocket's,
+#: each request in a task of the socket's nursery.
 HTTP_TASK_FLOOR = "floor-tasks"
 #: The HTTP servers that run under hypercorn (whose workers say when they are ready).
 HYPERCORN_SERVERS = ("trio", "floor", HTTP_TASK_FLOOR)
@@ -721,6 +722,13 @@ def ratios_for(run: Run) -> dict[str, float]:
         for mode in ("seq", "con"):
             ratio(f"http_{key}_vs_floor_{mode}", (ours, f"{mode}_cps"), (floor, f"{mode}_cps"))
         ratio(f"http_{key}_cpu_vs_floor", (floor, "cpu_us_per_call"), (ours, "cpu_us_per_call"))
+    # WebSocket's floor with a task and a scope per request over the floor, and ours over it.
+    ws, ws_floor, ws_tasks = "http ws trio", "http ws floor", f"http ws {HTTP_TASK_FLOOR}"
+    ratio("http_ws_floor_tasks_vs_floor_con", (ws_tasks, "con_cps"), (ws_floor, "con_cps"))
+    ratio("http_ws_vs_floor_tasks_con", (ws, "con_cps"), (ws_tasks, "con_cps"))
+    cpu = "cpu_us_per_call"
+    ratio("http_ws_floor_tasks_cpu_vs_floor", (ws_floor, cpu), (ws_tasks, cpu))
+    ratio("http_ws_cpu_vs_floor_tasks", (ws_tasks, cpu), (ws, cpu))
     for era in HTTP_ERAS:
         # The server-observed cancel over the bare POST round trip to the floor (its job).
         post = (f"http cancel {era} floor", "post_p50")
@@ -1092,7 +1100,7 @@ class Bench:
             ("http modern trio sse w2", lambda: self.http_throughput("modern", "trio", "sse", 2))
         )
         for transport in HTTP_TRANSPORTS:
-            for server in ("trio", "floor"):
+            for server in ("trio", "floor", *((HTTP_TASK_FLOOR,) if transport == "ws" else ())):
                 jobs.append(
                     (
                         f"http {transport} {server}",

@@ -78,6 +78,7 @@ HTTP_JOBS = [
     "http legacy-sse floor",
     "http ws trio",
     "http ws floor",
+    "http ws floor-tasks",
     "http cancel hs trio",
     "http cancel hs floor",
     "http cancel hs ts",
@@ -142,6 +143,10 @@ HTTP_RATIOS = [
     "http_hs_sse_floor_tasks_vs_floor_con",
     "http_hs_json_vs_floor_tasks_con",
     "http_hs_json_cpu_vs_floor_tasks",
+    "http_ws_floor_tasks_vs_floor_con",
+    "http_ws_vs_floor_tasks_con",
+    "http_ws_floor_tasks_cpu_vs_floor",
+    "http_ws_cpu_vs_floor_tasks",
 ]
 #: The ratios of the wrk jobs, when wrk is installed.
 WRK_RATIOS = [

@@ -43,7 +43,10 @@ and nothing more (the echo answered as above, ``initialize`` canned):
   ``/messages/?session_id=...``; each POST there gets 202 and its answer, if it is a request,
   goes down that stream as an ``event: message``. An unknown session is 404.
 - WebSocket: any websocket is accepted with the subprotocol ``mcp``; one JSON-RPC message per
-  text frame, a request's answer in a text frame of its own.
+  text frame, a request's answer in a text frame of its own. With ``BENCH_TASKS=1`` each request
+  (``initialize`` aside) is answered by a task of its own in a nursery of the socket's, under
+  a cancel scope of its own kept in the table while it runs, which sends its answer; the socket
+  reads on meanwhile, as trio_mcp's engine does.
 """
 
 from __future__ import annotations
@@ -236,10 +239,14 @@ async def legacy_message(scope: dict[str, Any], message: Any, send: Any) -> None
 
 async def websocket(receive: Any, send: Any) -> None:
     """One socket: accepted with the subprotocol ``mcp``; every request in a text frame is
-    answered in one."""
+    answered in one (``BENCH_TASKS``: by a task of its own)."""
     if (await receive())["type"] != "websocket.connect":
         return
     await send({"type": "websocket.accept", "subprotocol": "mcp"})
+    if TASKS:
+        async with trio.open_nursery() as nursery:
+            await websocket_tasks(receive, send, nursery)
+        return
     while True:
         event = await receive()
         if event["type"] != "websocket.receive":
@@ -247,6 +254,38 @@ async def websocket(receive: Any, send: Any) -> None:
         reply = reply_to(orjson.loads(event.get("text") or event.get("bytes") or b"null"))
         if reply is not None:
             await send({"type": "websocket.send", "text": reply.decode()})
+
+
+async def websocket_tasks(receive: Any, send: Any, nursery: trio.Nursery) -> None:
+    """``BENCH_TASKS``: each request answered by a task of its own in the socket's nursery,
+    under a cancel scope of its own kept in ``RUNNING`` while it runs."""
+    socket = object()  # the table's keys of this socket's requests
+
+    async def run(message: dict[str, Any]) -> None:
+        key = (socket, message["id"])
+        scope = RUNNING[key] = trio.CancelScope()
+        try:
+            with scope:
+                result = result_for(message)
+            reply = orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            await send({"type": "websocket.send", "text": reply.decode()})
+        finally:
+            if RUNNING.get(key) is scope:
+                del RUNNING[key]
+
+    while True:
+        event = await receive()
+        if event["type"] != "websocket.receive":
+            return  # websocket.disconnect
+        message = orjson.loads(event.get("text") or event.get("bytes") or b"null")
+        if not isinstance(message, dict) or message.get("id") is None:
+            continue
+        if message.get("method") == "initialize":
+            reply = reply_to(message)
+            assert reply is not None
+            await send({"type": "websocket.send", "text": reply.decode()})
+        else:
+            nursery.start_soon(run, message)
 
 
 def stamp() -> None:
