@@ -181,7 +181,10 @@ class SharedFleet:
                     if self.app.sessions.get(session.id) is not session or session.closing:
                         continue  # ended meanwhile
                     if record is not None and record.owner != (session.owner or ""):
-                        continue  # not this session's record: its next request finds out
+                        # Not this copy's record (not written by a worker): left to lapse,
+                        # for a request's own read to judge, and not renewed again meanwhile.
+                        session.record_used = False
+                        continue
                     self._follow(session, record, started, heard)
 
     # -- the drain ---------------------------------------------------------------------------
