@@ -14,8 +14,9 @@ import functools
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import attrs
 import orjson
@@ -134,8 +135,8 @@ class SharedFleet:
             ]
             try:
                 if touch_many is not None:
-                    for start in range(0, len(busy), RENEWED_AT_ONCE):
-                        await touch_many(busy[start : start + RENEWED_AT_ONCE], ttl)
+                    for batch in _batches(busy):
+                        await touch_many(batch, ttl)
                 else:
                     for session_id in busy:
                         await records.touch(session_id, ttl)
@@ -164,8 +165,7 @@ class SharedFleet:
                 for session in self.app.sessions.values()
                 if session.record_used and session.record_until < horizon and not session.closing
             ]
-            for start in range(0, len(due), RENEWED_AT_ONCE):
-                chunk = due[start : start + RENEWED_AT_ONCE]
+            for chunk in _batches(due):
                 started, heard = trio.current_time(), self._heard_so_far()
                 try:
                     records = await touch_many([session.id for session in chunk], ttl)
@@ -623,11 +623,19 @@ class SharedFleet:
         return True
 
 
+_T = TypeVar("_T")
+
 #: What a store's optional ``touch_many`` is (see :class:`SessionStore`).
 TouchMany = Callable[[Sequence[str], float], Awaitable[list[SessionRecord | None]]]
 
 #: The most sessions read or refreshed in one round trip.
 RENEWED_AT_ONCE = 256
+
+
+def _batches(items: list[_T]) -> Iterator[list[_T]]:
+    """``items`` in lists of at most ``RENEWED_AT_ONCE``: one round trip to the store each."""
+    for start in range(0, len(items), RENEWED_AT_ONCE):
+        yield items[start : start + RENEWED_AT_ONCE]
 
 
 def _touch_many(store: SessionStore) -> TouchMany | None:
