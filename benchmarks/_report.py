@@ -200,7 +200,7 @@ GOALS = [
                 context=lambda r, t=transport.replace("_", "-"), k=transport: (
                     f"ours {cell(r.stat(f'http {t} trio', 'con_cps'))}, floor "
                     f"{cell(r.stat(f'http {t} floor', 'con_cps'))} calls/s"
-                    f"{r.over_ws_task_floor(k, '_con')}"
+                    f"{r.over_tasks('http_ws_vs_floor_tasks_con' if k == 'ws' else None)}"
                 ),
                 floor=_ws_task_floor(transport, "_vs_floor_con"),
                 profile=transport.replace("_", "-"),
@@ -212,7 +212,7 @@ GOALS = [
                 context=lambda r, t=transport.replace("_", "-"), k=transport: (
                     f"ours {cell(r.stat(f'http {t} trio', 'cpu_us_per_call'))}, floor "
                     f"{cell(r.stat(f'http {t} floor', 'cpu_us_per_call'))} µs per call"
-                    f"{r.over_ws_task_floor(k, '_cpu')}"
+                    f"{r.over_tasks('http_ws_cpu_vs_floor_tasks' if k == 'ws' else None)}"
                 ),
                 floor=_ws_task_floor(transport, "_cpu_vs_floor"),
                 profile=transport.replace("_", "-"),
@@ -463,18 +463,12 @@ class Report:
     def over_task_floor(self, era: str, response: str, wrk: str) -> str:
         """Ours over the handshake era's floor with a task and a scope per request (or
         nothing)."""
-        return self._over_tasks(f"http_{era}_{response}{wrk}_vs_floor_tasks_con")
+        return self.over_tasks(f"http_{era}_{response}{wrk}_vs_floor_tasks_con")
 
-    def over_ws_task_floor(self, transport: str, kind: str) -> str:
-        """Ours over WebSocket's floor with a task and a scope per request (or nothing)."""
-        if transport != "ws":
-            return ""
-        return self._over_tasks(
-            "http_ws_vs_floor_tasks_con" if kind == "_con" else "http_ws_cpu_vs_floor_tasks"
-        )
-
-    def _over_tasks(self, name: str) -> str:
-        ratio = self.ratio(name)
+    def over_tasks(self, name: str | None) -> str:
+        """Ours over a floor with a task and a scope per request, by the ratio ``name`` (or
+        nothing: no such floor, or not measured)."""
+        ratio = self.ratio(name) if name is not None else None
         if ratio is None:
             return ""
         return f"; ours over the floor with a task and a scope per request: {cell(ratio, 2, 'x')}"

@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -289,7 +289,9 @@ def record(pid: int, seconds: float, output: Path, log: Path) -> subprocess.Pope
 SAMPLINGS = 3
 
 
-def sample_busy(pid: int, seconds: float, output: Path, log: Path, running: Any) -> dict[str, Any]:
+def sample_busy(
+    pid: int, seconds: float, output: Path, log: Path, running: Callable[[], bool]
+) -> dict[str, Any]:
     """py-spy on ``pid`` for ``seconds``, summarised; sampled again (``SAMPLINGS`` times in
     all) while ``running()`` says its load goes on and no sample caught the server busy
     outside its imports: on a loaded machine a stdio server's imports alone can spend
