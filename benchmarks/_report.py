@@ -871,7 +871,8 @@ class Report:
             "measurement (a batch processor into an exporter that drops them, an in-memory "
             f"metric reader). {p['otel_calls']} `tools/call echo` after {p['otel_warmup']} "
             f"warm-up, one at a time; {p['otel_rounds']} rounds per run, each mode once per "
-            "transport in a shuffled order; one process per measurement. Goal: the API without "
+            "transport, the modes' order rotating from round to round (each first, second and "
+            "last once in every three rounds); one process per measurement. Goal: the API without "
             "an SDK within 2% of OpenTelemetry absent (a ratio of 0.98 or more).",
             "",
         )

@@ -18,8 +18,9 @@ trio_mcp is imported:
 Each mode serves the demo (``trio-mcp demo``, through the CLI's own ``main``, ``--log-level
 warning``) over stdio (the client spawns it) and over HTTP (Streamable HTTP, its default era),
 and a trio_mcp client makes ``warmup`` then ``calls`` ``tools/call echo`` one at a time. One
-process per measurement; in each of ``rounds`` rounds every mode runs once per transport, in a
-shuffled order, so the modes compared are measured seconds apart. Prints one JSON object: per
+process per measurement; in each of ``rounds`` rounds every mode runs once per transport, the
+modes' order rotating from round to round (:func:`in_round_order`), so the modes compared are
+measured seconds apart and none always in the same place. Prints one JSON object: per
 transport and mode the calls/s and p50 (medians over the rounds), the ratios api/absent and
 sdk/absent (calls/s, computed per round, then the median), and the SDK's cost per call in µs.
 """
@@ -29,7 +30,6 @@ from __future__ import annotations
 import importlib.abc
 import json
 import os
-import random
 import socket
 import statistics
 import subprocess
@@ -165,13 +165,25 @@ def measure(mode: str, transport: str, spec: dict[str, Any]) -> dict[str, float]
     return figures
 
 
+def in_round_order(index: int) -> list[tuple[str, str]]:
+    """The measurements of round ``index``: the modes in turn, each once per transport, the
+    transports alternating. Round after round the modes' order rotates, so that over every three
+    rounds each mode is measured first, second and last once: a position in the round (after
+    the SDK's measurement, say, or first on a machine still busy with the previous job) weighs
+    on no mode more than on another. (A shuffle seeded by the round, as before, gave every run
+    the same orders, the API's measurement after the SDK's in two rounds of two.)"""
+    shift = index % len(MODES)
+    modes = MODES[shift:] + MODES[:shift]
+    transports = TRANSPORTS if index % 2 == 0 else TRANSPORTS[::-1]
+    return [(transport, mode) for mode in modes for transport in transports]
+
+
 def main(spec: dict[str, Any]) -> dict[str, float]:
     rounds: list[dict[str, dict[str, float]]] = []
     # The modes are set up here alone: no OTEL_* variable may make the command set up its own.
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     for index in range(spec.get("rounds", 3)):
-        order = [(t, m) for t in TRANSPORTS for m in MODES]
-        random.Random(index).shuffle(order)
+        order = in_round_order(index)
         found: dict[str, dict[str, float]] = {}
         for transport, mode in order:
             done = subprocess.run(

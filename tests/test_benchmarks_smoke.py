@@ -335,3 +335,22 @@ def test_chart(tmp_path: Path) -> None:
     peers_installed()
     run_benchmarks(tmp_path, "--only", "inprocess")
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_otel_rounds_put_each_mode_in_each_place_once_in_three() -> None:
+    """The OpenTelemetry benchmark measures every mode once per transport in each round, and
+    over three rounds each mode first, second and last once: no mode always follows the SDK's
+    measurement (a fixed order had the API's measured after the SDK's in two rounds of two)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import otel
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    places: dict[str, set[int]] = {mode: set() for mode in otel.MODES}
+    for index in range(3):
+        order = otel.in_round_order(index)
+        assert sorted(order) == sorted((t, m) for t in otel.TRANSPORTS for m in otel.MODES)
+        modes = list(dict.fromkeys(mode for _, mode in order))
+        for place, mode in enumerate(modes):
+            places[mode].add(place)
+    assert all(found == {0, 1, 2} for found in places.values()), places
