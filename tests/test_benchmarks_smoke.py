@@ -6,6 +6,7 @@ that every peer program, driver and report path still runs end to end and produc
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -341,11 +342,10 @@ def test_otel_rounds_put_each_mode_in_each_place_once_in_three() -> None:
     """The OpenTelemetry benchmark measures every mode once per transport in each round, and
     over three rounds each mode first, second and last once: no mode always follows the SDK's
     measurement (a fixed order had the API's measured after the SDK's in two rounds of two)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import otel
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    found = importlib.util.spec_from_file_location("otel", ROOT / "benchmarks" / "otel.py")
+    assert found is not None and found.loader is not None
+    otel = importlib.util.module_from_spec(found)
+    found.loader.exec_module(otel)
     places: dict[str, set[int]] = {mode: set() for mode in otel.MODES}
     for index in range(3):
         order = otel.in_round_order(index)
