@@ -46,8 +46,12 @@ async def test_a_hung_redis_opens_the_circuit_and_cancels_what_waits_on_it(
     refused_at: list[float] = []
 
     async def command_in_flight() -> None:
-        with circuit.guarded() as guard:
-            await trio.sleep(30)  # a command on a hung Redis, with a 30 s timeout
+        with trio.CancelScope() as guard:
+            circuit.hold(guard)
+            try:
+                await trio.sleep(30)  # a command on a hung Redis, with a 30 s timeout
+            finally:
+                circuit.let_go(guard)
         assert guard.cancelled_caught
         refused_at.append(trio.current_time())
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import coredis.exceptions
 import pytest
@@ -11,7 +13,7 @@ from trio_mcp.http import EventStoreUnavailable
 from trio_mcp.redis import RedisEventStore
 from trio_mcp.redis._link import RedisLink, reason, redact
 
-from ..deploy._services import free_port
+from ..deploy._services import free_port, redis_server
 
 
 class Down(Exception):
@@ -79,6 +81,65 @@ async def test_other_errors_pass_through() -> None:
     with pytest.raises(Down, match=r"^as raised$"):
         async with a_link().errors():
             raise Down("as raised")
+
+
+async def test_a_started_link_answers_for_its_commands_as_one_not_started_does(
+    tmp_path: Path,
+) -> None:
+    """Once started, every use goes through the hub's circuit, with one scope for the bound
+    and the circuit: the same errors come out as before the start."""
+    async with redis_server(tmp_path) as redis:
+        link = a_link(redis.url, timeout=0.3)
+        await link.start()
+        try:
+            async with link.errors():
+                assert await link.client.ping()
+            with pytest.raises(Down, match=r"failed: refused$"):
+                async with link.errors():
+                    raise OSError("refused")
+            with pytest.raises(ValueError, match="a bug"):
+                async with link.errors():
+                    raise ValueError("a bug")
+            began = trio.current_time()
+            with pytest.raises(Down, match=r"failed: no answer in time$"):
+                async with link.errors():
+                    await trio.sleep(5)
+            assert trio.current_time() - began < 2
+            circuit = link.circuit
+            assert circuit is not None and not circuit.open  # Redis answered the pings
+        finally:
+            await link.aclose()
+
+
+async def test_a_command_in_flight_is_refused_when_the_circuit_opens(tmp_path: Path) -> None:
+    async with redis_server(tmp_path) as redis:
+        link = a_link(redis.url, timeout=30)
+        await link.start()
+        circuit = link.circuit
+        assert circuit is not None
+        refused: list[str] = []
+
+        async def in_flight() -> None:
+            with pytest.raises(Down) as raised:
+                async with link.errors():
+                    await trio.sleep(30)  # a command on a Redis that hangs
+            refused.append(str(raised.value))
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(in_flight)
+                await trio.testing.wait_all_tasks_blocked()
+                with trio.fail_after(5):  # not the command's 30 s
+                    circuit.trip("it hangs")
+                    while not refused:
+                        await trio.sleep(0.01)
+            assert "refused at once" in refused[0] and "it hangs" in refused[0]
+            # No watcher here: the next command pings first, and Redis answering closes it.
+            async with link.errors():
+                assert await link.client.ping()
+            assert not circuit.open
+        finally:
+            await link.aclose()
 
 
 async def test_start_against_no_redis_fails_without_the_password() -> None:

@@ -5,7 +5,7 @@ Theory of operation (one :class:`Circuit` per :class:`~trio_mcp.redis._hub.Redis
 process and URL):
 
 - Closed (Redis answers): every command runs, bounded by its user's timeout, inside a cancel
-  scope the circuit holds (:meth:`Circuit.guarded`).
+  scope the circuit holds (:meth:`Circuit.hold`).
 - A command that fails to reach Redis (a lost connection, no answer in time) is *noticed*: the
   task that met it pings Redis once, bounded by :attr:`probe_timeout` (unless a probe is running
   already). A ping that fails *opens* the circuit; one that answers leaves it closed (one slow
@@ -27,10 +27,9 @@ process and URL):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -106,16 +105,14 @@ class Circuit:
         if not await self.probe(ping):
             raise self.refusal()
 
-    @contextlib.contextmanager
-    def guarded(self) -> Iterator[trio.CancelScope]:
-        """A command's scope, cancelled if the circuit opens while it runs (the caller checks
-        ``cancelled_caught`` and raises :meth:`refusal`)."""
-        with trio.CancelScope() as scope:
-            self._guards.add(scope)
-            try:
-                yield scope
-            finally:
-                self._guards.discard(scope)
+    def hold(self, scope: trio.CancelScope) -> None:
+        """A command's scope, entered: cancelled if the circuit opens while it runs (its
+        holder tells that from its own deadline by :attr:`open`, and raises :meth:`refusal`)."""
+        self._guards.add(scope)
+
+    def let_go(self, scope: trio.CancelScope) -> None:
+        """The command of a :meth:`hold` has ended."""
+        self._guards.discard(scope)
 
     async def noticed(self, ping: Ping) -> None:
         """A command could not reach Redis: ping it once (unless someone is) to tell a Redis

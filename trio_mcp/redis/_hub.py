@@ -142,6 +142,76 @@ async def talking(url: str, timeout: float) -> AsyncIterator[None]:
         raise RedisUnavailable(redact(url), reason(error)) from None
 
 
+class Command:
+    """One use of Redis by a user of a hub (:meth:`RedisHub.command`), as ``async with``.
+
+    Refused at once while the circuit is open (and when it opens meanwhile); bounded by
+    ``timeout``; a failure to reach Redis pings it (:meth:`Circuit.noticed`). Every failure is
+    a :class:`RedisUnavailable`, or the user's own error (``failed``). One cancel scope serves
+    both the bound (its deadline) and the circuit (which cancels it): every command of a store
+    passes here, and a scope is most of what this costs (a class, not a generator-based
+    manager, for the same reason)."""
+
+    __slots__ = ("_failed", "_hub", "_scope", "_timeout")
+
+    def __init__(
+        self,
+        hub: RedisHub,
+        timeout: float,
+        failed: Callable[[RedisUnavailable], Exception] | None = None,
+    ) -> None:
+        self._hub = hub
+        self._timeout = timeout
+        self._failed = failed
+        self._scope: trio.CancelScope | None = None
+
+    async def __aenter__(self) -> None:
+        hub = self._hub
+        circuit = hub.circuit
+        if circuit.open:
+            try:
+                await circuit.admit(hub.ping)
+            except CircuitOpen as refused:
+                raise self._as_failed(RedisUnavailable(hub.where, str(refused))) from None
+        scope = self._scope = trio.CancelScope(deadline=trio.current_time() + self._timeout)
+        scope.__enter__()
+        circuit.hold(scope)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
+    ) -> bool:
+        hub = self._hub
+        circuit = hub.circuit
+        scope = self._scope
+        assert scope is not None
+        circuit.let_go(scope)
+        try:
+            # True with no error too (nothing to take out): only an error can be caught.
+            caught = scope.__exit__(kind, error, tb) and error is not None
+        except BaseException as left:  # what a group became once the scope took its own out
+            if not isinstance(left, Exception) or not is_lost(left):
+                raise
+            error, caught = left, False
+        if caught:  # the scope's own cancel: the circuit opened, or the deadline passed
+            if circuit.open:
+                refusal = RedisUnavailable(hub.where, str(circuit.refusal()))
+                raise self._as_failed(refusal) from None
+            failure = RedisUnavailable(hub.where, reason(trio.TooSlowError()))
+        elif error is None:
+            return False
+        elif isinstance(error, RedisUnavailable):
+            failure = error
+        elif isinstance(error, Exception) and is_lost(error):
+            failure = RedisUnavailable(hub.where, reason(error))
+        else:
+            return False  # not Redis's doing (nor a cancel of this scope's): as it is
+        await circuit.noticed(hub.ping)
+        raise self._as_failed(failure) from None
+
+    def _as_failed(self, failure: RedisUnavailable) -> Exception:
+        return failure if self._failed is None else self._failed(failure)
+
+
 _HUBS: trio.lowlevel.RunVar[dict[str, RedisHub]] = trio.lowlevel.RunVar("trio_mcp_redis_hubs")
 
 
@@ -212,25 +282,13 @@ class RedisHub:
         """One PING on the pool (the circuit's probe; unbounded here, bounded by the circuit)."""
         await self.client.ping()
 
-    @contextlib.asynccontextmanager
-    async def command(self, timeout: float) -> AsyncIterator[None]:
-        """The block talks to Redis, bounded by ``timeout``, through the circuit: refused at
-        once while it is open (and when it opens meanwhile); a failure to reach Redis pings
-        it (:meth:`Circuit.noticed`). Every failure is a :class:`RedisUnavailable`."""
-        circuit = self.circuit
-        try:
-            await circuit.admit(self.ping)
-        except CircuitOpen as refused:
-            raise RedisUnavailable(self.where, str(refused)) from None
-        try:
-            with circuit.guarded() as guard:
-                async with talking(self.url, timeout):
-                    yield
-        except RedisUnavailable:
-            await circuit.noticed(self.ping)
-            raise
-        if guard.cancelled_caught:
-            raise RedisUnavailable(self.where, str(circuit.refusal()))
+    def command(
+        self, timeout: float, failed: Callable[[RedisUnavailable], Exception] | None = None
+    ) -> Command:
+        """The block talks to Redis, bounded by ``timeout``, through the circuit (see
+        :class:`Command`); each failure a :class:`RedisUnavailable`, or what ``failed`` makes
+        of it."""
+        return Command(self, timeout, failed)
 
     async def watch(self) -> None:
         """Ping Redis periodically until cancelled, so that a hung Redis opens the circuit

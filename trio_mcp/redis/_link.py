@@ -114,19 +114,24 @@ class RedisLink:
         hub, self._hub = self._hub, None
         await hub.release(self._owner)
 
-    @contextlib.asynccontextmanager
-    async def errors(self) -> AsyncIterator[None]:
+    def errors(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Any failure to talk to Redis, as the user's unavailable error, bounded in time;
         through the hub's circuit once started (refused at once while Redis is down)."""
+        if self._hub is None:
+            return self._unstarted()
+        return self._hub.command(self.timeout, self._failed)
+
+    @contextlib.asynccontextmanager
+    async def _unstarted(self) -> AsyncIterator[None]:
+        """:meth:`errors` before the start: no circuit yet."""
         try:
-            if self._hub is None:
-                async with talking(self.url, self.timeout):
-                    yield
-            else:
-                async with self._hub.command(self.timeout):
-                    yield
+            async with talking(self.url, self.timeout):
+                yield
         except RedisUnavailable as error:
-            raise self._error("failed", error) from None
+            raise self._failed(error) from None
+
+    def _failed(self, error: RedisUnavailable) -> Exception:
+        return self._error("failed", error)
 
     @property
     def circuit(self) -> Circuit | None:
