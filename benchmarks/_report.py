@@ -294,9 +294,11 @@ GOALS = [
             f"ours {cell(r.stat('ts->trio', 'seq_cps'))}, "
             f"TS {cell(r.stat('ts->ts', 'seq_cps'))}, TS v2 server "
             f"{cell(r.stat('ts->ts2', 'seq_cps'))} calls/s; ours/TS v2 server: "
-            f"{cell(r.ratio('server_vs_ts2_seq'), 2, 'x')}"
+            f"{cell(r.ratio('server_vs_ts2_seq'), 2, 'x')}; the bare-Trio floor (no task per "
+            f"request): {cell(r.ratio('floor_vs_ts_seq'), 2, 'x')}; ours over the floor with a "
+            f"task and a scope per request: {cell(r.ratio('server_vs_floor_tasks_seq'), 2, 'x')}"
         ),
-        floor=("bare-Trio floor", "floor_vs_ts_seq"),
+        floor=("bare Trio, a task and a scope per request", "floor_tasks_vs_ts_seq"),
         profile="stdio",
     ),
     Goal(
@@ -305,9 +307,10 @@ GOALS = [
         at_least=4,
         context=lambda r: (
             f"ours {cell(r.stat('ts->trio', 'seq_cps'))}, Python SDK "
-            f"{cell(r.stat('ts->py', 'seq_cps'))} calls/s"
+            f"{cell(r.stat('ts->py', 'seq_cps'))} calls/s; the bare-Trio floor (no task per "
+            f"request): {cell(r.ratio('floor_vs_py_seq'), 2, 'x')}"
         ),
-        floor=("bare-Trio floor", "floor_vs_py_seq"),
+        floor=("bare Trio, a task and a scope per request", "floor_tasks_vs_py_seq"),
         profile="stdio",
     ),
     Goal(
@@ -602,6 +605,7 @@ class Report:
                 ("trio_mcp, raw driver", "raw->trio"),
                 ("TypeScript SDK, raw driver", "raw->ts"),
                 ("bare-Trio floor, TypeScript client", "ts->floor"),
+                ("bare Trio, a task and a scope per request, TypeScript client", "ts->floor-tasks"),
                 ("trio_mcp, TypeScript client", "ts->trio"),
             ]
         )
@@ -613,6 +617,10 @@ class Report:
                 ("floor / trio_mcp, raw driver", "floor_raw"),
                 ("floor / trio_mcp, TypeScript client", "floor_ts"),
                 ("floor / TypeScript server, raw driver", "ts_floor_raw"),
+                (
+                    "floor with a task and a scope per request / trio_mcp, TypeScript client",
+                    "floor_tasks_ts",
+                ),
             ]
         )
         self.add(

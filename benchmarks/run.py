@@ -641,6 +641,12 @@ def ratios_for(run: Run) -> dict[str, float]:
         ratio(f"floor_tasks_vs_floor_{mode}", tasks, ("raw->floor", f"{mode}_cps"))
         ratio(f"floor_vs_ts_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->ts", f"{mode}_cps"))
         ratio(f"floor_vs_py_{mode}", ("ts->floor", f"{mode}_cps"), ("ts->py", f"{mode}_cps"))
+        # The floor with a task and a scope per request behind the same TypeScript client.
+        ts_tasks = ("ts->floor-tasks", f"{mode}_cps")
+        ratio(f"floor_tasks_vs_ts_{mode}", ts_tasks, ("ts->ts", f"{mode}_cps"))
+        ratio(f"floor_tasks_vs_py_{mode}", ts_tasks, ("ts->py", f"{mode}_cps"))
+        ratio(f"server_vs_floor_tasks_{mode}", ("ts->trio", f"{mode}_cps"), ts_tasks)
+        ratio(f"floor_tasks_ts_{mode}", ts_tasks, ("ts->trio", f"{mode}_cps"))
         ratio(f"stdio_vs_floor_tasks_{mode}", ("raw->trio", f"{mode}_cps"), tasks)
     for metric in ("server_p50", "return_p50"):
         side = "server" if metric == "server_p50" else "client"
@@ -1145,6 +1151,7 @@ class Bench:
             for server in ("floor", "floor-tasks", "trio", "ts"):
                 add(f"raw->{server}", lambda s=server: self.pair("raw", s))
             add("ts->floor", lambda: self.pair("ts", "floor"))
+            add("ts->floor-tasks", lambda: self.pair("ts", "floor-tasks"))
             add("ts->trio", lambda: self.pair("ts", "trio"))
         if "cancel" in sections:
             for server in ("trio", *PEER_SERVERS, "floor"):

@@ -25,7 +25,14 @@ RUN = ROOT / "benchmarks" / "run.py"
 #: Each section, and jobs it must have measured.
 SECTIONS = {
     "throughput": ["ts->trio", "ts->ts", "ts->ts2", "ts->py", "trio->ts", "py->ts"],
-    "floor": ["raw->floor", "raw->floor-tasks", "raw->trio", "raw->ts", "ts->floor"],
+    "floor": [
+        "raw->floor",
+        "raw->floor-tasks",
+        "raw->trio",
+        "raw->ts",
+        "ts->floor",
+        "ts->floor-tasks",
+    ],
     "cancel": [
         "cancel ts->trio",
         "cancel ts->ts2",
@@ -203,6 +210,9 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         # The floor with a task and a scope per request, held to the goals trio_mcp is held to.
         assert "floor_tasks_vs_floor_con" in summary["ratios"], sorted(summary["ratios"])
         assert "a task and a scope per request" in report
+        # And behind the TypeScript client, beside ours.
+        for name in ("floor_tasks_ts_seq", "server_vs_floor_tasks_seq"):
+            assert name in summary["ratios"], sorted(summary["ratios"])
     if section == "proxy":
         # Proxied against direct, over stdio and HTTP, each a ratio of the report.
         for transport in ("stdio", "http"):
