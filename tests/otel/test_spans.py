@@ -210,6 +210,34 @@ async def test_a_cancelled_request_records_the_cancellation_and_who(telemetry: T
     assert in_flight.value == 0
 
 
+async def test_requests_in_flight_are_read_when_the_reader_collects(
+    telemetry: Telemetry,
+) -> None:
+    """The in-flight gauge is observed at collection (no measurement per request): the
+    requests being answered at that moment, per transport."""
+    server = Server("slow")
+    started = trio.Event()
+    release = trio.Event()
+
+    @server.tool()
+    async def park() -> str:
+        started.set()
+        await release.wait()
+        return "done"
+
+    async with open_client(server) as client, trio.open_nursery() as nursery:
+        for _ in range(2):
+            started = trio.Event()
+            nursery.start_soon(client.call_tool, "park")
+            await started.wait()
+        [during] = telemetry.points("trio_mcp.server.requests.in_flight")
+        assert during.value == 2
+        assert during.attributes == {"trio_mcp.transport": "memory"}
+        release.set()
+    [after] = telemetry.points("trio_mcp.server.requests.in_flight")
+    assert after.value == 0
+
+
 async def test_a_nested_request_is_a_child_of_the_request_that_asked(
     telemetry: Telemetry,
 ) -> None:

@@ -125,7 +125,8 @@ class EngineObserver:
             name, parent, SpanKind.SERVER, attributes=attributes, links=links
         )
         token = context.attach(trace.set_span_in_context(span, parent))
-        found.in_flight.add(1, self._transport_only)
+        answering = found.answering
+        answering[self.transport] = answering.get(self.transport, 0) + 1
         start = time.perf_counter()
         error: tuple[str, str | None, str | None] | None = None
         try:
@@ -164,7 +165,7 @@ class EngineObserver:
                 span.add_event(CANCELLED_EVENT, {"trio_mcp.cancelled_by": "local"})
             self.finish(span, attributes, error, found.server_operation, duration)
             context.detach(token)
-            found.in_flight.add(-1, self._transport_only)
+            answering[self.transport] -= 1
 
     def refused(self, request: Request, error: ErrorObject) -> None:
         """A request answered with an error before it ran (unknown method, id in flight, ...)."""
