@@ -64,8 +64,8 @@ class Instrumentation:
     server_session: metrics.Histogram
     in_flight: metrics.ObservableUpDownCounter
     #: Requests of the peer being answered now, by transport: counted here, read by
-    #: ``in_flight`` when a reader collects (two measurements per request were a tenth of what
-    #: the SDK costs a call).
+    #: ``in_flight`` when a reader collects (two measurements per request were about a sixth
+    #: of what the SDK cost a call).
     answering: dict[str, int]
     cancellations: metrics.Counter
     sessions_open: metrics.UpDownCounter
