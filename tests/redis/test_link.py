@@ -118,12 +118,14 @@ async def test_a_command_in_flight_is_refused_when_the_circuit_opens(tmp_path: P
         circuit = link.circuit
         assert circuit is not None
         refused: list[str] = []
+        answered = trio.Event()
 
         async def in_flight() -> None:
             with pytest.raises(Down) as raised:
                 async with link.errors():
                     await trio.sleep(30)  # a command on a Redis that hangs
             refused.append(str(raised.value))
+            answered.set()
 
         try:
             async with trio.open_nursery() as nursery:
@@ -131,8 +133,7 @@ async def test_a_command_in_flight_is_refused_when_the_circuit_opens(tmp_path: P
                 await trio.testing.wait_all_tasks_blocked()
                 with trio.fail_after(5):  # not the command's 30 s
                     circuit.trip("it hangs")
-                    while not refused:
-                        await trio.sleep(0.01)
+                    await answered.wait()
             assert "refused at once" in refused[0] and "it hangs" in refused[0]
             # No watcher here: the next command pings first, and Redis answering closes it.
             async with link.errors():
