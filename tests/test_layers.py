@@ -26,7 +26,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     # _version.py holds one constant and imports nothing: every layer may read it.
     {"protocol": ("protocol/", "_version.py")},
     {"transports": ("transports/",)},
-    {"engine": ("_engine.py", "_exception_groups.py", "_lazy_event.py")},
+    {"engine": ("_engine.py", "_exception_groups.py", "_lazy_event.py", "_mailbox.py")},
     # Traces and metrics (OpenTelemetry, when an application installed its SDK): plugged into
     # the engine's observer seam; the rooms above hand it their connections' attributes.
     {"otel": ("otel/",)},

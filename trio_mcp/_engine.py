@@ -24,6 +24,7 @@ import trio
 
 from ._exception_groups import single_error
 from ._lazy_event import LazyEvent
+from ._mailbox import Mailbox
 from .protocol._errors import (
     ConnectionClosed,
     InvalidAnswer,
@@ -411,51 +412,24 @@ class _Progress:
 _Outcome = _Answered | _Failed | _Cancelled | _Closed | _Raised
 
 
-class _Pending:
+class _Pending(Mailbox[_Outcome | _Progress]):
     """One of our own requests awaiting its answer: what arrives for it (progress, then its
-    outcome), in order, and its caller's task while that waits. The first of response or
-    cancel wins. A mailbox of its own, not a memory channel: every request sent makes one, and
-    a channel (two ends, their shared state) costs a request some 5 µs more to make."""
+    outcome), in order, for its caller. The first of response or cancel wins."""
 
-    __slots__ = ("_arrivals", "_waiter", "done", "method")
+    __slots__ = ("done", "method")
 
     def __init__(self, method: str) -> None:
+        super().__init__()
         self.method = method
         self.done = False
-        self._arrivals: list[_Outcome | _Progress] = []
-        self._waiter: trio.lowlevel.Task | None = None
 
     def settle(self, outcome: _Outcome) -> bool:
         """Hand the caller ``outcome``, unless it has one already (False then)."""
         if self.done:
             return False
         self.done = True
-        self.put(outcome)
+        self.send_nowait(outcome)
         return True
-
-    def put(self, arrival: _Outcome | _Progress) -> None:
-        """Keep ``arrival`` for the caller, and wake it if it waits."""
-        self._arrivals.append(arrival)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            trio.lowlevel.reschedule(waiter)
-
-    async def next(self) -> _Outcome | _Progress:
-        """The next arrival, waiting for one if none is there; a checkpoint either way, as a
-        channel's ``receive`` is. Only the request's caller waits here."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self._arrivals:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        else:
-            self._waiter = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abandoned)
-        return self._arrivals.pop(0)
-
-    def _abandoned(self, _: Any) -> trio.lowlevel.Abort:
-        """The caller was cancelled while it waited: nobody waits any more."""
-        self._waiter = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 #: Where the answer of a request in a batch goes (its batch's collector). A request answered on
@@ -1196,7 +1170,7 @@ class Engine:
                 and isinstance(progress, int | float)
                 and not isinstance(progress, bool)
             ):
-                pending.put(_Progress(params))
+                pending.send_nowait(_Progress(params))
             return
         try:
             if principal is None:  # a dispatcher written before principals still works
@@ -1240,7 +1214,7 @@ class Engine:
         pending = self._pending.get(request_id)
         if pending is None or pending.done:
             return False
-        pending.put(_Cancelled(reason))
+        pending.send_nowait(_Cancelled(reason))
         return True
 
     async def request(
@@ -1285,7 +1259,7 @@ class Engine:
         try:
             if timeout is None and max_total is None and on_progress is None:
                 # The common case needs no timer scopes: just the answer.
-                arrival = await pending.next()
+                arrival = await pending.receive()
                 assert not isinstance(arrival, _Progress)  # no progress token was sent
                 return self._outcome(rid, arrival)
             with trio.move_on_after(math.inf if max_total is None else max_total):
@@ -1294,7 +1268,7 @@ class Engine:
                     idle.deadline = trio.current_time() + timeout
                 with idle:
                     while True:
-                        arrival = await pending.next()
+                        arrival = await pending.receive()
                         if isinstance(arrival, _Progress):
                             if timeout is not None:
                                 idle.deadline = trio.current_time() + timeout

@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from .._lazy_event import LazyEvent
+from .._mailbox import Mailbox
 from ..protocol._jsonrpc import RequestId
 from ..protocol._sse import event_id, stream_id
 from ._event_store import EventStore, EventStoreUnavailable, MemoryEventStore, StreamMeta
@@ -340,67 +341,12 @@ def _size(write: _Write) -> int:
 StreamItem = tuple[str, bytes] | None
 
 
-class Listener:
+class Listener(Mailbox[StreamItem]):
     """The events a stream hands to the one connection listening to it, in order; that
-    connection takes them from here (:meth:`wait`, then :meth:`receive_nowait`).
+    connection takes them from here (:meth:`wait`, then :meth:`receive_nowait`). Every POST that
+    carries a request attaches one. :meth:`close` is a cut."""
 
-    What an unbounded trio memory channel is for one sender and one receiver, as one small
-    object: every POST that carries a request attaches one, and a channel's pair of endpoints
-    and shared state cost more to make than the rest of the POST's stream. :meth:`close` is a
-    cut: the receiver gets what was sent before it, then ``EndOfChannel``.
-    """
-
-    __slots__ = ("_closed", "_items", "_waiter")
-
-    def __init__(self) -> None:
-        self._items: collections.deque[StreamItem] = collections.deque()
-        self._closed = False
-        self._waiter: trio.lowlevel.Task | None = None
-
-    def __len__(self) -> int:
-        """How many of the items sent are not taken yet."""
-        return len(self._items)
-
-    def send_nowait(self, item: StreamItem) -> None:
-        if self._closed:
-            raise trio.ClosedResourceError("the listener was cut")
-        self._items.append(item)
-        self._wake()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake()
-
-    def receive_nowait(self) -> StreamItem:
-        if self._items:
-            return self._items.popleft()
-        if self._closed:
-            raise trio.EndOfChannel
-        raise trio.WouldBlock
-
-    def ready(self) -> bool:
-        """Whether :meth:`receive_nowait` has something to hand over: an item, or the cut."""
-        return bool(self._items) or self._closed
-
-    async def wait(self) -> None:
-        """Return once an item or the cut is there (one waiting task at a time); a checkpoint
-        either way, as a channel's ``receive`` is."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if not self._items and not self._closed:
-            self._waiter = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort)
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-
-    def _wake(self) -> None:
-        task = self._waiter
-        if task is not None:
-            self._waiter = None
-            trio.lowlevel.reschedule(task)
-
-    def _abort(self, _: object) -> trio.lowlevel.Abort:
-        self._waiter = None
-        return trio.lowlevel.Abort.SUCCEEDED
+    __slots__ = ()
 
 
 @attrs.frozen
