@@ -65,8 +65,9 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # for the harness; trio_mcp may come from PYTHONPATH (--commit)
 
+from tests._ports import free_port  # noqa: E402
 from tests.deploy._fleet import FLEET_SERVER, fleet  # noqa: E402 - the checkout's own harness
-from tests.deploy._services import free_port, redis_server  # noqa: E402
+from tests.deploy._services import redis_server  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 #: The driver's name of each era.

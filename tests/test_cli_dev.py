@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from trio_mcp._dev import (
 )
 
 from ._npm import INSPECTOR, NODE22_PACKAGES
+from ._ports import free_port
 from .test_cli import CLI, GUARD, child_env, run_cli
 
 #: The project installs the Inspector in a folder of its own (node22/, see tests/_npm.py), which
@@ -56,13 +56,6 @@ server = Server("under-the-inspector")
 def ping() -> str:
     return "pong"
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def listening_addresses(port: int) -> set[str]:

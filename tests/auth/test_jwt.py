@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import socket
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +29,7 @@ from joserfc.jwk import ECKey, KeySet, RSAKey
 from trio_mcp import Auth, InvalidToken, JWTVerifier, Principal, VerifierUnavailable
 
 from .._http import serving_app
+from .._ports import free_port
 from ._oidc import BOB, USERNAME, OidcProvider, oidc_provider
 from ._tokens import (
     Clock,
@@ -59,13 +59,6 @@ async def refused(verifier: JWTVerifier, token: str) -> str:
         await verifier.verify(token)
     assert token not in str(caught.value)
     return caught.value.description
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def no_token_logged(caplog: pytest.LogCaptureFixture, *tokens: str) -> None:

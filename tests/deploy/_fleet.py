@@ -28,8 +28,8 @@ import attrs
 import httpx
 import trio
 
+from .._ports import free_port
 from . import system_packages
-from ._services import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX_CONF = ROOT / "deploy" / "nginx.conf"

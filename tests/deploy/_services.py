@@ -25,18 +25,12 @@ import attrs
 import pytest
 import trio
 
+from .._ports import free_port
 from . import system_packages
 
 #: Hang guards, never performance assertions.
 START_GUARD = 20
 STOP_GUARD = 10
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def _answers(port: int) -> bool:

@@ -22,7 +22,8 @@ import trio
 from trio_mcp import MCPError, open_client
 
 from .._http import GUARD, VERSION, SseReader, initialize_body
-from ._services import free_port, redis_server
+from .._ports import free_port
+from ._services import redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

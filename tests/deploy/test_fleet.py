@@ -22,9 +22,10 @@ from trio_mcp import ElicitRequestFormParams, ElicitResult, MCPError, open_clien
 from trio_mcp.http._sessions import CUT_BY_SHUTDOWN
 
 from .._http import SseEvent, SseReader, call_body
+from .._ports import free_port
 from . import system_packages
 from ._fleet import FLEET_SERVER, NGINX_CONF, ROOT, Fleet, fleet, render_nginx_conf
-from ._services import KINDS, free_port, redis_server, shared_redis
+from ._services import KINDS, redis_server, shared_redis
 from ._streams import open_session, progress_of, read_then_drop, resume, session_headers
 
 #: Hang guards.

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from .._ports import free_port
 from . import system_packages
 from ._fleet import NGINX_CONF, ROOT, render_nginx_conf
-from ._services import free_port
 
 DEPLOY_MD = ROOT / "docs" / "deploy.md"
 #: Hang guard, never a performance assertion.

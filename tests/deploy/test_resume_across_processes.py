@@ -17,7 +17,8 @@ import httpx
 import trio
 
 from .._http import call_body
-from ._services import free_port, redis_server
+from .._ports import free_port
+from ._services import redis_server
 from ._streams import open_session, progress_of, read_then_drop, resume
 
 #: A hang guard, never a performance assertion.

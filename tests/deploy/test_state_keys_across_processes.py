@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import trio
 
-from ._services import START_GUARD, STOP_GUARD, free_port
+from .._ports import free_port
+from ._services import START_GUARD, STOP_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
 ASKING = ROOT / "tests" / "servers" / "asking_server.py"

@@ -27,7 +27,7 @@ from .._http import (
     parse_sse,
     serving,
 )
-from ..deploy._services import free_port
+from .._ports import free_port
 from .test_modern import modern_body, modern_headers
 
 

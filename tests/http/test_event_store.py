@@ -29,7 +29,8 @@ from trio_mcp.http import (
 from trio_mcp.redis import RedisEventStore
 
 from .._http import call_body, eventually, serving
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 def events(replay: Replay | None) -> list[tuple[int, bytes]] | None:

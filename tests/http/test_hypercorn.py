@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -12,12 +11,7 @@ import trio
 
 from trio_mcp import open_client
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+from .._ports import free_port
 
 
 async def test_the_demo_app_under_the_hypercorn_command() -> None:

@@ -14,7 +14,8 @@ from trio_mcp.http import MemoryRelay, Relay, RelayUnavailable
 from trio_mcp.redis._relay import RedisRelay
 
 from .._http import eventually
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 @asynccontextmanager

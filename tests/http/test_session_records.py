@@ -14,7 +14,8 @@ from trio_mcp.http._session_store import MemorySessionStore, SessionRecord
 from trio_mcp.redis._session_store import RedisSessionStore
 
 from .._http import VERSION, error_of, initialize_body, request_body, serving
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 async def test_initialize_writes_the_record_and_changes_rewrite_it() -> None:

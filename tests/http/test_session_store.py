@@ -18,7 +18,8 @@ from trio_mcp.http._session_store import (
 )
 from trio_mcp.redis._session_store import RedisSessionStore
 
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 RECORD = SessionRecord(
     "alice",

@@ -21,7 +21,7 @@ from trio_mcp.http import HttpOptions, serve_http
 from trio_mcp.tasks import MemoryTaskStore, TaskStoreUnavailable
 
 from .._http import GUARD, serving
-from ..deploy._services import free_port
+from .._ports import free_port
 
 
 class FailingStore(MemoryTaskStore):

@@ -23,7 +23,7 @@ import trio
 from trio_mcp import ElicitResult, open_client
 
 from .._http import GUARD
-from ..deploy._services import free_port
+from .._ports import free_port
 from ..http.test_modern import modern_body, modern_headers
 
 HERE = Path(__file__).resolve().parent

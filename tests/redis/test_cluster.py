@@ -43,8 +43,9 @@ from trio_mcp.server._bus import BusEvent
 from trio_mcp.tasks import TaskRecord
 
 from .._http import Served, call_body, parse_sse, request_body, serving
+from .._ports import free_port
 from ..deploy import system_packages
-from ..deploy._services import START_GUARD, RedisCluster, free_port
+from ..deploy._services import START_GUARD, RedisCluster
 
 #: Hang guard.
 GUARD = 30

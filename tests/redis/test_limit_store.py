@@ -20,7 +20,8 @@ from trio_mcp.http import LimitStoreUnavailable, MemoryLimitStore
 from trio_mcp.redis import RedisLimitStore, RedisStateClaims
 from trio_mcp.server import StateClaimsUnavailable
 
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 @asynccontextmanager

@@ -13,7 +13,8 @@ from trio_mcp.http import EventStoreUnavailable
 from trio_mcp.redis import RedisEventStore
 from trio_mcp.redis._link import RedisLink, reason, redact
 
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 class Down(Exception):

@@ -21,8 +21,9 @@ from pathlib import Path
 import httpx
 import trio
 
+from .._ports import free_port
 from ..deploy import system_packages
-from ..deploy._services import START_GUARD, STOP_GUARD, free_port
+from ..deploy._services import START_GUARD, STOP_GUARD
 
 #: Hang guards, never performance assertions.
 GUARD = 60

@@ -31,7 +31,8 @@ from trio_mcp.server._input import InputRequired
 from trio_mcp.tasks import TaskManager, TaskRecord, TaskStoreUnavailable
 
 from .._http import request_body, serving
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 from ..wire import wire_to
 
 QUESTION = {"method": "elicitation/create", "params": {"message": "name?"}}

@@ -19,7 +19,8 @@ from trio_mcp import BusError, BusEvent, LocalBus, RedisBus, Server, open_client
 from trio_mcp.redis._link import redact
 
 from .._http import GUARD, eventually, serving
-from ..deploy._services import free_port, redis_server
+from .._ports import free_port
+from ..deploy._services import redis_server
 
 
 def _server(name: str, bus: Any = None) -> Server:

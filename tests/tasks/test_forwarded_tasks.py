@@ -33,7 +33,7 @@ from trio_mcp import (
 )
 from trio_mcp.testing import http_server
 
-from ..deploy._services import free_port
+from .._ports import free_port
 from ..test_cli import child_env
 
 #: A hang guard, never a performance assertion.

@@ -48,6 +48,7 @@ from .._http import (
     serving_app,
     text_of,
 )
+from .._ports import free_port as _free_port
 
 # -- the everyday paths ----------------------------------------------------------------------------
 
@@ -449,13 +450,6 @@ async def test_a_404_saying_method_not_found_is_not_an_expired_session() -> None
                 await client.call_tool("echo", {"text": "x"})
             assert info.value.code == -32601
     assert len(app.posts("initialize")) == 1
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def test_no_server_is_a_connection_error() -> None:
