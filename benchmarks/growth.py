@@ -64,6 +64,7 @@ ROOT = HERE.parent
 sys.path.append(str(ROOT))  # trio_mcp may come from PYTHONPATH (--commit)
 sys.path.insert(0, str(HERE / "peers"))
 
+from tests._ports import free_port  # noqa: E402
 from trio_mcp import Server, open_client  # noqa: E402
 from trio_mcp.http import MemoryEventStore, StreamMeta  # noqa: E402
 
@@ -86,15 +87,6 @@ def raise_nofile() -> int:
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def rss_bytes(pid: int) -> int:

@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,10 @@ from typing import Any
 from _report import profiles_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT))  # the tests' helpers; trio_mcp may come from PYTHONPATH (--commit)
+
+from tests._ports import free_port  # noqa: E402 - one way to pick a port, the tests' own
+
 PEERS = Path("benchmarks") / "peers"
 DEFAULT_OUT = ROOT / "benchmarks" / "results"
 TOP = 15
@@ -214,14 +217,6 @@ def wait_for(condition: Any, what: str, timeout: float = 30.0) -> Any:
             return value
         time.sleep(0.05)
     raise RuntimeError(f"profiles.py: timed out waiting for {what}")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 just now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def node() -> str:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # trio_mcp may come from PYTHONPATH (--commit)
 
+from tests._ports import free_port  # noqa: E402
 from trio_mcp import Client, Command, open_client  # noqa: E402
 
 DEMO = [sys.executable, "-m", "trio_mcp", "demo"]
@@ -50,13 +50,6 @@ PROXY = [sys.executable, "-m", "trio_mcp", "proxy", shlex.join(DEMO)]
 RELAY = [sys.executable, str(ROOT / "benchmarks" / "peers" / "floor_relay.py"), *DEMO]
 #: How long an HTTP server may take to answer its readiness path.
 START_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def quantile(samples: list[float], q: float) -> float:
