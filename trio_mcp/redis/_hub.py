@@ -137,9 +137,21 @@ async def talking(url: str, timeout: float) -> AsyncIterator[None]:
         with trio.fail_after(timeout):
             yield
     except Exception as error:
-        if isinstance(error, RedisUnavailable) or not is_lost(error):
+        failure = unavailable(redact(url), error)
+        if failure is None or failure is error:
             raise
-        raise RedisUnavailable(redact(url), reason(error)) from None
+        raise failure from None
+
+
+def unavailable(where: str, error: BaseException) -> RedisUnavailable | None:
+    """What ``error`` says of Redis at ``where``: itself, if it says Redis is unavailable
+    already; a :class:`RedisUnavailable` if Redis is out of reach (:func:`is_lost`); None if it
+    is not Redis's doing (a bug of ours, a cancel), which passes on as it is."""
+    if isinstance(error, RedisUnavailable):
+        return error
+    if isinstance(error, Exception) and is_lost(error):
+        return RedisUnavailable(where, reason(error))
+    return None
 
 
 class Command:
@@ -199,12 +211,11 @@ class Command:
             failure = RedisUnavailable(hub.where, reason(trio.TooSlowError()))
         elif error is None:
             return False
-        elif isinstance(error, RedisUnavailable):
-            failure = error
-        elif isinstance(error, Exception) and is_lost(error):
-            failure = RedisUnavailable(hub.where, reason(error))
         else:
-            return False  # not Redis's doing (nor a cancel of this scope's): as it is
+            found = unavailable(hub.where, error)
+            if found is None:
+                return False  # not Redis's doing (nor a cancel of this scope's): as it is
+            failure = found
         await circuit.noticed(hub.ping)
         raise self._as_failed(failure) from None
 
