@@ -33,7 +33,8 @@
 //   written, until its answer is read (the yardstick of the server-observed cancel latency,
 //   on the floor).
 // - load {calls, k}: `calls` echo calls from k connections at once, each its own handshake-era
-//   session in that era; nothing timed (the caller counts the servers' CPU).
+//   session in that era, ended with DELETE after; nothing timed (the caller counts the
+//   servers' CPU).
 // - sessions {sessions, warmup, settle_ms, pids}: VmRSS of the server processes (`pids`), after
 //   `warmup` sessions, then after `sessions` more handshakes left idle. With `signal_pid`, that
 //   process gets SIGUSR1 at both moments (the profile's tracemalloc snapshots).
@@ -227,6 +228,18 @@ async function handshake(connection) {
   const opened = sessionId;
   if (saved !== null) sessionId = saved;
   return opened;
+}
+
+// Ends a handshake-era session with DELETE, as a client that is done does: a driver run leaves
+// no session behind to count against the server's sessions per client, or to keep alive.
+async function endSession(connection, session) {
+  const head =
+    `DELETE ${path} HTTP/1.1\r\nHost: 127.0.0.1:${spec.port}\r\nMcp-Session-Id: ${session}\r\n` +
+    `MCP-Protocol-Version: ${version}\r\nContent-Length: 0\r\n\r\n`;
+  const response = await connection.request(Buffer.from(head, "latin1"));
+  if (response.status !== 200 && response.status !== 204) {
+    throw new Error(`DELETE: HTTP ${response.status}: ${response.body.slice(0, 300)}`);
+  }
 }
 
 let counter = 0;
@@ -653,13 +666,15 @@ if (spec.workload === "throughput" && spec.transport !== undefined) {
   connections.forEach((c) => c.close());
 } else if (spec.workload === "load") {
   // `calls` echo calls in all from k connections at once, each connection its own
-  // handshake-era session (so that a fleet's router spreads them), every answer checked and
-  // nothing timed: the caller counts the servers' CPU (benchmarks/fleet_cost.py).
+  // handshake-era session (so that a fleet's router spreads them, ended with DELETE once its
+  // calls are made), every answer checked and nothing timed: the caller counts the servers'
+  // CPU (benchmarks/fleet_cost.py).
   const connections = await open(spec.k ?? 1);
   if (!modern) for (const c of connections) c.session = await handshake(c);
   const k = connections.length;
   const share = (i) => Math.floor(spec.calls / k) + (i < spec.calls % k ? 1 : 0);
   await Promise.all(connections.map((c, i) => timedCalls(c, share(i), null)));
+  if (!modern) await Promise.all(connections.map((c) => endSession(c, c.session)));
   connections.forEach((c) => c.close());
   out = { calls: spec.calls };
 } else if (spec.workload === "cancel") {
