@@ -35,9 +35,12 @@ HTTP_CONNECTIONS = 10
 HTTP_POST_ROUNDS = 10
 DASH = "\u2013"  # an en dash, for ranges
 #: The rows of ``fleet_cost.py`` (run.py's ratios, the report's table): each fleet and load.
-#: Three backends (tagged, any worker) at the same load in all and per process; the tagged
-#: fleet's machinery with one backend, whose load per process is the standalone's.
+#: The control (three standalone processes at once, no nginx, no Redis); three backends
+#: (tagged, any worker) at the same load in all and per process; the tagged fleet's machinery
+#: with one backend, whose load per process is the standalone's.
 FLEET_COST_ROWS = (
+    ("three", "per"),
+    ("three", "total"),
     ("tagged", "per"),
     ("tagged", "total"),
     ("any", "per"),
@@ -749,6 +752,12 @@ class Report:
             "fleet's machinery with *one backend* (every hop and Redis write of a fleet's call, "
             "no other backend sharing the cores: on a machine with fewer cores than busy "
             "processes, what separates the three-backend rows from it is their contention). "
+            "The control, *three alone*: the standalone and two more like it, no nginx, no "
+            "Redis, each called directly by a driver of its own, all at once, with the fleets' "
+            "loads split evenly between them: what three processes sharing the cores cost "
+            "with none of a fleet's machinery; *over three alone* is a three-backend fleet's "
+            "ratio over the control's at the same load, what its machinery adds at the same "
+            "contention. "
             f"{p['fleet_cost_calls']} `tools/call echo` after {p['fleet_cost_warmup']} warm-up "
             f"from {loops} keep-alive connections of the raw HTTP driver at once (each its own "
             f"session in the handshake era); each fleet is also driven with {loops * 3} "
@@ -765,9 +774,14 @@ class Report:
             "",
         )
         header = ["era", "fleet", "load", "standalone", "fleet", "backends", "nginx", "Redis"]
-        header.append("fleet/standalone")
+        header += ["fleet/standalone", "over three alone"]
         rows = []
-        fleet_labels = {"tagged": "tagged", "any": "any worker", "one": "one backend"}
+        fleet_labels = {
+            "three": "three alone",
+            "tagged": "tagged",
+            "any": "any worker",
+            "one": "one backend",
+        }
         load_labels = {"per": "per process", "total": "in all"}
         for era, era_label in (("hs", "handshake"), ("modern", "modern")):
             for fleet, load in FLEET_COST_ROWS:
@@ -775,9 +789,14 @@ class Report:
                 row = [era_label, fleet_labels[fleet], load_labels[load]]
                 row.append(cell(self.stat("fleet cost", f"{era}_standalone_us")))
                 row.append(cell(self.stat("fleet cost", f"{key}_us")))
-                for part in ("backends", "nginx", "redis"):
-                    row.append(cell(self.stat("fleet cost", f"{key}_{part}_us")))
+                if fleet == "three":  # its processes are the backends; no nginx, no Redis
+                    row += [row[-1], "none", "none"]
+                else:
+                    for part in ("backends", "nginx", "redis"):
+                        row.append(cell(self.stat("fleet cost", f"{key}_{part}_us")))
                 row.append(cell(self.ratio(f"fleet_cost_{key}"), 2, "x"))
+                vs_three = self.ratio(f"fleet_cost_{key}_vs_three")
+                row.append("" if vs_three is None else cell(vs_three, 2, "x"))
                 rows.append(row)
         self.table(header, rows)
 

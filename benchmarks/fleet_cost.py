@@ -1,8 +1,8 @@
 """The cost per call of a fleet: CPU per call through nginx + Redis against one process alone.
 
-    python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8}'
+    python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8, "rounds": 3}'
 
-Four deployments of the same server (``tests/servers/fleet_server.py``), up at once:
+Five deployments of the same server (``tests/servers/fleet_server.py``), up at once:
 
 - standalone: one ``trio-mcp serve ... --transport http`` process, called directly;
 - tagged: three ``--redis-url URL`` processes behind nginx as ``deploy/nginx.conf`` ships it (a
@@ -14,7 +14,12 @@ Four deployments of the same server (``tests/servers/fleet_server.py``), up at o
 - one: the tagged fleet's machinery with one backend, ``--redis-url URL`` behind the same
   nginx: every hop and every Redis write of a fleet's call, and no other backend to share the
   cores with. On a machine with fewer cores than the three-backend fleets have busy processes,
-  what separates those from this one is their contention for the cores.
+  what separates those from this one is their contention for the cores;
+- three: the control of the three-backend fleets: three standalone processes (the standalone
+  and two more like it), no nginx, no Redis, each called directly by a driver of its own, all
+  at once, with the fleets' loads split evenly between them. What three processes sharing the
+  machine's cores cost per call with none of a fleet's machinery; each three-backend fleet's
+  ratio over it (``_vs_three``) is what its machinery adds at the same contention.
 
 Each fleet has a real ``redis-server`` of its own; each is run from ``deploy/nginx.conf`` by
 the tests' harness (``tests/deploy/_fleet.py``). For each era (``hs``: handshake sessions;
@@ -36,15 +41,21 @@ process (the backends, nginx's master and workers, ``redis-server``) over the me
 divided by their number. The load generator's own CPU is not counted, so the figure holds on a
 busy machine, where calls per second do not. The standalone is measured before each fleet's
 load and after it, and each ratio is to the mean of those two: a shared machine's speed drifts
-over a job, and a ratio across the whole of it would count the drift. Prints one JSON object:
-per era, microseconds of CPU per call standalone (``<era>_standalone_us``, the median of its
+over a job, and a ratio across the whole of it would count the drift. With ``rounds`` (1 if
+not given), all of it is measured that many times over, and every figure is the median of its
+rounds: one draw of a row moves by a fifth on a shared machine. Prints one JSON object: per
+era, microseconds of CPU per call standalone (``<era>_standalone_us``, the median of its
 measurements), and per fleet and load (``<era>_<fleet>_<load>_us``, with its ``_backends``,
 ``_nginx`` and ``_redis`` parts), and the ratio to the standalone around it
-(``<era>_<fleet>_<load>_ratio``; the goal is at most 1.3; reported, not asserted).
+(``<era>_<fleet>_<load>_ratio``; the goal is at most 1.3; reported, not asserted), and for
+the three-backend fleets the ratio of that ratio to the control's at the same load
+(``<era>_<fleet>_<load>_vs_three``). A handshake-era load ends its sessions (DELETE) once its
+calls are made, so that no run leaves sessions behind on the processes the next one drives.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -119,15 +130,40 @@ async def load(era: str, url: str, calls: int, sessions: int) -> None:
 
 
 async def cpu_per_call(
-    era: str, url: str, spec: dict[str, Any], counted: Callable[[], list[float]]
+    era: str, targets: list[tuple[str, dict[str, Any]]], counted: Callable[[], list[float]]
 ) -> list[float]:
-    """Microseconds of CPU per call of each part ``counted`` names, over the measured calls."""
-    calls, sessions = int(spec["calls"]), int(spec["sessions"])
-    await load(era, url, int(spec["warmup"]), sessions)
+    """Microseconds of CPU per call of each part ``counted`` names, over the measured calls:
+    each target (a URL and its load) driven by a driver of its own, all at once."""
+
+    async def at_once(key: str) -> None:
+        async with trio.open_nursery() as nursery:
+            for url, spec in targets:
+                nursery.start_soon(load, era, url, int(spec[key]), int(spec["sessions"]))
+
+    await at_once("warmup")
     before = counted()
-    await load(era, url, calls, sessions)
+    await at_once("calls")
     after = counted()
+    calls = sum(int(spec["calls"]) for _, spec in targets)
     return [(a - b) * 1e6 / calls for a, b in zip(after, before, strict=True)]
+
+
+def split(spec: dict[str, Any], ways: int) -> list[dict[str, Any]]:
+    """A load split evenly ``ways`` ways: sessions, calls and warm-up calls each shared out, the
+    first shares one larger where they do not divide (each at least one session)."""
+
+    def share(total: int, i: int) -> int:
+        return total // ways + (1 if i < total % ways else 0)
+
+    return [
+        {
+            **spec,
+            "sessions": max(1, share(int(spec["sessions"]), i)),
+            "calls": share(int(spec["calls"]), i),
+            "warmup": share(int(spec["warmup"]), i),
+        }
+        for i in range(ways)
+    ]
 
 
 # -- the deployments --------------------------------------------------------------------------
@@ -185,7 +221,8 @@ LOADS = {"total": 1, "per": BACKENDS}
 
 
 async def measure(spec: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
+    # Every figure of every round; the output is each one's median over the rounds.
+    samples: dict[str, list[float]] = collections.defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="trio-mcp-fleet-cost-") as scratch:
         base = Path(scratch)
         async with contextlib.AsyncExitStack() as stack:
@@ -207,6 +244,11 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
                 assert redis.process is not None
                 fleets[name] = (running, redis.process.pid, size)
             alone_url, alone_pid = await stack.enter_async_context(standalone(base))
+            # The control: the standalone and two more like it, each called directly.
+            crowd = [(alone_url, alone_pid)]
+            for i in range(2, BACKENDS + 1):
+                (base / f"alone{i}").mkdir()
+                crowd.append(await stack.enter_async_context(standalone(base / f"alone{i}")))
 
             def parts_of(running: Any, redis_pid: int) -> Callable[[], list[float]]:
                 def parts() -> list[float]:
@@ -218,15 +260,33 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
 
             async def alone(era: str) -> float:
                 (us,) = await cpu_per_call(
-                    era, alone_url, spec, lambda: [cpu_seconds(alone_pid, group=True)]
+                    era, [(alone_url, spec)], lambda: [cpu_seconds(alone_pid, group=True)]
                 )
                 return us
 
-            for era in ("hs", "modern"):
-                # The standalone is measured first and again after each fleet's load, and each
-                # fleet's ratio is to the mean of the two measured around it: a machine whose
-                # speed drifts over the job (a shared one does) moves both.
+            def crowd_cpu() -> list[float]:
+                return [sum(cpu_seconds(pid, group=True) for _, pid in crowd)]
+
+            async def one_round(era: str) -> None:
+                # The standalone is measured first and again after each deployment's load, and
+                # each ratio is to the mean of the two measured around it: a machine whose speed
+                # drifts over the job (a shared one does) moves both.
                 standalone_us = [await alone(era)]
+
+                async def around_it() -> float:
+                    standalone_us.append(await alone(era))
+                    return (standalone_us[-2] + standalone_us[-1]) / 2
+
+                three: dict[str, float] = {}
+                for load, times in LOADS.items():
+                    # ``total``: the standalone's load dealt out; ``per``: each its whole load.
+                    shares = split(spec, BACKENDS) if times == 1 else [spec] * BACKENDS
+                    targets = [(url, share) for (url, _), share in zip(crowd, shares, strict=True)]
+                    (us,) = await cpu_per_call(era, targets, crowd_cpu)
+                    around = await around_it()
+                    three[load] = us / around if around else 0.0
+                    samples[f"{era}_three_{load}_us"].append(us)
+                    samples[f"{era}_three_{load}_ratio"].append(three[load])
                 for name, (running, redis_pid, size) in fleets.items():
                     for load, times in LOADS.items():
                         if times > size:
@@ -235,19 +295,25 @@ async def measure(spec: dict[str, Any]) -> dict[str, float]:
                         loaded["calls"] = int(spec["calls"]) * times
                         parts = parts_of(running, redis_pid)
                         backends, nginx, redis_part = await cpu_per_call(
-                            era, running.url, loaded, parts
+                            era, [(running.url, loaded)], parts
                         )
-                        standalone_us.append(await alone(era))
-                        around = (standalone_us[-2] + standalone_us[-1]) / 2
+                        around = await around_it()
                         total = backends + nginx + redis_part
+                        ratio = total / around if around else 0.0
                         key = f"{era}_{name}_{load}"
-                        out[f"{key}_us"] = total
-                        out[f"{key}_backends_us"] = backends
-                        out[f"{key}_nginx_us"] = nginx
-                        out[f"{key}_redis_us"] = redis_part
-                        out[f"{key}_ratio"] = total / around if around else 0.0
-                out[f"{era}_standalone_us"] = statistics.median(standalone_us)
-    return out
+                        samples[f"{key}_us"].append(total)
+                        samples[f"{key}_backends_us"].append(backends)
+                        samples[f"{key}_nginx_us"].append(nginx)
+                        samples[f"{key}_redis_us"].append(redis_part)
+                        samples[f"{key}_ratio"].append(ratio)
+                        if size == BACKENDS and three[load]:
+                            samples[f"{key}_vs_three"].append(ratio / three[load])
+                samples[f"{era}_standalone_us"].extend(standalone_us)
+
+            for _ in range(int(spec.get("rounds", 1))):
+                for era in ("hs", "modern"):
+                    await one_round(era)
+    return {key: statistics.median(values) for key, values in samples.items()}
 
 
 def main(argv: list[str]) -> int:

@@ -694,13 +694,15 @@ def ratios_for(run: Run) -> dict[str, float]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for era in ("hs", "modern"):
         # CPU per call through nginx + Redis against one process alone, all in one job: each
-        # fleet (tagged routing, any worker), at the same load in all and per process, and the
-        # tagged fleet's machinery with one backend. Already within-job ratios: each to the
-        # standalone measured around it.
+        # fleet (tagged routing, any worker), at the same load in all and per process, the
+        # tagged fleet's machinery with one backend, and the control (three processes alone).
+        # Already within-job ratios: each to the standalone measured around it; a three-backend
+        # fleet's also over the control's.
         for fleet, load in FLEET_COST_ROWS:
-            key = f"{era}_{fleet}_{load}_ratio"
-            if key in run.get("fleet cost", {}):
-                out[f"fleet_cost_{era}_{fleet}_{load}"] = run["fleet cost"][key]
+            key = f"{era}_{fleet}_{load}"
+            for figure, name in (("_ratio", ""), ("_vs_three", "_vs_three")):
+                if key + figure in run.get("fleet cost", {}):
+                    out[f"fleet_cost_{key}{name}"] = run["fleet cost"][key + figure]
     for mode in ("seq", "con"):
         ratio(f"stdio_vs_floor_{mode}", ("raw->trio", f"{mode}_cps"), ("raw->floor", f"{mode}_cps"))
         for era in HTTP_ERAS:

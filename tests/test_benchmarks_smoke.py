@@ -230,7 +230,8 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         assert "What OpenTelemetry costs" in report
     if section == "fleet":
         # CPU per call through nginx + Redis against standalone, both eras, with the ratio:
-        # three backends at both loads, and the machinery with one backend.
+        # three backends at both loads, each also over the control (three processes alone) at
+        # the same load, and the machinery with one backend.
         rows = [(f, load) for f in ("tagged", "any") for load in ("total", "per")]
         for era in ("hs", "modern"):
             assert f"{era}_standalone_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
@@ -239,8 +240,14 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                 for part in ("", "_backends", "_nginx", "_redis"):
                     assert f"{key}{part}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
                 assert f"fleet_cost_{key}" in summary["ratios"], sorted(summary["ratios"])
+                if fleet != "one":
+                    assert f"fleet_cost_{key}_vs_three" in summary["ratios"]
+            for load in ("total", "per"):
+                assert f"{era}_three_{load}_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
+                assert f"fleet_cost_{era}_three_{load}" in summary["ratios"]
         assert "CPU per call: through nginx + Redis against one process alone" in report
         assert "| handshake | one backend | in all |" in report
+        assert "| modern | three alone | per process |" in report
     if section == "growth":
         # Each cost at its sizes, with how much it grew; the large results against the floor.
         for transport in ("http", "sse", "ws"):
@@ -348,14 +355,20 @@ def test_chart(tmp_path: Path) -> None:
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
 
 
+def _benchmark(name: str) -> Any:
+    """A benchmark script of ``benchmarks/``, imported as a module."""
+    found = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
 def test_otel_rounds_put_each_mode_in_each_place_once_in_three() -> None:
     """The OpenTelemetry benchmark measures every mode once per transport in each round, and
     over three rounds each mode first, second and last once: no mode always follows the SDK's
     measurement (a fixed order had the API's measured after the SDK's in two rounds of two)."""
-    found = importlib.util.spec_from_file_location("otel", ROOT / "benchmarks" / "otel.py")
-    assert found is not None and found.loader is not None
-    otel = importlib.util.module_from_spec(found)
-    found.loader.exec_module(otel)
+    otel = _benchmark("otel")
     places: dict[str, set[int]] = {mode: set() for mode in otel.MODES}
     for index in range(3):
         order = otel.in_round_order(index)
@@ -364,3 +377,16 @@ def test_otel_rounds_put_each_mode_in_each_place_once_in_three() -> None:
         for place, mode in enumerate(modes):
             places[mode].add(place)
     assert all(found == {0, 1, 2} for found in places.values()), places
+
+
+def test_fleet_cost_control_splits_the_load_evenly() -> None:
+    """The fleet's control splits the standalone's load over its three processes evenly: every
+    session and call made once, the shares within one of each other, and every process given at
+    least one session."""
+    split = _benchmark("fleet_cost").split
+    shares = split({"calls": 2000, "warmup": 300, "sessions": 8, "rounds": 2}, 3)
+    assert [s["sessions"] for s in shares] == [3, 3, 2]
+    assert [s["calls"] for s in shares] == [667, 667, 666]
+    assert [s["warmup"] for s in shares] == [100, 100, 100]
+    assert all(s["rounds"] == 2 for s in shares)
+    assert [s["sessions"] for s in split({"calls": 4, "warmup": 0, "sessions": 2}, 3)] == [1, 1, 1]
