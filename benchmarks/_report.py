@@ -1332,7 +1332,11 @@ class Report:
                 "paused*: the same call with Python's cyclic garbage collector paused while it "
                 "is timed (building an answer of 10,000 tools, and the client's parse of it, "
                 "sets off full collections, which walk every object of the heap: with the "
-                "collector on, the call's cost grows faster than its own work).",
+                "collector on, the call's cost grows faster than its own work); its *page "
+                "faults* per call (minor faults, `getrusage`): CPython gives an answer's empty "
+                "memory arenas back to the system, and the next call takes fresh pages, each a "
+                "fault (a few µs each), which grows the time faster than the work once an "
+                "answer no longer fits in the memory the process keeps.",
                 "",
             )
             rows = []
@@ -1356,11 +1360,12 @@ class Report:
                         grew(job, f"whole_growth_{index}", w) if work else "",
                         cell(self.stat(job, f"whole_paused_us_{index}")),
                         grew(job, f"whole_paused_growth_{index}", w) if work else "",
+                        cell(self.stat(job, f"whole_paused_faults_{index}")),
                     ]
                 )
             header = ["tools", "one page µs", "growth"]
             header += ["the walk µs", "µs/tool", "growth", "unpaged µs", "growth"]
-            header += ["unpaged, collector paused µs", "growth"]
+            header += ["unpaged, collector paused µs", "growth", "page faults"]
             self.table(header, rows)
             self.add(
                 "A page holds at most 100 tools whatever the server holds: past 100 tools its "

@@ -22,7 +22,8 @@ runs them as jobs):
 - ``tools``: ``tools/list`` with 10, 1,000 and 10,000 tools registered, through trio_mcp's
   client over in-memory streams, both engines in this process (handshake era): one call (the
   first page, at the server's default ``page_size`` of 100), the whole list walked page by
-  page, and one call of a server with no pages (``page_size=None``).
+  page, and one call of a server with no pages (``page_size=None``), again with the cyclic
+  collector paused, counting the page faults it takes.
 - ``calls``: ``tools/call`` of a ``blob`` tool whose result is 1 KB, 100 KB and 10 MB (one
   text block), calls one at a time on one keep-alive connection, handshake era, SSE responses,
   against the bare-hypercorn floor (``peers/floor_http_server.py``) answering the same sized
@@ -551,10 +552,14 @@ def tool_server(count: int, page_size: int | None) -> Server:
     return server
 
 
+#: How many runs :func:`timed` makes.
+TIMED_RUNS = 3
+
+
 async def timed(calls: int, call: Callable[[], Awaitable[Any]]) -> float:
     """Microseconds per ``call``: the best of three runs of ``calls`` (a shared machine)."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(TIMED_RUNS):
         start = time.perf_counter()
         for _ in range(calls):
             await call()
@@ -590,13 +595,17 @@ async def tools_list(spec: dict[str, Any]) -> dict[str, float]:
             out[f"whole_us_{index}"] = await timed(calls, whole_list)
             # Again with the cyclic collector paused: what the call's own work costs. An answer
             # of 10,000 tools, and the client's parse of it, sets off full collections that
-            # walk the whole heap, which the collector-on figure counts too.
+            # walk the whole heap, which the collector-on figure counts too. And the page faults
+            # it takes: the memory CPython gave back after the last call, taken again.
             gc.collect()
             gc.disable()
             try:
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 out[f"whole_paused_us_{index}"] = await timed(calls, whole_list)
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
             finally:
                 gc.enable()
+            out[f"whole_paused_faults_{index}"] = faults / (TIMED_RUNS * calls)
         out[f"walk_us_per_tool_{index}"] = out[f"walk_us_{index}"] / count
         out[f"whole_us_per_tool_{index}"] = out[f"whole_us_{index}"] / count
         if index:

@@ -258,6 +258,8 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                 assert f"idle_cpu_{metric}" in figures, sorted(figures)
         for metric in ("page_growth_2", "walk_growth_2", "whole_growth_2", "whole_paused_growth_2"):
             assert metric in jobs["growth tools/list"], sorted(jobs["growth tools/list"])
+        assert "whole_paused_faults_2" in jobs["growth tools/list"]
+        assert "| tools | one page µs |" in report and "| page faults |" in report
         for metric in ("vs_floor_2", "trio_growth_2", "floor_growth_2"):
             assert metric in jobs["growth tools/call"], sorted(jobs["growth tools/call"])
         for metric in ("one_stream_growth", "streams_growth", "replay_tail_growth"):
