@@ -5,9 +5,8 @@ coredis is imported only when a store starts: a server without Redis never loads
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -18,12 +17,8 @@ from ..http._event_store import (
     Replay,
     StreamMeta,
 )
-from ._client import check_url
-from ._keys import check_prefix, key
-from ._link import RedisLink
-
-if TYPE_CHECKING:
-    from ._client import Client
+from ._keys import key
+from ._link import LinkedStore, milliseconds
 
 # One round trip per event, atomic: add it under its explicit id, count its bytes, drop the
 # stream's oldest events past its bounds, push the expiry forward.
@@ -48,7 +43,7 @@ return size
 """
 
 
-class RedisEventStore:
+class RedisEventStore(LinkedStore):
     """An :class:`EventStore` on Redis, shared by every worker that names the same server and
     ``prefix``.
 
@@ -96,36 +91,17 @@ class RedisEventStore:
         max_stream_bytes: int = 8 * 1024 * 1024,
         timeout: float = 5.0,
     ) -> None:
-        check_url(url)
-        self.url = url
-        self.prefix = check_prefix(prefix)
+        super().__init__(
+            url,
+            prefix=prefix,
+            timeout=timeout,
+            what="the event store",
+            unavailable=EventStoreUnavailable,
+        )
         self.ttl = ttl
         self.heartbeat = heartbeat
         self.max_events_per_stream = max_events_per_stream
         self.max_stream_bytes = max_stream_bytes
-        self.timeout = timeout
-        self._link = RedisLink(
-            url, what="the event store", unavailable=EventStoreUnavailable, timeout=timeout
-        )
-
-    @property
-    def where(self) -> str:
-        return self._link.where
-
-    # -- lifetime --------------------------------------------------------------------------------
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
-
-    async def start(self) -> None:
-        if self._link.started:
-            raise RuntimeError("a RedisEventStore serves one app: give each app its own")
-        await self._link.start()
-
-    async def aclose(self) -> None:
-        """Close the connections (in the task that started the store)."""
-        await self._link.aclose()
 
     # -- the store -------------------------------------------------------------------------------
 
@@ -184,7 +160,7 @@ class RedisEventStore:
             await self._redis().delete([self._events(stream_id), self._meta(stream_id)])
 
     async def keep_alive(self, session_ids: Collection[str]) -> None:
-        lapse = max(1, int(3 * self.heartbeat * 1000))
+        lapse = milliseconds(3 * self.heartbeat)
         async with self._errors(), self._redis().pipeline(transaction=False) as pipe:
             for session_id in session_ids:
                 pipe.set(self._live(session_id), b"1", px=lapse)
@@ -199,15 +175,8 @@ class RedisEventStore:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _redis(self) -> Client:
-        return self._link.client
-
-    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Any failure to talk to Redis, as :class:`EventStoreUnavailable`, bounded in time."""
-        return self._link.errors()
-
     def _ttl_ms(self) -> int:
-        return max(1, int(self.ttl * 1000))
+        return milliseconds(self.ttl)
 
     def _events(self, stream_id: str) -> str:
         return key(self.prefix, stream_id, "events")

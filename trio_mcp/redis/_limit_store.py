@@ -19,17 +19,16 @@ named in ``KEYS``, in one round trip:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..http._limit_store import LimitStoreUnavailable
 from ._keys import key
-from ._link import LinkedStore
+from ._link import LinkedStore, milliseconds
 
 if TYPE_CHECKING:
-    from ._client import Client
+    pass
 
 #: Redis's clock, in milliseconds, in a script (scripts may call TIME: effects are replicated).
 NOW_LUA = """
@@ -101,10 +100,6 @@ def limit_key(prefix: str, family: str, ident: str) -> str:
     return key(prefix, hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest(), family)
 
 
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
-
-
 class RedisLimitStore(LinkedStore):
     """A :class:`~trio_mcp.http.LimitStore` on Redis, shared by every worker that names the
     same Redis and ``prefix``: ``ScaleOut(limit_store=RedisLimitStore("redis://host:6379/0"))``.
@@ -126,7 +121,7 @@ class RedisLimitStore(LinkedStore):
     async def acquire(self, name: str, lease: str, cap: int, lapse: float) -> bool:
         async with self._errors():
             taken = await self._redis().eval(
-                ACQUIRE_LUA, keys=[self._key(name)], args=[cap, _ms(lapse), lease]
+                ACQUIRE_LUA, keys=[self._key(name)], args=[cap, milliseconds(lapse), lease]
             )
         return taken == 1
 
@@ -134,7 +129,9 @@ class RedisLimitStore(LinkedStore):
         if not leases:
             return
         async with self._errors():
-            await self._redis().eval(RENEW_LUA, keys=[self._key(name)], args=[_ms(lapse), *leases])
+            await self._redis().eval(
+                RENEW_LUA, keys=[self._key(name)], args=[milliseconds(lapse), *leases]
+            )
 
     async def release(self, name: str, lease: str) -> None:
         async with self._errors():
@@ -150,9 +147,3 @@ class RedisLimitStore(LinkedStore):
     def _key(self, name: str) -> str:
         family, _, ident = name.partition(":")
         return limit_key(self.prefix, family, ident)
-
-    def _redis(self) -> Client:
-        return self._link.client
-
-    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
-        return self._link.errors()

@@ -27,7 +27,7 @@ from ._hub import (
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["RedisLink", "reason", "redact"]
+__all__ = ["LinkedStore", "RedisLink", "milliseconds", "reason", "redact"]
 
 
 class RedisLink:
@@ -237,9 +237,23 @@ class LinkedStore:
         await self._link.probe()
 
     async def start(self) -> None:
+        """Connect; the store's own error if its Redis cannot be reached."""
         if self._link.started:
             raise RuntimeError(f"a {type(self).__name__} is started once: give each its own")
         await self._link.start()
 
     async def aclose(self) -> None:
+        """Close the connections (in the task that started the store)."""
         await self._link.aclose()
+
+    def _redis(self) -> Client:
+        return self._link.client
+
+    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Any failure to talk to Redis, as the store's own error, bounded in time."""
+        return self._link.errors()
+
+
+def milliseconds(seconds: float) -> int:
+    """A duration as Redis's expiries take it: whole milliseconds, at least one."""
+    return max(1, int(seconds * 1000))

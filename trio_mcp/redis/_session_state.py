@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..server._session_state import SessionStateUnavailable
 from ._keys import key
-from ._link import LinkedStore
+from ._link import LinkedStore, milliseconds
 
 # KEYS[1] the scope's hash; ARGV: name, value, ttl (ms), bound. 1 if stored, else 0.
 PUT_LUA = """
@@ -68,27 +68,25 @@ class RedisSessionStateStore(LinkedStore):
         return key(self.prefix, scope, "state")
 
     async def get(self, scope: str, name: str, ttl: float) -> bytes | None:
-        async with self._link.errors():
-            value = await self._link.client.eval(
-                GET_LUA, keys=[self.key(scope)], args=[name, _ms(ttl)]
+        async with self._errors():
+            value = await self._redis().eval(
+                GET_LUA, keys=[self.key(scope)], args=[name, milliseconds(ttl)]
             )
         return value if isinstance(value, bytes) else None
 
     async def put(self, scope: str, name: str, value: bytes, ttl: float, max_bytes: int) -> bool:
-        async with self._link.errors():
-            stored = await self._link.client.eval(
-                PUT_LUA, keys=[self.key(scope)], args=[name, value, _ms(ttl), max_bytes]
+        async with self._errors():
+            stored = await self._redis().eval(
+                PUT_LUA, keys=[self.key(scope)], args=[name, value, milliseconds(ttl), max_bytes]
             )
         return stored == 1
 
     async def delete(self, scope: str, name: str, ttl: float) -> None:
-        async with self._link.errors():
-            await self._link.client.eval(DELETE_LUA, keys=[self.key(scope)], args=[name, _ms(ttl)])
+        async with self._errors():
+            await self._redis().eval(
+                DELETE_LUA, keys=[self.key(scope)], args=[name, milliseconds(ttl)]
+            )
 
     async def drop(self, scope: str) -> None:
-        async with self._link.errors():
-            await self._link.client.delete([self.key(scope)])
-
-
-def _ms(ttl: float) -> int:
-    return max(1, int(ttl * 1000))
+        async with self._errors():
+            await self._redis().delete([self.key(scope)])

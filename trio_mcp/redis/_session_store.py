@@ -5,21 +5,15 @@ coredis is imported only when a store starts: a server without Redis never loads
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..http._session_store import SessionRecord, SessionStoreUnavailable
-from ._client import check_url
-from ._keys import check_prefix, key
-from ._link import RedisLink
-
-if TYPE_CHECKING:
-    from ._client import Client
+from ._keys import key
+from ._link import LinkedStore, milliseconds
 
 
-class RedisSessionStore:
+class RedisSessionStore(LinkedStore):
     """A :class:`SessionStore` on Redis, shared by every worker that names the same server and
     ``prefix``: one string key per session (``<prefix>{<id>}:session``), its value the record,
     its Redis expiry the record's.
@@ -31,29 +25,13 @@ class RedisSessionStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        check_url(url)
-        self.url = url
-        self.prefix = check_prefix(prefix)
-        self.timeout = timeout
-        self._link = RedisLink(
-            url, what="the session store", unavailable=SessionStoreUnavailable, timeout=timeout
+        super().__init__(
+            url,
+            prefix=prefix,
+            timeout=timeout,
+            what="the session store",
+            unavailable=SessionStoreUnavailable,
         )
-
-    @property
-    def where(self) -> str:
-        return self._link.where
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
-
-    async def start(self) -> None:
-        if self._link.started:
-            raise RuntimeError("a RedisSessionStore serves one app: give each app its own")
-        await self._link.start()
-
-    async def aclose(self) -> None:
-        await self._link.aclose()
 
     async def put(self, session_id: str, record: SessionRecord, ttl: float) -> None:
         async with self._errors():
@@ -94,13 +72,6 @@ class RedisSessionStore:
         async with self._errors():
             await self._redis().delete([self._key(session_id)])
 
-    def _redis(self) -> Client:
-        return self._link.client
-
-    def _errors(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Any failure to talk to Redis, as :class:`SessionStoreUnavailable`, bounded in time."""
-        return self._link.errors()
-
     def _key(self, session_id: str) -> str:
         return key(self.prefix, session_id, "session")
 
@@ -116,4 +87,4 @@ def _record(data: bytes | None) -> SessionRecord | None:
 
 def _ms(ttl: float) -> int | None:
     """Redis's expiry in milliseconds; None (no expiry) for an infinite ttl."""
-    return max(1, int(ttl * 1000)) if math.isfinite(ttl) else None
+    return milliseconds(ttl) if math.isfinite(ttl) else None

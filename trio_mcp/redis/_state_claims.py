@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..server._state_claims import StateClaimsUnavailable
 from ._limit_store import limit_key
-from ._link import LinkedStore
+from ._link import LinkedStore, milliseconds
 
 
 class RedisStateClaims(LinkedStore):
@@ -38,12 +38,8 @@ class RedisStateClaims(LinkedStore):
     async def claim(self, digest: str, ttl: float) -> bool:
         import coredis
 
-        async with self._link.errors():
-            client = self._link.client
-            done = await client.set(
-                self.key(digest),
-                b"1",
-                condition=coredis.PureToken.NX,
-                px=max(1, int(ttl * 1000)),
+        async with self._errors():
+            done = await self._redis().set(
+                self.key(digest), b"1", condition=coredis.PureToken.NX, px=milliseconds(ttl)
             )
         return bool(done)

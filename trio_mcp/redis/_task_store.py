@@ -87,9 +87,8 @@ import trio
 from ..protocol._jsonrpc import INTERNAL_ERROR
 from ..protocol._tasks import FAILED, TERMINAL, TaskState
 from ..tasks import TaskRecord, TaskStoreUnavailable, answered
-from ._client import check_url
-from ._keys import check_prefix, key
-from ._link import RedisLink
+from ._keys import key
+from ._link import LinkedStore, milliseconds
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -208,7 +207,7 @@ class _Watch:
     asked: float
 
 
-class RedisTaskStore:
+class RedisTaskStore(LinkedStore):
     """A :class:`~trio_mcp.tasks.TaskStore` on Redis, shared by every worker that names the
     same Redis and ``prefix``: ``Server(task_store=RedisTaskStore("redis://host:6379/0"))``.
 
@@ -229,22 +228,22 @@ class RedisTaskStore:
         grace: float | None = None,
         timeout: float = 5.0,
     ) -> None:
-        check_url(url)
         if heartbeat <= 0:
             raise ValueError("heartbeat must be positive")
         grace = 2 * heartbeat if grace is None else grace
         if grace <= heartbeat:
             raise ValueError("grace must be longer than the heartbeat")
-        self.url = url
-        self.prefix = check_prefix(prefix)
+        super().__init__(
+            url,
+            prefix=prefix,
+            timeout=timeout,
+            what="the task store",
+            unavailable=TaskStoreUnavailable,
+        )
         self.heartbeat = heartbeat
         self.grace = grace
-        self.timeout = timeout
         #: This worker, as the records of the tasks it runs name it.
         self.worker = secrets.token_hex(8)
-        self._link = RedisLink(
-            url, what="the task store", unavailable=TaskStoreUnavailable, timeout=timeout
-        )
         #: The tasks this worker runs, as last seen, until seen settled; and which of them
         #: hold a lease of their owner's quota.
         self._mine: dict[str, TaskRecord] = {}
@@ -259,21 +258,13 @@ class RedisTaskStore:
         #: Whether :meth:`run` keeps the heartbeat (only then does this store judge others).
         self._beating = False
 
-    @property
-    def where(self) -> str:
-        return self._link.where
-
     # -- lifetime --------------------------------------------------------------------------------
-
-    async def probe(self) -> None:
-        """Whether its Redis answers now (for a readiness check), within its timeout."""
-        await self._link.probe()
 
     async def start(self) -> None:
         """Connect, and mark this worker alive; :class:`TaskStoreUnavailable` if Redis cannot
         be reached."""
         if self._link.started:
-            raise RuntimeError("a RedisTaskStore is started once: give each server its own")
+            raise RuntimeError("a RedisTaskStore is started once: give each its own")
 
         async def alive(client: Client) -> None:
             await client.set(self._live(self.worker), b"1", px=self._lapse_ms())
@@ -597,7 +588,7 @@ class RedisTaskStore:
             raise
 
     def _lapse_ms(self) -> int:
-        return max(1, int(3 * self.heartbeat * 1000))
+        return milliseconds(3 * self.heartbeat)
 
     def _remember(self, task_id: str, worker: str) -> None:
         """Keep which worker runs a task of another worker (bounded: the oldest go first)."""
