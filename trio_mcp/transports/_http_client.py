@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import httpx
@@ -952,6 +952,40 @@ def own_http_client() -> httpx.AsyncClient:
     )
 
 
+class _Runs(Protocol):
+    """What :func:`running` runs: a client transport with a task of its own."""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = ...) -> None: ...
+
+    async def aclose(self, timeout: float) -> None: ...
+
+
+_T = TypeVar("_T", bound=_Runs)
+
+
+@asynccontextmanager
+async def running(
+    make: Callable[[httpx.AsyncClient], _T],
+    http_client: httpx.AsyncClient | None,
+    nursery: trio.Nursery,
+    close_timeout: float,
+) -> AsyncIterator[_T]:
+    """An HTTP client transport, made on ``http_client`` (or on one of its own, closed after
+    it), its task run in ``nursery``, and closed in a shield on the way out, each step bounded
+    by ``close_timeout``: what both HTTP transports' openers share."""
+    client = http_client or own_http_client()
+    transport = make(client)
+    try:
+        await nursery.start(transport.run)
+        yield transport
+    finally:
+        with trio.CancelScope(shield=True):
+            await transport.aclose(close_timeout)
+            if http_client is None:
+                with trio.move_on_after(close_timeout):
+                    await client.aclose()
+
+
 @asynccontextmanager
 async def open_http_transport(
     url: str,
@@ -972,15 +1006,9 @@ async def open_http_transport(
     """
     if not url.lower().startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
-    owned = http_client is None
-    client = http_client or own_http_client()
-    transport = StreamableHttpTransport(url, client, headers=headers, auth=auth)
-    try:
-        await nursery.start(transport.run)
+
+    def make(client: httpx.AsyncClient) -> StreamableHttpTransport:
+        return StreamableHttpTransport(url, client, headers=headers, auth=auth)
+
+    async with running(make, http_client, nursery, close_timeout) as transport:
         yield transport
-    finally:
-        with trio.CancelScope(shield=True):
-            await transport.aclose(close_timeout)
-            if owned:
-                with trio.move_on_after(close_timeout):
-                    await client.aclose()

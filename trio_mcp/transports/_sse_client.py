@@ -35,7 +35,7 @@ from ..protocol._jsonrpc import (
     parse,
 )
 from ..protocol._sse import SSEParser
-from ._http_client import own_http_client
+from ._http_client import running
 from ._transport import BaseTransport, RequestFailed
 
 logger = logging.getLogger("trio_mcp.sse.client")
@@ -286,20 +286,14 @@ async def open_sse_transport(
     """
     if not url.lower().startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
-    owned = http_client is None
-    client = http_client or own_http_client()
-    transport = SseClientTransport(
-        url, client, headers=headers, auth=auth, endpoint_timeout=endpoint_timeout
-    )
-    try:
-        await nursery.start(transport.run)
+
+    def make(client: httpx.AsyncClient) -> SseClientTransport:
+        return SseClientTransport(
+            url, client, headers=headers, auth=auth, endpoint_timeout=endpoint_timeout
+        )
+
+    async with running(make, http_client, nursery, close_timeout) as transport:
         yield transport
-    finally:
-        with trio.CancelScope(shield=True):
-            await transport.aclose(close_timeout)
-            if owned:
-                with trio.move_on_after(close_timeout):
-                    await client.aclose()
 
 
 __all__ = ["SseClientTransport", "open_sse_transport", "resolve_endpoint"]
