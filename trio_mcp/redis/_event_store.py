@@ -80,6 +80,9 @@ class RedisEventStore(LinkedStore):
     raises it until Redis answers again (the client reconnects by itself).
     """
 
+    what = "the event store"
+    unavailable = EventStoreUnavailable
+
     def __init__(
         self,
         url: str,
@@ -91,13 +94,7 @@ class RedisEventStore(LinkedStore):
         max_stream_bytes: int = 8 * 1024 * 1024,
         timeout: float = 5.0,
     ) -> None:
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the event store",
-            unavailable=EventStoreUnavailable,
-        )
+        super().__init__(url, prefix=prefix, timeout=timeout)
         self.ttl = ttl
         self.heartbeat = heartbeat
         self.max_events_per_stream = max_events_per_stream

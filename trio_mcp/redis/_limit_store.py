@@ -109,14 +109,8 @@ class RedisLimitStore(LinkedStore):
     lost later, every call raises it (the app then holds its own process's limits only).
     """
 
-    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the limit store",
-            unavailable=LimitStoreUnavailable,
-        )
+    what = "the limit store"
+    unavailable = LimitStoreUnavailable
 
     async def acquire(self, name: str, lease: str, cap: int, lapse: float) -> bool:
         async with self._errors():

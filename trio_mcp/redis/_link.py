@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
@@ -205,20 +205,16 @@ class RedisLink:
 
 
 class LinkedStore:
-    """What a small Redis store shares: its URL checked at once (so a wrong one fails before
+    """What every Redis store shares: its URL checked at once (so a wrong one fails before
     anything starts), a prefix that holds no brace (it would become every key's hash tag), one
     :class:`RedisLink` started and closed once by whoever serves it, and a readiness probe.
-    ``what`` names it in errors; ``unavailable`` is the error its callers catch."""
+    A store names itself in errors (``what``) and says which error its callers catch
+    (``unavailable``)."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str,
-        timeout: float,
-        what: str,
-        unavailable: type[Exception],
-    ) -> None:
+    what: ClassVar[str]
+    unavailable: ClassVar[type[Exception]]
+
+    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
         from ._client import check_url
         from ._keys import check_prefix
 
@@ -226,7 +222,7 @@ class LinkedStore:
         self.url = url
         self.prefix = check_prefix(prefix)
         self.timeout = timeout
-        self._link = RedisLink(url, what=what, unavailable=unavailable, timeout=timeout)
+        self._link = RedisLink(url, what=self.what, unavailable=self.unavailable, timeout=timeout)
 
     @property
     def where(self) -> str:

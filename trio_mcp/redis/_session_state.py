@@ -54,14 +54,8 @@ class RedisSessionStateStore(LinkedStore):
     :class:`~trio_mcp.server.SessionStateUnavailable` (-32603 to the client) until it answers.
     """
 
-    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the session state store",
-            unavailable=SessionStateUnavailable,
-        )
+    what = "the session state store"
+    unavailable = SessionStateUnavailable
 
     def key(self, scope: str) -> str:
         """The key of a scope's hash (what a test or an operator looks for)."""

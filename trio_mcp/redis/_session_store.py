@@ -24,14 +24,8 @@ class RedisSessionStore(LinkedStore):
     raises it until Redis answers again (the client reconnects by itself).
     """
 
-    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the session store",
-            unavailable=SessionStoreUnavailable,
-        )
+    what = "the session store"
+    unavailable = SessionStoreUnavailable
 
     async def put(self, session_id: str, record: SessionRecord, ttl: float) -> None:
         async with self._errors():

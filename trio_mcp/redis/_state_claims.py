@@ -22,14 +22,8 @@ class RedisStateClaims(LinkedStore):
     answers again: a state that may have been used is never taken for a fresh one.
     """
 
-    def __init__(self, url: str, *, prefix: str = "trio_mcp:", timeout: float = 5.0) -> None:
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the requestState claim store",
-            unavailable=StateClaimsUnavailable,
-        )
+    what = "the requestState claim store"
+    unavailable = StateClaimsUnavailable
 
     def key(self, digest: str) -> str:
         """The key of a claim (what a test or an operator looks for)."""

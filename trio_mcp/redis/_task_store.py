@@ -219,6 +219,9 @@ class RedisTaskStore(LinkedStore):
     re-asserts itself after Redis came back empty is never taken for lost).
     """
 
+    what = "the task store"
+    unavailable = TaskStoreUnavailable
+
     def __init__(
         self,
         url: str,
@@ -233,13 +236,7 @@ class RedisTaskStore(LinkedStore):
         grace = 2 * heartbeat if grace is None else grace
         if grace <= heartbeat:
             raise ValueError("grace must be longer than the heartbeat")
-        super().__init__(
-            url,
-            prefix=prefix,
-            timeout=timeout,
-            what="the task store",
-            unavailable=TaskStoreUnavailable,
-        )
+        super().__init__(url, prefix=prefix, timeout=timeout)
         self.heartbeat = heartbeat
         self.grace = grace
         #: This worker, as the records of the tasks it runs name it.
