@@ -32,6 +32,7 @@ from trio_mcp import (
     GetPromptResult,
     Icon,
     ImageContent,
+    MiddlewareContext,
     PaginationError,
     PromptMessage,
     PromptReference,
@@ -1239,6 +1240,59 @@ async def test_a_list_shows_its_registry_however_it_was_changed() -> None:
     assert [(t["name"], t.get("title")) for t in listed] == [("tool2", "Two"), ("tool3", None)]
     server.tools = {"tool5": server.tools["tool5"]}  # replaced
     assert await names(0) == ["tool5"]
+
+
+async def test_a_listed_entrys_wire_form_is_kept_until_it_shows_another_object() -> None:
+    """A list encodes an entry once and shows that form until the entry shows another object
+    (replaced in place here, the entry kept), never a stale one."""
+    server = paged_server()
+    entry = server.tools["tool0"]
+    assert entry.wire_of(entry.tool) is entry.wire_of(entry.tool)
+    async with wire_to(server) as peer:
+        first = (await result_of(peer, "tools/list"))["tools"][0]
+        entry.tool = attrs.evolve(entry.tool, title="Zero")
+        again = (await result_of(peer, "tools/list", rid=2))["tools"][0]
+    assert first["name"] == "tool0" and "title" not in first
+    assert again["name"] == "tool0" and again["title"] == "Zero"
+
+
+def two_described_tools(**options: Any) -> Server:
+    server = Server("described", page_size=2, **options)
+    for i in range(2):
+
+        async def tool_fn() -> str:
+            return "x"
+
+        server.tool(name=f"tool{i}", description=f"Tool {i}")(tool_fn)
+    return server
+
+
+@pytest.mark.parametrize("mounted", [False, True])
+async def test_a_middleware_changing_listed_tools_changes_only_its_own_list(mounted: bool) -> None:
+    """Lists share each entry's wire form; what a middleware is handed is its own (and a
+    parent's mount copies what it takes from the server it mounts)."""
+
+    async def exclaim(ctx: MiddlewareContext, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method == "tools/list":
+            for tool in result["tools"]:
+                tool["description"] += "!"
+        return result
+
+    if mounted:
+        provider = two_described_tools()
+        server = Server("parent", middleware=[exclaim])
+        server.mount(provider)
+    else:
+        provider = server = two_described_tools(middleware=[exclaim])
+    for rid in (1, 2, 3):
+        async with wire_to(server) as peer:
+            listed = (await result_of(peer, "tools/list", rid=rid))["tools"]
+        assert [t["description"] for t in listed] == ["Tool 0!", "Tool 1!"]
+    if mounted:
+        async with wire_to(provider) as peer:
+            plain = (await result_of(peer, "tools/list"))["tools"]
+        assert [t["description"] for t in plain] == ["Tool 0", "Tool 1"]
 
 
 async def test_page_size_none_returns_everything_at_once() -> None:

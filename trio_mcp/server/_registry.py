@@ -40,6 +40,7 @@ from ..protocol._types import (
     TextContent,
     TextResourceContents,
     Tool,
+    to_wire,
 )
 from ._media import MEDIA_TYPES
 from ._principal import Auth
@@ -114,7 +115,25 @@ async def call_user(
 
 
 @attrs.define(eq=False)
-class ToolEntry:
+class Listed:
+    """An entry a list shows (a tool, prompt, resource or template). Its wire form is made
+    once and kept, not for every list request: what it shows is frozen and changes only
+    with the entry itself (a new one, or another object in its place). Lists share it; what
+    may change a list's items before they are sent (a middleware, a parent's mount) is given
+    copies (see ``_paged``)."""
+
+    _wire: tuple[object, Any] | None = attrs.field(default=None, init=False, repr=False)
+
+    def wire_of(self, shown: object) -> Any:
+        """``to_wire(shown)``, kept for as long as ``shown`` is what this entry shows."""
+        kept = self._wire
+        if kept is None or kept[0] is not shown:
+            kept = self._wire = (shown, to_wire(shown))
+        return kept[1]
+
+
+@attrs.define(eq=False)
+class ToolEntry(Listed):
     tool: Tool
     fn: Callable[..., Any]
     signature: FunctionSignature
@@ -198,7 +217,7 @@ def _json_default(value: Any) -> Any:
 
 
 @attrs.define(eq=False)
-class PromptEntry:
+class PromptEntry(Listed):
     prompt: Prompt
     fn: Callable[..., Any]
     context_param: str | None
@@ -255,7 +274,7 @@ class PromptEntry:
 
 
 @attrs.define(eq=False)
-class ResourceEntry:
+class ResourceEntry(Listed):
     resource: Resource
     fn: Callable[..., Any]
     context_param: str | None
@@ -270,7 +289,7 @@ class ResourceEntry:
 
 
 @attrs.define(eq=False)
-class TemplateEntry:
+class TemplateEntry(Listed):
     template: ResourceTemplate
     pattern: re.Pattern[str]
     variables: tuple[str, ...]
