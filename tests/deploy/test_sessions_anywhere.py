@@ -1,7 +1,8 @@
 """Handshake sessions on any worker, for real: three ``--any-worker`` backends sharing a real
 Redis, behind nginx with plain round robin (no ``map`` on the session id). Every request of a
 session may land on any backend: the session records, the replicas and the relay make each
-one served as by the backend that opened it.
+one served as by the backend that opened it. The last test puts them behind the shipped
+``map`` instead: a session keeps to its node while it lives, and its backups take it over.
 
 Times are hang guards, never performance assertions.
 """
@@ -66,7 +67,9 @@ async def anywhere(
 
 
 @asynccontextmanager
-async def anywhere_on_redis(tmp_path: Path) -> AsyncIterator[tuple[Fleet, Redis]]:
+async def anywhere_on_redis(
+    tmp_path: Path, routing: str = "any"
+) -> AsyncIterator[tuple[Fleet, Redis]]:
     (tmp_path / "fleet").mkdir()
     async with (
         redis_server(tmp_path) as redis,
@@ -75,7 +78,7 @@ async def anywhere_on_redis(tmp_path: Path) -> AsyncIterator[tuple[Fleet, Redis]
             3,
             server=str(FLEET_SERVER),
             options=["--redis-url", redis.url, "--any-worker"],
-            routing="any",
+            routing=routing,
         ) as running,
     ):
         yield running, redis
@@ -277,3 +280,31 @@ async def test_the_session_outlives_the_backend_that_opened_it(
             body = call_body(rid, "echo", {"text": f"after{rid}"})
             answer = await result_of(client, running.url, session, body)
             assert answer[-1]["result"]["content"][0]["text"] == f"after{rid}"
+
+
+async def test_behind_the_shipped_map_a_session_keeps_to_its_node_and_outlives_it(
+    tmp_path: Path,
+) -> None:
+    # deploy/nginx.conf as shipped, its map on the session id: every request of a session
+    # reaches the node that opened it, so no other builds a copy (the tagged fleet's cost per
+    # call); once that node is gone, its upstream's backups serve the session from its record.
+    async with (
+        anywhere_on_redis(tmp_path, routing="map") as (running, _),
+        httpx.AsyncClient(timeout=60) as client,
+    ):
+        session = await open_session(client, running.url)
+        opener = session.partition(".")[0]
+
+        async def nodes_of(calls: range) -> set[str]:
+            nodes = set()
+            for rid in calls:
+                messages = await result_of(client, running.url, session, call_body(rid, "backend"))
+                nodes.add(orjson.loads(messages[-1]["result"]["content"][0]["text"])["node"])
+            return nodes
+
+        assert await nodes_of(range(6)) == {opener}
+        victim = next(b for b in running.backends if b.node_id == opener)
+        victim.kill()  # SIGKILL: nothing of it says goodbye
+        await victim.wait()
+        after = await nodes_of(range(6, 12))
+        assert after and opener not in after
