@@ -2,7 +2,7 @@
 
     python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8, "rounds": 3}'
 
-Five deployments of the same server (``tests/servers/fleet_server.py``), up at once:
+Six deployments of the same server (``tests/servers/fleet_server.py``), up at once:
 
 - standalone: one ``trio-mcp serve ... --transport http`` process, called directly;
 - tagged: three ``--redis-url URL`` processes behind nginx as ``deploy/nginx.conf`` ships it (a
@@ -10,7 +10,12 @@ Five deployments of the same server (``tests/servers/fleet_server.py``), up at o
   recommended fleet;
 - any: three ``--redis-url URL --any-worker`` processes behind nginx round robin, every request
   of a session on any process (its record read from Redis each time, a replica built where it
-  lands): the fleet that survives losing any node without its sessions;
+  lands): the fleet that survives losing any node without its sessions, behind a balancer
+  that cannot route on a header;
+- anymap: the same processes behind ``deploy/nginx.conf`` as shipped, as the tagged fleet: a
+  session's requests go to the node that opened it while it lives, and to that node's backups,
+  which build their copies from its record, once it is gone. The way to have sessions outlive
+  their node where the balancer can route on the session id;
 - one: the tagged fleet's machinery with one backend, ``--redis-url URL`` behind the same
   nginx: every hop and every Redis write of a fleet's call, and no other backend to share the
   cores with. On a machine with fewer cores than the three-backend fleets have busy processes,
@@ -213,6 +218,7 @@ async def standalone(directory: Path) -> AsyncIterator[tuple[str, int]]:
 FLEETS = {
     "tagged": ([], "map", BACKENDS),
     "any": (["--any-worker"], "any", BACKENDS),
+    "anymap": (["--any-worker"], "map", BACKENDS),
     "one": ([], "map", 1),
 }
 #: The loads of a fleet: how many times the standalone's loops it is driven with, once per

@@ -232,7 +232,7 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         # CPU per call through nginx + Redis against standalone, both eras, with the ratio:
         # three backends at both loads, each also over the control (three processes alone) at
         # the same load, and the machinery with one backend.
-        rows = [(f, load) for f in ("tagged", "any") for load in ("total", "per")]
+        rows = [(f, load) for f in ("tagged", "any", "anymap") for load in ("total", "per")]
         for era in ("hs", "modern"):
             assert f"{era}_standalone_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
             for fleet, load in [*rows, ("one", "total")]:
@@ -247,6 +247,7 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
                 assert f"fleet_cost_{era}_three_{load}" in summary["ratios"]
         assert "CPU per call: through nginx + Redis against one process alone" in report
         assert "| handshake | one backend | in all |" in report
+        assert "| handshake | any worker, map | per process |" in report
         assert "| modern | three alone | per process |" in report
     if section == "growth":
         # Each cost at its sizes, with how much it grew; the large results against the floor.
