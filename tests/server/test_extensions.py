@@ -263,3 +263,30 @@ async def test_walking_a_filtered_list_asks_about_each_tool_about_once() -> None
     assert names == [f"t{i}" for i in range(0, 1000, 2)]
     # Each tool once, and the first of each next page once more.
     assert counting.asked <= 1000 + 50
+
+
+def test_a_list_asks_only_the_extensions_that_filter_tools() -> None:
+    """Every server has the tasks extension, which keeps no tool out: a list asks it nothing
+    (nor reads the client's capabilities for it), where a list of 10,000 tools asked it
+    10,000 times. Extensions that do filter are each asked about each tool."""
+    read: list[int] = []
+
+    def capabilities() -> Mapping[str, Any]:
+        read.append(1)
+        return {}
+
+    assert Server("plain").extensions.tool_filter(capabilities) is None
+    assert read == []
+    counting = Counting()
+    server = Server("two", extensions=[Picky(), counting])
+
+    async def tool_fn() -> str:
+        return "x"
+
+    for name in ("t2", "t3"):
+        server.tool(name=name)(tool_fn)
+    keep = server.extensions.tool_filter(capabilities)
+    assert keep is not None
+    assert read == [1]  # read once for the list, not once per tool
+    assert [keep(server.tools[name]) for name in ("t2", "t3")] == [True, False]
+    assert counting.asked == 2

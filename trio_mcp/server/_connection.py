@@ -1090,17 +1090,16 @@ def _shown(
 
 async def _tools_list(conn: ServerConnection, record: InFlight) -> JSONObject:
     await trio.lowlevel.checkpoint()
-    extensions = conn.server.extensions
-    more: list[Callable[[ToolEntry], bool]] = []
-    if extensions:  # an extension may keep a tool from some clients (by what they declared)
+
+    def client_capabilities() -> Mapping[str, Any]:
         modern = record.envelope
-        caps = (
-            modern.client_capabilities
-            if modern is not None
-            else to_wire(conn.state.client_capabilities)
-        )
-        more.append(lambda entry: extensions.lists_tool(entry, caps))
-    keep = _shown(conn, record, *more)
+        if modern is not None:
+            return modern.client_capabilities  # type: ignore[no-any-return]
+        return to_wire(conn.state.client_capabilities)  # type: ignore[no-any-return]
+
+    # An extension may keep a tool from some clients (by what they declared).
+    kept_by_extensions = conn.server.extensions.tool_filter(client_capabilities)
+    keep = _shown(conn, record, *([kept_by_extensions] if kept_by_extensions else []))
     tools = conn.server.listings.tools()
     return _paged(conn, record, "tools", tools, lambda e: e.tool, keep)
 

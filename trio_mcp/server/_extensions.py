@@ -178,8 +178,22 @@ class Extensions:
                 return handler
         return None
 
-    def lists_tool(self, entry: ToolEntry, client_capabilities: Mapping[str, Any]) -> bool:
-        return all(e.lists_tool(entry, client_capabilities) for e in self._all)
+    def tool_filter(
+        self, client_capabilities: Callable[[], Mapping[str, Any]]
+    ) -> Callable[[ToolEntry], bool] | None:
+        """What keeps a tool out of a ``tools/list`` (None: nothing does), asking only the
+        extensions whose class gives its own :meth:`Extension.lists_tool`, with the client
+        capabilities ``client_capabilities()`` gives, read only then. Every server has the
+        tasks extension, which keeps no tool out: a list of 10,000 tools asks it nothing,
+        where it was asked 10,000 times."""
+        asked = [e for e in self._all if type(e).lists_tool is not Extension.lists_tool]
+        if not asked:
+            return None
+        capabilities = client_capabilities()
+        if len(asked) == 1:
+            only = asked[0]
+            return lambda entry: only.lists_tool(entry, capabilities)
+        return lambda entry: all(e.lists_tool(entry, capabilities) for e in asked)
 
     def forwards(self, method: str) -> bool:
         """Whether ``method`` addresses a handle a mount may have issued (``forwarded``)."""
