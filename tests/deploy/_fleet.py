@@ -58,7 +58,9 @@ def render_nginx_conf(
     file, error log and temp files are relative to the prefix nginx runs with (``-p``), as the
     file says, so they are left as written. Every placeholder must be found, so the config
     and this harness cannot drift apart unnoticed. ``routing="any"``: every request
-    round robin, the ``map`` on the session id left unused (for ``--any-worker`` backends)."""
+    round robin, the ``map`` on the session id left unused (for ``--any-worker`` backends);
+    ``routing="connection"``: the ``map`` as shipped, and the requests without a session
+    sent by client connection (the config's commented ``hash`` line in use)."""
     nodes = list(ports)
     if not nodes or nodes != list(TEMPLATE_NODES[: len(nodes)]):
         raise ValueError(f"the nodes are a prefix of {TEMPLATE_NODES}, not {nodes}")
@@ -74,11 +76,13 @@ def render_nginx_conf(
         if blocks != 1:
             raise ValueError(f"deploy/nginx.conf has no upstream mcp_{node}")
         text = "\n".join(kept) + "\n"
+    by_connection = "hash $remote_addr$remote_port consistent;"
     replacements = {
         "proxy_pass http://$mcp_backend;": (
             "proxy_pass http://mcp_any;" if routing == "any" else "proxy_pass http://$mcp_backend;"
         ),
         f"listen 127.0.0.1:{TEMPLATE_LISTEN};": f"listen 127.0.0.1:{listen};",
+        f"#{by_connection}": by_connection if routing == "connection" else f"#{by_connection}",
     }
     for old, new in replacements.items():
         if old not in text:
@@ -211,7 +215,8 @@ async def fleet(
     (default: the demo); ``options``: more command-line options for every backend (those of
     other parts: ``--redis-url``, key files, ...); ``env``: more environment for them;
     ``routing``: ``"map"`` (a session's requests to the node its id names, as
-    ``deploy/nginx.conf`` says) or ``"any"`` (plain round robin, see :func:`render_nginx_conf`)."""
+    ``deploy/nginx.conf`` says), ``"any"`` (plain round robin) or ``"connection"`` (the map, and
+    the requests without a session by client connection; see :func:`render_nginx_conf`)."""
     await trio.to_thread.run_sync(system_packages.ensure)
     nginx_command = system_packages.find("nginx")
     assert nginx_command is not None

@@ -69,11 +69,17 @@ def assert_spread(counts: dict[int, int], running: Fleet, total: int) -> None:
     assert min(counts.values()) >= total // 6, counts
 
 
+@pytest.mark.parametrize("routing", ["map", "any", "connection"])
 @pytest.mark.parametrize("count", [1, 2, 3])
-async def test_the_config_renders_and_nginx_accepts_it(tmp_path: Path, count: int) -> None:
+async def test_the_config_renders_and_nginx_accepts_it(
+    tmp_path: Path, count: int, routing: str
+) -> None:
     await trio.to_thread.run_sync(system_packages.ensure)
     ports = {f"n{k}": free_port() for k in range(1, count + 1)}
-    text = render_nginx_conf(NGINX_CONF.read_text(), listen=free_port(), ports=ports)
+    template = NGINX_CONF.read_text()
+    text = render_nginx_conf(template, listen=free_port(), ports=ports, routing=routing)
+    by_connection = "\n        hash $remote_addr$remote_port consistent;\n"
+    assert (by_connection in text) == (routing == "connection")
     for node, port in ports.items():
         assert f"127.0.0.1:{port}" in text and f"mcp_{node};" in text
     for gone in range(count + 1, 4):
@@ -125,6 +131,30 @@ async def test_modern_era_1000_tool_calls_round_robin(tmp_path: Path) -> None:
                     for worker in range(8):
                         nursery.start_soon(calls, worker)
         assert_spread(dict(pids), running, 1000)
+
+
+async def test_by_connection_each_client_connection_keeps_to_one_backend(
+    tmp_path: Path,
+) -> None:
+    # deploy/nginx.conf with its commented `hash` line in use: the requests without a session
+    # go by client connection, so every call on one connection reaches one backend, and
+    # twelve connections reach more than one (all on one: a chance of 3 in 3^12).
+    async with fleet(tmp_path, 3, server=str(FLEET_SERVER), routing="connection") as running:
+        reached: list[set[int]] = []
+        for _ in range(12):
+            async with httpx.AsyncClient(timeout=60) as client:  # one keep-alive connection
+                pids = set()
+                for rid in range(4):
+                    answer = await client.post(
+                        running.url,
+                        json=modern_call(rid, "backend"),
+                        headers=modern_headers("backend"),
+                    )
+                    assert answer.status_code == 200, answer.text
+                    pids.add(answer.json()["result"]["structuredContent"]["pid"])
+                reached.append(pids)
+        assert all(len(pids) == 1 for pids in reached), reached
+        assert len(set().union(*reached)) > 1, reached
 
 
 async def test_a_forged_or_foreign_tag_is_an_unknown_session(tmp_path: Path) -> None:
