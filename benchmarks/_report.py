@@ -36,8 +36,8 @@ HTTP_POST_ROUNDS = 10
 DASH = "\u2013"  # an en dash, for ranges
 #: The rows of ``fleet_cost.py`` (run.py's ratios, the report's table): each fleet and load.
 #: The control (three standalone processes at once, no nginx, no Redis); three backends
-#: (tagged; any worker, round robin and behind the map) at the same load in all and per
-#: process; the tagged fleet's machinery
+#: (tagged; any worker, round robin and behind the map; tagged, by connection) at the same
+#: load in all and per process; the tagged fleet's machinery
 #: with one backend, whose load per process is the standalone's.
 FLEET_COST_ROWS = (
     ("three", "per"),
@@ -48,6 +48,8 @@ FLEET_COST_ROWS = (
     ("any", "total"),
     ("anymap", "per"),
     ("anymap", "total"),
+    ("connection", "per"),
+    ("connection", "total"),
     ("one", "total"),
 )
 
@@ -746,7 +748,7 @@ class Report:
         self.add(
             "### CPU per call: through nginx + Redis against one process alone",
             "",
-            f"`benchmarks/fleet_cost.py`: the same server alone, called directly, and as three "
+            f"`benchmarks/fleet_cost.py`: the same server alone, called directly, and as four "
             "fleets of three processes behind nginx, each fleet on a `redis-server` of its own: "
             "*tagged*, `--redis-url` backends behind `deploy/nginx.conf` as shipped (a session's "
             "requests go to the node its id names), the recommended fleet; *any worker*, "
@@ -754,7 +756,10 @@ class Report:
             "session on any process: its record read from Redis every time); *any worker, map*, "
             "the same backends behind `deploy/nginx.conf` as shipped (a session's requests go to "
             "the node that opened it while it lives, and to its backups, which build their copies "
-            "from its record, once it is gone); and the tagged "
+            "from its record, once it is gone); *tagged, by connection*, the tagged fleet with "
+            "the config's commented `hash` line in use (the requests without a session, the "
+            "modern era's, go by client connection rather than each to the next backend); "
+            "and the tagged "
             "fleet's machinery with *one backend* (every hop and Redis write of a fleet's call, "
             "no other backend sharing the cores: on a machine with fewer cores than busy "
             "processes, what separates the three-backend rows from it is their contention). "
@@ -787,6 +792,7 @@ class Report:
             "tagged": "tagged",
             "any": "any worker",
             "anymap": "any worker, map",
+            "connection": "tagged, by connection",
             "one": "one backend",
         }
         load_labels = {"per": "per process", "total": "in all"}

@@ -2,7 +2,7 @@
 
     python benchmarks/fleet_cost.py '{"calls": 2000, "warmup": 300, "sessions": 8, "rounds": 3}'
 
-Six deployments of the same server (``tests/servers/fleet_server.py``), up at once:
+Seven deployments of the same server (``tests/servers/fleet_server.py``), up at once:
 
 - standalone: one ``trio-mcp serve ... --transport http`` process, called directly;
 - tagged: three ``--redis-url URL`` processes behind nginx as ``deploy/nginx.conf`` ships it (a
@@ -16,6 +16,9 @@ Six deployments of the same server (``tests/servers/fleet_server.py``), up at on
   session's requests go to the node that opened it while it lives, and to that node's backups,
   which build their copies from its record, once it is gone. The way to have sessions outlive
   their node where the balancer can route on the session id;
+- connection: the tagged fleet with the config's commented ``hash`` line in use: the requests
+  without a session (the modern era's, each ``initialize``) go by client connection, each
+  connection's to one backend, rather than each request to the next;
 - one: the tagged fleet's machinery with one backend, ``--redis-url URL`` behind the same
   nginx: every hop and every Redis write of a fleet's call, and no other backend to share the
   cores with. On a machine with fewer cores than the three-backend fleets have busy processes,
@@ -219,6 +222,7 @@ FLEETS = {
     "tagged": ([], "map", BACKENDS),
     "any": (["--any-worker"], "any", BACKENDS),
     "anymap": (["--any-worker"], "map", BACKENDS),
+    "connection": ([], "connection", BACKENDS),
     "one": ([], "map", 1),
 }
 #: The loads of a fleet: how many times the standalone's loops it is driven with, once per

@@ -694,9 +694,9 @@ def ratios_for(run: Run) -> dict[str, float]:
         ratio(f"fleet_{size}_vs_1", (f"fleet {size}", "cps"), ("fleet 1", "cps"))
     for era in ("hs", "modern"):
         # CPU per call through nginx + Redis against one process alone, all in one job: each
-        # fleet (tagged routing; any worker, round robin and behind the map), at the same load
-        # in all and per process, the tagged fleet's machinery with one backend, and the
-        # control (three processes alone).
+        # fleet (tagged routing; any worker, round robin and behind the map; tagged, by
+        # connection), at the same load in all and per process, the tagged fleet's machinery
+        # with one backend, and the control (three processes alone).
         # Already within-job ratios: each to the standalone measured around it; a three-backend
         # fleet's also over the control's.
         for fleet, load in FLEET_COST_ROWS:

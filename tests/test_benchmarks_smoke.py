@@ -232,7 +232,8 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         # CPU per call through nginx + Redis against standalone, both eras, with the ratio:
         # three backends at both loads, each also over the control (three processes alone) at
         # the same load, and the machinery with one backend.
-        rows = [(f, load) for f in ("tagged", "any", "anymap") for load in ("total", "per")]
+        fleets = ("tagged", "any", "anymap", "connection")
+        rows = [(f, load) for f in fleets for load in ("total", "per")]
         for era in ("hs", "modern"):
             assert f"{era}_standalone_us" in jobs["fleet cost"], sorted(jobs["fleet cost"])
             for fleet, load in [*rows, ("one", "total")]:
@@ -248,6 +249,7 @@ def test_section_runs(section: str, tmp_path: Path) -> None:
         assert "CPU per call: through nginx + Redis against one process alone" in report
         assert "| handshake | one backend | in all |" in report
         assert "| handshake | any worker, map | per process |" in report
+        assert "| modern | tagged, by connection | per process |" in report
         assert "| modern | three alone | per process |" in report
     if section == "growth":
         # Each cost at its sizes, with how much it grew; the large results against the floor.
